@@ -1,0 +1,10 @@
+module github.com/clustron/zaris-go
+
+go 1.26.0
+
+require (
+	github.com/apache/thrift v0.25.0
+	github.com/stretchr/testify v1.12.1
+)
+
+require go.yaml.in/yaml/v3 v3.0.5 // indirect
