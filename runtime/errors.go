@@ -1,0 +1,133 @@
+package runtime
+
+import (
+	"errors"
+	"fmt"
+	"strings"
+	"time"
+
+	"github.com/clustron/zaris-go/gen/zaris"
+)
+
+// Sentinel errors name the kinds of failure; find them with errors.Is. The errors the client
+// returns wrap them with the details (node, attempt history).
+var (
+	// ErrNodeUnavailable: the owning node could not be reached (dial refused or failed). The
+	// request never left, so a retry is always safe.
+	ErrNodeUnavailable = errors.New("zaris: node unavailable")
+	// ErrPartitionUnavailable: the client's map names no owner for the key's segment.
+	ErrPartitionUnavailable = errors.New("zaris: partition unavailable")
+	// ErrTransport: the connection or the protocol failed after the request was written.
+	ErrTransport = errors.New("zaris: transport failure")
+	// ErrAttemptTimeout: one attempt ran past the per-attempt timeout (distinct from the
+	// whole-call deadline).
+	ErrAttemptTimeout = errors.New("zaris: attempt timed out")
+	// ErrInDoubt: a non-idempotent, unguarded write was sent and no reply came back, so it
+	// may or may not have been applied; it is not replayed (rule B2).
+	ErrInDoubt = errors.New("zaris: outcome in doubt")
+	// ErrRetryBudgetExhausted: the client's retry budget had no token for another attempt.
+	ErrRetryBudgetExhausted = errors.New("zaris: retry budget exhausted")
+	// ErrClosed: the client was closed.
+	ErrClosed = errors.New("zaris: client closed")
+	// ErrNoSeeds: no seed node answered with a cluster map.
+	ErrNoSeeds = errors.New("zaris: no seed reachable")
+)
+
+// StatusError is the cause recorded for an attempt answered with a status the application
+// does not see (Moved, Migrating, ...). A call that runs out of budget on one unwraps to it.
+type StatusError struct {
+	Status zaris.KvStatus
+}
+
+// Error names the status.
+func (e *StatusError) Error() string { return "zaris: status " + e.Status.String() }
+
+// Bound names what ended a call that did not get an answer.
+type Bound int
+
+const (
+	// BoundNone: the call was not stopped by a bound; it failed with a fatal error.
+	BoundNone Bound = iota
+	// BoundAttempts: maxAttempts attempts were made (rule R4).
+	BoundAttempts
+	// BoundDeadline: the whole-call deadline passed (rule R4).
+	BoundDeadline
+	// BoundBudget: the retry budget had no token left (rule B3).
+	BoundBudget
+)
+
+// String names the bound as the documentation does.
+func (b Bound) String() string {
+	switch b {
+	case BoundAttempts:
+		return "maxAttempts"
+	case BoundDeadline:
+		return "deadline"
+	case BoundBudget:
+		return "retry budget"
+	}
+	return "none"
+}
+
+// CallError is the error of a call that ended without an answer: it says which bound tripped
+// (or none, for a fatal error), carries every attempt's node, status or error and map epoch,
+// and unwraps to the last attempt's cause, so errors.Is(err, ErrNodeUnavailable) and
+// errors.Is(err, context.Canceled) work on it (rule B4).
+type CallError struct {
+	// Op is the operation's name.
+	Op string
+	// Bound is what stopped the call.
+	Bound Bound
+	// MaxAttempts is the attempt cap that applied to the call.
+	MaxAttempts int
+	// Attempts is the attempt history, oldest first.
+	Attempts []Attempt
+	// Elapsed is the call's total time.
+	Elapsed time.Duration
+	// Err is the last cause.
+	Err error
+}
+
+// Error describes the call's end and every attempt.
+func (e *CallError) Error() string {
+	var b strings.Builder
+	fmt.Fprintf(&b, "zaris: %s", e.Op)
+	switch e.Bound {
+	case BoundAttempts:
+		fmt.Fprintf(&b, ": gave up after %d of %d attempts", len(e.Attempts), e.MaxAttempts)
+	case BoundDeadline:
+		fmt.Fprintf(&b, ": deadline passed after %d attempts", len(e.Attempts))
+	case BoundBudget:
+		fmt.Fprintf(&b, ": retry budget exhausted after %d attempts", len(e.Attempts))
+	default:
+		fmt.Fprintf(&b, ": failed on attempt %d", len(e.Attempts))
+	}
+	fmt.Fprintf(&b, " in %s", e.Elapsed.Round(time.Millisecond))
+	for _, a := range e.Attempts {
+		b.WriteString("; ")
+		b.WriteString(a.String())
+	}
+	if e.Err != nil {
+		fmt.Fprintf(&b, ": %v", e.Err)
+	}
+	return b.String()
+}
+
+// Unwrap returns the last cause.
+func (e *CallError) Unwrap() error { return e.Err }
+
+// String describes one attempt: its number, node, map epoch and outcome.
+func (a Attempt) String() string {
+	node := "no node"
+	if a.Node != NoNode {
+		node = fmt.Sprintf("node %d", a.Node)
+	}
+	out := "no outcome"
+	switch {
+	case a.Answered:
+		out = fmt.Sprintf("%s (node epoch %d)", a.Status, a.AnswerEpoch)
+	case a.Err != nil:
+		out = a.Err.Error()
+	}
+	return fmt.Sprintf("attempt %d %s epoch %d: %s", a.N, node, a.MapEpoch, out)
+}

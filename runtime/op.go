@@ -1,0 +1,60 @@
+package runtime
+
+import (
+	"context"
+
+	"github.com/clustron/zaris-go/gen/zaris"
+)
+
+// OpKind says whether an operation reads or writes the store.
+type OpKind int
+
+const (
+	// Read marks an operation that only reads a key.
+	Read OpKind = iota + 1
+	// Write marks an operation that changes a key.
+	Write
+)
+
+// String returns "read" or "write", the IDL annotation value.
+func (k OpKind) String() string {
+	switch k {
+	case Read:
+		return "read"
+	case Write:
+		return "write"
+	}
+	return "unknown"
+}
+
+// Op describes one data operation of the ZarisKv service. zarisgen generates one per
+// operation from the IDL annotations (gen/zarisclient), so middleware can decide by what an
+// operation is (read or write, idempotent or not) rather than by its name.
+type Op struct {
+	// Name is the operation's name in the IDL, for example "Put".
+	Name string
+	// Kind says whether the operation reads or writes.
+	Kind OpKind
+	// Idempotent reports whether replaying a request that may already have been applied is
+	// harmless. A non-idempotent call whose request was sent but got no reply is returned
+	// as in-doubt instead of being replayed (rule B2).
+	Idempotent bool
+	// RoutingField is the IDL name of the request field whose bytes choose the segment.
+	RoutingField string
+	// Guards are the IDL names of the request fields that make a replay come back Conflict
+	// instead of applying twice (rule R9).
+	Guards []string
+	// Invoke sends req, which must be this operation's request type, over one generated
+	// Thrift client and returns its response. It never returns a nil Response with a nil error.
+	Invoke func(ctx context.Context, kv zaris.ZarisKv, req any) (Response, error)
+}
+
+// String returns the operation's IDL name.
+func (op *Op) String() string { return op.Name }
+
+// Response is what every data operation's response struct has in common: field 1, the
+// status, and the answering node's cluster-map epoch. The generated response types satisfy it.
+type Response interface {
+	GetStatus() zaris.KvStatus
+	GetMapEpoch() int64
+}
