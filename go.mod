@@ -4,6 +4,7 @@ go 1.26.0
 
 require (
 	github.com/apache/thrift v0.25.0
+	github.com/golang/mock v1.6.0
 	github.com/stretchr/testify v1.12.1
 )
 
