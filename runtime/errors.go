@@ -31,6 +31,10 @@ var (
 	ErrClosed = errors.New("zaris: client closed")
 	// ErrNoSeeds: no seed node answered with a cluster map.
 	ErrNoSeeds = errors.New("zaris: no seed reachable")
+	// ErrNilRequest: a typed method was called with a nil request.
+	ErrNilRequest = errors.New("zaris: nil request")
+	// ErrNoResponse: a node's reply carried no response struct.
+	ErrNoResponse = errors.New("zaris: no response in reply")
 )
 
 // StatusError is the cause recorded for an attempt answered with a status the application
