@@ -1,0 +1,85 @@
+package middleware
+
+import (
+	"context"
+	"errors"
+	"time"
+
+	"github.com/clustron/zaris-go/gen/zaris"
+	"github.com/clustron/zaris-go/runtime"
+)
+
+// Delay returns how long to wait before the attempt after attempt n (n >= 1), by rule R5:
+// p.Backoff*n; times p.MigratingFactor when last (the attempt just finished, may be nil)
+// was answered Migrating; capped at p.MaxBackoff (zero means no cap); clamped to the time
+// left between now and deadline, and zero when none is left. A zero deadline means the call
+// has none. Delay is a pure function, so the numbers of R5 are tested without a clock.
+func Delay(p runtime.RetryPolicy, n int, last *runtime.Attempt, now, deadline time.Time) time.Duration {
+	if n < 1 || p.Backoff <= 0 {
+		return 0
+	}
+	factor := time.Duration(n)
+	if last != nil && last.Answered && last.Status == zaris.KvStatus_Migrating && p.MigratingFactor > 1 {
+		factor *= time.Duration(p.MigratingFactor)
+	}
+	d := p.Backoff * factor
+	if d/factor != p.Backoff { // overflow: as long as a delay can be
+		d = time.Duration(1<<63 - 1)
+	}
+	if p.MaxBackoff > 0 && d > p.MaxBackoff {
+		d = p.MaxBackoff
+	}
+	if !deadline.IsZero() {
+		left := deadline.Sub(now)
+		if left <= 0 {
+			return 0
+		}
+		d = min(d, left)
+	}
+	return d
+}
+
+// Backoff returns the attempt-level middleware that waits before every attempt but the
+// first: Delay(p, n-1, the previous attempt, now, call.Deadline), slept on clock so that a
+// cancelled context ends the wait. It adds the wait to call.Stats.Backoff.
+//
+// When the context ends during the wait, or the wait uses up the time left before the
+// call's deadline, the attempt is not made: Backoff returns a *StopError and the retry
+// layer ends the call (R4, R5).
+func Backoff(p runtime.RetryPolicy, clock runtime.Clock) Middleware {
+	if clock == nil {
+		clock = runtime.SystemClock
+	}
+	return func(next Handler) Handler {
+		return func(ctx context.Context, call *runtime.Call) (runtime.Response, error) {
+			n := len(call.Attempts)
+			if n < 2 {
+				return next(ctx, call)
+			}
+			now := clock.Now()
+			if d := Delay(p, n-1, &call.Attempts[n-2], now, call.Deadline); d > 0 {
+				err := clock.Sleep(ctx, d)
+				call.Stats.Backoff += clock.Now().Sub(now)
+				if err != nil {
+					return nil, stopForContext(ctx, err)
+				}
+			}
+			if !call.Deadline.IsZero() && !clock.Now().Before(call.Deadline) {
+				return nil, &StopError{Bound: runtime.BoundDeadline}
+			}
+			return next(ctx, call)
+		}
+	}
+}
+
+// stopForContext is the StopError for a wait ended by ctx: the deadline bound when the
+// context's deadline passed, no bound when it was cancelled.
+func stopForContext(ctx context.Context, err error) *StopError {
+	if ctx.Err() != nil {
+		err = ctx.Err()
+	}
+	if errors.Is(err, context.DeadlineExceeded) {
+		return &StopError{Bound: runtime.BoundDeadline, Err: err}
+	}
+	return &StopError{Bound: runtime.BoundNone, Err: err}
+}

@@ -1,0 +1,220 @@
+package middleware
+
+import (
+	"context"
+	"errors"
+	"fmt"
+
+	"github.com/apache/thrift/lib/go/thrift"
+
+	"github.com/clustron/zaris-go/gen/zaris"
+	"github.com/clustron/zaris-go/runtime"
+)
+
+// Outcome is what one attempt produced, as a Classifier sees it.
+type Outcome struct {
+	// Ctx is the call's context (with the call's deadline), not the transport's per-attempt one.
+	Ctx context.Context
+	// Call is the call; Call.Op says what the operation is.
+	Call *runtime.Call
+	// Attempt is the attempt being judged (Call.Current()), as the transport filled it.
+	Attempt *runtime.Attempt
+	// Response is the response, set when the node answered.
+	Response runtime.Response
+	// Err is the transport's error, set when no response arrived.
+	Err error
+}
+
+// Classifier judges one attempt's outcome. It returns the class and true when it knows the
+// answer, or false to leave the outcome to the next classifier. Classifiers are small and
+// each knows one kind of outcome, like aws-sdk-go-v2's retryables: the first definite answer
+// in a chain wins.
+type Classifier func(o Outcome) (class runtime.Class, decided bool)
+
+// DefaultClassifiers is the chain Classify uses when given none: the caller's context first,
+// then statuses (R1, R2, R8), Thrift application exceptions, the runtime's transport
+// sentinels and Thrift transport and protocol exceptions (R3). Anything no classifier
+// decides is Fatal. Copy it to extend it; do not modify it.
+var DefaultClassifiers = []Classifier{
+	CallerContext,
+	StatusClass,
+	ApplicationException,
+	TransportFailure,
+	ThriftTransport,
+}
+
+// CallerContext decides Fatal for an error that came back after the caller's context
+// ended (cancelled, or past its deadline), whatever the error looks like: the caller has
+// stopped waiting, so nothing is retried (R3). A per-attempt timeout does not end the
+// call's context, so it is not matched here.
+func CallerContext(o Outcome) (runtime.Class, bool) {
+	if o.Err != nil && o.Ctx != nil && o.Ctx.Err() != nil {
+		return runtime.Fatal, true
+	}
+	return runtime.Unclassified, false
+}
+
+// StatusClass decides an answered attempt by its status: Ok, NotFound, Conflict and
+// InvalidRequest are answers (R8); Moved, ReplicaWriteRejected and OwnershipChanging mean
+// the map is stale (R1, R2: RefreshRetry); Unavailable and Migrating are transient (R1, R2:
+// Retry). A status the client does not know is Fatal rather than silently retried.
+func StatusClass(o Outcome) (runtime.Class, bool) {
+	if o.Err != nil || o.Response == nil {
+		return runtime.Unclassified, false
+	}
+	return StatusClassOf(o.Response.GetStatus()), true
+}
+
+// StatusClassOf returns the class of an answer with status s (see StatusClass).
+func StatusClassOf(s zaris.KvStatus) runtime.Class {
+	switch s {
+	case zaris.KvStatus_Ok, zaris.KvStatus_NotFound, zaris.KvStatus_Conflict, zaris.KvStatus_InvalidRequest:
+		return runtime.Answer
+	case zaris.KvStatus_Moved, zaris.KvStatus_ReplicaWriteRejected, zaris.KvStatus_OwnershipChanging:
+		return runtime.RefreshRetry
+	case zaris.KvStatus_Unavailable, zaris.KvStatus_Migrating:
+		return runtime.Retry
+	}
+	return runtime.Fatal
+}
+
+// ApplicationException decides Fatal for a Thrift application exception (unknown method,
+// internal error, ...): the node answered that the request itself failed, so a replay
+// would fail the same way (R3).
+func ApplicationException(o Outcome) (runtime.Class, bool) {
+	if o.Err == nil {
+		return runtime.Unclassified, false
+	}
+	if _, ok := errors.AsType[thrift.TApplicationException](o.Err); ok {
+		return runtime.Fatal, true
+	}
+	return runtime.Unclassified, false
+}
+
+// TransportFailure decides RefreshRetry for the runtime's transport sentinels:
+// ErrNodeUnavailable, ErrPartitionUnavailable, ErrTransport and ErrAttemptTimeout. Each
+// may mean the map names the wrong owner, so the retry follows a map refresh (R3).
+func TransportFailure(o Outcome) (runtime.Class, bool) {
+	if o.Err == nil {
+		return runtime.Unclassified, false
+	}
+	switch {
+	case errors.Is(o.Err, runtime.ErrNodeUnavailable),
+		errors.Is(o.Err, runtime.ErrPartitionUnavailable),
+		errors.Is(o.Err, runtime.ErrTransport),
+		errors.Is(o.Err, runtime.ErrAttemptTimeout):
+		return runtime.RefreshRetry, true
+	}
+	return runtime.Unclassified, false
+}
+
+// ThriftTransport decides RefreshRetry for a Thrift transport or protocol exception that
+// reached the middleware without a runtime sentinel, found by type (errors.As on
+// thrift.TTransportException and thrift.TProtocolException, then the TException type) and
+// never by message: over the JSON protocol a reset arrives as END_OF_FILE with its OS cause
+// gone (R3). Compiled (IDL-declared) exceptions are Fatal.
+func ThriftTransport(o Outcome) (runtime.Class, bool) {
+	if o.Err == nil {
+		return runtime.Unclassified, false
+	}
+	if _, ok := errors.AsType[thrift.TTransportException](o.Err); ok {
+		return runtime.RefreshRetry, true
+	}
+	if _, ok := errors.AsType[thrift.TProtocolException](o.Err); ok {
+		return runtime.RefreshRetry, true
+	}
+	if te, ok := errors.AsType[thrift.TException](o.Err); ok {
+		switch te.TExceptionType() {
+		case thrift.TExceptionTypeTransport, thrift.TExceptionTypeProtocol:
+			return runtime.RefreshRetry, true
+		case thrift.TExceptionTypeApplication, thrift.TExceptionTypeCompiled:
+			return runtime.Fatal, true
+		}
+	}
+	return runtime.Unclassified, false
+}
+
+// Classify returns the middleware that judges every attempt: it runs the classifiers
+// (DefaultClassifiers when none are given) in order on the outcome of next, takes the
+// first definite answer (Fatal when none decides), and records it in call.Current().Class.
+// It also records the answer's status and epoch and the error in the attempt when the
+// transport did not.
+//
+// After the chain it applies rule B2, which no classifier can override: a failure that
+// would be retried (or that ended with the caller's context) after the request may have
+// been sent (Attempt.Sent), on an operation that is neither idempotent nor guarded, is Fatal
+// and its error wraps runtime.ErrInDoubt and the cause. A request that provably never left
+// (Sent false) stays retryable.
+//
+// Classify is the only layer that looks at statuses and raw errors; the layers above it
+// act on the Class and use errors.Is.
+func Classify(classifiers ...Classifier) Middleware {
+	if len(classifiers) == 0 {
+		classifiers = DefaultClassifiers
+	}
+	classifiers = append([]Classifier(nil), classifiers...)
+	return func(next Handler) Handler {
+		return func(ctx context.Context, call *runtime.Call) (runtime.Response, error) {
+			resp, err := next(ctx, call)
+			a := call.Current()
+			if err == nil && resp == nil {
+				err = errNoOutcome
+			}
+			if err == nil {
+				if !a.Answered {
+					a.Answered, a.Status, a.AnswerEpoch = true, resp.GetStatus(), resp.GetMapEpoch()
+				}
+			}
+			class := runtime.Fatal
+			o := Outcome{Ctx: ctx, Call: call, Attempt: a, Response: resp, Err: err}
+			if err != nil {
+				o.Response = nil
+			}
+			for _, c := range classifiers {
+				if cl, ok := c(o); ok {
+					class = cl
+					break
+				}
+			}
+			if err != nil && inDoubt(ctx, call, a, class) {
+				class = runtime.Fatal
+				err = &inDoubtError{op: opName(call), cause: err}
+			}
+			a.Class = class
+			if err != nil {
+				a.Err = err
+			}
+			return resp, err
+		}
+	}
+}
+
+var errNoOutcome = errors.New("zaris: transport returned neither a response nor an error")
+
+// inDoubt reports whether rule B2 forbids replaying the failed attempt a.
+func inDoubt(ctx context.Context, call *runtime.Call, a *runtime.Attempt, class runtime.Class) bool {
+	if !a.Sent || a.Answered || call.Guarded || (call.Op != nil && call.Op.Idempotent) {
+		return false
+	}
+	return class == runtime.Retry || class == runtime.RefreshRetry || ctx.Err() != nil
+}
+
+// inDoubtError is the error of a non-idempotent, unguarded write that was sent without a
+// reply. It matches runtime.ErrInDoubt and unwraps to the cause.
+type inDoubtError struct {
+	op    string
+	cause error
+}
+
+func (e *inDoubtError) Error() string {
+	return fmt.Sprintf("%v: %s was sent and no reply came back, so it is not replayed: %v", runtime.ErrInDoubt, e.op, e.cause)
+}
+
+func (e *inDoubtError) Unwrap() []error { return []error{runtime.ErrInDoubt, e.cause} }
+
+func opName(call *runtime.Call) string {
+	if call.Op == nil {
+		return "call"
+	}
+	return call.Op.Name
+}

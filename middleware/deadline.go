@@ -1,0 +1,61 @@
+package middleware
+
+import (
+	"context"
+	"time"
+
+	"github.com/clustron/zaris-go/runtime"
+)
+
+// Deadline returns the call-level middleware that sets the whole-call deadline of rule R4:
+// call.Deadline = the earliest of the context's deadline, an earlier call.Deadline, and
+// now + the call's timeout (call.Options.Timeout, else p.RequestTimeout; zero means no
+// bound, ZARIS_REQUEST_TIMEOUT=infinite). Time is read on clock. When the timeout is the
+// earliest bound, the context passed on carries it too, so every layer below (refresh
+// waits, the transport) stops at the deadline; a context that already ends no later is
+// passed on as it is, at no cost.
+func Deadline(p runtime.RetryPolicy, clock runtime.Clock) Middleware {
+	if clock == nil {
+		clock = runtime.SystemClock
+	}
+	return func(next Handler) Handler {
+		return func(ctx context.Context, call *runtime.Call) (runtime.Response, error) {
+			now := clock.Now()
+			deadline := call.Deadline
+			// The context's deadline is on the wall clock; carry what is left of it over to
+			// clock, so an injected clock sees the same remaining time.
+			ctxDeadline, hasCtxDeadline := ctx.Deadline()
+			var ctxEnd time.Time
+			if hasCtxDeadline {
+				ctxEnd = now.Add(time.Until(ctxDeadline))
+				deadline = earliest(deadline, ctxEnd)
+			}
+			timeout := p.RequestTimeout
+			if call.Options.Timeout > 0 {
+				timeout = call.Options.Timeout
+			}
+			if timeout > 0 {
+				own := now.Add(timeout)
+				if !hasCtxDeadline || own.Before(ctxEnd) {
+					var cancel context.CancelFunc
+					ctx, cancel = context.WithTimeout(ctx, timeout)
+					defer cancel()
+				}
+				deadline = earliest(deadline, own)
+			}
+			call.Deadline = deadline
+			return next(ctx, call)
+		}
+	}
+}
+
+// earliest returns the earlier of two deadlines, where zero means none.
+func earliest(a, b time.Time) time.Time {
+	switch {
+	case a.IsZero():
+		return b
+	case b.IsZero() || a.Before(b):
+		return a
+	}
+	return b
+}

@@ -1,0 +1,62 @@
+package middleware
+
+import (
+	"context"
+
+	"github.com/clustron/zaris-go/runtime"
+)
+
+// MapRefresher is the part of the client's shared map refresher (runtime.Refresher) that
+// the refresh layer uses. Its methods must be safe for concurrent use.
+type MapRefresher interface {
+	// Refresh asks for one shared refresh of the cluster map and waits for it, at most the
+	// refresh wait or until ctx ends (R6). evidence is the newest map epoch an answer
+	// showed, or 0; a newer epoch than the client's skips the debounce (B1).
+	Refresh(ctx context.Context, evidence int64) runtime.RefreshResult
+	// Observe reports that an answer carried map epoch epoch; a newer epoch than the
+	// client's triggers a refresh without waiting for it (B1).
+	Observe(epoch int64)
+	// Epoch returns the epoch of the client's current map.
+	Epoch() int64
+}
+
+// RefreshOnMoved returns the attempt-level middleware of rules R2, R3 and B1. Before an
+// attempt that follows a RefreshRetry attempt (Moved, ReplicaWriteRejected,
+// OwnershipChanging, a transport failure) it requests one shared map refresh from r, with
+// the previous attempt's answer epoch as evidence, and counts it in
+// call.Stats.RefreshesRequested (and RefreshesPerformed when a fetch ran for it). Refreshing
+// just before the retry, after the backoff, rather than just after the failure means the
+// refresh sees the newest map the store has, and a call that will not be retried (out of
+// attempts, time or budget) never waits for one.
+//
+// After every answered attempt that is not RefreshRetry and whose answer epoch is newer
+// than r's, it calls r.Observe, which refreshes without making the call wait. Answer and
+// Retry outcomes never cause a refresh any other way (R2, R8).
+//
+// RefreshOnMoved sits above Classify, so it reads the class of the attempt it ran.
+func RefreshOnMoved(r MapRefresher) Middleware {
+	return func(next Handler) Handler {
+		return func(ctx context.Context, call *runtime.Call) (runtime.Response, error) {
+			if n := len(call.Attempts); n > 1 && call.Attempts[n-2].Class == runtime.RefreshRetry {
+				prev := &call.Attempts[n-2]
+				var evidence int64
+				if prev.Answered {
+					evidence = prev.AnswerEpoch
+				}
+				res := r.Refresh(ctx, evidence)
+				call.Stats.RefreshesRequested++
+				if res.Performed {
+					call.Stats.RefreshesPerformed++
+				}
+				if err := ctx.Err(); err != nil {
+					return nil, stopForContext(ctx, err)
+				}
+			}
+			resp, err := next(ctx, call)
+			if a := call.Current(); a.Answered && a.Class != runtime.RefreshRetry && a.AnswerEpoch > r.Epoch() {
+				r.Observe(a.AnswerEpoch)
+			}
+			return resp, err
+		}
+	}
+}

@@ -1,0 +1,174 @@
+package middleware
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/clustron/zaris-go/runtime"
+)
+
+// StopError is returned by an attempt-level middleware that decides, before the current
+// attempt is sent, that the call must end (the retry budget is empty, the deadline passed
+// during the backoff, the context ended during a wait). The retry layer drops the attempt
+// that was never made from call.Attempts and ends the call with a *runtime.CallError whose
+// Bound is Bound and whose Err wraps Err and the last attempt's cause.
+type StopError struct {
+	// Bound is the bound that stopped the call (runtime.BoundNone for a cancelled context).
+	Bound runtime.Bound
+	// Err is why, if there is more to say than the bound (for example
+	// runtime.ErrRetryBudgetExhausted or context.Canceled); it may be nil.
+	Err error
+}
+
+// Error names the bound and the reason.
+func (e *StopError) Error() string {
+	if e.Err == nil {
+		return "zaris: call stopped by its " + e.Bound.String() + " bound"
+	}
+	return "zaris: call stopped: " + e.Err.Error()
+}
+
+// Unwrap returns the reason.
+func (e *StopError) Unwrap() error { return e.Err }
+
+// MaxAttempts returns the attempt cap of call under p (R4, R7): one when retries are
+// disabled, whatever else says; else the call's own cap if set, else the policy's; never
+// less than one.
+func MaxAttempts(p runtime.RetryPolicy, call *runtime.Call) int {
+	if p.Disabled {
+		return 1
+	}
+	n := p.MaxAttempts
+	if call.Options.MaxAttempts > 0 {
+		n = call.Options.MaxAttempts
+	}
+	return max(n, 1)
+}
+
+// Retry returns the call-level middleware that runs the attempt loop of rule R4: while
+// attempts remain (MaxAttempts) and the clock is before call.Deadline, it checks the
+// context, starts an attempt (call.StartAttempt) and runs it through the attempt-level
+// middleware attempt (first listed outermost; the chain is built once, when Retry wraps its
+// next handler) and then next, the transport. It then acts on the attempt's Class:
+//
+//   - Answer: the response is returned with a nil error.
+//   - Retry, RefreshRetry: the loop goes on (the backoff and refresh layers below it do the
+//     waiting and the refreshing).
+//   - Fatal: the call ends with a *runtime.CallError of Bound runtime.BoundNone (or
+//     BoundDeadline when the call's deadline ended it) wrapping the error.
+//
+// A call that runs out of attempts or time returns the last response, if any, and a
+// *runtime.CallError naming the bound, with a copy of every attempt, the elapsed time on
+// clock, and the last cause (a *runtime.StatusError for a status) as Err (rule B4). An
+// attempt left Unclassified (no Classify layer) is an answer when it has no error and fatal
+// when it has one.
+func Retry(p runtime.RetryPolicy, clock runtime.Clock, attempt ...Middleware) Middleware {
+	if clock == nil {
+		clock = runtime.SystemClock
+	}
+	inner := Chain(attempt...)
+	return func(next Handler) Handler {
+		h := inner(next)
+		return func(ctx context.Context, call *runtime.Call) (runtime.Response, error) {
+			return retryLoop(ctx, call, h, p, clock)
+		}
+	}
+}
+
+func retryLoop(ctx context.Context, call *runtime.Call, h Handler, p runtime.RetryPolicy, clock runtime.Clock) (runtime.Response, error) {
+	start := clock.Now()
+	limit := MaxAttempts(p, call)
+	var resp runtime.Response
+	n := 1
+	for ; n <= limit && beforeDeadline(clock, call.Deadline); n++ {
+		if err := ctx.Err(); err != nil {
+			return resp, endCall(call, clock, start, limit, stopForContext(ctx, err), nil)
+		}
+		call.StartAttempt()
+		var err error
+		resp, err = h(ctx, call)
+		if err != nil {
+			if stop, ok := errors.AsType[*StopError](err); ok {
+				call.Attempts = call.Attempts[:len(call.Attempts)-1]
+				return nil, endCall(call, clock, start, limit, stop, nil)
+			}
+		}
+		a := call.Last()
+		switch classOf(a, err) {
+		case runtime.Answer:
+			return resp, nil
+		case runtime.Retry, runtime.RefreshRetry:
+			continue
+		}
+		if a.Err == nil {
+			a.Err = err
+		}
+		bound := runtime.BoundNone
+		if err != nil && errors.Is(err, context.DeadlineExceeded) && (ctx.Err() != nil || !beforeDeadline(clock, call.Deadline)) {
+			bound = runtime.BoundDeadline
+		}
+		return resp, endCall(call, clock, start, limit, &StopError{Bound: bound}, err)
+	}
+	bound := runtime.BoundDeadline
+	if n > limit {
+		bound = runtime.BoundAttempts
+	}
+	return resp, endCall(call, clock, start, limit, &StopError{Bound: bound}, nil)
+}
+
+// classOf is the class the loop acts on: the attempt's, or for an unclassified attempt an
+// answer without an error and fatal with one.
+func classOf(a *runtime.Attempt, err error) runtime.Class {
+	if a.Class != runtime.Unclassified {
+		return a.Class
+	}
+	if err == nil {
+		return runtime.Answer
+	}
+	return runtime.Fatal
+}
+
+func beforeDeadline(clock runtime.Clock, deadline time.Time) bool {
+	return deadline.IsZero() || clock.Now().Before(deadline)
+}
+
+// endCall builds the call's terminal error: stop says which bound ended it and why; cause,
+// when set, is the error that ended it, else the last attempt's cause.
+func endCall(call *runtime.Call, clock runtime.Clock, start time.Time, limit int, stop *StopError, cause error) *runtime.CallError {
+	if cause == nil {
+		cause = lastCause(call)
+	}
+	err := cause
+	switch {
+	case stop.Err != nil && cause != nil && !errors.Is(cause, stop.Err):
+		err = fmt.Errorf("%w; last attempt: %w", stop.Err, cause)
+	case stop.Err != nil && cause == nil:
+		err = stop.Err
+	case err == nil && stop.Bound == runtime.BoundDeadline:
+		err = context.DeadlineExceeded
+	}
+	return &runtime.CallError{
+		Op:          opName(call),
+		Bound:       stop.Bound,
+		MaxAttempts: limit,
+		Attempts:    append([]runtime.Attempt(nil), call.Attempts...),
+		Elapsed:     clock.Now().Sub(start),
+		Err:         err,
+	}
+}
+
+// lastCause is the last attempt's cause: its error, or a *runtime.StatusError for a status.
+func lastCause(call *runtime.Call) error {
+	a := call.Last()
+	switch {
+	case a == nil:
+		return nil
+	case a.Err != nil:
+		return a.Err
+	case a.Answered:
+		return &runtime.StatusError{Status: a.Status}
+	}
+	return nil
+}
