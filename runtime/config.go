@@ -82,4 +82,7 @@ type Config struct {
 	RefreshDebounce time.Duration
 	// Clock is the source of time. Default SystemClock.
 	Clock Clock
+	// Dialer opens connections to nodes. Nil (the default) means the built-in dialer
+	// (DefaultDialer), which speaks Protocol over Transport, with TLS when TLS is set.
+	Dialer Dialer
 }

@@ -1,0 +1,231 @@
+package runtime
+
+import (
+	"crypto/tls"
+	"errors"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+)
+
+// env returns a lookup over vars, for WithEnv.
+func env(vars map[string]string) func(string) (string, bool) {
+	return func(k string) (string, bool) {
+		v, ok := vars[k]
+		return v, ok
+	}
+}
+
+func TestNewConfigDefaults(t *testing.T) {
+	cfg, err := NewConfig(WithSeeds("127.0.0.1:7000"), WithEnv(env(nil)))
+	require.NoError(t, err)
+	assert.Equal(t, []string{"127.0.0.1:7000"}, cfg.Seeds)
+	assert.Equal(t, ProtocolBinary, cfg.Protocol)
+	assert.Equal(t, TransportFramed, cfg.Transport)
+	assert.Nil(t, cfg.TLS)
+	assert.Equal(t, 16, cfg.PoolSize)
+	assert.Equal(t, time.Second, cfg.DialTimeout)
+	assert.Equal(t, 5*time.Second, cfg.AttemptTimeout)
+	assert.Equal(t, DefaultRetryPolicy, cfg.Retry)
+	assert.Equal(t, 3, cfg.Retry.MaxAttempts)
+	assert.Equal(t, 100*time.Millisecond, cfg.Retry.Backoff)
+	assert.Equal(t, 60*time.Second, cfg.Retry.RequestTimeout)
+	assert.Equal(t, 15*time.Second, cfg.RefreshWait)
+	assert.Equal(t, 500*time.Millisecond, cfg.RefreshDebounce)
+	assert.Equal(t, SystemClock, cfg.Clock)
+	assert.Nil(t, cfg.Dialer)
+}
+
+func TestNewConfigOptions(t *testing.T) {
+	clock := newFakeClock()
+	tlsCfg := &tls.Config{ServerName: "x"}
+	dialer := Dialer(nil)
+	cfg, err := NewConfig(WithEnv(env(nil)),
+		WithSeeds("a:1", "b:2"),
+		WithProtocol(ProtocolCompact),
+		WithTransport(TransportBuffered),
+		WithTLS(tlsCfg),
+		WithPoolSize(4),
+		WithDialTimeout(2*time.Second),
+		WithAttemptTimeout(3*time.Second),
+		WithMaxAttempts(5),
+		WithBackoff(50*time.Millisecond),
+		WithRequestTimeout(9*time.Second),
+		WithRefreshWait(7*time.Second),
+		WithRefreshDebounce(time.Second),
+		WithClock(clock),
+		WithDialer(dialer),
+	)
+	require.NoError(t, err)
+	assert.Equal(t, []string{"a:1", "b:2"}, cfg.Seeds)
+	assert.Equal(t, ProtocolCompact, cfg.Protocol)
+	assert.Equal(t, TransportBuffered, cfg.Transport)
+	assert.Same(t, tlsCfg, cfg.TLS)
+	assert.Equal(t, 4, cfg.PoolSize)
+	assert.Equal(t, 2*time.Second, cfg.DialTimeout)
+	assert.Equal(t, 3*time.Second, cfg.AttemptTimeout)
+	assert.Equal(t, 5, cfg.Retry.MaxAttempts)
+	assert.Equal(t, 50*time.Millisecond, cfg.Retry.Backoff)
+	assert.Equal(t, 9*time.Second, cfg.Retry.RequestTimeout)
+	assert.Equal(t, 7*time.Second, cfg.RefreshWait)
+	assert.Equal(t, time.Second, cfg.RefreshDebounce)
+	assert.Same(t, clock, cfg.Clock)
+	assert.False(t, cfg.Retry.Disabled)
+
+	// WithTimeout, a CallOption, is also a client-wide Option; later options win.
+	cfg, err = NewConfig(WithEnv(env(nil)), WithSeeds("a:1"), WithTimeout(4*time.Second), WithoutRequestTimeout())
+	require.NoError(t, err)
+	assert.Zero(t, cfg.Retry.RequestTimeout)
+	cfg, err = NewConfig(WithEnv(env(nil)), WithSeeds("a:1"), WithoutRequestTimeout(), WithTimeout(4*time.Second))
+	require.NoError(t, err)
+	assert.Equal(t, 4*time.Second, cfg.Retry.RequestTimeout)
+}
+
+// TestNewConfigEnv covers every variable with good and bad values and the precedence
+// default < env < explicit option.
+func TestNewConfigEnv(t *testing.T) {
+	for _, tc := range []struct {
+		name    string
+		env     map[string]string
+		opts    []Option
+		check   func(t *testing.T, cfg Config)
+		wantVar string // a *ConfigError for this variable is expected
+	}{
+		{name: "timeout duration", env: map[string]string{EnvRequestTimeout: "90s"},
+			check: func(t *testing.T, c Config) { assert.Equal(t, 90*time.Second, c.Retry.RequestTimeout) }},
+		{name: "timeout compound duration", env: map[string]string{EnvRequestTimeout: "1m30s"},
+			check: func(t *testing.T, c Config) { assert.Equal(t, 90*time.Second, c.Retry.RequestTimeout) }},
+		{name: "timeout whole seconds", env: map[string]string{EnvRequestTimeout: "60"},
+			check: func(t *testing.T, c Config) { assert.Equal(t, 60*time.Second, c.Retry.RequestTimeout) }},
+		{name: "timeout infinite", env: map[string]string{EnvRequestTimeout: "infinite"},
+			check: func(t *testing.T, c Config) { assert.Zero(t, c.Retry.RequestTimeout) }},
+		{name: "timeout INFINITE", env: map[string]string{EnvRequestTimeout: " INFINITE "},
+			check: func(t *testing.T, c Config) { assert.Zero(t, c.Retry.RequestTimeout) }},
+		{name: "timeout empty is unset", env: map[string]string{EnvRequestTimeout: ""},
+			check: func(t *testing.T, c Config) { assert.Equal(t, 60*time.Second, c.Retry.RequestTimeout) }},
+		{name: "timeout garbage", env: map[string]string{EnvRequestTimeout: "soon"}, wantVar: EnvRequestTimeout},
+		{name: "timeout fraction of seconds", env: map[string]string{EnvRequestTimeout: "1.5"}, wantVar: EnvRequestTimeout},
+		{name: "timeout zero", env: map[string]string{EnvRequestTimeout: "0"}, wantVar: EnvRequestTimeout},
+		{name: "timeout negative", env: map[string]string{EnvRequestTimeout: "-5s"}, wantVar: EnvRequestTimeout},
+		{name: "timeout option beats env", env: map[string]string{EnvRequestTimeout: "90s"},
+			opts:  []Option{WithRequestTimeout(time.Second)},
+			check: func(t *testing.T, c Config) { assert.Equal(t, time.Second, c.Retry.RequestTimeout) }},
+		{name: "timeout without option beats env", env: map[string]string{EnvRequestTimeout: "90s"},
+			opts:  []Option{WithoutRequestTimeout()},
+			check: func(t *testing.T, c Config) { assert.Zero(t, c.Retry.RequestTimeout) }},
+
+		{name: "disable true", env: map[string]string{EnvDisableRetries: "true"},
+			check: func(t *testing.T, c Config) { assert.True(t, c.Retry.Disabled); assert.Equal(t, 1, c.Retry.MaxAttempts) }},
+		{name: "disable 1", env: map[string]string{EnvDisableRetries: "1"},
+			check: func(t *testing.T, c Config) { assert.True(t, c.Retry.Disabled) }},
+		{name: "disable false", env: map[string]string{EnvDisableRetries: "false"},
+			check: func(t *testing.T, c Config) { assert.False(t, c.Retry.Disabled); assert.Equal(t, 3, c.Retry.MaxAttempts) }},
+		{name: "disable garbage", env: map[string]string{EnvDisableRetries: "yes please"}, wantVar: EnvDisableRetries},
+		{name: "R7 env true wins over an explicit max attempts", env: map[string]string{EnvDisableRetries: "TRUE"},
+			opts:  []Option{WithMaxAttempts(7)},
+			check: func(t *testing.T, c Config) { assert.True(t, c.Retry.Disabled); assert.Equal(t, 1, c.Retry.MaxAttempts) }},
+		{name: "R7 option disables with env false", env: map[string]string{EnvDisableRetries: "false"},
+			opts:  []Option{WithRetriesDisabled(), WithMaxAttempts(7)},
+			check: func(t *testing.T, c Config) { assert.True(t, c.Retry.Disabled); assert.Equal(t, 1, c.Retry.MaxAttempts) }},
+
+		{name: "wait ms", env: map[string]string{EnvRefreshWaitMS: "2500"},
+			check: func(t *testing.T, c Config) { assert.Equal(t, 2500*time.Millisecond, c.RefreshWait) }},
+		{name: "wait zero", env: map[string]string{EnvRefreshWaitMS: "0"},
+			check: func(t *testing.T, c Config) { assert.Zero(t, c.RefreshWait) }},
+		{name: "wait duration is not ms", env: map[string]string{EnvRefreshWaitMS: "15s"}, wantVar: EnvRefreshWaitMS},
+		{name: "wait negative", env: map[string]string{EnvRefreshWaitMS: "-1"}, wantVar: EnvRefreshWaitMS},
+		{name: "wait option beats env", env: map[string]string{EnvRefreshWaitMS: "2500"},
+			opts:  []Option{WithRefreshWait(time.Second)},
+			check: func(t *testing.T, c Config) { assert.Equal(t, time.Second, c.RefreshWait) }},
+
+		{name: "all three", env: map[string]string{EnvRequestTimeout: "5", EnvDisableRetries: "f", EnvRefreshWaitMS: "10"},
+			check: func(t *testing.T, c Config) {
+				assert.Equal(t, 5*time.Second, c.Retry.RequestTimeout)
+				assert.False(t, c.Retry.Disabled)
+				assert.Equal(t, 10*time.Millisecond, c.RefreshWait)
+			}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			opts := append([]Option{WithSeeds("a:1"), WithEnv(env(tc.env))}, tc.opts...)
+			cfg, err := NewConfig(opts...)
+			if tc.wantVar != "" {
+				require.Error(t, err)
+				var ce *ConfigError
+				require.ErrorAs(t, err, &ce)
+				assert.Equal(t, tc.wantVar, ce.Var)
+				assert.Equal(t, tc.env[tc.wantVar], ce.Value)
+				assert.Contains(t, err.Error(), tc.wantVar)
+				assert.Contains(t, err.Error(), tc.env[tc.wantVar])
+				return
+			}
+			require.NoError(t, err)
+			tc.check(t, cfg)
+		})
+	}
+}
+
+func TestNewConfigReadsProcessEnv(t *testing.T) {
+	t.Setenv(EnvRequestTimeout, "42")
+	cfg, err := NewConfig(WithSeeds("a:1"))
+	require.NoError(t, err)
+	assert.Equal(t, 42*time.Second, cfg.Retry.RequestTimeout)
+
+	// A nil lookup ignores the environment.
+	cfg, err = NewConfig(WithSeeds("a:1"), WithEnv(nil))
+	require.NoError(t, err)
+	assert.Equal(t, 60*time.Second, cfg.Retry.RequestTimeout)
+}
+
+func TestNewConfigValidation(t *testing.T) {
+	for _, tc := range []struct {
+		name  string
+		opts  []Option
+		field string
+	}{
+		{"no seeds", nil, "Seeds"},
+		{"empty seeds", []Option{WithSeeds()}, "Seeds"},
+		{"seed without port", []Option{WithSeeds("localhost")}, "Seeds"},
+		{"seed without host", []Option{WithSeeds(":7000")}, "Seeds"},
+		{"seed bad port", []Option{WithSeeds("h:99999")}, "Seeds"},
+		{"unknown protocol", []Option{WithProtocol("xml")}, "Protocol"},
+		{"unknown transport", []Option{WithTransport("carrier-pigeon")}, "Transport"},
+		{"pool size zero", []Option{WithPoolSize(0)}, "PoolSize"},
+		{"dial timeout zero", []Option{WithDialTimeout(0)}, "DialTimeout"},
+		{"attempt timeout negative", []Option{WithAttemptTimeout(-time.Second)}, "AttemptTimeout"},
+		{"backoff negative", []Option{WithBackoff(-time.Millisecond)}, "Retry.Backoff"},
+		{"max attempts zero", []Option{WithMaxAttempts(0)}, "Retry.MaxAttempts"},
+		{"request timeout zero", []Option{WithRequestTimeout(0)}, "Retry.RequestTimeout"},
+		{"call timeout as option zero", []Option{WithTimeout(0)}, "Retry.RequestTimeout"},
+		{"refresh wait negative", []Option{WithRefreshWait(-1)}, "RefreshWait"},
+		{"refresh debounce negative", []Option{WithRefreshDebounce(-1)}, "RefreshDebounce"},
+		{"nil clock", []Option{WithClock(nil)}, "Clock"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			opts := []Option{WithEnv(env(nil))}
+			if tc.field != "Seeds" {
+				opts = append(opts, WithSeeds("a:1"))
+			}
+			_, err := NewConfig(append(opts, tc.opts...)...)
+			require.Error(t, err)
+			var ce *ConfigError
+			require.ErrorAs(t, err, &ce)
+			assert.Equal(t, tc.field, ce.Field)
+			assert.Empty(t, ce.Var)
+			assert.Contains(t, err.Error(), tc.field)
+		})
+	}
+}
+
+func TestNewConfigReportsEveryProblem(t *testing.T) {
+	_, err := NewConfig(WithEnv(env(map[string]string{EnvRefreshWaitMS: "x"})), WithPoolSize(0))
+	require.Error(t, err)
+	var fields []string
+	for _, e := range err.(interface{ Unwrap() []error }).Unwrap() {
+		var ce *ConfigError
+		require.True(t, errors.As(e, &ce))
+		fields = append(fields, ce.Field)
+	}
+	assert.ElementsMatch(t, []string{"RefreshWait", "Seeds", "PoolSize"}, fields)
+}
