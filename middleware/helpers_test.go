@@ -1,0 +1,55 @@
+package middleware_test
+
+import (
+	"context"
+	"testing"
+
+	"github.com/clustron/zaris-go/middleware"
+	mwt "github.com/clustron/zaris-go/middleware/middlewaretest"
+	"github.com/clustron/zaris-go/runtime"
+)
+
+// stack is the default stack around a scripted transport, a fake refresher and a fake clock.
+type stack struct {
+	clock     *mwt.Clock
+	transport *mwt.Transport
+	refresher *mwt.Refresher
+	handler   middleware.Handler
+}
+
+// newStack builds middleware.Default with policy p around a transport that plays script.
+func newStack(t testing.TB, p runtime.RetryPolicy, script []mwt.Outcome, opts ...middleware.Option) *stack {
+	t.Helper()
+	s := &stack{
+		clock:     mwt.NewClock(),
+		transport: mwt.Script(script...),
+		refresher: mwt.NewRefresher(1),
+	}
+	s.transport.Clock = s.clock
+	s.transport.MapEpoch = 1
+	cfg := runtime.Config{Retry: p, Clock: s.clock}
+	s.handler = middleware.Default(s.transport.Invoke, s.refresher, cfg, opts...)
+	return s
+}
+
+func (s *stack) do(call *runtime.Call) (runtime.Response, error) {
+	return s.handler(context.Background(), call)
+}
+
+// policy returns the default retry policy changed by edit.
+func policy(edit func(*runtime.RetryPolicy)) runtime.RetryPolicy {
+	p := runtime.DefaultRetryPolicy
+	if edit != nil {
+		edit(&p)
+	}
+	return p
+}
+
+// repeat returns n copies of o.
+func repeat(o mwt.Outcome, n int) []mwt.Outcome {
+	out := make([]mwt.Outcome, n)
+	for i := range out {
+		out[i] = o
+	}
+	return out
+}
