@@ -117,18 +117,30 @@ func TestNewConfigEnv(t *testing.T) {
 			check: func(t *testing.T, c Config) { assert.Zero(t, c.Retry.RequestTimeout) }},
 
 		{name: "disable true", env: map[string]string{EnvDisableRetries: "true"},
-			check: func(t *testing.T, c Config) { assert.True(t, c.Retry.Disabled); assert.Equal(t, 1, c.Retry.MaxAttempts) }},
+			check: func(t *testing.T, c Config) {
+				assert.True(t, c.Retry.Disabled)
+				assert.Equal(t, 1, c.Retry.MaxAttempts)
+			}},
 		{name: "disable 1", env: map[string]string{EnvDisableRetries: "1"},
 			check: func(t *testing.T, c Config) { assert.True(t, c.Retry.Disabled) }},
 		{name: "disable false", env: map[string]string{EnvDisableRetries: "false"},
-			check: func(t *testing.T, c Config) { assert.False(t, c.Retry.Disabled); assert.Equal(t, 3, c.Retry.MaxAttempts) }},
+			check: func(t *testing.T, c Config) {
+				assert.False(t, c.Retry.Disabled)
+				assert.Equal(t, 3, c.Retry.MaxAttempts)
+			}},
 		{name: "disable garbage", env: map[string]string{EnvDisableRetries: "yes please"}, wantVar: EnvDisableRetries},
 		{name: "R7 env true wins over an explicit max attempts", env: map[string]string{EnvDisableRetries: "TRUE"},
-			opts:  []Option{WithMaxAttempts(7)},
-			check: func(t *testing.T, c Config) { assert.True(t, c.Retry.Disabled); assert.Equal(t, 1, c.Retry.MaxAttempts) }},
+			opts: []Option{WithMaxAttempts(7)},
+			check: func(t *testing.T, c Config) {
+				assert.True(t, c.Retry.Disabled)
+				assert.Equal(t, 1, c.Retry.MaxAttempts)
+			}},
 		{name: "R7 option disables with env false", env: map[string]string{EnvDisableRetries: "false"},
-			opts:  []Option{WithRetriesDisabled(), WithMaxAttempts(7)},
-			check: func(t *testing.T, c Config) { assert.True(t, c.Retry.Disabled); assert.Equal(t, 1, c.Retry.MaxAttempts) }},
+			opts: []Option{WithRetriesDisabled(), WithMaxAttempts(7)},
+			check: func(t *testing.T, c Config) {
+				assert.True(t, c.Retry.Disabled)
+				assert.Equal(t, 1, c.Retry.MaxAttempts)
+			}},
 
 		{name: "wait ms", env: map[string]string{EnvRefreshWaitMS: "2500"},
 			check: func(t *testing.T, c Config) { assert.Equal(t, 2500*time.Millisecond, c.RefreshWait) }},

@@ -1,9 +1,20 @@
 package runtime
 
+import (
+	"context"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"golang.org/x/sync/singleflight"
+
+	"github.com/clustron/zaris-go/gen/zaris"
+)
+
 // RefreshResult is what one request for a map refresh led to.
 type RefreshResult struct {
 	// Performed reports that a map fetch ran for this request (this caller led it or joined
-	// the flight that ran it) and completed.
+	// the flight that ran it) and completed with a map (installed or not, see Epoch).
 	Performed bool
 	// Coalesced reports that the request joined a fetch already in flight.
 	Coalesced bool
@@ -17,4 +28,284 @@ type RefreshResult struct {
 	Epoch int64
 	// Err is the fetch's error, if it failed.
 	Err error
+}
+
+// RefreshStats counts a Refresher's work since it was made. Requested = Debounced +
+// Coalesced + the requests that led a fetch; Performed counts fetches that returned a map,
+// Failed those that did not.
+type RefreshStats struct {
+	// Requested counts calls of Refresh.
+	Requested uint64
+	// Performed counts map fetches that completed with a map (whoever asked for them,
+	// Observe included).
+	Performed uint64
+	// Coalesced counts requests that joined a fetch already in flight.
+	Coalesced uint64
+	// Debounced counts requests that were no-ops inside the debounce window.
+	Debounced uint64
+	// TimedOut counts requests whose caller stopped waiting before the fetch completed.
+	TimedOut uint64
+	// Failed counts map fetches that ended without a map.
+	Failed uint64
+}
+
+// FetchFunc fetches a cluster map from the cluster; ctx bounds it. The Cluster's asks the
+// nodes of its current map, then its seeds, and returns the first map it gets.
+type FetchFunc func(ctx context.Context) (*zaris.ClusterMap, error)
+
+// flightKey is the one singleflight key: there is one map per client.
+const flightKey = "map"
+
+// Refresher refreshes a client's cluster map under rules R6 and B1:
+//
+//   - All concurrent requests ride one in-flight fetch (golang.org/x/sync/singleflight).
+//   - A request within the debounce window after the last completed fetch is a no-op,
+//     unless it carries evidence (an answer's mapEpoch) newer than the current map that no
+//     completed fetch has yet set out to satisfy (B1): that one skips the debounce, and
+//     still rides the shared flight.
+//   - A caller waits at most the refresh wait or until its own context ends, then goes on
+//     (TimedOut) while the fetch continues for the others: the fetch runs on the
+//     refresher's own context, bounded by the refresh wait (at least a dial plus an
+//     attempt timeout), never on a caller's.
+//   - A fetched map is installed only if its epoch is newer (Router.Install).
+//
+// No lock of the Refresher's is held while a fetch runs or while callers wait. The flight
+// clears its own singleflight slot with Forget as soon as the map is installed; Forget and
+// singleflight's completion take only singleflight's internal mutex, held for a map
+// delete and for handing results to buffered channels, so a completion never convoys
+// behind a waiter or a new request, nor the other way round.
+//
+// A Refresher is safe for concurrent use.
+type Refresher struct {
+	router       *Router
+	fetch        FetchFunc
+	clock        Clock
+	wait         time.Duration
+	debounce     time.Duration
+	fetchTimeout time.Duration
+	onInstall    func(old, cur *RoutingTable) // called after a newer map is installed
+
+	group    singleflight.Group
+	inflight atomic.Bool  // a fetch is running
+	lastDone atomic.Int64 // Clock time (UnixNano) the last fetch with a map completed; 0: never
+	wanted   atomic.Int64 // the highest epoch evidence seen
+	served   atomic.Int64 // the highest evidence a completed fetch set out to satisfy
+
+	base   context.Context // parent of every fetch's context; cancelled by Close
+	cancel context.CancelFunc
+
+	mu      sync.Mutex     // protects closed and the Add side of flights
+	closed  bool           // set by Close; no fetch starts after it
+	flights sync.WaitGroup // running fetches, awaited by Close
+
+	requested, performed, coalesced, debounced, timedOut, failed atomic.Uint64
+}
+
+// NewRefresher returns a refresher that fetches maps with fetch and installs them in
+// router, with cfg's RefreshWait, RefreshDebounce and Clock (and DialTimeout plus
+// AttemptTimeout as the least time a fetch gets). A Cluster makes its own; this is for
+// using the rules with another map source. Close it when done.
+func NewRefresher(cfg Config, router *Router, fetch FetchFunc) *Refresher {
+	clock := cfg.Clock
+	if clock == nil {
+		clock = SystemClock
+	}
+	ft := cfg.RefreshWait
+	if least := cfg.DialTimeout + cfg.AttemptTimeout; ft < least {
+		ft = least
+	}
+	if ft <= 0 {
+		ft = DefaultRefreshWait
+	}
+	r := &Refresher{
+		router:       router,
+		fetch:        fetch,
+		clock:        clock,
+		wait:         cfg.RefreshWait,
+		debounce:     cfg.RefreshDebounce,
+		fetchTimeout: ft,
+	}
+	r.base, r.cancel = context.WithCancel(context.Background())
+	return r
+}
+
+// Epoch returns the current map's epoch.
+func (r *Refresher) Epoch() int64 { return r.router.Epoch() }
+
+// Stats returns the refresher's counters.
+func (r *Refresher) Stats() RefreshStats {
+	return RefreshStats{
+		Requested: r.requested.Load(),
+		Performed: r.performed.Load(),
+		Coalesced: r.coalesced.Load(),
+		Debounced: r.debounced.Load(),
+		TimedOut:  r.timedOut.Load(),
+		Failed:    r.failed.Load(),
+	}
+}
+
+// Refresh asks for a fresh map and waits for it, at most the refresh wait or until ctx
+// ends. evidence is the newest map epoch an answer showed (0 if none): evidence newer than
+// the current map skips the debounce (B1). Every caller of one flight receives the same
+// outcome: whether a map came back, the fetch error if not, and the epoch after it.
+func (r *Refresher) Refresh(ctx context.Context, evidence int64) RefreshResult {
+	r.requested.Add(1)
+	r.noteEvidence(evidence)
+	if !r.urgent(evidence) && r.withinDebounce() {
+		r.debounced.Add(1)
+		return RefreshResult{Debounced: true, Epoch: r.Epoch()}
+	}
+	tok := new(flightToken)
+	ch := r.group.DoChan(flightKey, r.flight(tok))
+
+	var expired <-chan time.Time
+	if r.wait > 0 {
+		t := r.clock.NewTimer(r.wait)
+		defer t.Stop()
+		expired = t.C()
+	} else {
+		expired = closedTimeChan
+	}
+	select {
+	case res := <-ch:
+		out := res.Val.(*flightResult)
+		rr := RefreshResult{Performed: out.err == nil, Coalesced: out.leader != tok, Err: out.err, Epoch: r.Epoch()}
+		if rr.Coalesced {
+			r.coalesced.Add(1)
+		}
+		return rr
+	case <-ctx.Done():
+	case <-expired:
+	}
+	// The fetch goes on for the others. Whether this caller led it is known only once the
+	// flight has started, which it has by the time any real wait expires.
+	r.timedOut.Add(1)
+	rr := RefreshResult{TimedOut: true, Coalesced: !tok.led.Load(), Epoch: r.Epoch()}
+	if rr.Coalesced {
+		r.coalesced.Add(1)
+	}
+	return rr
+}
+
+// Observe is told the map epoch of every answer (B1). An epoch newer than the current map
+// starts a shared background fetch, without waiting for it, unless one is already running
+// or a fetch already set out for that evidence within the debounce window. When the epoch
+// is not newer, Observe costs one atomic load.
+func (r *Refresher) Observe(epoch int64) {
+	if epoch <= r.router.Epoch() {
+		return
+	}
+	r.noteEvidence(epoch)
+	if r.inflight.Load() || (epoch <= r.served.Load() && r.withinDebounce()) {
+		return
+	}
+	r.group.DoChan(flightKey, r.flight(nil)) // the result channel is buffered; nobody needs to read it
+}
+
+// Close stops the refresher: the fetch in flight, if any, is cancelled and awaited, and
+// later requests return ErrClosed. Close is idempotent.
+func (r *Refresher) Close() {
+	r.mu.Lock()
+	r.closed = true
+	r.mu.Unlock()
+	r.cancel()
+	r.flights.Wait()
+}
+
+// urgent reports whether evidence shows a map newer than the current one that no completed
+// fetch has yet set out to satisfy, which skips the debounce (B1).
+func (r *Refresher) urgent(evidence int64) bool {
+	return evidence > r.router.Epoch() && evidence > r.served.Load()
+}
+
+// withinDebounce reports whether the last fetch with a map completed less than the
+// debounce window ago.
+func (r *Refresher) withinDebounce() bool {
+	last := r.lastDone.Load()
+	return last != 0 && r.clock.Now().UnixNano()-last < int64(r.debounce)
+}
+
+// noteEvidence raises wanted to evidence.
+func (r *Refresher) noteEvidence(evidence int64) {
+	raise(&r.wanted, evidence)
+}
+
+// raise stores v in a if it is larger than a's value.
+func raise(a *atomic.Int64, v int64) {
+	for {
+		cur := a.Load()
+		if v <= cur || a.CompareAndSwap(cur, v) {
+			return
+		}
+	}
+}
+
+// flightToken identifies the request whose function singleflight runs.
+type flightToken struct {
+	led atomic.Bool
+}
+
+// flightResult is what every rider of one flight receives.
+type flightResult struct {
+	leader *flightToken
+	err    error
+}
+
+var closedTimeChan = func() <-chan time.Time {
+	c := make(chan time.Time)
+	close(c)
+	return c
+}()
+
+// flight returns the function singleflight runs for the request tok (nil for Observe):
+// fetch on the refresher's own context, install a newer map, note the time, clear the slot.
+func (r *Refresher) flight(tok *flightToken) func() (any, error) {
+	return func() (any, error) {
+		if tok != nil {
+			tok.led.Store(true)
+		}
+		out := &flightResult{leader: tok}
+		r.mu.Lock()
+		if r.closed {
+			r.mu.Unlock()
+			out.err = ErrClosed
+			r.group.Forget(flightKey)
+			return out, nil
+		}
+		r.flights.Add(1)
+		r.mu.Unlock()
+		defer r.flights.Done()
+
+		r.inflight.Store(true)
+		target := r.wanted.Load()
+		ctx, cancel := context.WithTimeout(r.base, r.fetchTimeout)
+		m, err := r.fetch(ctx)
+		cancel()
+		if err == nil {
+			err = r.install(m)
+		}
+		if err != nil {
+			r.failed.Add(1)
+			out.err = err
+		} else {
+			r.performed.Add(1)
+			raise(&r.served, target)
+			r.lastDone.Store(r.clock.Now().UnixNano())
+		}
+		r.inflight.Store(false)
+		r.group.Forget(flightKey)
+		return out, nil
+	}
+}
+
+// install validates m and installs it if it is newer than the current map.
+func (r *Refresher) install(m *zaris.ClusterMap) error {
+	t, err := NewRoutingTable(m)
+	if err != nil {
+		return err
+	}
+	if old, ok := r.router.Install(t); ok && r.onInstall != nil {
+		r.onInstall(old, t)
+	}
+	return nil
 }
