@@ -1,0 +1,148 @@
+// The Zaris store's internal protocol: node <-> node and node <-> coordinator traffic of the
+// reference store in tools/store (heartbeats, map pushes, write replication, segment copy, and
+// the coordinator's churn commands). Clients never speak it; they speak ZarisKv (zaris.thrift).
+//
+// Generated with:
+//   thrift --gen go:package_prefix=github.com/clustron/zaris-go/gen/,skip_remote -out gen idl/zarispeer.thrift
+// Never edit gen/zarispeer by hand.
+
+namespace go zarispeer
+
+/** The outcome of a peer call. */
+enum PeerStatus {
+  /** Applied or served. */
+  Ok = 0,
+  /** The receiver's map is older than the sender's: the sender pushes its map and retries. */
+  StaleReceiver = 1,
+  /** The receiver's map says the sender may not do this (not the owner, not a member). */
+  Rejected = 2,
+}
+
+/** One node of the cluster as the store sees it: the data address plus the peer address. */
+struct PeerNode {
+  1: required i32 id,
+  2: required string host,
+  3: required i32 port,
+  /** host:port of the node's ZarisPeer service. */
+  4: required string peerAddr,
+}
+
+/** One segment's membership, including what the public ClusterMap does not show. */
+struct PeerSegment {
+  1: required i32 id,
+  /** The active owner; unset when the segment has no live owner. */
+  2: optional i32 owner,
+  /** In-sync copies: every acknowledged write has reached them. */
+  3: required list<i32> replicas,
+  /** Copies being filled (catch-up or migration); they receive writes once they fetched. */
+  4: required list<i32> learners,
+  /** Ownership is being handed back (failback). */
+  5: required bool transitioning,
+  /** The segment is being copied to a new owner (scale-out or migration). */
+  6: required bool migrating,
+  /** Migration cut-over: writes answer Migrating, reads are still served by the owner. */
+  7: required bool cutover,
+}
+
+/** The coordinator's map, of which zaris.ClusterMap is the public view. */
+struct PeerMap {
+  1: required i64 epoch,
+  2: required i32 segmentCount,
+  3: required list<PeerNode> nodes,
+  4: required list<PeerSegment> segments,
+}
+
+/** One key's state. A deleted entry carries the version of the delete and no value. */
+struct Entry {
+  1: required binary key,
+  2: optional binary value,
+  3: required i64 version,
+  4: required bool deleted,
+}
+
+struct ReplicateRequest {
+  /** The sending owner. */
+  1: required i32 sender,
+  /** The epoch of the sender's map. */
+  2: required i64 epoch,
+  3: required i32 segment,
+  4: required Entry entry,
+}
+
+struct ReplicateResponse {
+  1: required PeerStatus status,
+  /** The receiver's map epoch. */
+  2: required i64 epoch,
+}
+
+struct FetchRequest {
+  /** The learner asking for a copy. */
+  1: required i32 learner,
+  /** The epoch of the learner's map. */
+  2: required i64 epoch,
+  3: required i32 segment,
+}
+
+struct FetchResponse {
+  1: required PeerStatus status,
+  /** The owner's map epoch. */
+  2: required i64 epoch,
+  /** The segment's version counter when the copy was taken. */
+  3: required i64 counter,
+  4: required list<Entry> entries,
+}
+
+struct PingResponse {
+  1: required i32 nodeId,
+  /** Changes every time the node process (or in-process node) starts. */
+  2: required i64 incarnation,
+  3: required i64 epoch,
+}
+
+/** Served by every node on its peer port. */
+service ZarisPeer {
+  /** The coordinator's heartbeat; coordinatorEpoch lets the node know whether it is behind. */
+  PingResponse Ping(1: i64 coordinatorEpoch)
+  /** Installs the map if it is newer than the node's; returns the node's epoch afterwards. */
+  i64 PushMap(1: PeerMap newMap)
+  /** Returns the node's current map. */
+  PeerMap GetPeerMap()
+  /** Applies one write of the segment's owner at a replica or learner. */
+  ReplicateResponse Replicate(1: ReplicateRequest req)
+  /** Returns a copy of a segment to a learner and starts forwarding writes to it. */
+  FetchResponse Fetch(1: FetchRequest req)
+}
+
+struct RegisterRequest {
+  1: required i32 nodeId,
+  2: required i64 incarnation,
+  /** The data address clients use. */
+  3: required string host,
+  4: required i32 port,
+  /** host:port of the node's ZarisPeer service. */
+  5: required string peerAddr,
+}
+
+struct SyncedRequest {
+  1: required i32 nodeId,
+  2: required i64 incarnation,
+  3: required i32 segment,
+  /** The owner the copy was fetched from. */
+  4: required i32 owner,
+}
+
+/** Served by the coordinator. */
+service ZarisCoordinator {
+  /** A node (re)starting announces itself; returns the current map. */
+  PeerMap Register(1: RegisterRequest req)
+  /** A learner reports that it holds a full copy of a segment. */
+  void Synced(1: SyncedRequest req)
+  /** Returns the coordinator's current map. */
+  PeerMap GetMap()
+  /** Hands a node its preferred segments back; returns when done. */
+  PeerMap Failback(1: i32 nodeId)
+  /** Drains a node; returns when it holds no segment. */
+  PeerMap Leave(1: i32 nodeId)
+  /** Moves one segment's ownership to a node; returns when done. */
+  PeerMap MigrateSegment(1: i32 segment, 2: i32 toNode)
+}

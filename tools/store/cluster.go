@@ -1,0 +1,286 @@
+package store
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"slices"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/clustron/zaris-go/gen/zaris"
+)
+
+// ClusterConfig configures an in-process cluster: a coordinator and Nodes nodes on loopback.
+type ClusterConfig struct {
+	// Nodes is the number of nodes to start; default 3.
+	Nodes int
+	// Segments is the number of segments; default DefaultSegments.
+	Segments int32
+	// ReplicationFactor is the number of copies per segment; default DefaultReplicationFactor.
+	ReplicationFactor int
+	// Heartbeat is the coordinator's heartbeat interval; default DefaultHeartbeat.
+	Heartbeat time.Duration
+	// FailureTimeout: see CoordinatorConfig.FailureTimeout; default DefaultFailureTimeout.
+	FailureTimeout time.Duration
+	// AutoFailback: see CoordinatorConfig.AutoFailback.
+	AutoFailback bool
+	// Node is the template of every node's configuration; ID, Listen, PeerListen and
+	// Coordinator are filled in per node.
+	Node NodeConfig
+	// Logger receives the coordinator's and the nodes' log unless Node.Logger is set;
+	// default discards.
+	Logger *slog.Logger
+}
+
+// Cluster is a Zaris store in one process: a coordinator and nodes on loopback TCP, each node
+// with its own ports, driven through real sockets. Its churn methods are what the coordinator
+// does on its own in a real deployment, made callable. Node ids start at 1.
+//
+// A Cluster is safe for concurrent use. Close ends every node and the coordinator and leaves
+// no goroutine and no socket behind.
+type Cluster struct {
+	cfg   ClusterConfig
+	coord *Coordinator
+
+	mu     sync.Mutex // protects nodes, addrs, nextID and closed
+	nodes  map[int32]*Node
+	addrs  map[int32][2]string // data and peer address of every node ever started
+	nextID int32
+	closed bool
+}
+
+// NewCluster starts a coordinator and cfg.Nodes nodes and returns once every segment has an
+// owner and every node holds the first map.
+func NewCluster(ctx context.Context, cfg ClusterConfig) (*Cluster, error) {
+	if cfg.Nodes <= 0 {
+		cfg.Nodes = 3
+	}
+	if cfg.Logger == nil {
+		cfg.Logger = discardLogger()
+	}
+	if cfg.Node.Logger == nil {
+		cfg.Node.Logger = cfg.Logger
+	}
+	coord, err := StartCoordinator(CoordinatorConfig{
+		InitialNodes:      cfg.Nodes,
+		Segments:          cfg.Segments,
+		ReplicationFactor: cfg.ReplicationFactor,
+		Heartbeat:         cfg.Heartbeat,
+		FailureTimeout:    cfg.FailureTimeout,
+		AutoFailback:      cfg.AutoFailback,
+		Logger:            cfg.Logger,
+	})
+	if err != nil {
+		return nil, err
+	}
+	c := &Cluster{cfg: cfg, coord: coord, nodes: map[int32]*Node{}, addrs: map[int32][2]string{}}
+	for range cfg.Nodes {
+		c.nextID++
+		if _, err := c.startNode(c.nextID); err != nil {
+			c.Close()
+			return nil, err
+		}
+	}
+	if err := coord.WaitSettled(ctx); err != nil {
+		c.Close()
+		return nil, fmt.Errorf("store: cluster did not come up: %w", err)
+	}
+	return c, nil
+}
+
+// StartCluster is NewCluster for tests: it fails t if the cluster does not come up within
+// 30 s and closes the cluster when the test ends.
+func StartCluster(t testing.TB, cfg ClusterConfig) *Cluster {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	c, err := NewCluster(ctx, cfg)
+	if err != nil {
+		t.Fatalf("store.StartCluster: %v", err)
+	}
+	t.Cleanup(func() { c.Close() })
+	return c
+}
+
+func (c *Cluster) startNode(id int32) (*Node, error) {
+	cfg := c.cfg.Node
+	cfg.ID = id
+	cfg.Coordinator = c.coord.Addr()
+	cfg.Listen, cfg.PeerListen = "127.0.0.1:0", "127.0.0.1:0"
+	if a, ok := c.addrs[id]; ok {
+		cfg.Listen, cfg.PeerListen = a[0], a[1]
+	}
+	n, err := StartNode(cfg)
+	if err != nil {
+		return nil, err
+	}
+	c.nodes[id] = n
+	c.addrs[id] = [2]string{n.Addr(), n.PeerAddr()}
+	return n, nil
+}
+
+// Coordinator returns the cluster's coordinator.
+func (c *Cluster) Coordinator() *Coordinator { return c.coord }
+
+// Seeds returns the data addresses (host:port) of the running nodes, by node id.
+func (c *Cluster) Seeds() []string {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	var seeds []string
+	for _, id := range c.idsLocked() {
+		seeds = append(seeds, c.nodes[id].Addr())
+	}
+	return seeds
+}
+
+// Nodes returns the ids of the running nodes in increasing order.
+func (c *Cluster) Nodes() []int32 {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.idsLocked()
+}
+
+func (c *Cluster) idsLocked() []int32 {
+	ids := make([]int32, 0, len(c.nodes))
+	for id := range c.nodes {
+		ids = append(ids, id)
+	}
+	slices.Sort(ids)
+	return ids
+}
+
+// Addr returns the data address of node id, running or not ("" for a node never started).
+func (c *Cluster) Addr(id int32) string {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.addrs[id][0]
+}
+
+// Node returns the running node id, or nil.
+func (c *Cluster) Node(id int32) *Node {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.nodes[id]
+}
+
+// Map returns the coordinator's current cluster map. The caller must not modify it.
+func (c *Cluster) Map() *zaris.ClusterMap { return c.coord.Map() }
+
+// WaitFor polls the coordinator's map until cond holds or ctx ends.
+func (c *Cluster) WaitFor(ctx context.Context, cond func(*zaris.ClusterMap) bool) error {
+	return c.coord.waitUntil(ctx, func() (bool, error) { return cond(c.coord.public), nil })
+}
+
+// WaitSettled waits until no churn is pending and every live node holds the current map.
+func (c *Cluster) WaitSettled(ctx context.Context) error { return c.coord.WaitSettled(ctx) }
+
+// HoldChurn: see Coordinator.HoldChurn.
+func (c *Cluster) HoldChurn() (release func()) { return c.coord.HoldChurn() }
+
+// Kill stops node id abruptly (listeners and connections closed at once, data gone), like
+// kill -9. The coordinator notices on its next heartbeat and fails the node over. Kill returns
+// once the node is stopped, not once it is failed over.
+func (c *Cluster) Kill(id int32) error {
+	c.mu.Lock()
+	n := c.nodes[id]
+	delete(c.nodes, id)
+	c.mu.Unlock()
+	if n == nil {
+		return fmt.Errorf("store: node %d is not running", id)
+	}
+	return n.Close()
+}
+
+// Restart starts node id again on its old ports, empty, and returns once the coordinator
+// admitted it. The node then catches up its segments as a learner before it serves any of
+// them; Failback (or AutoFailback) gives it its preferred segments back.
+func (c *Cluster) Restart(ctx context.Context, id int32) error {
+	c.mu.Lock()
+	if c.closed {
+		c.mu.Unlock()
+		return ErrClosed
+	}
+	if _, ok := c.addrs[id]; !ok || c.nodes[id] != nil {
+		c.mu.Unlock()
+		return fmt.Errorf("store: node %d is running or was never started", id)
+	}
+	n, err := c.startNode(id)
+	c.mu.Unlock()
+	if err != nil {
+		return err
+	}
+	return c.waitRegistered(ctx, n)
+}
+
+func (c *Cluster) waitRegistered(ctx context.Context, n *Node) error {
+	select {
+	case <-n.Registered():
+		return nil
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+}
+
+// Failback hands node id its preferred segments back and returns when it owns them all.
+func (c *Cluster) Failback(ctx context.Context, id int32) error { return c.coord.Failback(ctx, id) }
+
+// Join starts a new node (scale-out) and returns its id once it owns its share of segments,
+// each migrated to it (copy, cut-over, old owner answering Moved).
+func (c *Cluster) Join(ctx context.Context) (int32, error) {
+	c.mu.Lock()
+	if c.closed {
+		c.mu.Unlock()
+		return 0, ErrClosed
+	}
+	c.nextID++
+	id := c.nextID
+	n, err := c.startNode(id)
+	c.mu.Unlock()
+	if err != nil {
+		return 0, err
+	}
+	if err := c.waitRegistered(ctx, n); err != nil {
+		return id, err
+	}
+	return id, c.coord.WaitJoined(ctx, id)
+}
+
+// Leave drains node id (its copies move to the other nodes), takes it out of the map and
+// stops it.
+func (c *Cluster) Leave(ctx context.Context, id int32) error {
+	if err := c.coord.Leave(ctx, id); err != nil {
+		return err
+	}
+	c.mu.Lock()
+	n := c.nodes[id]
+	delete(c.nodes, id)
+	delete(c.addrs, id)
+	c.mu.Unlock()
+	if n != nil {
+		return n.Close()
+	}
+	return nil
+}
+
+// MigrateSegment moves segment seg to node to and returns when the move is complete.
+func (c *Cluster) MigrateSegment(ctx context.Context, seg, to int32) error {
+	return c.coord.MigrateSegment(ctx, seg, to)
+}
+
+// Close stops every node and the coordinator and waits for all of their goroutines.
+func (c *Cluster) Close() error {
+	c.mu.Lock()
+	c.closed = true
+	nodes := c.nodes
+	c.nodes = map[int32]*Node{}
+	c.mu.Unlock()
+	var errs []error
+	for _, n := range nodes {
+		errs = append(errs, n.Close())
+	}
+	errs = append(errs, c.coord.Close())
+	return errors.Join(errs...)
+}

@@ -1,0 +1,153 @@
+package store
+
+import (
+	"crypto/tls"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"time"
+)
+
+// Defaults of NodeConfig and CoordinatorConfig. A zero field takes its default.
+const (
+	// DefaultSegments is the number of segments of a new cluster.
+	DefaultSegments = 64
+	// DefaultReplicationFactor is the number of copies of each segment (owner included).
+	DefaultReplicationFactor = 2
+	// DefaultHeartbeat is the interval of the coordinator's heartbeat to each node.
+	DefaultHeartbeat = 50 * time.Millisecond
+	// DefaultFailureTimeout is how long a node may miss heartbeats before it is failed over.
+	DefaultFailureTimeout = 250 * time.Millisecond
+	// DefaultMaxKeySize is the largest key a node accepts, in bytes (64 KiB).
+	DefaultMaxKeySize = 64 << 10
+	// DefaultMaxValueSize is the largest value a node accepts, in bytes (1 MiB).
+	DefaultMaxValueSize = 1 << 20
+	// DefaultIdleTimeout is how long a client connection may stay silent before the node
+	// closes it.
+	DefaultIdleTimeout = 60 * time.Second
+	// DefaultReplicationTimeout bounds how long an owner keeps a write waiting for an
+	// unreachable replica to be removed from the map before it answers Unavailable.
+	DefaultReplicationTimeout = 2 * time.Second
+)
+
+// NodeConfig configures one storage node.
+type NodeConfig struct {
+	// ID is the node's id, unique in the cluster and positive. A node that restarts keeps it.
+	ID int32
+	// Listen is the data address (ZarisKv), host:port; default "127.0.0.1:0".
+	Listen string
+	// PeerListen is the address of the node's internal ZarisPeer service; default "127.0.0.1:0".
+	PeerListen string
+	// Coordinator is the coordinator's address, host:port. Required.
+	Coordinator string
+	// Protocol selects the data port's protocols; default ProtocolHeader.
+	Protocol Protocol
+	// TLS, when set, serves the data port over TLS. Set ClientAuth and ClientCAs for mutual
+	// TLS. Peer traffic stays plain (loopback).
+	TLS *tls.Config
+	// MaxKeySize is the largest key accepted, in bytes; default DefaultMaxKeySize.
+	MaxKeySize int
+	// MaxValueSize is the largest value accepted, in bytes; default DefaultMaxValueSize.
+	MaxValueSize int
+	// IdleTimeout closes a data connection that stays silent (or stalls mid-message) this
+	// long; default DefaultIdleTimeout.
+	IdleTimeout time.Duration
+	// ReplicationTimeout: see DefaultReplicationTimeout.
+	ReplicationTimeout time.Duration
+	// Logger receives the node's log; default discards.
+	Logger *slog.Logger
+}
+
+func (c NodeConfig) withDefaults() (NodeConfig, error) {
+	if c.ID <= 0 {
+		return c, fmt.Errorf("store: node id must be positive, got %d", c.ID)
+	}
+	if c.Coordinator == "" {
+		return c, errors.New("store: node needs a coordinator address")
+	}
+	if c.Listen == "" {
+		c.Listen = "127.0.0.1:0"
+	}
+	if c.PeerListen == "" {
+		c.PeerListen = "127.0.0.1:0"
+	}
+	if c.MaxKeySize <= 0 {
+		c.MaxKeySize = DefaultMaxKeySize
+	}
+	if c.MaxValueSize <= 0 {
+		c.MaxValueSize = DefaultMaxValueSize
+	}
+	if c.IdleTimeout <= 0 {
+		c.IdleTimeout = DefaultIdleTimeout
+	}
+	if c.ReplicationTimeout <= 0 {
+		c.ReplicationTimeout = DefaultReplicationTimeout
+	}
+	if c.Logger == nil {
+		c.Logger = discardLogger()
+	}
+	return c, nil
+}
+
+// maxMessage is the data port's largest frame and message: the largest key and value plus
+// room for the rest of a request.
+func (c NodeConfig) maxMessage() int32 {
+	n := c.MaxKeySize + c.MaxValueSize + 64<<10
+	return int32(max(n, 4<<20))
+}
+
+// CoordinatorConfig configures the coordinator.
+type CoordinatorConfig struct {
+	// Listen is the coordinator's address, host:port; default "127.0.0.1:0".
+	Listen string
+	// InitialNodes is how many nodes must register before the first map places segments
+	// on them; default 1. A node registering later joins (scale-out).
+	InitialNodes int
+	// Segments is the number of segments; default DefaultSegments.
+	Segments int32
+	// ReplicationFactor is the number of copies of each segment; default
+	// DefaultReplicationFactor.
+	ReplicationFactor int
+	// Heartbeat is the heartbeat interval; default DefaultHeartbeat.
+	Heartbeat time.Duration
+	// FailureTimeout fails a node over after this long without an answered heartbeat;
+	// default DefaultFailureTimeout. A node whose connection drops and whose data port then
+	// refuses a probe is failed over at once.
+	FailureTimeout time.Duration
+	// AutoFailback hands a returning node its preferred segments back as soon as it has
+	// caught up; without it, Failback does.
+	AutoFailback bool
+	// Logger receives the coordinator's log; default discards.
+	Logger *slog.Logger
+}
+
+func (c CoordinatorConfig) withDefaults() (CoordinatorConfig, error) {
+	if c.Listen == "" {
+		c.Listen = "127.0.0.1:0"
+	}
+	if c.InitialNodes <= 0 {
+		c.InitialNodes = 1
+	}
+	if c.Segments <= 0 {
+		c.Segments = DefaultSegments
+	}
+	if c.ReplicationFactor <= 0 {
+		c.ReplicationFactor = DefaultReplicationFactor
+	}
+	if c.Heartbeat <= 0 {
+		c.Heartbeat = DefaultHeartbeat
+	}
+	if c.FailureTimeout <= 0 {
+		c.FailureTimeout = DefaultFailureTimeout
+	}
+	if c.FailureTimeout < c.Heartbeat {
+		return c, fmt.Errorf("store: failure timeout %v is shorter than the heartbeat %v", c.FailureTimeout, c.Heartbeat)
+	}
+	if c.Logger == nil {
+		c.Logger = discardLogger()
+	}
+	return c, nil
+}
+
+func discardLogger() *slog.Logger { return slog.New(slog.NewTextHandler(io.Discard, nil)) }

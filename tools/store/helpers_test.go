@@ -1,0 +1,369 @@
+package store
+
+import (
+	"context"
+	"fmt"
+	"net"
+	"strconv"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/apache/thrift/lib/go/thrift"
+	"github.com/stretchr/testify/require"
+
+	"github.com/clustron/zaris-go/gen/zaris"
+	"github.com/clustron/zaris-go/runtime"
+)
+
+// rawClient is one connection with the generated ZarisKv client over framed binary.
+type rawClient struct {
+	*zaris.ZarisKvClient
+	trans thrift.TTransport
+}
+
+func dialRaw(addr string) (*rawClient, error) {
+	cfg := &thrift.TConfiguration{ConnectTimeout: time.Second, SocketTimeout: 5 * time.Second}
+	sock := thrift.NewTSocketConf(addr, cfg)
+	if err := sock.Open(); err != nil {
+		return nil, err
+	}
+	trans := thrift.NewTFramedTransportConf(sock, cfg)
+	return &rawClient{
+		ZarisKvClient: zaris.NewZarisKvClientFactory(trans, thrift.NewTBinaryProtocolFactoryConf(cfg)),
+		trans:         trans,
+	}, nil
+}
+
+// mustDial dials node addr with the raw client and closes it when the test ends.
+func mustDial(t testing.TB, addr string) *rawClient {
+	t.Helper()
+	c, err := dialRaw(addr)
+	require.NoError(t, err)
+	t.Cleanup(func() { c.trans.Close() })
+	return c
+}
+
+// retryable reports whether a status is churn a client under load retries.
+func retryable(st zaris.KvStatus) bool {
+	switch st {
+	case zaris.KvStatus_Moved, zaris.KvStatus_OwnershipChanging, zaris.KvStatus_ReplicaWriteRejected,
+		zaris.KvStatus_Migrating, zaris.KvStatus_Unavailable:
+		return true
+	}
+	return false
+}
+
+// router is a test-only client under load: it routes each key by the cluster map fetched
+// with GetClusterMap and retries churn statuses and transport errors (refreshing the map)
+// until an answer or its deadline. It pools one raw client per borrower per node.
+type router struct {
+	seeds []string
+
+	mu   sync.Mutex // protects m and idle
+	m    *zaris.ClusterMap
+	idle map[string][]*rawClient
+
+	// epochs records, per node address, the highest mapEpoch an answer carried; an answer
+	// with a lower one from the same node is counted in epochWentBack.
+	epochMu       sync.Mutex
+	epochs        map[string]int64
+	epochWentBack atomic.Int64
+}
+
+func newRouter(seeds []string) *router {
+	return &router{seeds: seeds, idle: map[string][]*rawClient{}, epochs: map[string]int64{}}
+}
+
+func (r *router) close() {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	for _, list := range r.idle {
+		for _, c := range list {
+			c.trans.Close()
+		}
+	}
+	r.idle = map[string][]*rawClient{}
+}
+
+// refresh fetches the map from every known node and keeps the newest.
+func (r *router) refresh() {
+	r.mu.Lock()
+	addrs := append([]string(nil), r.seeds...)
+	if r.m != nil {
+		for _, n := range r.m.Nodes {
+			addrs = append(addrs, net.JoinHostPort(n.Host, strconv.Itoa(int(n.Port))))
+		}
+	}
+	r.mu.Unlock()
+	for _, a := range addrs {
+		c, err := r.get(a)
+		if err != nil {
+			continue
+		}
+		m, err := c.GetClusterMap(context.Background())
+		r.put(a, c, err == nil)
+		if err != nil || m.SegmentCount == 0 {
+			continue
+		}
+		r.mu.Lock()
+		if r.m == nil || m.Epoch > r.m.Epoch {
+			r.m = m
+		}
+		r.mu.Unlock()
+	}
+}
+
+func (r *router) get(addr string) (*rawClient, error) {
+	r.mu.Lock()
+	if list := r.idle[addr]; len(list) > 0 {
+		c := list[len(list)-1]
+		r.idle[addr] = list[:len(list)-1]
+		r.mu.Unlock()
+		return c, nil
+	}
+	r.mu.Unlock()
+	return dialRaw(addr)
+}
+
+func (r *router) put(addr string, c *rawClient, ok bool) {
+	if !ok {
+		c.trans.Close()
+		return
+	}
+	r.mu.Lock()
+	r.idle[addr] = append(r.idle[addr], c)
+	r.mu.Unlock()
+}
+
+func (r *router) noteEpoch(addr string, e int64) {
+	r.epochMu.Lock()
+	defer r.epochMu.Unlock()
+	if e < r.epochs[addr] {
+		r.epochWentBack.Add(1)
+	}
+	r.epochs[addr] = max(r.epochs[addr], e)
+}
+
+// owner returns the data address of key's owner in the router's map, or "".
+func (r *router) owner(key []byte) string {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if r.m == nil {
+		return ""
+	}
+	seg := r.m.Segments[runtime.Segment(key, r.m.SegmentCount)]
+	if seg.Owner == nil {
+		return ""
+	}
+	for _, n := range r.m.Nodes {
+		if n.ID == *seg.Owner {
+			return net.JoinHostPort(n.Host, strconv.Itoa(int(n.Port)))
+		}
+	}
+	return ""
+}
+
+// do runs call against key's owner until it gets an answer (a status a client returns to
+// the application) or the 10 s budget runs out.
+func (r *router) do(key []byte, call func(c *rawClient) (zaris.KvStatus, int64, error)) (zaris.KvStatus, error) {
+	deadline := time.Now().Add(10 * time.Second)
+	var last error
+	for attempt := 0; time.Now().Before(deadline); attempt++ {
+		if attempt > 0 {
+			time.Sleep(time.Duration(min(attempt, 10)) * 2 * time.Millisecond)
+		}
+		addr := r.owner(key)
+		if addr == "" {
+			r.refresh()
+			if addr = r.owner(key); addr == "" {
+				last = fmt.Errorf("no owner for %q", key)
+				continue
+			}
+		}
+		c, err := r.get(addr)
+		if err != nil {
+			last = err
+			r.refresh()
+			continue
+		}
+		st, epoch, err := call(c)
+		r.put(addr, c, err == nil)
+		if err != nil {
+			last = err
+			r.refresh()
+			continue
+		}
+		r.noteEpoch(addr, epoch)
+		if retryable(st) {
+			last = fmt.Errorf("status %v", st)
+			if st != zaris.KvStatus_Migrating && st != zaris.KvStatus_Unavailable {
+				r.refresh()
+			}
+			continue
+		}
+		return st, nil
+	}
+	return 0, fmt.Errorf("key %q: out of time, last: %w", key, last)
+}
+
+func (r *router) put1(key, value string) (zaris.KvStatus, error) {
+	return r.do([]byte(key), func(c *rawClient) (zaris.KvStatus, int64, error) {
+		resp, err := c.Put(context.Background(), &zaris.PutRequest{Key: []byte(key), Value: []byte(value)})
+		if err != nil {
+			return 0, 0, err
+		}
+		return resp.Status, resp.MapEpoch, nil
+	})
+}
+
+func (r *router) get1(key string) (zaris.KvStatus, string, error) {
+	var value string
+	st, err := r.do([]byte(key), func(c *rawClient) (zaris.KvStatus, int64, error) {
+		resp, err := c.Get(context.Background(), &zaris.GetRequest{Key: []byte(key)})
+		if err != nil {
+			return 0, 0, err
+		}
+		value = string(resp.Value)
+		return resp.Status, resp.MapEpoch, nil
+	})
+	return st, value, err
+}
+
+// workload writes unique keys from several goroutines through a router and remembers every
+// write that was acknowledged (Ok).
+type workload struct {
+	r    *router
+	stop chan struct{}
+	wg   sync.WaitGroup
+
+	mu     sync.Mutex // protects acked and failed
+	acked  map[string]string
+	failed []error
+}
+
+func startWorkload(t testing.TB, seeds []string, writers int) *workload {
+	w := &workload{r: newRouter(seeds), stop: make(chan struct{}), acked: map[string]string{}}
+	w.r.refresh()
+	for g := range writers {
+		w.wg.Go(func() {
+			for i := 0; ; i++ {
+				select {
+				case <-w.stop:
+					return
+				default:
+				}
+				key, value := fmt.Sprintf("w%d-%d", g, i), fmt.Sprintf("value-%d-%d", g, i)
+				st, err := w.r.put1(key, value)
+				w.mu.Lock()
+				switch {
+				case err != nil:
+					w.failed = append(w.failed, err)
+				case st == zaris.KvStatus_Ok:
+					w.acked[key] = value
+				default:
+					w.failed = append(w.failed, fmt.Errorf("put %s: %v", key, st))
+				}
+				w.mu.Unlock()
+			}
+		})
+	}
+	t.Cleanup(w.r.close)
+	return w
+}
+
+// count returns how many writes were acknowledged so far.
+func (w *workload) count() int {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	return len(w.acked)
+}
+
+// waitAcked waits until at least n more writes were acknowledged than when it was called.
+func (w *workload) waitAcked(t testing.TB, n int) {
+	t.Helper()
+	base := w.count()
+	require.Eventually(t, func() bool { return w.count() >= base+n }, 20*time.Second, time.Millisecond,
+		"the workload made no progress")
+}
+
+// finish stops the writers and checks that every acknowledged write reads back.
+func (w *workload) finish(t testing.TB) {
+	t.Helper()
+	close(w.stop)
+	w.wg.Wait()
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	require.Empty(t, w.failed, "writes that got no answer within the router's budget")
+	require.NotEmpty(t, w.acked)
+	lost := 0
+	for k, v := range w.acked {
+		st, got, err := w.r.get1(k)
+		if err != nil || st != zaris.KvStatus_Ok || got != v {
+			lost++
+			if lost <= 5 {
+				t.Errorf("acknowledged write lost: %s: status %v, value %q, err %v", k, st, got, err)
+			}
+		}
+	}
+	require.Zero(t, lost, "acknowledged writes lost, of %d", len(w.acked))
+	require.Zero(t, w.r.epochWentBack.Load(), "a node answered with an older map epoch than before")
+}
+
+// epochWatch records the coordinator's map epoch as it changes.
+type epochWatch struct {
+	stop chan struct{}
+	done chan struct{}
+	seen []int64
+}
+
+func watchEpochs(c *Cluster) *epochWatch {
+	e := &epochWatch{stop: make(chan struct{}), done: make(chan struct{})}
+	go func() {
+		defer close(e.done)
+		for {
+			ep := c.Map().Epoch
+			if len(e.seen) == 0 || ep != e.seen[len(e.seen)-1] {
+				e.seen = append(e.seen, ep)
+			}
+			select {
+			case <-e.stop:
+				return
+			case <-time.After(time.Millisecond):
+			}
+		}
+	}()
+	return e
+}
+
+// finish checks that the epoch only ever grew, and grew at least once.
+func (e *epochWatch) finish(t testing.TB) {
+	t.Helper()
+	close(e.stop)
+	<-e.done
+	require.Greater(t, len(e.seen), 1, "the epoch never changed")
+	for i := 1; i < len(e.seen); i++ {
+		require.Greater(t, e.seen[i], e.seen[i-1], "epoch went back: %v", e.seen)
+	}
+}
+
+// testCtx returns a context that ends with the test or after 30 s.
+func testCtx(t testing.TB) context.Context {
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	t.Cleanup(cancel)
+	return ctx
+}
+
+// fastCluster is the configuration most tests use: the default timing, 16 segments.
+func fastCluster() ClusterConfig { return ClusterConfig{Nodes: 3, Segments: 16} }
+
+// keyIn returns a key that falls in segment seg of a segCount-segment map.
+func keyIn(seg, segCount int32, prefix string) []byte {
+	for i := 0; ; i++ {
+		k := []byte(fmt.Sprintf("%s-%d", prefix, i))
+		if runtime.Segment(k, segCount) == seg {
+			return k
+		}
+	}
+}

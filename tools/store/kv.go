@@ -1,0 +1,189 @@
+package store
+
+import (
+	"context"
+	"math"
+	"strconv"
+
+	"github.com/clustron/zaris-go/gen/zaris"
+	"github.com/clustron/zaris-go/gen/zarispeer"
+	"github.com/clustron/zaris-go/runtime"
+)
+
+// kvHandler serves the ZarisKv service of a node.
+type kvHandler struct{ n *Node }
+
+var _ zaris.ZarisKv = (*kvHandler)(nil)
+
+// validKey reports whether key is non-empty and within MaxKeySize.
+func (n *Node) validKey(key []byte) bool { return len(key) > 0 && len(key) <= n.cfg.MaxKeySize }
+
+// Get reads a key at its owner.
+func (h *kvHandler) Get(_ context.Context, req *zaris.GetRequest) (*zaris.GetResponse, error) {
+	n := h.n
+	v := n.current.Load()
+	resp := &zaris.GetResponse{MapEpoch: n.Epoch()}
+	if !n.validKey(req.GetKey()) {
+		resp.Status = zaris.KvStatus_InvalidRequest
+		return resp, nil
+	}
+	if v == nil {
+		resp.Status = zaris.KvStatus_Unavailable
+		return resp, nil
+	}
+	resp.MapEpoch = v.epoch
+	s := runtime.Segment(req.Key, v.segCount)
+	if resp.Status = v.route(s, n.cfg.ID, false); resp.Status != zaris.KvStatus_Ok {
+		return resp, nil
+	}
+	seg := n.segments()[s]
+	seg.mu.Lock()
+	e, ok := seg.data[string(req.Key)]
+	seg.mu.Unlock()
+	if !ok {
+		resp.Status = zaris.KvStatus_NotFound
+		return resp, nil
+	}
+	resp.Value = e.value
+	if resp.Value == nil {
+		resp.Value = []byte{}
+	}
+	resp.Version = e.version
+	return resp, nil
+}
+
+// change is what a write op decides given the key's current entry: a new value, a delete,
+// or an answer (status other than Ok) without writing.
+type change struct {
+	status  zaris.KvStatus
+	version int64 // the version to answer with when status is not Ok
+	value   []byte
+	del     bool
+}
+
+// writeResult is the outcome of a write.
+type writeResult struct {
+	status  zaris.KvStatus
+	version int64 // the new version (Ok) or the version decide answered with
+	prev    entry // the entry before the write
+	epoch   int64
+}
+
+// write runs one write op at the segment's owner: route by the node's map, decide from the
+// current entry, replicate, then apply locally and acknowledge.
+func (n *Node) write(ctx context.Context, key []byte, decide func(cur entry, exists bool) change) writeResult {
+	v := n.current.Load()
+	if v == nil {
+		return writeResult{status: zaris.KvStatus_Unavailable}
+	}
+	s := runtime.Segment(key, v.segCount)
+	seg := n.segments()[s]
+	seg.writeMu.Lock()
+	defer seg.writeMu.Unlock()
+	v = n.current.Load()
+	if st := v.route(s, n.cfg.ID, true); st != zaris.KvStatus_Ok {
+		return writeResult{status: st, epoch: v.epoch}
+	}
+	seg.mu.Lock()
+	cur, exists := seg.data[string(key)]
+	version := seg.counter + 1
+	seg.mu.Unlock()
+	c := decide(cur, exists)
+	if c.status != zaris.KvStatus_Ok {
+		return writeResult{status: c.status, version: c.version, prev: cur, epoch: v.epoch}
+	}
+	e := &zarispeer.Entry{Key: key, Value: c.value, Version: version, Deleted: c.del}
+	if c.del {
+		e.Value = nil
+	} else if e.Value == nil {
+		e.Value = []byte{}
+	}
+	v, st := n.replicate(ctx, s, seg, e)
+	if st != zaris.KvStatus_Ok {
+		return writeResult{status: st, epoch: v.epoch}
+	}
+	seg.mu.Lock()
+	seg.apply(e)
+	seg.mu.Unlock()
+	return writeResult{status: zaris.KvStatus_Ok, version: version, prev: cur, epoch: v.epoch}
+}
+
+// Put writes a key at its owner, guarded by ifMatchVersion or ifAbsent when set.
+func (h *kvHandler) Put(ctx context.Context, req *zaris.PutRequest) (*zaris.PutResponse, error) {
+	n := h.n
+	if !n.validKey(req.GetKey()) || len(req.GetValue()) > n.cfg.MaxValueSize {
+		return &zaris.PutResponse{Status: zaris.KvStatus_InvalidRequest, MapEpoch: n.Epoch()}, nil
+	}
+	r := n.write(ctx, req.Key, func(cur entry, exists bool) change {
+		if req.IsSetIfAbsent() && req.GetIfAbsent() && exists {
+			return change{status: zaris.KvStatus_Conflict, version: cur.version}
+		}
+		if req.IsSetIfMatchVersion() && (!exists || cur.version != req.GetIfMatchVersion()) {
+			return change{status: zaris.KvStatus_Conflict, version: cur.version}
+		}
+		return change{value: req.Value}
+	})
+	return &zaris.PutResponse{Status: r.status, Version: r.version, MapEpoch: r.epoch}, nil
+}
+
+// Delete removes a key at its owner, guarded by ifMatchVersion when set.
+func (h *kvHandler) Delete(ctx context.Context, req *zaris.DeleteRequest) (*zaris.DeleteResponse, error) {
+	n := h.n
+	if !n.validKey(req.GetKey()) {
+		return &zaris.DeleteResponse{Status: zaris.KvStatus_InvalidRequest, MapEpoch: n.Epoch()}, nil
+	}
+	r := n.write(ctx, req.Key, func(cur entry, exists bool) change {
+		if !exists {
+			return change{status: zaris.KvStatus_NotFound}
+		}
+		if req.IsSetIfMatchVersion() && cur.version != req.GetIfMatchVersion() {
+			return change{status: zaris.KvStatus_Conflict, version: cur.version}
+		}
+		return change{del: true}
+	})
+	resp := &zaris.DeleteResponse{Status: r.status, Version: r.version, MapEpoch: r.epoch}
+	if r.status == zaris.KvStatus_Ok {
+		resp.Version = r.prev.version
+	}
+	return resp, nil
+}
+
+// Increment adds delta to a key's decimal value (a missing key counts as 0). A value that is
+// not a decimal int64, or a sum that overflows, answers InvalidRequest.
+func (h *kvHandler) Increment(ctx context.Context, req *zaris.IncrementRequest) (*zaris.IncrementResponse, error) {
+	n := h.n
+	if !n.validKey(req.GetKey()) {
+		return &zaris.IncrementResponse{Status: zaris.KvStatus_InvalidRequest, MapEpoch: n.Epoch()}, nil
+	}
+	var sum int64
+	r := n.write(ctx, req.Key, func(cur entry, exists bool) change {
+		var old int64
+		if exists {
+			var err error
+			if old, err = strconv.ParseInt(string(cur.value), 10, 64); err != nil {
+				return change{status: zaris.KvStatus_InvalidRequest}
+			}
+		}
+		d := req.Delta
+		if (d > 0 && old > math.MaxInt64-d) || (d < 0 && old < math.MinInt64-d) {
+			return change{status: zaris.KvStatus_InvalidRequest}
+		}
+		sum = old + d
+		return change{value: []byte(strconv.FormatInt(sum, 10))}
+	})
+	resp := &zaris.IncrementResponse{Status: r.status, Version: r.version, MapEpoch: r.epoch}
+	if r.status == zaris.KvStatus_Ok {
+		resp.Value = sum
+	} else {
+		resp.Version = 0
+	}
+	return resp, nil
+}
+
+// GetClusterMap returns the node's current map (epoch 0 and no segments before it has one).
+func (h *kvHandler) GetClusterMap(_ context.Context) (*zaris.ClusterMap, error) {
+	if v := h.n.current.Load(); v != nil {
+		return v.public, nil
+	}
+	return &zaris.ClusterMap{Nodes: []*zaris.NodeInfo{}, Segments: []*zaris.SegmentInfo{}}, nil
+}

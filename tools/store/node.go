@@ -1,0 +1,410 @@
+package store
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/apache/thrift/lib/go/thrift"
+
+	"github.com/clustron/zaris-go/gen/zaris"
+	"github.com/clustron/zaris-go/gen/zarispeer"
+)
+
+// peerCallTimeout bounds one replication, push or ping call to a peer.
+const peerCallTimeout = 500 * time.Millisecond
+
+// retryPause is the pause before a node retries internal work that failed (a fetch, a
+// registration, a replication to an unreachable peer) without a newer map to wait for.
+const retryPause = 10 * time.Millisecond
+
+// incarnations makes every node start unique, even two in one nanosecond.
+var incarnations atomic.Int64
+
+// Node is one storage node: it serves ZarisKv on its data port and the store's internal
+// ZarisPeer service on its peer port, holds the segments its map gives it, replicates the
+// writes of the segments it owns, and catches up the segments it is learning. A Node answers
+// every request from its own current map and puts that map's epoch in the answer.
+//
+// A Node is safe for concurrent use. Close (the same as a crash) ends it.
+type Node struct {
+	cfg         NodeConfig
+	incarnation int64
+	ctx         context.Context
+	cancel      context.CancelFunc
+	data        *server
+	peer        *server
+	pool        *connPool
+	wg          sync.WaitGroup // background goroutines: registration, segment catch-up
+	registered  chan struct{}
+	closeOnce   sync.Once
+
+	installMu sync.Mutex // serializes map installs
+	current   atomic.Pointer[view]
+	changed   atomic.Pointer[chan struct{}] // closed (and replaced) whenever a map is installed
+	segs      atomic.Pointer[[]*segment]
+}
+
+// entry is one key's value and version.
+type entry struct {
+	value   []byte
+	version int64
+}
+
+// segment is a node's copy of one segment.
+type segment struct {
+	// writeMu serializes the owner's writes to the segment, each held from the read of the
+	// current value until every replica applied the write, and orders copies for learners
+	// (Fetch) between writes.
+	writeMu sync.Mutex
+
+	mu   sync.Mutex // protects everything below
+	data map[string]entry
+	// counter is the highest version the segment has seen (writes and deletes); it never goes
+	// back, so a key deleted and written again gets a higher version.
+	counter int64
+	// registered holds the learners that fetched a copy from this node as owner; they receive
+	// every later write.
+	registered map[int32]bool
+	// fetching is set while this node, as a learner, waits for a copy; writes forwarded
+	// meanwhile are kept in buffer and applied over the copy.
+	fetching   bool
+	buffer     []*zarispeer.Entry
+	syncedFrom int32 // the owner whose copy this learner holds, or noOwner
+	syncing    bool  // a catch-up goroutine runs for this segment
+}
+
+// apply writes e into the segment. Callers hold s.mu.
+func (s *segment) apply(e *zarispeer.Entry) {
+	if s.data == nil {
+		s.data = make(map[string]entry)
+	}
+	if e.Deleted {
+		delete(s.data, string(e.Key))
+	} else {
+		s.data[string(e.Key)] = entry{value: e.Value, version: e.Version}
+	}
+	s.counter = max(s.counter, e.Version)
+}
+
+// StartNode starts a node: it binds the data and peer ports, then registers with the
+// coordinator in the background (retrying until the coordinator answers). Until it holds a
+// map it answers Unavailable.
+func StartNode(cfg NodeConfig) (*Node, error) {
+	cfg, err := cfg.withDefaults()
+	if err != nil {
+		return nil, err
+	}
+	n := &Node{
+		cfg:         cfg,
+		incarnation: time.Now().UnixNano() + incarnations.Add(1),
+		pool:        newConnPool(peerCallTimeout),
+		registered:  make(chan struct{}),
+	}
+	n.ctx, n.cancel = context.WithCancel(context.Background())
+	ch := make(chan struct{})
+	n.changed.Store(&ch)
+
+	w := wireHeader
+	if cfg.Protocol == ProtocolJSON {
+		w = wireJSON
+	}
+	n.data, err = newServer(n.ctx, cfg.Listen, cfg.TLS, serverConfig(cfg.maxMessage(), 1<<16, cfg.IdleTimeout),
+		w, zaris.NewZarisKvProcessor(&kvHandler{n: n}), cfg.Logger)
+	if err != nil {
+		n.cancel()
+		return nil, fmt.Errorf("store: node %d data port: %w", cfg.ID, err)
+	}
+	n.peer, err = newServer(n.ctx, cfg.PeerListen, nil, serverConfig(peerMaxMessage, 1<<24, peerIdleTimeout),
+		wireFramedBinary, zarispeer.NewZarisPeerProcessor(&peerHandler{n: n}), cfg.Logger)
+	if err != nil {
+		n.data.close()
+		n.cancel()
+		return nil, fmt.Errorf("store: node %d peer port: %w", cfg.ID, err)
+	}
+	n.wg.Add(1)
+	go n.register()
+	return n, nil
+}
+
+// ID returns the node's id.
+func (n *Node) ID() int32 { return n.cfg.ID }
+
+// Addr returns the node's data address (host:port), the one clients dial.
+func (n *Node) Addr() string { return advertise(n.data.addr()) }
+
+// PeerAddr returns the address of the node's internal peer service.
+func (n *Node) PeerAddr() string { return advertise(n.peer.addr()) }
+
+// Registered is closed once the coordinator accepted the node and the node holds a map.
+func (n *Node) Registered() <-chan struct{} { return n.registered }
+
+// Epoch returns the epoch of the node's current map (0 before it has one).
+func (n *Node) Epoch() int64 {
+	if v := n.current.Load(); v != nil {
+		return v.epoch
+	}
+	return 0
+}
+
+// Close stops the node abruptly, like a crash: both listeners and every connection close at
+// once, requests in flight get no answer, and the node's data is gone. Close returns after
+// every goroutine of the node ended. It is safe to call more than once.
+func (n *Node) Close() error {
+	n.closeOnce.Do(func() {
+		n.cancel()
+		n.pool.close()
+		n.data.close()
+		n.peer.close()
+		n.wg.Wait()
+	})
+	return nil
+}
+
+// advertise turns a bound address into one a peer can dial: an unspecified host (":7001",
+// "0.0.0.0:7001") becomes loopback.
+func advertise(addr string) string {
+	host, port, err := net.SplitHostPort(addr)
+	if err != nil {
+		return addr
+	}
+	if ip := net.ParseIP(host); host == "" || (ip != nil && ip.IsUnspecified()) {
+		host = "127.0.0.1"
+	}
+	return net.JoinHostPort(host, port)
+}
+
+func (n *Node) register() {
+	defer n.wg.Done()
+	host, port, err := splitHostPort(n.Addr())
+	if err != nil {
+		n.cfg.Logger.Error("bad data address", "addr", n.Addr(), "err", err)
+		return
+	}
+	req := &zarispeer.RegisterRequest{
+		NodeId: n.cfg.ID, Incarnation: n.incarnation, Host: host, Port: port, PeerAddr: n.PeerAddr(),
+	}
+	for {
+		var pm *zarispeer.PeerMap
+		err := n.pool.call(n.cfg.Coordinator, 2*time.Second, func(c thrift.TClient) error {
+			var err error
+			pm, err = zarispeer.NewZarisCoordinatorClient(c).Register(n.ctx, req)
+			return err
+		})
+		if err == nil {
+			n.install(pm)
+			close(n.registered)
+			n.cfg.Logger.Info("registered", "node", n.cfg.ID, "epoch", pm.Epoch)
+			return
+		}
+		select {
+		case <-n.ctx.Done():
+			return
+		case <-time.After(20 * time.Millisecond):
+		}
+	}
+}
+
+// changedCh returns the channel closed by the next map install. Take it before reading the
+// current map so no install is missed.
+func (n *Node) changedCh() <-chan struct{} { return *n.changed.Load() }
+
+func (n *Node) segments() []*segment {
+	if p := n.segs.Load(); p != nil {
+		return *p
+	}
+	return nil
+}
+
+// install makes pm the node's map if it is newer than the current one, and starts or stops
+// per-segment work the new map asks for: learners fetch a copy, non-members drop their data.
+func (n *Node) install(pm *zarispeer.PeerMap) bool {
+	n.installMu.Lock()
+	defer n.installMu.Unlock()
+	cur := n.current.Load()
+	if cur != nil && (pm.Epoch <= cur.epoch || pm.SegmentCount != cur.segCount) {
+		return false
+	}
+	if pm.SegmentCount <= 0 || len(pm.Segments) != int(pm.SegmentCount) {
+		return false
+	}
+	v := newView(pm)
+	segs := n.segments()
+	if segs == nil {
+		segs = make([]*segment, v.segCount)
+		for i := range segs {
+			segs[i] = &segment{data: make(map[string]entry), syncedFrom: noOwner}
+		}
+		n.segs.Store(&segs)
+	}
+	n.current.Store(v)
+	old := n.changed.Load()
+	ch := make(chan struct{})
+	n.changed.Store(&ch)
+	close(*old)
+
+	me := n.cfg.ID
+	for i := range v.segs {
+		sv := &v.segs[i]
+		seg := segs[i]
+		seg.mu.Lock()
+		switch {
+		case sv.owner == me:
+			for id := range seg.registered {
+				if !sv.isLearner(id) {
+					delete(seg.registered, id)
+				}
+			}
+			seg.syncedFrom = noOwner
+		case sv.isReplica(me):
+			seg.registered = nil
+		case sv.isLearner(me):
+			seg.registered = nil
+			if sv.owner != noOwner && !seg.syncing && n.ctx.Err() == nil {
+				seg.syncing = true
+				n.wg.Add(1)
+				go n.catchUp(int32(i), seg)
+			}
+		default:
+			seg.registered = nil
+			seg.syncedFrom = noOwner
+			if len(seg.data) > 0 {
+				seg.data = make(map[string]entry)
+			}
+		}
+		seg.mu.Unlock()
+	}
+	return true
+}
+
+// catchUp runs while this node is a learner of segment s: it fetches a copy from the owner
+// (again whenever the owner changes) and reports to the coordinator that it holds one, until
+// the coordinator makes it a replica or takes it off the segment.
+func (n *Node) catchUp(s int32, seg *segment) {
+	defer n.wg.Done()
+	me := n.cfg.ID
+	for {
+		ch := n.changedCh()
+		seg.mu.Lock()
+		v := n.current.Load()
+		sv := &v.segs[s]
+		if n.ctx.Err() != nil || !sv.isLearner(me) {
+			seg.syncing = false
+			seg.mu.Unlock()
+			return
+		}
+		synced := seg.syncedFrom == sv.owner && !seg.fetching
+		seg.mu.Unlock()
+
+		wait := 200 * time.Millisecond
+		switch {
+		case sv.owner == noOwner:
+		case !synced:
+			if err := n.fetch(v, s, seg); err != nil {
+				n.cfg.Logger.Debug("fetch failed", "segment", s, "owner", sv.owner, "err", err)
+				wait = retryPause
+			} else {
+				wait = 0
+			}
+		default:
+			n.reportSynced(s, sv.owner)
+		}
+		if wait == 0 {
+			continue
+		}
+		select {
+		case <-n.ctx.Done():
+		case <-ch:
+		case <-time.After(wait):
+		}
+	}
+}
+
+// errRejected is a peer's refusal of a fetch or a write (its map disagrees).
+var errRejected = errors.New("store: rejected by peer")
+
+// fetch copies segment s from its owner in v, keeping writes the owner forwards meanwhile.
+func (n *Node) fetch(v *view, s int32, seg *segment) error {
+	owner := v.segs[s].owner
+	addr := v.peerAddr[owner]
+	seg.mu.Lock()
+	seg.fetching = true
+	seg.buffer = nil
+	seg.syncedFrom = noOwner
+	seg.mu.Unlock()
+
+	var resp *zarispeer.FetchResponse
+	err := n.pool.call(addr, 10*time.Second, func(c thrift.TClient) error {
+		var err error
+		resp, err = zarispeer.NewZarisPeerClient(c).Fetch(n.ctx, &zarispeer.FetchRequest{
+			Learner: n.cfg.ID, Epoch: v.epoch, Segment: s,
+		})
+		return err
+	})
+	if err == nil && resp.Status != zarispeer.PeerStatus_Ok {
+		if resp.Status == zarispeer.PeerStatus_StaleReceiver {
+			n.pushMap(addr, v.pm)
+		}
+		err = errRejected
+	}
+	seg.mu.Lock()
+	defer seg.mu.Unlock()
+	if err != nil {
+		seg.fetching = false
+		seg.buffer = nil
+		return err
+	}
+	data := make(map[string]entry, len(resp.Entries))
+	for _, e := range resp.Entries {
+		if !e.Deleted {
+			data[string(e.Key)] = entry{value: e.Value, version: e.Version}
+		}
+	}
+	seg.data = data
+	seg.counter = max(seg.counter, resp.Counter)
+	for _, e := range seg.buffer {
+		if e.Version > resp.Counter {
+			seg.apply(e)
+		}
+	}
+	seg.fetching = false
+	seg.buffer = nil
+	seg.syncedFrom = owner
+	return nil
+}
+
+func (n *Node) reportSynced(s, owner int32) {
+	err := n.pool.call(n.cfg.Coordinator, time.Second, func(c thrift.TClient) error {
+		return zarispeer.NewZarisCoordinatorClient(c).Synced(n.ctx, &zarispeer.SyncedRequest{
+			NodeId: n.cfg.ID, Incarnation: n.incarnation, Segment: s, Owner: owner,
+		})
+	})
+	if err != nil {
+		n.cfg.Logger.Debug("synced report failed", "segment", s, "err", err)
+	}
+}
+
+// pushMap sends pm to the peer at addr (a peer whose map is older than ours).
+func (n *Node) pushMap(addr string, pm *zarispeer.PeerMap) {
+	_ = n.pool.call(addr, peerCallTimeout, func(c thrift.TClient) error {
+		_, err := zarispeer.NewZarisPeerClient(c).PushMap(n.ctx, pm)
+		return err
+	})
+}
+
+// pullMap installs the map of the peer at addr (a peer whose map is newer than ours).
+func (n *Node) pullMap(addr string) {
+	var pm *zarispeer.PeerMap
+	err := n.pool.call(addr, peerCallTimeout, func(c thrift.TClient) error {
+		var err error
+		pm, err = zarispeer.NewZarisPeerClient(c).GetPeerMap(n.ctx)
+		return err
+	})
+	if err == nil {
+		n.install(pm)
+	}
+}

@@ -1,0 +1,217 @@
+package store
+
+import (
+	"context"
+	"fmt"
+	"sync"
+	"time"
+
+	"github.com/apache/thrift/lib/go/thrift"
+
+	"github.com/clustron/zaris-go/gen/zaris"
+	"github.com/clustron/zaris-go/gen/zarispeer"
+)
+
+// peerHandler serves the ZarisPeer service of a node.
+type peerHandler struct{ n *Node }
+
+var _ zarispeer.ZarisPeer = (*peerHandler)(nil)
+
+// Ping answers the coordinator's heartbeat.
+func (h *peerHandler) Ping(_ context.Context, _ int64) (*zarispeer.PingResponse, error) {
+	return &zarispeer.PingResponse{NodeId: h.n.cfg.ID, Incarnation: h.n.incarnation, Epoch: h.n.Epoch()}, nil
+}
+
+// PushMap installs a newer map.
+func (h *peerHandler) PushMap(_ context.Context, pm *zarispeer.PeerMap) (int64, error) {
+	if pm == nil {
+		return 0, fmt.Errorf("store: PushMap without a map")
+	}
+	h.n.install(pm)
+	return h.n.Epoch(), nil
+}
+
+// GetPeerMap returns the node's current map.
+func (h *peerHandler) GetPeerMap(_ context.Context) (*zarispeer.PeerMap, error) {
+	v := h.n.current.Load()
+	if v == nil {
+		return &zarispeer.PeerMap{Nodes: []*zarispeer.PeerNode{}, Segments: []*zarispeer.PeerSegment{}}, nil
+	}
+	return v.pm, nil
+}
+
+// acceptsFrom reports whether, in v, sender owns segment s and this node holds a copy of it.
+func (n *Node) acceptsFrom(v *view, s int32, sender int32) bool {
+	sv := &v.segs[s]
+	me := n.cfg.ID
+	return sv.owner == sender && sender != me && (sv.isReplica(me) || sv.isLearner(me))
+}
+
+func (n *Node) segmentIndex(v *view, s int32) error {
+	if v == nil || s < 0 || s >= v.segCount {
+		return fmt.Errorf("store: no segment %d", s)
+	}
+	return nil
+}
+
+// Replicate applies one write of the segment's owner.
+func (h *peerHandler) Replicate(_ context.Context, req *zarispeer.ReplicateRequest) (*zarispeer.ReplicateResponse, error) {
+	n := h.n
+	v := n.current.Load()
+	if v == nil || req.Epoch > v.epoch {
+		return &zarispeer.ReplicateResponse{Status: zarispeer.PeerStatus_StaleReceiver, Epoch: n.Epoch()}, nil
+	}
+	if err := n.segmentIndex(v, req.Segment); err != nil || req.Entry == nil {
+		return nil, fmt.Errorf("store: bad replication request")
+	}
+	if !n.acceptsFrom(v, req.Segment, req.Sender) {
+		return &zarispeer.ReplicateResponse{Status: zarispeer.PeerStatus_Rejected, Epoch: v.epoch}, nil
+	}
+	seg := n.segments()[req.Segment]
+	seg.mu.Lock()
+	defer seg.mu.Unlock()
+	if v = n.current.Load(); !n.acceptsFrom(v, req.Segment, req.Sender) {
+		return &zarispeer.ReplicateResponse{Status: zarispeer.PeerStatus_Rejected, Epoch: v.epoch}, nil
+	}
+	if seg.fetching {
+		seg.buffer = append(seg.buffer, req.Entry)
+	} else {
+		seg.apply(req.Entry)
+	}
+	return &zarispeer.ReplicateResponse{Status: zarispeer.PeerStatus_Ok, Epoch: v.epoch}, nil
+}
+
+// Fetch hands a learner a copy of a segment this node owns and registers the learner for
+// every later write. The copy is taken between two writes, so the copy plus the forwarded
+// writes is exactly the owner's state.
+func (h *peerHandler) Fetch(_ context.Context, req *zarispeer.FetchRequest) (*zarispeer.FetchResponse, error) {
+	n := h.n
+	me := n.cfg.ID
+	v := n.current.Load()
+	if v == nil || req.Epoch > v.epoch {
+		return &zarispeer.FetchResponse{Status: zarispeer.PeerStatus_StaleReceiver, Epoch: n.Epoch(), Entries: []*zarispeer.Entry{}}, nil
+	}
+	if err := n.segmentIndex(v, req.Segment); err != nil {
+		return nil, err
+	}
+	ok := func(v *view) bool {
+		sv := &v.segs[req.Segment]
+		return sv.owner == me && (sv.isLearner(req.Learner) || sv.isReplica(req.Learner))
+	}
+	rejected := func(v *view) (*zarispeer.FetchResponse, error) {
+		return &zarispeer.FetchResponse{Status: zarispeer.PeerStatus_Rejected, Epoch: v.epoch, Entries: []*zarispeer.Entry{}}, nil
+	}
+	if !ok(v) {
+		return rejected(v)
+	}
+	seg := n.segments()[req.Segment]
+	seg.writeMu.Lock()
+	defer seg.writeMu.Unlock()
+	if v = n.current.Load(); !ok(v) {
+		return rejected(v)
+	}
+	seg.mu.Lock()
+	defer seg.mu.Unlock()
+	entries := make([]*zarispeer.Entry, 0, len(seg.data))
+	for k, e := range seg.data {
+		entries = append(entries, &zarispeer.Entry{Key: []byte(k), Value: e.value, Version: e.version})
+	}
+	if seg.registered == nil {
+		seg.registered = make(map[int32]bool)
+	}
+	seg.registered[req.Learner] = true
+	return &zarispeer.FetchResponse{Status: zarispeer.PeerStatus_Ok, Epoch: v.epoch, Counter: seg.counter, Entries: entries}, nil
+}
+
+// replicate sends e, a write to segment s that this node owns, to every replica and
+// registered learner of the segment, and returns once all of them applied it (Ok) or once the
+// node must not apply it: the map changed and this node no longer serves writes to s (the
+// status to answer), or the replicas stayed unreachable past ReplicationTimeout
+// (Unavailable). An unreachable replica holds the write until the coordinator's next map drops
+// it; the write then completes with the remaining copies. Callers hold seg.writeMu.
+func (n *Node) replicate(ctx context.Context, s int32, seg *segment, e *zarispeer.Entry) (*view, zaris.KvStatus) {
+	me := n.cfg.ID
+	deadline := time.Now().Add(n.cfg.ReplicationTimeout)
+	acked := make(map[int32]bool)
+	for {
+		ch := n.changedCh()
+		v := n.current.Load()
+		if st := v.route(s, me, true); st != zaris.KvStatus_Ok {
+			return v, st
+		}
+		sv := &v.segs[s]
+		var targets []int32
+		for _, r := range sv.replicas {
+			if r != me && !acked[r] {
+				targets = append(targets, r)
+			}
+		}
+		seg.mu.Lock()
+		for _, l := range sv.learners {
+			if seg.registered[l] && !acked[l] {
+				targets = append(targets, l)
+			}
+		}
+		seg.mu.Unlock()
+		if len(targets) == 0 {
+			return v, zaris.KvStatus_Ok
+		}
+
+		type result struct {
+			resp *zarispeer.ReplicateResponse
+			err  error
+		}
+		results := make([]result, len(targets))
+		req := &zarispeer.ReplicateRequest{Sender: me, Epoch: v.epoch, Segment: s, Entry: e}
+		send := func(i int) {
+			addr := v.peerAddr[targets[i]]
+			results[i].err = n.pool.call(addr, peerCallTimeout, func(c thrift.TClient) error {
+				var err error
+				results[i].resp, err = zarispeer.NewZarisPeerClient(c).Replicate(ctx, req)
+				return err
+			})
+		}
+		if len(targets) == 1 {
+			send(0)
+		} else {
+			var wg sync.WaitGroup
+			for i := range targets {
+				wg.Go(func() { send(i) })
+			}
+			wg.Wait()
+		}
+
+		retryNow := true
+		for i, r := range results {
+			t := targets[i]
+			switch {
+			case r.err != nil:
+				retryNow = false
+			case r.resp.Status == zarispeer.PeerStatus_Ok:
+				acked[t] = true
+			case r.resp.Status == zarispeer.PeerStatus_StaleReceiver:
+				n.pushMap(v.peerAddr[t], v.pm)
+			default: // Rejected: the peer's map disagrees; a newer one settles it.
+				if r.resp.Epoch > v.epoch {
+					n.pullMap(v.peerAddr[t])
+				} else {
+					retryNow = false
+				}
+			}
+		}
+		if retryNow {
+			continue
+		}
+		if time.Now().After(deadline) {
+			return v, zaris.KvStatus_Unavailable
+		}
+		select {
+		case <-ctx.Done():
+			return v, zaris.KvStatus_Unavailable
+		case <-n.ctx.Done():
+			return v, zaris.KvStatus_Unavailable
+		case <-ch:
+		case <-time.After(retryPause):
+		}
+	}
+}

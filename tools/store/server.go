@@ -1,0 +1,301 @@
+package store
+
+import (
+	"bufio"
+	"context"
+	"crypto/tls"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net"
+	"sync"
+	"time"
+
+	"github.com/apache/thrift/lib/go/thrift"
+)
+
+func init() {
+	// The generated processors start a goroutine and a 5 ms ticker per request to notice a
+	// client that went away (thrift.ServerConnectivityCheckInterval). The store's handlers are
+	// short, and the check costs up to half the throughput on loopback, so the store turns it
+	// off. Every server in the process shares this switch; the store's own servers are the only
+	// servers a process that imports this package runs.
+	thrift.ServerConnectivityCheckInterval = 0
+}
+
+// Protocol selects the wire protocols a node's data port accepts.
+type Protocol int
+
+const (
+	// ProtocolHeader, the default, serves THeader clients and, on the same port, framed and
+	// unframed binary and compact clients, answering each in its own format.
+	ProtocolHeader Protocol = iota
+	// ProtocolJSON serves JSON-protocol clients, framed or unframed (told apart by the first
+	// byte of the connection), instead of the protocols of ProtocolHeader.
+	ProtocolJSON
+)
+
+// String returns the protocol's flag name: "header" or "json".
+func (p Protocol) String() string {
+	switch p {
+	case ProtocolHeader:
+		return "header"
+	case ProtocolJSON:
+		return "json"
+	}
+	return fmt.Sprintf("Protocol(%d)", int(p))
+}
+
+// ParseProtocol parses a Protocol from its String form.
+func ParseProtocol(s string) (Protocol, error) {
+	switch s {
+	case "header", "":
+		return ProtocolHeader, nil
+	case "json":
+		return ProtocolJSON, nil
+	}
+	return 0, fmt.Errorf("store: unknown protocol %q (want header or json)", s)
+}
+
+// wire says how a server reads and writes messages.
+type wire int
+
+const (
+	wireHeader       wire = iota // THeader factories: header, binary, compact, framed or not
+	wireJSON                     // JSON, framed or buffered by the first byte
+	wireFramedBinary             // peer traffic: framed strict binary
+)
+
+// server is a Thrift server on one listener. Unlike thrift.TSimpleServer it tracks every
+// connection, so close ends them all at once (a node's Kill) and waits for their goroutines.
+type server struct {
+	ln        net.Listener
+	cfg       *thrift.TConfiguration // the one configuration of socket, transport and protocol
+	processor thrift.TProcessor
+	wire      wire
+	tf        thrift.TTransportFactory
+	pf        thrift.TProtocolFactory
+	log       *slog.Logger
+	ctx       context.Context
+	cancel    context.CancelFunc
+	wg        sync.WaitGroup
+
+	mu     sync.Mutex // protects conns and closed
+	conns  map[net.Conn]struct{}
+	closed bool
+}
+
+// serverConfig returns the one TConfiguration a server shares between its sockets, transport
+// factory and protocol factory. maxMessage bounds every frame and message; idle is the time a
+// connection may stay silent (or stall mid-message) before it is closed.
+func serverConfig(maxMessage int32, maxContainer int32, idle time.Duration) *thrift.TConfiguration {
+	return &thrift.TConfiguration{
+		MaxMessageSize:    maxMessage,
+		MaxFrameSize:      maxMessage,
+		MaxContainerSize:  maxContainer,
+		SocketTimeout:     idle,
+		TBinaryStrictRead: thrift.BoolPtr(true),
+	}
+}
+
+// newServer listens on addr (its handlers get a context that ends with parent or close) (wrapped in TLS when tlsConfig is set) and serves processor,
+// wrapped in the recovery middleware, until close. It returns once the listener is bound.
+func newServer(parent context.Context, addr string, tlsConfig *tls.Config, cfg *thrift.TConfiguration, w wire, processor thrift.TProcessor, log *slog.Logger) (*server, error) {
+	ln, err := net.Listen("tcp", addr)
+	if err != nil {
+		return nil, err
+	}
+	if tlsConfig != nil {
+		ln = tls.NewListener(ln, tlsConfig)
+	}
+	s := &server{
+		ln:        ln,
+		cfg:       cfg,
+		processor: thrift.WrapProcessor(processor, recoverMiddleware(log)),
+		wire:      w,
+		log:       log,
+		conns:     make(map[net.Conn]struct{}),
+	}
+	switch w {
+	case wireHeader:
+		s.tf = thrift.NewTHeaderTransportFactoryConf(nil, cfg)
+		s.pf = thrift.NewTHeaderProtocolFactoryConf(cfg)
+	case wireJSON:
+		s.pf = thrift.NewTJSONProtocolFactory()
+	case wireFramedBinary:
+		s.tf = thrift.NewTFramedTransportFactoryConf(thrift.NewTTransportFactory(), cfg)
+		s.pf = thrift.NewTBinaryProtocolFactoryConf(cfg)
+	}
+	s.ctx, s.cancel = context.WithCancel(parent)
+	s.wg.Add(1)
+	go s.acceptLoop()
+	return s, nil
+}
+
+// addr returns the bound address, host:port.
+func (s *server) addr() string { return s.ln.Addr().String() }
+
+func (s *server) acceptLoop() {
+	defer s.wg.Done()
+	for {
+		c, err := s.ln.Accept()
+		if err != nil {
+			if errors.Is(err, net.ErrClosed) {
+				return
+			}
+			s.mu.Lock()
+			closed := s.closed
+			s.mu.Unlock()
+			if closed {
+				return
+			}
+			// A failed TLS handshake or a transient accept error: keep serving.
+			time.Sleep(time.Millisecond)
+			continue
+		}
+		s.mu.Lock()
+		if s.closed {
+			s.mu.Unlock()
+			c.Close()
+			return
+		}
+		s.conns[c] = struct{}{}
+		s.wg.Add(1)
+		s.mu.Unlock()
+		go s.serveConn(c)
+	}
+}
+
+// close stops accepting, closes every open connection at once (in-flight requests get no
+// answer, like a crashed process) and waits for all connection goroutines.
+func (s *server) close() {
+	s.mu.Lock()
+	if s.closed {
+		s.mu.Unlock()
+		s.wg.Wait()
+		return
+	}
+	s.closed = true
+	s.ln.Close()
+	for c := range s.conns {
+		c.Close()
+	}
+	s.mu.Unlock()
+	s.cancel()
+	s.wg.Wait()
+}
+
+func (s *server) serveConn(c net.Conn) {
+	defer func() {
+		s.mu.Lock()
+		delete(s.conns, c)
+		s.mu.Unlock()
+		c.Close()
+		s.wg.Done()
+	}()
+	if err := s.process(c); err != nil && !isEOF(err) {
+		s.log.Debug("connection closed", "remote", c.RemoteAddr().String(), "err", err)
+	}
+}
+
+// peekConn is a net.Conn whose reads go through a bufio.Reader, so the first bytes of a
+// connection can be peeked at before the Thrift transport reads them.
+type peekConn struct {
+	net.Conn
+	r *bufio.Reader
+}
+
+func (p *peekConn) Read(b []byte) (int, error) { return p.r.Read(b) }
+
+func (s *server) process(c net.Conn) error {
+	var in, out thrift.TProtocol
+	switch s.wire {
+	case wireJSON:
+		pc := &peekConn{Conn: c, r: bufio.NewReader(c)}
+		if s.cfg.SocketTimeout > 0 {
+			_ = c.SetReadDeadline(time.Now().Add(s.cfg.SocketTimeout))
+		}
+		first, err := pc.r.Peek(1)
+		if err != nil {
+			return err
+		}
+		_ = c.SetReadDeadline(time.Time{})
+		sock := thrift.NewTSocketFromConnConf(pc, s.cfg)
+		var trans thrift.TTransport
+		if first[0] == '[' {
+			trans = thrift.NewTBufferedTransport(sock, 4096)
+		} else {
+			trans = thrift.NewTFramedTransportConf(sock, s.cfg)
+		}
+		in = s.pf.GetProtocol(trans)
+		out = in
+	default:
+		sock := thrift.NewTSocketFromConnConf(c, s.cfg)
+		trans, err := s.tf.GetTransport(sock)
+		if err != nil {
+			return err
+		}
+		in = s.pf.GetProtocol(trans)
+		out = in
+	}
+	hp, _ := in.(*thrift.THeaderProtocol)
+	for {
+		if s.ctx.Err() != nil {
+			return nil
+		}
+		ctx := s.ctx
+		if hp != nil {
+			// Read the frame first so a header client's headers reach the context.
+			if err := hp.ReadFrame(ctx); err != nil {
+				return err
+			}
+			ctx = thrift.AddReadTHeaderToContext(ctx, hp.GetReadHeaders())
+		}
+		ok, err := s.processor.Process(ctx, in, out)
+		if err != nil {
+			var te thrift.TTransportException
+			if errors.As(err, &te) {
+				return err
+			}
+			var ae thrift.TApplicationException
+			if errors.As(err, &ae) && ae.TypeId() == thrift.UNKNOWN_METHOD {
+				continue
+			}
+		}
+		if !ok {
+			return err
+		}
+	}
+}
+
+// isEOF reports whether err is the peer going away or the idle timeout closing the conn.
+func isEOF(err error) bool {
+	var te thrift.TTransportException
+	if errors.As(err, &te) {
+		switch te.TypeId() {
+		case thrift.END_OF_FILE, thrift.NOT_OPEN:
+			return true
+		}
+	}
+	return errors.Is(err, net.ErrClosed)
+}
+
+// recoverMiddleware turns a panicking handler into a closed connection: the panic is logged
+// and the one connection that carried the request ends, while the node keeps serving.
+func recoverMiddleware(log *slog.Logger) thrift.ProcessorMiddleware {
+	return func(name string, next thrift.TProcessorFunction) thrift.TProcessorFunction {
+		return thrift.WrappedTProcessorFunction{
+			Wrapped: func(ctx context.Context, seqID int32, in, out thrift.TProtocol) (ok bool, err thrift.TException) {
+				defer func() {
+					if r := recover(); r != nil {
+						log.Error("handler panicked", "method", name, "panic", fmt.Sprint(r))
+						ok = false
+						err = thrift.NewTTransportException(thrift.UNKNOWN_TRANSPORT_EXCEPTION,
+							fmt.Sprintf("store: handler %s panicked: %v", name, r))
+					}
+				}()
+				return next.Process(ctx, seqID, in, out)
+			},
+		}
+	}
+}
