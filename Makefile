@@ -1,0 +1,43 @@
+# zaris-go build targets. `make help` lists them.
+
+GO        ?= go
+THRIFT    ?= thrift
+# GEN is where generated code goes; tests regenerate into a temporary GEN to prove gen/ is fresh.
+GEN       ?= gen
+THRIFT_VERSION := 0.17.0
+MOCKGEN   := $(GO) run github.com/golang/mock/mockgen@v1.6.0
+MODULE    := github.com/clustron/zaris-go
+IDL       := $(wildcard idl/*.thrift)
+
+.PHONY: help generate check-generate check-thrift test lint bench
+
+help: ## list the targets
+	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | sed 's/:.*## /\t/'
+
+check-thrift:
+	@command -v $(THRIFT) >/dev/null 2>&1 || { echo "thrift not found: install the Thrift compiler $(THRIFT_VERSION) (apt-get install thrift-compiler)"; exit 1; }
+	@$(THRIFT) --version | grep -q ' $(THRIFT_VERSION)$$' || { echo "thrift is $$($(THRIFT) --version), want $(THRIFT_VERSION) (apt-get install thrift-compiler on Debian 12)"; exit 1; }
+
+generate: check-thrift ## regenerate gen/ from idl/ (thrift, then zarisgen, then mockgen)
+	@for f in $(IDL); do \
+		pkg=$$(sed -n 's/^namespace go \([a-z0-9_]*\).*/\1/p' $$f); \
+		rm -rf $(GEN)/$$pkg; mkdir -p $(GEN); \
+		$(THRIFT) --gen go:package_prefix=$(MODULE)/gen/,skip_remote -out $(GEN) $$f || exit 1; \
+	done
+	gofmt -w $(GEN)
+	$(GO) run ./tools/zarisgen -thrift $(THRIFT) -idl idl/zaris.thrift -out $(GEN)/zarisclient
+	cd $(GEN) && $(MOCKGEN) -source=zaris/zaris.go -destination=zarismock/zaris_mock.go -package=zarismock
+
+check-generate: generate ## regenerate and fail if gen/ differs from what is committed
+	@git diff --exit-code --stat -- gen || { echo "gen/ is stale: run make generate and commit the result"; exit 1; }
+	@test -z "$$(git status --porcelain -- gen)" || { git status --porcelain -- gen; echo "gen/ has files git does not track: run make generate and commit the result"; exit 1; }
+
+test: lint ## lint, then run every test with the race detector
+	$(GO) test -race -count=1 ./...
+
+lint: ## gofmt check and go vet
+	@out=$$(gofmt -l $$(git ls-files '*.go')); test -z "$$out" || { echo "gofmt would change:"; echo "$$out"; exit 1; }
+	$(GO) vet ./...
+
+bench: ## run the benchmarks
+	$(GO) test -run '^$$' -bench . -benchmem ./...

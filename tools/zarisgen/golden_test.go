@@ -1,0 +1,138 @@
+package main
+
+import (
+	"flag"
+	"io/fs"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+)
+
+var update = flag.Bool("update", false, "rewrite the golden files under testdata")
+
+// requireThrift returns the Thrift compiler's path. Without one the test is skipped, unless
+// ZARIS_REQUIRE_THRIFT=1 (as in CI), where a missing compiler is a failure.
+func requireThrift(t *testing.T) string {
+	t.Helper()
+	path, err := exec.LookPath("thrift")
+	if err != nil {
+		if os.Getenv("ZARIS_REQUIRE_THRIFT") == "1" {
+			t.Fatal("thrift not found but ZARIS_REQUIRE_THRIFT=1: apt-get install thrift-compiler")
+		}
+		t.Skip("thrift not found (apt-get install thrift-compiler); set ZARIS_REQUIRE_THRIFT=1 to fail instead")
+	}
+	return path
+}
+
+// repoRoot is the module root, two levels above this package.
+func repoRoot(t *testing.T) string {
+	t.Helper()
+	root, err := filepath.Abs("../..")
+	require.NoError(t, err)
+	return root
+}
+
+// The generator's output for each fixture IDL matches its golden file byte for byte. The real
+// IDL's golden file is the committed gen/zarisclient.
+func TestGolden(t *testing.T) {
+	thriftBin := requireThrift(t)
+	for _, tc := range []struct {
+		name, idl, source, golden string
+	}{
+		{"zaris", "../../idl/zaris.thrift", "idl/zaris.thrift", "../../gen/zarisclient/" + outputFile},
+		{"extra_op", "testdata/extra_op.thrift", "testdata/extra_op.thrift", "testdata/extra_op.golden"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			p, err := loadIDL(thriftBin, tc.idl)
+			require.NoError(t, err)
+			got, err := generate(p, tc.source, defaultZarisImport)
+			require.NoError(t, err)
+			again, err := generate(p, tc.source, defaultZarisImport)
+			require.NoError(t, err)
+			require.Equal(t, string(got), string(again), "output must be deterministic")
+			if *update && strings.HasPrefix(tc.golden, "testdata/") {
+				require.NoError(t, os.WriteFile(tc.golden, got, 0o644))
+			}
+			want, err := os.ReadFile(tc.golden)
+			require.NoError(t, err)
+			assert.Equal(t, string(want), string(got), "regenerate with: go test ./tools/zarisgen -run TestGolden -update (fixtures) or make generate (gen/)")
+		})
+	}
+}
+
+// Adding an operation to the IDL with its annotations and running `make generate` yields a
+// typed method that compiles with no hand edit: a scratch copy of the module gets the extra-op
+// fixture as its IDL, is regenerated, and a program using the new method is built against it.
+func TestExtraOpCompiles(t *testing.T) {
+	requireThrift(t)
+	if testing.Short() {
+		t.Skip("regenerates and builds a copy of the module")
+	}
+	root := repoRoot(t)
+	dir := t.TempDir()
+	for _, p := range []string{"go.mod", "go.sum", "Makefile", "idl", "gen", "runtime", "middleware", "tools/zarisgen"} {
+		copyTree(t, filepath.Join(root, p), filepath.Join(dir, p))
+	}
+	fixture, err := os.ReadFile("testdata/extra_op.thrift")
+	require.NoError(t, err)
+	require.NoError(t, os.WriteFile(filepath.Join(dir, "idl", "zaris.thrift"), fixture, 0o644))
+	// A use of the new typed method and descriptor, so the build proves they exist with the
+	// expected types.
+	use := `package use
+
+import (
+	"context"
+
+	"github.com/clustron/zaris-go/gen/zaris"
+	"github.com/clustron/zaris-go/gen/zarisclient"
+)
+
+func Append(ctx context.Context, c *zarisclient.Client) (*zaris.AppendResponse, error) {
+	_ = zarisclient.OpAppend.Idempotent
+	return c.Append(ctx, &zaris.AppendRequest{Key: []byte("k"), Suffix: []byte("!")})
+}
+`
+	require.NoError(t, os.MkdirAll(filepath.Join(dir, "use"), 0o755))
+	require.NoError(t, os.WriteFile(filepath.Join(dir, "use", "use.go"), []byte(use), 0o644))
+	for _, args := range [][]string{{"make", "-s", "generate"}, {"go", "build", "./gen/...", "./use/..."}} {
+		cmd := exec.Command(args[0], args[1:]...)
+		cmd.Dir = dir
+		out, err := cmd.CombinedOutput()
+		require.NoError(t, err, "%s:\n%s", strings.Join(args, " "), out)
+	}
+	got, err := os.ReadFile(filepath.Join(dir, "gen", "zarisclient", outputFile))
+	require.NoError(t, err)
+	assert.Contains(t, string(got), "func (c *Client) Append(ctx context.Context, req *zaris.AppendRequest, opts ...runtime.CallOption) (*zaris.AppendResponse, error)")
+}
+
+// copyTree copies the file or directory src to dst.
+func copyTree(t *testing.T, src, dst string) {
+	t.Helper()
+	err := filepath.WalkDir(src, func(path string, d fs.DirEntry, err error) error {
+		if err != nil {
+			return err
+		}
+		rel, err := filepath.Rel(src, path)
+		if err != nil {
+			return err
+		}
+		target := filepath.Join(dst, rel)
+		if d.IsDir() {
+			return os.MkdirAll(target, 0o755)
+		}
+		data, err := os.ReadFile(path)
+		if err != nil {
+			return err
+		}
+		if err := os.MkdirAll(filepath.Dir(target), 0o755); err != nil {
+			return err
+		}
+		return os.WriteFile(target, data, 0o644)
+	})
+	require.NoError(t, err)
+}

@@ -1,0 +1,121 @@
+package main
+
+import (
+	"encoding/json"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+)
+
+// program is the part of `thrift --gen json` output that zarisgen reads.
+type program struct {
+	Name       string            `json:"name"`
+	Namespaces map[string]string `json:"namespaces"`
+	Enums      []enum            `json:"enums"`
+	Structs    []structType      `json:"structs"`
+	Services   []service         `json:"services"`
+}
+
+type enum struct {
+	Name string `json:"name"`
+}
+
+type structType struct {
+	Name   string  `json:"name"`
+	Fields []field `json:"fields"`
+}
+
+type field struct {
+	Key      int    `json:"key"`
+	Name     string `json:"name"`
+	TypeID   string `json:"typeId"`
+	Required string `json:"required"`
+	Type     *struct {
+		Class string `json:"class"`
+	} `json:"type"`
+}
+
+type service struct {
+	Name      string     `json:"name"`
+	Functions []function `json:"functions"`
+}
+
+type function struct {
+	Name         string            `json:"name"`
+	Doc          string            `json:"doc"`
+	ReturnTypeID string            `json:"returnTypeId"`
+	ReturnType   *typeRef          `json:"returnType"`
+	Annotations  map[string]string `json:"annotations"`
+	Arguments    []field           `json:"arguments"`
+}
+
+type typeRef struct {
+	TypeID string `json:"typeId"`
+	Class  string `json:"class"`
+}
+
+// parseProgram decodes the JSON that `thrift --gen json` writes for one IDL file.
+func parseProgram(data []byte) (*program, error) {
+	var p program
+	if err := json.Unmarshal(data, &p); err != nil {
+		return nil, fmt.Errorf("decoding thrift JSON: %w", err)
+	}
+	return &p, nil
+}
+
+// loadIDL runs the Thrift compiler's JSON generator on idlPath and decodes its output.
+func loadIDL(thriftBin, idlPath string) (*program, error) {
+	dir, err := os.MkdirTemp("", "zarisgen-")
+	if err != nil {
+		return nil, err
+	}
+	defer os.RemoveAll(dir)
+	cmd := exec.Command(thriftBin, "--gen", "json", "-out", dir, idlPath)
+	if out, err := cmd.CombinedOutput(); err != nil {
+		return nil, fmt.Errorf("%s --gen json %s: %w\n%s", thriftBin, idlPath, err, strings.TrimSpace(string(out)))
+	}
+	base := strings.TrimSuffix(filepath.Base(idlPath), filepath.Ext(idlPath))
+	data, err := os.ReadFile(filepath.Join(dir, base+".json"))
+	if err != nil {
+		return nil, fmt.Errorf("reading thrift JSON output: %w", err)
+	}
+	return parseProgram(data)
+}
+
+func (p *program) structByName(name string) *structType {
+	for i := range p.Structs {
+		if p.Structs[i].Name == name {
+			return &p.Structs[i]
+		}
+	}
+	return nil
+}
+
+func (p *program) hasEnum(name string) bool {
+	for _, e := range p.Enums {
+		if e.Name == name {
+			return true
+		}
+	}
+	return false
+}
+
+func (s *structType) fieldByName(name string) *field {
+	for i := range s.Fields {
+		if s.Fields[i].Name == name {
+			return &s.Fields[i]
+		}
+	}
+	return nil
+}
+
+func (s *structType) fieldByKey(key int) *field {
+	for i := range s.Fields {
+		if s.Fields[i].Key == key {
+			return &s.Fields[i]
+		}
+	}
+	return nil
+}

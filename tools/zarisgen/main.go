@@ -1,0 +1,61 @@
+// Command zarisgen writes the typed per-operation Zaris client (gen/zarisclient) from the IDL.
+//
+// It reads the IDL through `thrift --gen json`, checks every operation's annotations
+// (zaris.kind, zaris.idempotent, zaris.routing, zaris.guards) and the shape of its request
+// and response, and writes one Go file through go/format. The output depends only on the IDL,
+// so running it twice gives the same bytes. `make generate` runs it; see README.md.
+//
+// Usage:
+//
+//	zarisgen -idl idl/zaris.thrift -out gen/zarisclient
+package main
+
+import (
+	"flag"
+	"fmt"
+	"os"
+	"path/filepath"
+)
+
+// defaultZarisImport is the import path of the thrift-generated package of idl/zaris.thrift.
+const defaultZarisImport = "github.com/clustron/zaris-go/gen/zaris"
+
+// outputFile is the name of the file zarisgen writes in the output directory.
+const outputFile = "zarisclient.go"
+
+func main() {
+	idl := flag.String("idl", "idl/zaris.thrift", "the IDL `file` to read")
+	out := flag.String("out", "gen/zarisclient", "the `directory` to write "+outputFile+" into")
+	thriftBin := flag.String("thrift", "thrift", "the Thrift compiler `binary`")
+	zarisImport := flag.String("zaris-import", defaultZarisImport, "the import `path` of the thrift-generated Go package")
+	flag.Parse()
+	if err := run(*thriftBin, *idl, *out, *zarisImport); err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		os.Exit(1)
+	}
+}
+
+// run generates the client for the IDL at idlPath into outDir.
+func run(thriftBin, idlPath, outDir, zarisImport string) error {
+	p, err := loadIDL(thriftBin, idlPath)
+	if err != nil {
+		return err
+	}
+	src, err := generate(p, filepath.ToSlash(idlPath), zarisImport)
+	if err != nil {
+		return err
+	}
+	if err := os.MkdirAll(outDir, 0o755); err != nil {
+		return err
+	}
+	return os.WriteFile(filepath.Join(outDir, outputFile), src, 0o644)
+}
+
+// generate returns the typed client's source for the decoded IDL p, which was read from source.
+func generate(p *program, source, zarisImport string) ([]byte, error) {
+	m, err := buildModel(p, source, zarisImport)
+	if err != nil {
+		return nil, err
+	}
+	return render(m)
+}

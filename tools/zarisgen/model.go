@@ -1,0 +1,217 @@
+package main
+
+import (
+	"fmt"
+	"sort"
+	"strings"
+)
+
+// The operation annotations zarisgen reads (see the header of idl/zaris.thrift).
+const (
+	annKind       = "zaris.kind"
+	annIdempotent = "zaris.idempotent"
+	annRouting    = "zaris.routing"
+	annGuards     = "zaris.guards"
+)
+
+// statusEnum is the IDL enum that field 1 of every data response must have.
+const statusEnum = "KvStatus"
+
+// model is everything the templates need, derived from one IDL.
+type model struct {
+	// Source is the IDL path named in the generated header.
+	Source string
+	// Service is the IDL service name.
+	Service string
+	// ZarisImport is the import path of the thrift-generated package.
+	ZarisImport string
+	// Ops are the data operations, in IDL order.
+	Ops []opModel
+}
+
+// opModel is one data operation.
+type opModel struct {
+	Name         string
+	Doc          string
+	Kind         string // "read" or "write"
+	Idempotent   bool
+	RoutingField string
+	RoutingExpr  string // Go expression for the routing key bytes of req
+	Guards       []string
+	GuardExpr    string // Go expression: does req carry a guard
+	Request      string // Go type name of the request struct
+	Response     string // Go type name of the response struct
+}
+
+// KindConst is the runtime constant for the operation's kind.
+func (o opModel) KindConst() string {
+	if o.Kind == "read" {
+		return "runtime.Read"
+	}
+	return "runtime.Write"
+}
+
+// specError is an IDL that zarisgen cannot serve. It names the operation and, where one is
+// at fault, the field or annotation.
+type specError struct {
+	Op    string
+	Field string
+	Msg   string
+}
+
+func (e *specError) Error() string {
+	var b strings.Builder
+	b.WriteString("zarisgen: ")
+	if e.Op != "" {
+		fmt.Fprintf(&b, "operation %s: ", e.Op)
+	}
+	if e.Field != "" {
+		fmt.Fprintf(&b, "%s: ", e.Field)
+	}
+	b.WriteString(e.Msg)
+	return b.String()
+}
+
+// buildModel checks the IDL against what the typed client needs and derives the model.
+func buildModel(p *program, source, zarisImport string) (*model, error) {
+	if len(p.Services) != 1 {
+		return nil, &specError{Msg: fmt.Sprintf("the IDL must declare exactly one service, found %d", len(p.Services))}
+	}
+	svc := p.Services[0]
+	m := &model{Source: source, Service: svc.Name, ZarisImport: zarisImport}
+	for _, fn := range svc.Functions {
+		op, data, err := buildOp(p, fn)
+		if err != nil {
+			return nil, err
+		}
+		if data {
+			m.Ops = append(m.Ops, op)
+		}
+	}
+	if len(m.Ops) == 0 {
+		return nil, &specError{Msg: fmt.Sprintf("service %s has no data operations (zaris.kind read or write)", svc.Name)}
+	}
+	return m, nil
+}
+
+// buildOp checks one function. It reports data=false for admin operations, which get no
+// typed method.
+func buildOp(p *program, fn function) (op opModel, data bool, err error) {
+	fail := func(field, format string, args ...any) (opModel, bool, error) {
+		return opModel{}, false, &specError{Op: fn.Name, Field: field, Msg: fmt.Sprintf(format, args...)}
+	}
+	names := make([]string, 0, len(fn.Annotations))
+	for k := range fn.Annotations {
+		names = append(names, k)
+	}
+	sort.Strings(names)
+	for _, k := range names {
+		switch k {
+		case annKind, annIdempotent, annRouting, annGuards:
+		default:
+			if strings.HasPrefix(k, "zaris.") {
+				return fail("annotation "+k, "unknown annotation (known: %s, %s, %s, %s)", annKind, annIdempotent, annRouting, annGuards)
+			}
+		}
+	}
+
+	kind, ok := fn.Annotations[annKind]
+	if !ok {
+		return fail("annotation "+annKind, `missing: every operation needs zaris.kind = "read", "write" or "admin"`)
+	}
+	switch kind {
+	case "admin":
+		return opModel{}, false, nil
+	case "read", "write":
+	default:
+		return fail("annotation "+annKind, `unknown value %q (want "read", "write" or "admin")`, kind)
+	}
+
+	op = opModel{Name: fn.Name, Doc: strings.TrimSpace(fn.Doc), Kind: kind}
+	idem, ok := fn.Annotations[annIdempotent]
+	if !ok {
+		return fail("annotation "+annIdempotent, `missing: a data operation needs zaris.idempotent = "true" or "false"`)
+	}
+	switch idem {
+	case "true":
+		op.Idempotent = true
+	case "false":
+	default:
+		return fail("annotation "+annIdempotent, `unknown value %q (want "true" or "false")`, idem)
+	}
+
+	if len(fn.Arguments) != 1 || fn.Arguments[0].TypeID != "struct" || fn.Arguments[0].Type == nil {
+		return fail("arguments", "a data operation takes exactly one request struct")
+	}
+	req := p.structByName(fn.Arguments[0].Type.Class)
+	if req == nil {
+		return fail("arguments", "request struct %q is not declared in this IDL", fn.Arguments[0].Type.Class)
+	}
+	op.Request = goTypeName(req.Name)
+	if fn.ReturnTypeID != "struct" || fn.ReturnType == nil {
+		return fail("response", "a data operation returns a response struct")
+	}
+	resp := p.structByName(fn.ReturnType.Class)
+	if resp == nil {
+		return fail("response", "response struct %q is not declared in this IDL", fn.ReturnType.Class)
+	}
+	op.Response = goTypeName(resp.Name)
+
+	routing, ok := fn.Annotations[annRouting]
+	if !ok || routing == "" {
+		return fail("annotation "+annRouting, "missing: a data operation needs zaris.routing naming its routing-key field of %s", req.Name)
+	}
+	rf := req.fieldByName(routing)
+	if rf == nil {
+		return fail("field "+routing, "routing-key field not found in request struct %s", req.Name)
+	}
+	if rf.Required == "optional" {
+		return fail("field "+routing, "the routing-key field of %s must not be optional", req.Name)
+	}
+	op.RoutingField = routing
+	switch rf.TypeID {
+	case "binary":
+		op.RoutingExpr = "req." + goName(routing)
+	case "string":
+		op.RoutingExpr = "[]byte(req." + goName(routing) + ")"
+	default:
+		return fail("field "+routing, "the routing-key field must be binary or string, not %s", rf.TypeID)
+	}
+
+	status := resp.fieldByKey(1)
+	if status == nil || status.Name != "status" || status.TypeID != "i32" || !p.hasEnum(statusEnum) {
+		found := "nothing"
+		if status != nil {
+			found = fmt.Sprintf("%s %s", status.TypeID, status.Name)
+		}
+		return fail("field status", "field 1 of response struct %s must be status: %s, found %s", resp.Name, statusEnum, found)
+	}
+	if e := resp.fieldByName("mapEpoch"); e == nil || e.TypeID != "i64" {
+		return fail("field mapEpoch", "response struct %s must carry mapEpoch: i64, the answering node's map epoch", resp.Name)
+	}
+
+	var guardExprs []string
+	if g := fn.Annotations[annGuards]; g != "" {
+		for _, name := range strings.Split(g, ",") {
+			name = strings.TrimSpace(name)
+			gf := req.fieldByName(name)
+			if gf == nil {
+				return fail("field "+name, "guard field not found in request struct %s", req.Name)
+			}
+			if gf.Required != "optional" {
+				return fail("field "+name, "a guard field must be optional, so that its absence means unguarded")
+			}
+			op.Guards = append(op.Guards, name)
+			if gf.TypeID == "bool" {
+				guardExprs = append(guardExprs, "req.Get"+goName(name)+"()")
+			} else {
+				guardExprs = append(guardExprs, "req.IsSet"+goName(name)+"()")
+			}
+		}
+	}
+	op.GuardExpr = "false"
+	if len(guardExprs) > 0 {
+		op.GuardExpr = strings.Join(guardExprs, " || ")
+	}
+	return op, true, nil
+}

@@ -1,0 +1,39 @@
+package main
+
+import (
+	"bytes"
+	"embed"
+	"fmt"
+	"go/format"
+	"strings"
+	"text/template"
+)
+
+//go:embed templates/*.tmpl
+var templateFS embed.FS
+
+var templates = template.Must(template.New("").Funcs(template.FuncMap{
+	"join":       strings.Join,
+	"lowerFirst": lowerFirst,
+}).ParseFS(templateFS, "templates/*.tmpl"))
+
+// render writes the typed client for m, formatted as gofmt would.
+func render(m *model) ([]byte, error) {
+	var buf bytes.Buffer
+	if err := templates.ExecuteTemplate(&buf, "client.go.tmpl", m); err != nil {
+		return nil, fmt.Errorf("zarisgen: rendering the client: %w", err)
+	}
+	out, err := format.Source(buf.Bytes())
+	if err != nil {
+		return nil, fmt.Errorf("zarisgen: formatting the generated client: %w", err)
+	}
+	return out, nil
+}
+
+// lowerFirst lower-cases the first letter of an IDL doc sentence so it can follow a colon.
+func lowerFirst(s string) string {
+	if s == "" || s[0] < 'A' || s[0] > 'Z' {
+		return s
+	}
+	return string(s[0]-'A'+'a') + s[1:]
+}

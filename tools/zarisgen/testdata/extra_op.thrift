@@ -1,0 +1,208 @@
+// A fixture for zarisgen's golden tests: the Zaris IDL with one more operation, Append, added
+// the way a user adds one (request and response structs, annotations, nothing else).
+// The Zaris key-value contract: the wire types of the ZarisKv service and the cluster map.
+//
+// This file is the single source of the generated code under gen/. After editing it run
+// `make generate`; never edit gen/ by hand.
+//
+// Operation annotations (read by tools/zarisgen; every data operation needs all three):
+//   zaris.kind       = "read" | "write" | "admin"   admin operations are not routed by key and
+//                                                   get no typed method (the runtime uses them)
+//   zaris.idempotent = "true" | "false"             whether replaying a request that may have
+//                                                   been applied is harmless
+//   zaris.routing    = "<request field>"            the field whose bytes pick the segment
+//   zaris.guards     = "<field>,<field>"            optional: request fields whose presence makes a
+//                                                   replay of a non-idempotent write come back
+//                                                   Conflict instead of applying twice (rule R9)
+//
+// Every data operation takes one request struct and returns a response struct whose field 1 is
+// `status: KvStatus` and which carries `mapEpoch: i64`, the answering node's cluster-map epoch.
+
+namespace go zaris
+
+/**
+ * The outcome of a data operation. Ok, NotFound, Conflict and InvalidRequest are answers the
+ * client returns to the application at once; the other statuses are ownership churn the client
+ * absorbs by retrying (rules R1, R2, R8 of DESIGN.md).
+ */
+enum KvStatus {
+  /** The operation was applied (or the read served). Returned to the caller. */
+  Ok = 0,
+  /** The key does not exist. An answer: returned at once, never retried (R8). */
+  NotFound = 1,
+  /**
+   * A precondition failed (ifMatchVersion differs or ifAbsent found the key); the response
+   * carries the key's current version. An answer: returned at once, never retried (R8, R9).
+   */
+  Conflict = 2,
+  /**
+   * This node does not own the key's segment and no handoff is in flight. The client refreshes
+   * its cluster map and retries (R1, R2).
+   */
+  Moved = 3,
+  /**
+   * This node does not own the segment and its ownership is being handed over (failback). The
+   * client refreshes its map and retries (R1, R2).
+   */
+  OwnershipChanging = 4,
+  /**
+   * A write reached a replica instead of the active owner. The client refreshes its map and
+   * retries (R1, R2).
+   */
+  ReplicaWriteRejected = 5,
+  /**
+   * A write reached a segment in its migration cut-over. The client retries after a longer
+   * backoff (x8) without refreshing (R1, R2, R5).
+   */
+  Migrating = 6,
+  /**
+   * The segment has no reachable owner right now. The client retries after backoff without
+   * refreshing (R1, R2).
+   */
+  Unavailable = 7,
+  /**
+   * The request is malformed (empty or oversized key or value). An answer: returned at once,
+   * never retried.
+   */
+  InvalidRequest = 8,
+}
+
+/** Reads the value and version of a key. */
+struct GetRequest {
+  1: required binary key,
+}
+
+struct GetResponse {
+  1: required KvStatus status,
+  /** The value, set when status is Ok. */
+  2: optional binary value,
+  /** The key's version when status is Ok; 0 otherwise. */
+  3: required i64 version,
+  /** The answering node's cluster-map epoch (rule B1). */
+  4: required i64 mapEpoch,
+}
+
+/** Writes a value. Without a guard the write always applies; with one it may answer Conflict. */
+struct PutRequest {
+  1: required binary key,
+  2: required binary value,
+  /** Apply only if the key's current version equals this one; otherwise Conflict. */
+  3: optional i64 ifMatchVersion,
+  /** When true, apply only if the key does not exist; otherwise Conflict. */
+  4: optional bool ifAbsent,
+}
+
+struct PutResponse {
+  1: required KvStatus status,
+  /** The key's version after the write (Ok) or its current version (Conflict). */
+  2: required i64 version,
+  /** The answering node's cluster-map epoch (rule B1). */
+  3: required i64 mapEpoch,
+}
+
+/** Deletes a key. Deleting a missing key answers NotFound. */
+struct DeleteRequest {
+  1: required binary key,
+  /** Delete only if the key's current version equals this one; otherwise Conflict. */
+  2: optional i64 ifMatchVersion,
+}
+
+struct DeleteResponse {
+  1: required KvStatus status,
+  /** The version the key had when it was deleted (Ok) or its current version (Conflict). */
+  2: required i64 version,
+  /** The answering node's cluster-map epoch (rule B1). */
+  3: required i64 mapEpoch,
+}
+
+/**
+ * Adds delta to the key's value, read as a decimal integer (a missing key counts as 0).
+ * Not idempotent: a replay adds delta twice, so the client never replays one whose outcome is
+ * unknown (rule B2).
+ */
+struct IncrementRequest {
+  1: required binary key,
+  2: required i64 delta,
+}
+
+struct IncrementResponse {
+  1: required KvStatus status,
+  /** The value after the increment, when status is Ok. */
+  2: required i64 value,
+  /** The key's version after the increment, when status is Ok. */
+  3: required i64 version,
+  /** The answering node's cluster-map epoch (rule B1). */
+  4: required i64 mapEpoch,
+}
+
+/** Appends suffix to the key's value. */
+struct AppendRequest {
+  1: required binary key,
+  2: required binary suffix,
+}
+
+struct AppendResponse {
+  1: required KvStatus status,
+  2: required i64 version,
+  3: required i64 mapEpoch,
+}
+
+/** One storage node of the cluster. */
+struct NodeInfo {
+  1: required i32 id,
+  2: required string host,
+  3: required i32 port,
+}
+
+/** Who serves one segment of the key space. */
+struct SegmentInfo {
+  1: required i32 id,
+  /** The node serving reads and writes; unset when the segment has no live owner. */
+  2: optional i32 owner,
+  /** Nodes holding a copy that every acknowledged write has reached. */
+  3: required list<i32> replicas,
+  /** Ownership is being handed over (failback): non-owners answer OwnershipChanging. */
+  4: required bool transitioning,
+  /** The segment is being copied to a new owner (scale-out or migration). */
+  5: required bool migrating,
+}
+
+/**
+ * The cluster map: which node owns which segment. segment(key) = CRC-32 (IEEE) of the key bytes
+ * mod segmentCount. A map with a higher epoch is newer.
+ */
+struct ClusterMap {
+  1: required i64 epoch,
+  2: required i32 segmentCount,
+  3: required list<NodeInfo> nodes,
+  4: required list<SegmentInfo> segments,
+}
+
+/** The Zaris key-value service. Every node serves it; a node answers from its own map view. */
+service ZarisKv {
+  /** Reads a key. */
+  GetResponse Get(1: GetRequest req)
+    (zaris.kind = "read", zaris.idempotent = "true", zaris.routing = "key")
+
+  /** Writes a key, optionally guarded by ifMatchVersion or ifAbsent. */
+  PutResponse Put(1: PutRequest req)
+    (zaris.kind = "write", zaris.idempotent = "true", zaris.routing = "key",
+     zaris.guards = "ifMatchVersion,ifAbsent")
+
+  /** Deletes a key, optionally guarded by ifMatchVersion. */
+  DeleteResponse Delete(1: DeleteRequest req)
+    (zaris.kind = "write", zaris.idempotent = "true", zaris.routing = "key",
+     zaris.guards = "ifMatchVersion")
+
+  /** Adds delta to a counter key. Not idempotent. */
+  IncrementResponse Increment(1: IncrementRequest req)
+    (zaris.kind = "write", zaris.idempotent = "false", zaris.routing = "key")
+
+  /** Appends to a key's value. Not idempotent. */
+  AppendResponse Append(1: AppendRequest req)
+    (zaris.kind = "write", zaris.idempotent = "false", zaris.routing = "key")
+
+  /** Returns the answering node's current cluster map. */
+  ClusterMap GetClusterMap()
+    (zaris.kind = "admin")
+}
