@@ -1,0 +1,140 @@
+package middleware_test
+
+import (
+	"context"
+	"fmt"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/clustron/zaris-go/gen/zaris"
+	"github.com/clustron/zaris-go/middleware"
+	mwt "github.com/clustron/zaris-go/middleware/middlewaretest"
+	"github.com/clustron/zaris-go/runtime"
+)
+
+// TestDefault_Order pins the default order: call-level middleware, Deadline, Retry{Budget,
+// Backoff, RefreshOnMoved, Classify, attempt-level middleware}, transport. Each layer leaves
+// a mark in one trace: the user layers directly, the built-ins through what they touch
+// (the clock, the refresher, a classifier, the budget's refusal).
+func TestDefault_Order(t *testing.T) {
+	var trace []string
+	mark := func(s string) { trace = append(trace, s) }
+
+	clock := mwt.NewClock()
+	clock.OnSleep = func(_ context.Context, d time.Duration) { mark("backoff " + d.String()) }
+	refresher := mwt.NewRefresher(1)
+	refresher.OnRefresh = func(context.Context, int64) runtime.RefreshResult {
+		mark("refresh")
+		return runtime.RefreshResult{Performed: true}
+	}
+	tr := mwt.Script(mwt.Answer(zaris.KvStatus_Moved), mwt.Answer(zaris.KvStatus_Ok))
+	transport := func(ctx context.Context, call *runtime.Call) (runtime.Response, error) {
+		mark(fmt.Sprintf("transport %d (deadline set: %v)", call.Current().N, !call.Deadline.IsZero()))
+		return tr.Invoke(ctx, call)
+	}
+	classify := func(o middleware.Outcome) (runtime.Class, bool) {
+		mark("classify")
+		return runtime.Unclassified, false
+	}
+	layer := func(name string) middleware.Middleware {
+		return func(next middleware.Handler) middleware.Handler {
+			return func(ctx context.Context, call *runtime.Call) (runtime.Response, error) {
+				mark(name + ">")
+				resp, err := next(ctx, call)
+				mark(fmt.Sprintf("<%s (attempts %d, deadline set: %v)", name, len(call.Attempts), !call.Deadline.IsZero()))
+				return resp, err
+			}
+		}
+	}
+	h := middleware.Default(transport, refresher, runtime.Config{Retry: runtime.DefaultRetryPolicy, Clock: clock},
+		middleware.WithCallMiddleware(layer("call1"), layer("call2")),
+		middleware.WithAttemptMiddleware(layer("attempt1")),
+		middleware.WithAttemptMiddleware(layer("attempt2")),
+		middleware.WithClassifiers(append([]middleware.Classifier{classify}, middleware.DefaultClassifiers...)...),
+	)
+	resp, err := h(context.Background(), mwt.PutCall("k", "v"))
+	require.NoError(t, err)
+	assert.Equal(t, zaris.KvStatus_Ok, resp.GetStatus())
+	assert.Equal(t, []string{
+		"call1>", "call2>", // call-level, outermost first, before Deadline
+		"attempt1>", "attempt2>", "transport 1 (deadline set: true)", // Deadline ran before Retry
+		"<attempt2 (attempts 1, deadline set: true)", "<attempt1 (attempts 1, deadline set: true)",
+		"classify",      // Classify is above the attempt-level middleware
+		"backoff 100ms", // Backoff before RefreshOnMoved,
+		"refresh",       // which is before the attempt
+		"attempt1>", "attempt2>", "transport 2 (deadline set: true)",
+		"<attempt2 (attempts 2, deadline set: true)", "<attempt1 (attempts 2, deadline set: true)",
+		"classify",
+		"<call2 (attempts 2, deadline set: true)", "<call1 (attempts 2, deadline set: true)", // once per call, after the retries
+	}, trace)
+}
+
+// TestDefault_BudgetIsOutermostAttemptLayer: with a retry budget, a refused retry neither
+// backs off, refreshes, nor reaches the attempt-level middleware.
+func TestDefault_BudgetIsOutermostAttemptLayer(t *testing.T) {
+	b, err := middleware.NewRetryBudget(middleware.BudgetPolicy{}, nil)
+	require.NoError(t, err)
+	attempts := 0
+	counter := func(next middleware.Handler) middleware.Handler {
+		return func(ctx context.Context, call *runtime.Call) (runtime.Response, error) {
+			attempts++
+			return next(ctx, call)
+		}
+	}
+	s := newStack(t, runtime.DefaultRetryPolicy, []mwt.Outcome{mwt.Answer(zaris.KvStatus_Moved)},
+		middleware.WithRetryBudget(b), middleware.WithAttemptMiddleware(counter))
+	_, err = s.do(mwt.GetCall("k"))
+	require.Error(t, err)
+	assert.Equal(t, 1, attempts)
+	assert.Empty(t, s.clock.Sleeps())
+	assert.Empty(t, s.refresher.Requests())
+}
+
+type fakeEngine struct {
+	*mwt.Transport
+	cfg runtime.Config
+}
+
+func (e fakeEngine) Config() runtime.Config { return e.cfg }
+
+// TestForEngine: the engine's transport and configuration make the default stack.
+func TestForEngine(t *testing.T) {
+	clock := mwt.NewClock()
+	e := fakeEngine{
+		Transport: mwt.Script(mwt.Answer(zaris.KvStatus_Unavailable)),
+		cfg:       runtime.Config{Retry: policy(func(p *runtime.RetryPolicy) { p.MaxAttempts = 2 }), Clock: clock},
+	}
+	h := middleware.ForEngine(e, mwt.NewRefresher(1))
+	_, err := h(context.Background(), mwt.GetCall("k"))
+	var ce *runtime.CallError
+	require.ErrorAs(t, err, &ce)
+	assert.Equal(t, 2, ce.MaxAttempts)
+	assert.Equal(t, []time.Duration{100 * time.Millisecond}, clock.Sleeps(), "the engine's clock")
+}
+
+// TestDefault_Concurrent runs one stack from many goroutines (for the race detector).
+func TestDefault_Concurrent(t *testing.T) {
+	b, err := middleware.NewRetryBudget(middleware.DefaultBudgetPolicy, nil)
+	require.NoError(t, err)
+	s := newStack(t, runtime.DefaultRetryPolicy, []mwt.Outcome{
+		mwt.AnswerAt(zaris.KvStatus_Moved, 2), mwt.AnswerAt(zaris.KvStatus_Ok, 3),
+	}, middleware.WithRetryBudget(b))
+	done := make(chan error)
+	for range 16 {
+		go func() {
+			var err error
+			for range 50 {
+				if _, e := s.do(mwt.GetCall("k")); e != nil && err == nil {
+					err = e
+				}
+			}
+			done <- err
+		}()
+	}
+	for range 16 {
+		assert.NoError(t, <-done)
+	}
+}

@@ -1,0 +1,102 @@
+package middleware_test
+
+import (
+	"context"
+	"errors"
+	"fmt"
+
+	"github.com/clustron/zaris-go/gen/zaris"
+	"github.com/clustron/zaris-go/middleware"
+	mwt "github.com/clustron/zaris-go/middleware/middlewaretest"
+	"github.com/clustron/zaris-go/runtime"
+)
+
+// The default stack around a transport: here a scripted one whose first attempt meets a
+// node that no longer owns the key. The call is retried after a backoff and a map refresh,
+// and the application sees only the answer.
+func ExampleDefault() {
+	transport := mwt.Script(mwt.AnswerAt(zaris.KvStatus_Moved, 7), mwt.AnswerAt(zaris.KvStatus_Ok, 7))
+	refresher := mwt.NewRefresher(6)
+	cfg := runtime.Config{Retry: runtime.DefaultRetryPolicy, Clock: mwt.NewClock()}
+
+	// Built once per client; every call runs the same chain.
+	handler := middleware.Default(transport.Invoke, refresher, cfg)
+
+	call := mwt.PutCall("user:42", "Ada")
+	resp, err := handler(context.Background(), call)
+	fmt.Println(resp.GetStatus(), err)
+	for _, a := range call.Attempts {
+		fmt.Println(a.String(), "->", a.Class)
+	}
+	fmt.Printf("refreshes %d, backoff %s\n", call.Stats.RefreshesRequested, call.Stats.Backoff)
+	// Output:
+	// Ok <nil>
+	// attempt 1 node 1 epoch 0: Moved (node epoch 7) -> refresh-retry
+	// attempt 2 node 1 epoch 0: Ok (node epoch 7) -> answer
+	// refreshes 1, backoff 100ms
+}
+
+// A call-level middleware runs once per call, in front of the retry layer: it sees the
+// final outcome and the whole attempt history, which makes it the place for logging,
+// tracing and metrics. ForOps limits it to the operations named.
+func ExampleWithCallMiddleware() {
+	logCalls := func(next middleware.Handler) middleware.Handler {
+		return func(ctx context.Context, call *runtime.Call) (runtime.Response, error) {
+			resp, err := next(ctx, call)
+			var ce *runtime.CallError
+			switch {
+			case errors.As(err, &ce):
+				fmt.Printf("%s failed: bound %s after %d attempts, last cause: %v\n", call.Op, ce.Bound, len(ce.Attempts), ce.Unwrap())
+			case err == nil:
+				fmt.Printf("%s: %s after %d attempts\n", call.Op, resp.GetStatus(), len(call.Attempts))
+			}
+			return resp, err
+		}
+	}
+	transport := mwt.Script(mwt.Answer(zaris.KvStatus_Unavailable), mwt.Answer(zaris.KvStatus_Ok), mwt.Answer(zaris.KvStatus_Moved))
+	cfg := runtime.Config{Retry: runtime.DefaultRetryPolicy, Clock: mwt.NewClock()}
+	handler := middleware.Default(transport.Invoke, mwt.NewRefresher(1), cfg,
+		middleware.WithCallMiddleware(middleware.ForOps(logCalls, mwt.OpPut)))
+
+	ctx := context.Background()
+	_, _ = handler(ctx, mwt.PutCall("k", "v"))                             // logged
+	_, _ = handler(ctx, mwt.GetCall("k"))                                  // not a Put: not logged
+	_, _ = handler(ctx, mwt.PutCall("k", "v", runtime.WithMaxAttempts(2))) // logged
+	// Output:
+	// Put: Ok after 2 attempts
+	// Put failed: bound maxAttempts after 2 attempts, last cause: zaris: status Moved
+}
+
+// An attempt-level middleware runs once per attempt, between Classify and the transport:
+// it sees every attempt's raw outcome, with the node it went to.
+func ExampleWithAttemptMiddleware() {
+	logAttempts := func(next middleware.Handler) middleware.Handler {
+		return func(ctx context.Context, call *runtime.Call) (runtime.Response, error) {
+			resp, err := next(ctx, call)
+			a := call.Current()
+			if err != nil {
+				fmt.Printf("attempt %d: %v (sent: %v)\n", a.N, err, a.Sent)
+			} else {
+				fmt.Printf("attempt %d: node %d answered %s\n", a.N, a.Node, resp.GetStatus())
+			}
+			return resp, err
+		}
+	}
+	transport := mwt.Script(
+		mwt.Fail(runtime.ErrNodeUnavailable, false),
+		mwt.Answer(zaris.KvStatus_Migrating),
+		mwt.Answer(zaris.KvStatus_Ok),
+	)
+	cfg := runtime.Config{Retry: runtime.DefaultRetryPolicy, Clock: mwt.NewClock()}
+	handler := middleware.Default(transport.Invoke, mwt.NewRefresher(1), cfg,
+		middleware.WithAttemptMiddleware(logAttempts))
+
+	call := mwt.PutCall("k", "v")
+	resp, err := handler(context.Background(), call)
+	fmt.Println(resp.GetStatus(), err, "backoff", call.Stats.Backoff)
+	// Output:
+	// attempt 1: zaris: node unavailable (sent: false)
+	// attempt 2: node 1 answered Migrating
+	// attempt 3: node 1 answered Ok
+	// Ok <nil> backoff 1.7s
+}
