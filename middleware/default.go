@@ -64,9 +64,13 @@ func WithClassifiers(c ...Classifier) Option {
 //	    attempt-level middleware (WithAttemptMiddleware))
 //	invoke
 //
-// clock is cfg.Clock, or runtime.SystemClock when unset. The returned Handler is safe for
-// concurrent use when invoke, refresher and the added middleware are.
+// clock is cfg.Clock, or runtime.SystemClock when unset. invoke and refresher must not be
+// nil. The returned Handler is safe for concurrent use when invoke, refresher and the added
+// middleware are.
 func Default(invoke Handler, refresher MapRefresher, cfg runtime.Config, opts ...Option) Handler {
+	if invoke == nil || refresher == nil {
+		panic("middleware: Default needs a transport and a map refresher")
+	}
 	var o options
 	for _, opt := range opts {
 		opt.apply(&o)

@@ -80,33 +80,39 @@ func Retry(p runtime.RetryPolicy, clock runtime.Clock, attempt ...Middleware) Mi
 func retryLoop(ctx context.Context, call *runtime.Call, h Handler, p runtime.RetryPolicy, clock runtime.Clock) (runtime.Response, error) {
 	start := clock.Now()
 	limit := MaxAttempts(p, call)
-	var resp runtime.Response
+	var resp runtime.Response // the last attempt's response
 	n := 1
 	for ; n <= limit && beforeDeadline(clock, call.Deadline); n++ {
 		if err := ctx.Err(); err != nil {
 			return resp, endCall(call, clock, start, limit, stopForContext(ctx, err), nil)
 		}
 		call.StartAttempt()
-		var err error
-		resp, err = h(ctx, call)
+		r, err := h(ctx, call)
 		if err != nil {
 			if stop, ok := errors.AsType[*StopError](err); ok {
+				// The attempt was never made: forget it and end with the last outcome.
 				call.Attempts = call.Attempts[:len(call.Attempts)-1]
-				return nil, endCall(call, clock, start, limit, stop, nil)
+				return resp, endCall(call, clock, start, limit, stop, nil)
 			}
 		}
+		resp = r
 		a := call.Last()
 		switch classOf(a, err) {
 		case runtime.Answer:
-			return resp, nil
+			return resp, err
 		case runtime.Retry, runtime.RefreshRetry:
 			continue
 		}
 		if a.Err == nil {
 			a.Err = err
 		}
+		if ctxErr := ctx.Err(); ctxErr != nil {
+			// The call's context ended (the caller gave up, or the deadline passed) during
+			// the attempt: say so, whatever error the attempt reported.
+			return resp, endCall(call, clock, start, limit, stopForContext(ctx, ctxErr), err)
+		}
 		bound := runtime.BoundNone
-		if err != nil && errors.Is(err, context.DeadlineExceeded) && (ctx.Err() != nil || !beforeDeadline(clock, call.Deadline)) {
+		if !beforeDeadline(clock, call.Deadline) && errors.Is(err, context.DeadlineExceeded) {
 			bound = runtime.BoundDeadline
 		}
 		return resp, endCall(call, clock, start, limit, &StopError{Bound: bound}, err)

@@ -1,0 +1,84 @@
+package middlewaretest_test
+
+import (
+	"context"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/clustron/zaris-go/gen/zaris"
+	mwt "github.com/clustron/zaris-go/middleware/middlewaretest"
+	"github.com/clustron/zaris-go/runtime"
+)
+
+func TestClock(t *testing.T) {
+	c := mwt.NewClock()
+	assert.Equal(t, mwt.Epoch, c.Now())
+
+	require.NoError(t, c.Sleep(context.Background(), time.Second))
+	require.NoError(t, c.Sleep(context.Background(), 0))
+	assert.Equal(t, mwt.Epoch.Add(time.Second), c.Now(), "a sleep moves time at once")
+	assert.Equal(t, []time.Duration{time.Second}, c.Sleeps(), "zero sleeps are not recorded")
+
+	timer := c.NewTimer(2 * time.Second)
+	stopped := c.NewTimer(time.Second)
+	assert.True(t, stopped.Stop())
+	c.Advance(time.Second)
+	select {
+	case <-timer.C():
+		t.Fatal("fired early")
+	default:
+	}
+	c.Advance(time.Second)
+	assert.Equal(t, mwt.Epoch.Add(3*time.Second), <-timer.C())
+	assert.False(t, timer.Stop(), "already fired")
+	select {
+	case <-stopped.C():
+		t.Fatal("a stopped timer fired")
+	default:
+	}
+
+	ctx, cancel := context.WithCancel(context.Background())
+	c.OnSleep = func(context.Context, time.Duration) { cancel() }
+	assert.ErrorIs(t, c.Sleep(ctx, time.Minute), context.Canceled)
+	assert.Equal(t, mwt.Epoch.Add(3*time.Second), c.Now(), "a cancelled sleep does not move time")
+	assert.ErrorIs(t, c.Sleep(ctx, time.Minute), context.Canceled)
+}
+
+func TestTransport(t *testing.T) {
+	c := mwt.NewClock()
+	slow := mwt.AnswerAt(zaris.KvStatus_Moved, 4)
+	slow.Took = time.Second
+	tr := mwt.Script(slow, mwt.Fail(runtime.ErrNodeUnavailable, false))
+	tr.Clock, tr.MapEpoch = c, 3
+	call := mwt.GetCall("k")
+
+	resp, err := tr.Invoke(context.Background(), call)
+	require.NoError(t, err)
+	assert.Equal(t, zaris.KvStatus_Moved, resp.GetStatus())
+	a := call.Attempts[0]
+	assert.Equal(t, runtime.Attempt{N: 1, Node: 1, Addr: "node1:9090", MapEpoch: 3, Answered: true, Status: zaris.KvStatus_Moved, AnswerEpoch: 4, Sent: true, Duration: time.Second}, a)
+	assert.Equal(t, mwt.Epoch.Add(time.Second), c.Now())
+
+	for range 2 { // the last outcome repeats
+		call.StartAttempt()
+		_, err = tr.Invoke(context.Background(), call)
+		assert.ErrorIs(t, err, runtime.ErrNodeUnavailable)
+		assert.Equal(t, runtime.NoNode, call.Current().Node)
+		assert.False(t, call.Current().Sent)
+	}
+	assert.Equal(t, 3, tr.Attempts())
+	assert.Equal(t, []int{1, 2, 3}, []int{tr.Seen()[0].N, tr.Seen()[1].N, tr.Seen()[2].N})
+}
+
+func TestRefresher(t *testing.T) {
+	r := mwt.NewRefresher(2)
+	assert.Equal(t, runtime.RefreshResult{Performed: true, Epoch: 5}, r.Refresh(context.Background(), 5))
+	assert.Equal(t, runtime.RefreshResult{Performed: true, Epoch: 5}, r.Refresh(context.Background(), 0))
+	r.Observe(9)
+	assert.Equal(t, int64(5), r.Epoch())
+	assert.Equal(t, []int64{5, 0}, r.Requests())
+	assert.Equal(t, []int64{9}, r.Observed())
+}
