@@ -6,7 +6,6 @@ import (
 	"net"
 	"strconv"
 	"sync"
-	"sync/atomic"
 	"testing"
 	"time"
 
@@ -64,16 +63,10 @@ type router struct {
 	mu   sync.Mutex // protects m and idle
 	m    *zaris.ClusterMap
 	idle map[string][]*rawClient
-
-	// epochs records, per node address, the highest mapEpoch an answer carried; an answer
-	// with a lower one from the same node is counted in epochWentBack.
-	epochMu       sync.Mutex
-	epochs        map[string]int64
-	epochWentBack atomic.Int64
 }
 
 func newRouter(seeds []string) *router {
-	return &router{seeds: seeds, idle: map[string][]*rawClient{}, epochs: map[string]int64{}}
+	return &router{seeds: seeds, idle: map[string][]*rawClient{}}
 }
 
 func (r *router) close() {
@@ -137,15 +130,6 @@ func (r *router) put(addr string, c *rawClient, ok bool) {
 	r.mu.Unlock()
 }
 
-func (r *router) noteEpoch(addr string, e int64) {
-	r.epochMu.Lock()
-	defer r.epochMu.Unlock()
-	if e < r.epochs[addr] {
-		r.epochWentBack.Add(1)
-	}
-	r.epochs[addr] = max(r.epochs[addr], e)
-}
-
 // owner returns the data address of key's owner in the router's map, or "".
 func (r *router) owner(key []byte) string {
 	r.mu.Lock()
@@ -165,9 +149,27 @@ func (r *router) owner(key []byte) string {
 	return ""
 }
 
+// epochSeen records, for one goroutine, the highest mapEpoch each node answered with; a
+// node's answers to one goroutine never carry an older epoch than before (epoch 0, a node
+// that holds no map yet, aside). nil records nothing.
+type epochSeen struct {
+	max      map[string]int64
+	wentBack int
+}
+
+func (e *epochSeen) note(addr string, epoch int64) {
+	if e == nil || epoch == 0 {
+		return
+	}
+	if epoch < e.max[addr] {
+		e.wentBack++
+	}
+	e.max[addr] = max(e.max[addr], epoch)
+}
+
 // do runs call against key's owner until it gets an answer (a status a client returns to
 // the application) or the 10 s budget runs out.
-func (r *router) do(key []byte, call func(c *rawClient) (zaris.KvStatus, int64, error)) (zaris.KvStatus, error) {
+func (r *router) do(key []byte, seen *epochSeen, call func(c *rawClient) (zaris.KvStatus, int64, error)) (zaris.KvStatus, error) {
 	deadline := time.Now().Add(10 * time.Second)
 	var last error
 	for attempt := 0; time.Now().Before(deadline); attempt++ {
@@ -195,7 +197,7 @@ func (r *router) do(key []byte, call func(c *rawClient) (zaris.KvStatus, int64, 
 			r.refresh()
 			continue
 		}
-		r.noteEpoch(addr, epoch)
+		seen.note(addr, epoch)
 		if retryable(st) {
 			last = fmt.Errorf("status %v", st)
 			if st != zaris.KvStatus_Migrating && st != zaris.KvStatus_Unavailable {
@@ -208,8 +210,8 @@ func (r *router) do(key []byte, call func(c *rawClient) (zaris.KvStatus, int64, 
 	return 0, fmt.Errorf("key %q: out of time, last: %w", key, last)
 }
 
-func (r *router) put1(key, value string) (zaris.KvStatus, error) {
-	return r.do([]byte(key), func(c *rawClient) (zaris.KvStatus, int64, error) {
+func (r *router) put1(key, value string, seen *epochSeen) (zaris.KvStatus, error) {
+	return r.do([]byte(key), seen, func(c *rawClient) (zaris.KvStatus, int64, error) {
 		resp, err := c.Put(context.Background(), &zaris.PutRequest{Key: []byte(key), Value: []byte(value)})
 		if err != nil {
 			return 0, 0, err
@@ -220,7 +222,7 @@ func (r *router) put1(key, value string) (zaris.KvStatus, error) {
 
 func (r *router) get1(key string) (zaris.KvStatus, string, error) {
 	var value string
-	st, err := r.do([]byte(key), func(c *rawClient) (zaris.KvStatus, int64, error) {
+	st, err := r.do([]byte(key), nil, func(c *rawClient) (zaris.KvStatus, int64, error) {
 		resp, err := c.Get(context.Background(), &zaris.GetRequest{Key: []byte(key)})
 		if err != nil {
 			return 0, 0, err
@@ -238,9 +240,10 @@ type workload struct {
 	stop chan struct{}
 	wg   sync.WaitGroup
 
-	mu     sync.Mutex // protects acked and failed
-	acked  map[string]string
-	failed []error
+	mu            sync.Mutex // protects acked, failed and epochWentBack
+	acked         map[string]string
+	failed        []error
+	epochWentBack int
 }
 
 func startWorkload(t testing.TB, seeds []string, writers int) *workload {
@@ -248,6 +251,12 @@ func startWorkload(t testing.TB, seeds []string, writers int) *workload {
 	w.r.refresh()
 	for g := range writers {
 		w.wg.Go(func() {
+			seen := &epochSeen{max: map[string]int64{}}
+			defer func() {
+				w.mu.Lock()
+				w.epochWentBack += seen.wentBack
+				w.mu.Unlock()
+			}()
 			for i := 0; ; i++ {
 				select {
 				case <-w.stop:
@@ -255,7 +264,7 @@ func startWorkload(t testing.TB, seeds []string, writers int) *workload {
 				default:
 				}
 				key, value := fmt.Sprintf("w%d-%d", g, i), fmt.Sprintf("value-%d-%d", g, i)
-				st, err := w.r.put1(key, value)
+				st, err := w.r.put1(key, value, seen)
 				w.mu.Lock()
 				switch {
 				case err != nil:
@@ -308,7 +317,7 @@ func (w *workload) finish(t testing.TB) {
 		}
 	}
 	require.Zero(t, lost, "acknowledged writes lost, of %d", len(w.acked))
-	require.Zero(t, w.r.epochWentBack.Load(), "a node answered with an older map epoch than before")
+	require.Zero(t, w.epochWentBack, "a node answered with an older map epoch than before")
 }
 
 // epochWatch records the coordinator's map epoch as it changes.

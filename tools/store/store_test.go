@@ -17,7 +17,7 @@ func TestCluster_PutThenGet(t *testing.T) {
 	c := StartCluster(t, fastCluster())
 	r := newRouter(c.Seeds())
 	defer r.close()
-	st, err := r.put1("k", "v")
+	st, err := r.put1("k", "v", nil)
 	require.NoError(t, err)
 	require.Equal(t, zaris.KvStatus_Ok, st)
 	st, v, err := r.get1("k")
