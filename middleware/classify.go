@@ -31,12 +31,13 @@ type Outcome struct {
 // in a chain wins.
 type Classifier func(o Outcome) (class runtime.Class, decided bool)
 
-// DefaultClassifiers is the chain Classify uses when given none: the caller's context first,
-// then statuses (R1, R2, R8), Thrift application exceptions, the runtime's transport
+// DefaultClassifiers is the chain Classify uses when given none: the caller's context and a
+// closed client first, then statuses (R1, R2, R8), Thrift application exceptions, the runtime's transport
 // sentinels and Thrift transport and protocol exceptions (R3). Anything no classifier
 // decides is Fatal. Copy it to extend it; do not modify it.
 var DefaultClassifiers = []Classifier{
 	CallerContext,
+	ClientClosed,
 	StatusClass,
 	ApplicationException,
 	TransportFailure,
@@ -49,6 +50,15 @@ var DefaultClassifiers = []Classifier{
 // call's context, so it is not matched here.
 func CallerContext(o Outcome) (runtime.Class, bool) {
 	if o.Err != nil && o.Ctx != nil && o.Ctx.Err() != nil {
+		return runtime.Fatal, true
+	}
+	return runtime.Unclassified, false
+}
+
+// ClientClosed decides Fatal for an attempt that failed because the client was closed
+// (runtime.ErrClosed): no retry can succeed.
+func ClientClosed(o Outcome) (runtime.Class, bool) {
+	if o.Err != nil && errors.Is(o.Err, runtime.ErrClosed) {
 		return runtime.Fatal, true
 	}
 	return runtime.Unclassified, false

@@ -65,7 +65,7 @@ func TestR2_RefreshSet(t *testing.T) {
 			if refreshed[status] {
 				assert.Equal(t, []int64{7}, s.refresher.Requests(), "one refresh, evidence = the answer's epoch")
 				assert.Equal(t, runtime.CallStats{RefreshesRequested: 1, RefreshesPerformed: 1, Backoff: runtime.DefaultRetryPolicy.Backoff}, call.Stats)
-				assert.Empty(t, s.refresher.Observed(), "a refreshing outcome is not observed as well")
+				assert.Equal(t, []int64{7}, s.refresher.Observed(), "the newer epoch is observed at once")
 			} else {
 				assert.Empty(t, s.refresher.Requests())
 				assert.Zero(t, call.Stats.RefreshesRequested)
@@ -122,6 +122,7 @@ func TestR3_TransportFailures(t *testing.T) {
 		{"wrapped application exception", mwt.Fail(fmt.Errorf("Put: %w", appErr), true), false, []error{appErr}},
 		{"other error", mwt.Fail(bug, true), false, []error{bug}},
 		{"other error, not sent", mwt.Fail(bug, false), false, []error{bug}},
+		{"client closed", mwt.Fail(fmt.Errorf("%w: %w", runtime.ErrClosed, thrift.NewTTransportException(thrift.NOT_OPEN, "closed")), true), false, []error{runtime.ErrClosed}},
 	}
 	for _, tt := range fatal {
 		t.Run("fatal/"+tt.name, func(t *testing.T) {
@@ -248,6 +249,8 @@ func TestClassify_Classifiers(t *testing.T) {
 		{"context: cancelled with error", middleware.CallerContext, middleware.Outcome{Ctx: cancelled, Err: context.Canceled}, runtime.Fatal, true},
 		{"context: cancelled but answered", middleware.CallerContext, middleware.Outcome{Ctx: cancelled, Response: ok}, runtime.Unclassified, false},
 		{"context: live", middleware.CallerContext, middleware.Outcome{Ctx: bg, Err: runtime.ErrTransport}, runtime.Unclassified, false},
+		{"closed", middleware.ClientClosed, middleware.Outcome{Ctx: bg, Err: fmt.Errorf("x: %w", runtime.ErrClosed)}, runtime.Fatal, true},
+		{"closed: other error", middleware.ClientClosed, middleware.Outcome{Ctx: bg, Err: runtime.ErrTransport}, runtime.Unclassified, false},
 		{"status: answer", middleware.StatusClass, middleware.Outcome{Ctx: bg, Response: ok}, runtime.Answer, true},
 		{"status: unknown status", middleware.StatusClass, middleware.Outcome{Ctx: bg, Response: &mwt.Response{Status: 42}}, runtime.Fatal, true},
 		{"status: error", middleware.StatusClass, middleware.Outcome{Ctx: bg, Err: runtime.ErrTransport}, runtime.Unclassified, false},

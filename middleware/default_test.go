@@ -93,6 +93,12 @@ func TestDefault_BudgetIsOutermostAttemptLayer(t *testing.T) {
 	assert.Empty(t, s.refresher.Requests())
 }
 
+// The runtime's engine and refresher plug into the default stack.
+var (
+	_ middleware.Engine       = (*runtime.Cluster)(nil)
+	_ middleware.MapRefresher = (*runtime.Refresher)(nil)
+)
+
 type fakeEngine struct {
 	*mwt.Transport
 	cfg runtime.Config

@@ -43,7 +43,8 @@ func TestRefreshOnMoved_Stats(t *testing.T) {
 
 // TestRefreshOnMoved_Observe (B1): an answer whose epoch is newer than the client's map is
 // reported with Observe, without waiting for a refresh; answers at the map's epoch or older
-// are not, and RefreshRetry outcomes are refreshed, not observed.
+// are not. A RefreshRetry outcome with a newer epoch is observed at once (the fetch runs
+// during the backoff) and refreshed before the retry.
 func TestRefreshOnMoved_Observe(t *testing.T) {
 	tests := []struct {
 		name         string
@@ -56,7 +57,8 @@ func TestRefreshOnMoved_Observe(t *testing.T) {
 		{"Ok at the map's epoch", []mwt.Outcome{mwt.AnswerAt(zaris.KvStatus_Ok, 1)}, nil, nil},
 		{"Ok with an older epoch", []mwt.Outcome{mwt.AnswerAt(zaris.KvStatus_Ok, 0)}, nil, nil},
 		{"Unavailable with a newer epoch, then Ok", []mwt.Outcome{mwt.AnswerAt(zaris.KvStatus_Unavailable, 6), mwt.AnswerAt(zaris.KvStatus_Ok, 6)}, []int64{6, 6}, nil},
-		{"Moved with a newer epoch is refreshed", []mwt.Outcome{mwt.AnswerAt(zaris.KvStatus_Moved, 8), mwt.AnswerAt(zaris.KvStatus_Ok, 8)}, nil, []int64{8}},
+		{"Moved with a newer epoch", []mwt.Outcome{mwt.AnswerAt(zaris.KvStatus_Moved, 8), mwt.AnswerAt(zaris.KvStatus_Ok, 8)}, []int64{8}, []int64{8}},
+		{"Moved at the map's epoch", []mwt.Outcome{mwt.AnswerAt(zaris.KvStatus_Moved, 1), mwt.AnswerAt(zaris.KvStatus_Ok, 1)}, nil, []int64{1}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
