@@ -32,8 +32,8 @@ var DefaultBudgetPolicy = BudgetPolicy{Ratio: 0.2, MinPerSecond: 10, MaxBanked: 
 // deposits BudgetPolicy.Ratio tokens, and each retry takes one from them or from the floor
 // of MinPerSecond per second, measured on the injected clock. When both are empty, a call
 // that wanted to retry ends with its last outcome instead, so an outage cannot multiply the
-// load on the store. A RetryBudget is safe for concurrent use; a call that is not retried
-// takes no lock.
+// load on the store. Build one with NewRetryBudget; the zero value allows no retries. A
+// RetryBudget is safe for concurrent use; a call that is not retried takes no lock.
 type RetryBudget struct {
 	policy    BudgetPolicy
 	clock     runtime.Clock
@@ -99,6 +99,9 @@ func (b *RetryBudget) Withdraw() bool {
 		if b.banked.CompareAndSwap(old, old-1000) {
 			return true
 		}
+	}
+	if b.policy.MinPerSecond <= 0 {
+		return false
 	}
 	b.mu.Lock()
 	defer b.mu.Unlock()

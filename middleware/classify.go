@@ -167,19 +167,17 @@ func Classify(classifiers ...Classifier) Middleware {
 		return func(ctx context.Context, call *runtime.Call) (runtime.Response, error) {
 			resp, err := next(ctx, call)
 			a := call.Current()
-			if err == nil && resp == nil {
+			o := Outcome{Ctx: ctx, Call: call, Attempt: a, Response: resp, Err: err}
+			switch {
+			case err != nil:
+				o.Response = nil
+			case resp == nil:
 				err = errNoOutcome
-			}
-			if err == nil {
-				if !a.Answered {
-					a.Answered, a.Status, a.AnswerEpoch = true, resp.GetStatus(), resp.GetMapEpoch()
-				}
+				o.Err = err
+			case !a.Answered:
+				a.Answered, a.Status, a.AnswerEpoch = true, resp.GetStatus(), resp.GetMapEpoch()
 			}
 			class := runtime.Fatal
-			o := Outcome{Ctx: ctx, Call: call, Attempt: a, Response: resp, Err: err}
-			if err != nil {
-				o.Response = nil
-			}
 			for _, c := range classifiers {
 				if cl, ok := c(o); ok {
 					class = cl

@@ -53,11 +53,16 @@ func MaxAttempts(p runtime.RetryPolicy, call *runtime.Call) int {
 // middleware attempt (first listed outermost; the chain is built once, when Retry wraps its
 // next handler) and then next, the transport. It then acts on the attempt's Class:
 //
-//   - Answer: the response is returned with a nil error.
-//   - Retry, RefreshRetry: the loop goes on (the backoff and refresh layers below it do the
-//     waiting and the refreshing).
-//   - Fatal: the call ends with a *runtime.CallError of Bound runtime.BoundNone (or
-//     BoundDeadline when the call's deadline ended it) wrapping the error.
+//   - Answer: the response is returned, with a nil error (unless a custom classifier called
+//     an error an answer, which is then returned as it is).
+//   - Retry, RefreshRetry: the loop goes on; the layers below it wait and refresh.
+//   - Fatal: the call ends with a *runtime.CallError wrapping the error, of Bound
+//     runtime.BoundNone, or BoundDeadline when the call's deadline ended it. When the
+//     call's context ended during the attempt, the error also wraps the context's error.
+//
+// An attempt-level layer that returns a *StopError ends the call before its attempt is
+// sent; that attempt is dropped from call.Attempts and the call ends with the StopError's
+// bound and its last outcome.
 //
 // A call that runs out of attempts or time returns the last response, if any, and a
 // *runtime.CallError naming the bound, with a copy of every attempt, the elapsed time on
