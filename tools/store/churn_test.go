@@ -2,6 +2,7 @@ package store
 
 import (
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/require"
 )
@@ -115,6 +116,31 @@ func TestMigrateSegment_MovesOwnershipUnderWrites(t *testing.T) {
 	seg = c.Map().Segments[0]
 	require.Equal(t, int32(3), *seg.Owner)
 	require.NotContains(t, seg.Replicas, int32(1), "the source keeps a copy it should have dropped")
+	w.finish(t)
+	ep.finish(t)
+}
+
+func TestSpuriousFailover_LiveNodeRejoinsAndLosesNoAckedWrite(t *testing.T) {
+	cfg := fastCluster()
+	cfg.Node.RejoinAfter = 300 * time.Millisecond
+	c := StartCluster(t, cfg)
+	ctx := testCtx(t)
+	ep := watchEpochs(c)
+	w := startWorkload(t, c.Seeds(), 4)
+	w.waitAcked(t, 50)
+
+	// The coordinator gives up on node 2 although it runs (as after a long stall): it stops
+	// heartbeating it and fails it over. Node 2 keeps its stale copies until it hears again.
+	co := c.Coordinator()
+	co.mu.Lock()
+	co.failLocked(co.nodes[2], "test")
+	co.mu.Unlock()
+	w.waitAcked(t, 50)
+
+	require.NoError(t, co.WaitNode(ctx, 2, true), "node 2 never registered again")
+	require.NoError(t, c.WaitSettled(ctx))
+	require.NoError(t, c.Failback(ctx, 2))
+	w.waitAcked(t, 50)
 	w.finish(t)
 	ep.finish(t)
 }

@@ -26,6 +26,9 @@ const (
 	// DefaultIdleTimeout is how long a client connection may stay silent before the node
 	// closes it.
 	DefaultIdleTimeout = 60 * time.Second
+	// DefaultRejoinAfter is how long a node waits without hearing from the coordinator before
+	// it registers again (it may have been failed over while it was stalled).
+	DefaultRejoinAfter = 2 * time.Second
 	// DefaultReplicationTimeout bounds how long an owner keeps a write waiting for an
 	// unreachable replica to be removed from the map before it answers Unavailable.
 	DefaultReplicationTimeout = 2 * time.Second
@@ -55,6 +58,9 @@ type NodeConfig struct {
 	IdleTimeout time.Duration
 	// ReplicationTimeout: see DefaultReplicationTimeout.
 	ReplicationTimeout time.Duration
+	// RejoinAfter: see DefaultRejoinAfter. Keep it well above the coordinator's failure
+	// timeout.
+	RejoinAfter time.Duration
 	// Logger receives the node's log; default discards.
 	Logger *slog.Logger
 }
@@ -83,6 +89,9 @@ func (c NodeConfig) withDefaults() (NodeConfig, error) {
 	}
 	if c.ReplicationTimeout <= 0 {
 		c.ReplicationTimeout = DefaultReplicationTimeout
+	}
+	if c.RejoinAfter <= 0 {
+		c.RejoinAfter = DefaultRejoinAfter
 	}
 	if c.Logger == nil {
 		c.Logger = discardLogger()

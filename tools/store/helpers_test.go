@@ -364,8 +364,12 @@ func testCtx(t testing.TB) context.Context {
 	return ctx
 }
 
-// fastCluster is the configuration most tests use: the default timing, 16 segments.
-func fastCluster() ClusterConfig { return ClusterConfig{Nodes: 3, Segments: 16} }
+// fastCluster is the configuration most tests use: 16 segments, the default heartbeat, and a
+// failure timeout long enough that a loaded test machine does not fail live nodes over. A
+// killed node is still failed over at once: its port refuses the coordinator's probe.
+func fastCluster() ClusterConfig {
+	return ClusterConfig{Nodes: 3, Segments: 16, FailureTimeout: time.Second}
+}
 
 // keyIn returns a key that falls in segment seg of a segCount-segment map.
 func keyIn(seg, segCount int32, prefix string) []byte {

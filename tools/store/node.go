@@ -47,6 +47,8 @@ type Node struct {
 	current   atomic.Pointer[view]
 	changed   atomic.Pointer[chan struct{}] // closed (and replaced) whenever a map is installed
 	segs      atomic.Pointer[[]*segment]
+
+	lastContact atomic.Int64 // unix nanoseconds of the coordinator's last ping or push
 }
 
 // entry is one key's value and version.
@@ -178,6 +180,9 @@ func advertise(addr string) string {
 	return net.JoinHostPort(host, port)
 }
 
+// register registers the node with the coordinator (retrying until it answers), then keeps
+// watching: a node the coordinator has not contacted for RejoinAfter (it was failed over
+// while alive, say, after a stall) registers again and catches up like a restarted node.
 func (n *Node) register() {
 	defer n.wg.Done()
 	host, port, err := splitHostPort(n.Addr())
@@ -188,6 +193,7 @@ func (n *Node) register() {
 	req := &zarispeer.RegisterRequest{
 		NodeId: n.cfg.ID, Incarnation: n.incarnation, Host: host, Port: port, PeerAddr: n.PeerAddr(),
 	}
+	first := true
 	for {
 		var pm *zarispeer.PeerMap
 		err := n.pool.call(n.cfg.Coordinator, 2*time.Second, func(c thrift.TClient) error {
@@ -195,19 +201,34 @@ func (n *Node) register() {
 			pm, err = zarispeer.NewZarisCoordinatorClient(c).Register(n.ctx, req)
 			return err
 		})
-		if err == nil {
-			n.install(pm)
+		if err != nil {
+			select {
+			case <-n.ctx.Done():
+				return
+			case <-time.After(20 * time.Millisecond):
+			}
+			continue
+		}
+		n.contact()
+		n.install(pm)
+		n.cfg.Logger.Info("registered", "node", n.cfg.ID, "epoch", pm.Epoch)
+		if first {
 			close(n.registered)
-			n.cfg.Logger.Info("registered", "node", n.cfg.ID, "epoch", pm.Epoch)
-			return
+			first = false
 		}
-		select {
-		case <-n.ctx.Done():
-			return
-		case <-time.After(20 * time.Millisecond):
+		for time.Since(time.Unix(0, n.lastContact.Load())) < n.cfg.RejoinAfter {
+			select {
+			case <-n.ctx.Done():
+				return
+			case <-time.After(n.cfg.RejoinAfter / 4):
+			}
 		}
+		n.cfg.Logger.Warn("no word from the coordinator; registering again", "node", n.cfg.ID)
 	}
 }
+
+// contact records that the coordinator (or a peer with a map) just reached this node.
+func (n *Node) contact() { n.lastContact.Store(time.Now().UnixNano()) }
 
 // changedCh returns the channel closed by the next map install. Take it before reading the
 // current map so no install is missed.

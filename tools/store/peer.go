@@ -19,6 +19,7 @@ var _ zarispeer.ZarisPeer = (*peerHandler)(nil)
 
 // Ping answers the coordinator's heartbeat.
 func (h *peerHandler) Ping(_ context.Context, _ int64) (*zarispeer.PingResponse, error) {
+	h.n.contact()
 	return &zarispeer.PingResponse{NodeId: h.n.cfg.ID, Incarnation: h.n.incarnation, Epoch: h.n.Epoch()}, nil
 }
 
@@ -27,6 +28,7 @@ func (h *peerHandler) PushMap(_ context.Context, pm *zarispeer.PeerMap) (int64, 
 	if pm == nil {
 		return 0, fmt.Errorf("store: PushMap without a map")
 	}
+	h.n.contact()
 	h.n.install(pm)
 	return h.n.Epoch(), nil
 }
