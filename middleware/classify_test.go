@@ -7,10 +7,12 @@ import (
 	"testing"
 
 	"github.com/apache/thrift/lib/go/thrift"
+	"github.com/golang/mock/gomock"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
 	"github.com/clustron/zaris-go/gen/zaris"
+	"github.com/clustron/zaris-go/gen/zarismock"
 	"github.com/clustron/zaris-go/middleware"
 	mwt "github.com/clustron/zaris-go/middleware/middlewaretest"
 	"github.com/clustron/zaris-go/runtime"
@@ -217,6 +219,16 @@ func TestB2_InDoubt(t *testing.T) {
 			assert.ErrorIs(t, call.Attempts[0].Err, runtime.ErrInDoubt)
 		})
 	}
+
+	t.Run("increment reaches the generated interface once", func(t *testing.T) {
+		ctrl := gomock.NewController(t)
+		kv := zarismock.NewMockZarisKv(ctrl)
+		req := &zaris.IncrementRequest{Key: []byte("n"), Delta: 5}
+		kv.EXPECT().Increment(gomock.Any(), gomock.Eq(req)).Return(nil, thrift.NewTTransportException(thrift.END_OF_FILE, "EOF")).Times(1)
+		h := middleware.Default(mwt.KvTransport(kv), mwt.NewRefresher(1), runtime.Config{Retry: runtime.DefaultRetryPolicy, Clock: mwt.NewClock()})
+		_, err := h(context.Background(), runtime.NewCall(mwt.OpIncrement, req.Key, req, false))
+		assert.ErrorIs(t, err, runtime.ErrInDoubt)
+	})
 
 	t.Run("increment sent, caller cancelled", func(t *testing.T) {
 		ctx, cancel := context.WithCancel(context.Background())

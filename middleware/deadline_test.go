@@ -92,3 +92,22 @@ func TestDeadline_KeepsEarlierCallDeadline(t *testing.T) {
 	require.NoError(t, err)
 	assert.Equal(t, mwt.Epoch.Add(time.Second), call.Deadline)
 }
+
+// TestDeadline_EndsAHungAttempt: the context passed on carries the call's deadline, so an
+// attempt that hangs until its context ends is cut at the deadline, and the call names the
+// deadline bound. (The wait is on a context, on the wall clock: 20 ms.)
+func TestDeadline_EndsAHungAttempt(t *testing.T) {
+	hung := func(ctx context.Context, call *runtime.Call) (runtime.Response, error) {
+		call.Current().Sent = true
+		<-ctx.Done()
+		return nil, ctx.Err()
+	}
+	p := policy(func(p *runtime.RetryPolicy) { p.RequestTimeout = 20 * time.Millisecond })
+	h := middleware.Default(hung, mwt.NewRefresher(1), runtime.Config{Retry: p, Clock: runtime.SystemClock})
+	_, err := h(context.Background(), mwt.GetCall("k"))
+	var ce *runtime.CallError
+	require.ErrorAs(t, err, &ce)
+	assert.Equal(t, runtime.BoundDeadline, ce.Bound)
+	assert.ErrorIs(t, err, context.DeadlineExceeded)
+	assert.Len(t, ce.Attempts, 1)
+}
