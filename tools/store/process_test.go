@@ -1,0 +1,157 @@
+package store
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"os/exec"
+	"strconv"
+	"strings"
+	"sync"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/clustron/zaris-go/gen/zarispeer"
+)
+
+// proc is one zarisd process started by a test.
+type proc struct {
+	cmd    *exec.Cmd
+	addr   string // the address it printed
+	stderr *syncBuffer
+	done   chan error // receives cmd.Wait's result
+}
+
+type syncBuffer struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (s *syncBuffer) Write(p []byte) (int, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.Write(p)
+}
+
+func (s *syncBuffer) String() string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.String()
+}
+
+// buildZarisd builds the zarisd command into a temporary directory.
+func buildZarisd(t *testing.T) string {
+	t.Helper()
+	gobin, err := exec.LookPath("go")
+	require.NoError(t, err)
+	bin := t.TempDir() + "/zarisd"
+	out, err := exec.Command(gobin, "build", "-o", bin, "github.com/clustron/zaris-go/tools/zarisd").CombinedOutput()
+	require.NoError(t, err, "go build zarisd: %s", out)
+	return bin
+}
+
+// startProc starts zarisd with args and waits for the line naming its address.
+func startProc(t *testing.T, bin string, args ...string) *proc {
+	t.Helper()
+	p := &proc{cmd: exec.Command(bin, args...), stderr: &syncBuffer{}, done: make(chan error, 1)}
+	p.cmd.Stderr = p.stderr
+	stdout, err := p.cmd.StdoutPipe()
+	require.NoError(t, err)
+	require.NoError(t, p.cmd.Start())
+	line := make(chan string, 1)
+	go func() {
+		l, _ := bufio.NewReader(stdout).ReadString('\n')
+		line <- l
+	}()
+	select {
+	case l := <-line:
+		f := strings.Fields(l)
+		require.NotEmpty(t, f, "zarisd %v printed no address; stderr:\n%s", args, p.stderr)
+		p.addr = f[len(f)-1]
+	case <-time.After(20 * time.Second):
+		p.cmd.Process.Kill()
+		t.Fatalf("zarisd %v did not start; stderr:\n%s", args, p.stderr)
+	}
+	go func() { p.done <- p.cmd.Wait() }()
+	t.Cleanup(func() {
+		p.cmd.Process.Kill()
+		<-p.done
+		if t.Failed() {
+			t.Logf("zarisd %v stderr:\n%s", args, p.stderr)
+		}
+	})
+	return p
+}
+
+// stop sends SIGTERM and requires a clean exit.
+func (p *proc) stop(t *testing.T) {
+	t.Helper()
+	require.NoError(t, p.cmd.Process.Signal(syscall.SIGTERM))
+	select {
+	case err := <-p.done:
+		require.NoError(t, err, "zarisd did not exit cleanly on SIGTERM")
+		p.done <- err
+	case <-time.After(10 * time.Second):
+		t.Fatal("zarisd did not exit on SIGTERM")
+	}
+}
+
+// waitPeerMap polls the coordinator's map until cond holds.
+func waitPeerMap(t *testing.T, admin *AdminClient, what string, cond func(*zarispeer.PeerMap) bool) {
+	t.Helper()
+	require.Eventually(t, func() bool {
+		ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
+		defer cancel()
+		pm, err := admin.PeerMap(ctx)
+		return err == nil && cond(pm)
+	}, 30*time.Second, 5*time.Millisecond, what)
+}
+
+func TestProcess_KillNineNodeUnderLoadLosesNoAckedWrite(t *testing.T) {
+	if testing.Short() {
+		t.Skip("builds and runs zarisd processes")
+	}
+	bin := buildZarisd(t)
+	co := startProc(t, bin, "coordinator", "--listen", "127.0.0.1:0", "--nodes", "3", "--segments", "16",
+		"--failure-timeout", "1s", "--log-level", "debug")
+	var nodes []*proc
+	var seeds []string
+	for id := 1; id <= 3; id++ {
+		n := startProc(t, bin, "node", "--id", strconv.Itoa(id), "--listen", "127.0.0.1:0",
+			"--coordinator", co.addr, "--log-level", "debug")
+		nodes = append(nodes, n)
+		seeds = append(seeds, n.addr)
+	}
+	admin := DialCoordinator(co.addr)
+	defer admin.Close()
+	waitPeerMap(t, admin, "the cluster did not come up", func(pm *zarispeer.PeerMap) bool {
+		for _, s := range pm.Segments {
+			if s.Owner == nil || len(s.Replicas) != 1 {
+				return false
+			}
+		}
+		return len(pm.Nodes) == 3
+	})
+
+	w := startWorkload(t, seeds, 4)
+	w.waitAcked(t, 50)
+	victim := nodes[1]
+	require.NoError(t, victim.cmd.Process.Kill()) // SIGKILL: no goodbye, sockets reset by the kernel
+	waitPeerMap(t, admin, "node 2 was not failed over", func(pm *zarispeer.PeerMap) bool {
+		for _, s := range pm.Segments {
+			if s.Owner == nil || *s.Owner == 2 {
+				return false
+			}
+		}
+		return true
+	})
+	w.waitAcked(t, 50)
+	w.finish(t)
+
+	nodes[0].stop(t)
+	nodes[2].stop(t)
+	co.stop(t)
+}

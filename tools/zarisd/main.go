@@ -1,0 +1,274 @@
+// Command zarisd runs the reference Zaris store as processes: one coordinator and any number
+// of nodes, each its own process, so a node can be killed with kill -9 like a real server.
+//
+// A three-node cluster on loopback:
+//
+//	zarisd coordinator --listen 127.0.0.1:7000 --nodes 3
+//	zarisd node --id 1 --listen 127.0.0.1:7001 --coordinator 127.0.0.1:7000
+//	zarisd node --id 2 --listen 127.0.0.1:7002 --coordinator 127.0.0.1:7000
+//	zarisd node --id 3 --listen 127.0.0.1:7003 --coordinator 127.0.0.1:7000
+//
+// Clients connect to any node's --listen address (the seeds). Starting a node with a new id
+// later scales out; restarting a killed node with its id brings it back (it catches up
+// before it serves). Churn the coordinator does not start on its own comes from ctl:
+//
+//	zarisd ctl --coordinator 127.0.0.1:7000 map
+//	zarisd ctl --coordinator 127.0.0.1:7000 failback 2
+//	zarisd ctl --coordinator 127.0.0.1:7000 migrate 5 3
+//	zarisd ctl --coordinator 127.0.0.1:7000 leave 3
+//
+// Each server prints one line "zarisd <role> listening on <addr>" on stdout once its port is
+// bound (useful with port 0), logs to stderr, and exits 0 on SIGTERM or SIGINT.
+package main
+
+import (
+	"context"
+	"crypto/tls"
+	"crypto/x509"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"log/slog"
+	"os"
+	"os/signal"
+	"strconv"
+	"strings"
+	"syscall"
+	"time"
+
+	"github.com/clustron/zaris-go/gen/zaris"
+	"github.com/clustron/zaris-go/tools/store"
+)
+
+func main() {
+	if err := run(os.Args[1:], os.Stdout, os.Stderr); err != nil {
+		fmt.Fprintln(os.Stderr, "zarisd:", err)
+		os.Exit(2)
+	}
+}
+
+const usage = `usage:
+  zarisd coordinator [flags]   run the coordinator
+  zarisd node [flags]          run a storage node
+  zarisd ctl [flags] map | failback NODE | leave NODE | migrate SEGMENT NODE
+run "zarisd <command> -h" for the flags of a command`
+
+func run(args []string, stdout, stderr io.Writer) error {
+	if len(args) == 0 {
+		return errors.New(usage)
+	}
+	switch args[0] {
+	case "coordinator":
+		return runCoordinator(args[1:], stdout, stderr)
+	case "node":
+		return runNode(args[1:], stdout, stderr)
+	case "ctl":
+		return runCtl(args[1:], stdout, stderr)
+	case "-h", "-help", "--help", "help":
+		fmt.Fprintln(stdout, usage)
+		return nil
+	}
+	return fmt.Errorf("unknown command %q\n%s", args[0], usage)
+}
+
+func newLogger(w io.Writer, level string) (*slog.Logger, error) {
+	var l slog.Level
+	if err := l.UnmarshalText([]byte(level)); err != nil {
+		return nil, fmt.Errorf("bad --log-level %q", level)
+	}
+	return slog.New(slog.NewTextHandler(w, &slog.HandlerOptions{Level: l})), nil
+}
+
+// waitForSignal blocks until SIGTERM or SIGINT.
+func waitForSignal() {
+	ch := make(chan os.Signal, 1)
+	signal.Notify(ch, syscall.SIGTERM, syscall.SIGINT)
+	<-ch
+	signal.Stop(ch)
+}
+
+func runCoordinator(args []string, stdout, stderr io.Writer) error {
+	fs := flag.NewFlagSet("coordinator", flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	listen := fs.String("listen", "127.0.0.1:7000", "address to listen on, host:port (port 0 picks one)")
+	nodes := fs.Int("nodes", 3, "nodes that must register before segments are placed")
+	segments := fs.Int("segments", store.DefaultSegments, "number of segments")
+	rf := fs.Int("replication", store.DefaultReplicationFactor, "copies of each segment, owner included")
+	heartbeat := fs.Duration("heartbeat", store.DefaultHeartbeat, "heartbeat interval")
+	failure := fs.Duration("failure-timeout", store.DefaultFailureTimeout, "fail a silent node over after this long")
+	autoFailback := fs.Bool("auto-failback", false, "hand a returning node its preferred segments back once it caught up")
+	level := fs.String("log-level", "info", "debug, info, warn or error")
+	if err := fs.Parse(args); err != nil {
+		return err
+	}
+	log, err := newLogger(stderr, *level)
+	if err != nil {
+		return err
+	}
+	c, err := store.StartCoordinator(store.CoordinatorConfig{
+		Listen: *listen, InitialNodes: *nodes, Segments: int32(*segments), ReplicationFactor: *rf,
+		Heartbeat: *heartbeat, FailureTimeout: *failure, AutoFailback: *autoFailback, Logger: log,
+	})
+	if err != nil {
+		return err
+	}
+	fmt.Fprintf(stdout, "zarisd coordinator listening on %s\n", c.Addr())
+	waitForSignal()
+	return c.Close()
+}
+
+func runNode(args []string, stdout, stderr io.Writer) error {
+	fs := flag.NewFlagSet("node", flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	id := fs.Int("id", 0, "node id, positive and unique; a restarted node keeps its id (required)")
+	listen := fs.String("listen", "127.0.0.1:0", "data address clients dial, host:port")
+	peer := fs.String("peer-listen", "127.0.0.1:0", "address of the internal peer service, host:port")
+	coordinator := fs.String("coordinator", "127.0.0.1:7000", "coordinator address, host:port")
+	protocol := fs.String("protocol", "header", "data port protocols: header (header, binary, compact) or json")
+	maxKey := fs.Int("max-key-size", store.DefaultMaxKeySize, "largest key accepted, bytes")
+	maxValue := fs.Int("max-value-size", store.DefaultMaxValueSize, "largest value accepted, bytes")
+	idle := fs.Duration("idle-timeout", store.DefaultIdleTimeout, "close client connections silent this long")
+	cert := fs.String("tls-cert", "", "PEM certificate: serve the data port over TLS")
+	key := fs.String("tls-key", "", "PEM private key of --tls-cert")
+	clientCA := fs.String("tls-client-ca", "", "PEM CA bundle: require client certificates signed by it (mutual TLS)")
+	level := fs.String("log-level", "info", "debug, info, warn or error")
+	if err := fs.Parse(args); err != nil {
+		return err
+	}
+	log, err := newLogger(stderr, *level)
+	if err != nil {
+		return err
+	}
+	proto, err := store.ParseProtocol(*protocol)
+	if err != nil {
+		return err
+	}
+	tlsConfig, err := loadTLS(*cert, *key, *clientCA)
+	if err != nil {
+		return err
+	}
+	n, err := store.StartNode(store.NodeConfig{
+		ID: int32(*id), Listen: *listen, PeerListen: *peer, Coordinator: *coordinator, Protocol: proto,
+		TLS: tlsConfig, MaxKeySize: *maxKey, MaxValueSize: *maxValue, IdleTimeout: *idle, Logger: log,
+	})
+	if err != nil {
+		return err
+	}
+	fmt.Fprintf(stdout, "zarisd node %d listening on %s\n", n.ID(), n.Addr())
+	waitForSignal()
+	return n.Close()
+}
+
+func loadTLS(certFile, keyFile, caFile string) (*tls.Config, error) {
+	if certFile == "" && keyFile == "" && caFile == "" {
+		return nil, nil
+	}
+	if certFile == "" || keyFile == "" {
+		return nil, errors.New("--tls-cert and --tls-key go together")
+	}
+	cert, err := tls.LoadX509KeyPair(certFile, keyFile)
+	if err != nil {
+		return nil, err
+	}
+	cfg := &tls.Config{Certificates: []tls.Certificate{cert}, MinVersion: tls.VersionTLS12}
+	if caFile != "" {
+		pem, err := os.ReadFile(caFile)
+		if err != nil {
+			return nil, err
+		}
+		pool := x509.NewCertPool()
+		if !pool.AppendCertsFromPEM(pem) {
+			return nil, fmt.Errorf("%s holds no PEM certificate", caFile)
+		}
+		cfg.ClientCAs, cfg.ClientAuth = pool, tls.RequireAndVerifyClientCert
+	}
+	return cfg, nil
+}
+
+func runCtl(args []string, stdout, stderr io.Writer) error {
+	fs := flag.NewFlagSet("ctl", flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	coordinator := fs.String("coordinator", "127.0.0.1:7000", "coordinator address, host:port")
+	timeout := fs.Duration("timeout", 60*time.Second, "give up on the command after this long")
+	if err := fs.Parse(args); err != nil {
+		return err
+	}
+	rest := fs.Args()
+	if len(rest) == 0 {
+		return errors.New(usage)
+	}
+	ints := func(want int) ([]int32, error) {
+		if len(rest)-1 != want {
+			return nil, fmt.Errorf("%s takes %d argument(s)", rest[0], want)
+		}
+		var out []int32
+		for _, a := range rest[1:] {
+			v, err := strconv.ParseInt(a, 10, 32)
+			if err != nil {
+				return nil, fmt.Errorf("%s: %q is not a number", rest[0], a)
+			}
+			out = append(out, int32(v))
+		}
+		return out, nil
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), *timeout)
+	defer cancel()
+	admin := store.DialCoordinator(*coordinator)
+	defer admin.Close()
+	var m *zaris.ClusterMap
+	var err error
+	switch rest[0] {
+	case "map":
+		if _, err = ints(0); err == nil {
+			m, err = admin.Map(ctx)
+		}
+	case "failback", "leave":
+		var a []int32
+		if a, err = ints(1); err == nil {
+			if rest[0] == "failback" {
+				m, err = admin.Failback(ctx, a[0])
+			} else {
+				m, err = admin.Leave(ctx, a[0])
+			}
+		}
+	case "migrate":
+		var a []int32
+		if a, err = ints(2); err == nil {
+			m, err = admin.MigrateSegment(ctx, a[0], a[1])
+		}
+	default:
+		err = fmt.Errorf("unknown ctl command %q\n%s", rest[0], usage)
+	}
+	if err != nil {
+		return err
+	}
+	printMap(stdout, m)
+	return nil
+}
+
+// printMap writes a cluster map as text: the epoch, the nodes, then one line per segment.
+func printMap(w io.Writer, m *zaris.ClusterMap) {
+	fmt.Fprintf(w, "epoch %d, %d segments\n", m.Epoch, m.SegmentCount)
+	for _, n := range m.Nodes {
+		fmt.Fprintf(w, "node %d %s:%d\n", n.ID, n.Host, n.Port)
+	}
+	for _, s := range m.Segments {
+		owner := "-"
+		if s.Owner != nil {
+			owner = strconv.Itoa(int(*s.Owner))
+		}
+		var reps []string
+		for _, r := range s.Replicas {
+			reps = append(reps, strconv.Itoa(int(r)))
+		}
+		var flags []string
+		if s.Transitioning {
+			flags = append(flags, "transitioning")
+		}
+		if s.Migrating {
+			flags = append(flags, "migrating")
+		}
+		fmt.Fprintf(w, "segment %d owner %s replicas [%s] %s\n", s.ID, owner, strings.Join(reps, ","), strings.Join(flags, " "))
+	}
+}
