@@ -1,0 +1,177 @@
+package main
+
+import (
+	"flag"
+	"os"
+	"path/filepath"
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+)
+
+// TestUsageErrors covers exit code 2: everything that is wrong before a call is made. None
+// of these runs reaches a network (closedAddr is never dialed when the line is wrong).
+func TestUsageErrors(t *testing.T) {
+	seeds := "--seeds=" + closedAddr(t)
+	dir := t.TempDir()
+	notPEM := filepath.Join(dir, "not.pem")
+	require.NoError(t, os.WriteFile(notPEM, []byte("not a certificate"), 0o600))
+
+	tests := []struct {
+		name   string
+		env    map[string]string
+		args   []string
+		stderr string
+	}{
+		{"no command", nil, nil, "Usage: zaris"},
+		{"unknown command", nil, []string{"frob"}, `unknown command "frob"`},
+		{"unknown global flag", nil, []string{"--frob", "get", "k"}, "flag provided but not defined: -frob"},
+		{"unknown command flag", nil, []string{"get", "k", "--frob"}, "get: flag provided but not defined: -frob"},
+		{"get without key", nil, []string{"get"}, "get: missing arguments (want 1)"},
+		{"get with two keys", nil, []string{"get", "a", "b"}, "get: too many arguments"},
+		{"put without value", nil, []string{"put", "k"}, "put: missing arguments (want 2)"},
+		{"put with three args", nil, []string{"put", "k", "v", "w"}, "put: too many arguments"},
+		{"put bad if-version", nil, []string{"put", "k", "v", "--if-version", "x"}, `put: --if-version "x" is not a whole number`},
+		{"delete without key", nil, []string{"delete"}, "delete: missing arguments (want 1)"},
+		{"delete bad if-version", nil, []string{"delete", "k", "--if-version=1.5"}, `delete: --if-version "1.5" is not a whole number`},
+		{"incr without key", nil, []string{"incr"}, "incr: missing arguments (want 1 to 2)"},
+		{"incr bad delta", nil, []string{"incr", "k", "ten"}, `incr: DELTA "ten" is not a whole number`},
+		{"incr delta overflows", nil, []string{"incr", "k", "9223372036854775808"}, `incr: DELTA "9223372036854775808" is not a whole number`},
+		{"map with an argument", nil, []string{"map", "x"}, "map: too many arguments"},
+		{"bad timeout", nil, []string{"--timeout", "soon", "get", "k"}, `invalid value "soon" for flag -timeout`},
+		{"negative timeout", nil, []string{"--timeout=-1s", seeds, "get", "k"}, "--timeout -1s: must not be negative"},
+		{"bad protocol", nil, []string{"--protocol", "xml", seeds, "get", "k"}, `Protocol "xml": unknown protocol`},
+		{"bad transport", nil, []string{"get", "k", "--transport", "pigeon", seeds}, `Transport "pigeon": unknown transport`},
+		{"bad seed", nil, []string{"--seeds", "nowhere", "get", "k"}, `Seeds "nowhere": not a host:port address`},
+		{"empty seeds", nil, []string{"--seeds", " , ", "map"}, "at least one seed address is required"},
+		{"bad seed from env", map[string]string{"ZARIS_SEEDS": "host:0"}, []string{"map"}, `Seeds "host:0"`},
+		{"bad request timeout env", map[string]string{"ZARIS_REQUEST_TIMEOUT": "soon"}, []string{seeds, "get", "k"}, `ZARIS_REQUEST_TIMEOUT="soon"`},
+		{"bad disable retries env", map[string]string{"ZARIS_DISABLE_RETRIES": "maybe"}, []string{seeds, "get", "k"}, `ZARIS_DISABLE_RETRIES="maybe": not a boolean`},
+		{"bad refresh wait env", map[string]string{"ZARIS_CLIENT_MAP_REFRESH_WAIT_MS": "-5"}, []string{seeds, "get", "k"}, `ZARIS_CLIENT_MAP_REFRESH_WAIT_MS="-5": must not be negative`},
+		{"tls cert without key", nil, []string{"--tls-cert", notPEM, seeds, "get", "k"}, "--tls-cert needs --tls-key"},
+		{"tls key without cert", nil, []string{"--tls-key", notPEM, seeds, "get", "k"}, "--tls-key needs --tls-cert"},
+		{"tls ca missing", nil, []string{"--tls-ca", filepath.Join(dir, "missing.pem"), seeds, "get", "k"}, "--tls-ca: open"},
+		{"tls ca not pem", nil, []string{"--tls-ca", notPEM, seeds, "get", "k"}, "no PEM certificate in the file"},
+		{"tls pair not pem", nil, []string{"--tls-cert", notPEM, "--tls-key", notPEM, seeds, "get", "k"}, "--tls-cert/--tls-key"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			o := runZaris(t, tt.env, tt.args...)
+			assert.Equal(t, exitUsage, o.code, "stderr: %s", o.stderr)
+			assert.Contains(t, o.stderr, tt.stderr)
+			assert.Empty(t, o.stdout, "a usage error prints nothing on stdout")
+		})
+	}
+}
+
+// TestUsageErrors_JSON: --json does not turn a usage error into a result object.
+func TestUsageErrors_JSON(t *testing.T) {
+	o := runZaris(t, nil, "--json", "get")
+	assert.Equal(t, exitUsage, o.code)
+	assert.Empty(t, o.stdout)
+}
+
+func TestHelp(t *testing.T) {
+	tests := []struct {
+		name string
+		args []string
+		want []string
+	}{
+		{"help", []string{"help"}, []string{"Commands:", "get KEY", "put KEY VALUE [--if-version N] [--if-absent]",
+			"delete KEY [--if-version N]", "incr KEY [DELTA]", "map", "--seeds", "--protocol", "--transport",
+			"--tls-ca", "--tls-cert", "--tls-key", "--timeout", "--stats", "--json", "ZARIS_SEEDS",
+			"ZARIS_REQUEST_TIMEOUT", "ZARIS_DISABLE_RETRIES", "ZARIS_CLIENT_MAP_REFRESH_WAIT_MS",
+			"Exit codes:", "3  not found", "4  conflict", "5  gave up", "6  invalid request"}},
+		{"-h", []string{"-h"}, []string{"Commands:"}},
+		{"--help", []string{"--help"}, []string{"Commands:"}},
+		{"help put", []string{"help", "put"}, []string{"Usage: zaris put KEY VALUE", "--if-version N", "--if-absent", "--seeds"}},
+		{"put --help", []string{"put", "--help"}, []string{"Usage: zaris put KEY VALUE"}},
+		{"incr -h", []string{"incr", "k", "-h"}, []string{"Usage: zaris incr KEY [DELTA]"}},
+		{"map --help", []string{"map", "--help"}, []string{"Usage: zaris map"}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			o := runZaris(t, nil, tt.args...)
+			assert.Equal(t, exitOK, o.code, "stderr: %s", o.stderr)
+			for _, w := range tt.want {
+				assert.Contains(t, o.stdout, w)
+			}
+			assert.Empty(t, o.stderr)
+		})
+	}
+}
+
+func TestHelp_SeedsDefault(t *testing.T) {
+	assert.Contains(t, runZaris(t, nil, "help").stdout, `(default "`+DefaultSeeds+`")`)
+	assert.Contains(t, runZaris(t, map[string]string{"ZARIS_SEEDS": "10.0.0.1:9"}, "help").stdout, `(default "10.0.0.1:9")`)
+}
+
+func TestParseInterspersed(t *testing.T) {
+	tests := []struct {
+		name    string
+		args    []string
+		pos     []string
+		version string
+		absent  bool
+		json    bool
+	}{
+		{"flags last", []string{"k", "v", "--if-version", "3", "--json"}, []string{"k", "v"}, "3", false, true},
+		{"flags first", []string{"--if-absent", "-json", "k", "v"}, []string{"k", "v"}, "", true, true},
+		{"flags between", []string{"k", "--if-version=4", "v"}, []string{"k", "v"}, "4", false, false},
+		{"negative numbers are arguments", []string{"k", "-5"}, []string{"k", "-5"}, "", false, false},
+		{"negative flag value", []string{"k", "--if-version", "-1"}, []string{"k"}, "-1", false, false},
+		{"double dash ends flags", []string{"--json", "--", "--if-absent", "-x"}, []string{"--if-absent", "-x"}, "", false, true},
+		{"lone dash is an argument", []string{"-", "v"}, []string{"-", "v"}, "", false, false},
+		{"bool flag with value", []string{"--if-absent=false", "k"}, []string{"k"}, "", false, false},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			fs := flag.NewFlagSet("t", flag.ContinueOnError)
+			version := fs.String("if-version", "", "")
+			absent := fs.Bool("if-absent", false, "")
+			js := fs.Bool("json", false, "")
+			pos, err := parseInterspersed(fs, tt.args)
+			require.NoError(t, err)
+			assert.Equal(t, tt.pos, pos)
+			assert.Equal(t, tt.version, *version)
+			assert.Equal(t, tt.absent, *absent)
+			assert.Equal(t, tt.json, *js)
+		})
+	}
+}
+
+// TestGaveUp_NoSeed: a cluster that cannot be reached is "gave up" (exit 5), like a call
+// that runs out of attempts: a script can retry both later.
+func TestGaveUp_NoSeed(t *testing.T) {
+	addr := closedAddr(t)
+	tests := []struct {
+		name string
+		env  map[string]string
+		args []string
+	}{
+		{"flag", nil, []string{"--seeds", addr, "get", "k"}},
+		{"env", map[string]string{"ZARIS_SEEDS": addr}, []string{"put", "k", "v"}},
+		{"map", nil, []string{"map", "--seeds", addr}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			o := runZaris(t, tt.env, tt.args...)
+			assert.Equal(t, exitGaveUp, o.code)
+			assert.Contains(t, o.stderr, "no seed reachable")
+			assert.Contains(t, o.stderr, addr)
+			assert.Empty(t, o.stdout)
+		})
+	}
+	t.Run("json", func(t *testing.T) {
+		o := runZaris(t, nil, "--json", "--stats", "--seeds", addr, "delete", "k")
+		assert.Equal(t, exitGaveUp, o.code)
+		r := jsonResult(t, o)
+		assert.Equal(t, "delete", r["command"])
+		assert.Equal(t, "k", r["key"])
+		assert.Equal(t, statusGaveUp, r["status"])
+		assert.EqualValues(t, exitGaveUp, r["exit"])
+		assert.Contains(t, r["error"], "no seed reachable")
+		assert.NotContains(t, r, "stats", "no call was made")
+	})
+}

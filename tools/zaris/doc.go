@@ -1,0 +1,92 @@
+// Command zaris is the command line of the Zaris key-value store: it reads and writes keys
+// and prints the cluster map, through the same client an application uses
+// (runtime.Dial, the middleware.Default stack and the generated zarisclient), so every
+// call is routed to the key's owner and ownership churn is retried away.
+//
+// Usage:
+//
+//	zaris [flags] COMMAND [ARGS] [flags]
+//
+// Commands:
+//
+//	get KEY                                       print KEY's value
+//	put KEY VALUE [--if-version N] [--if-absent]  write VALUE to KEY; print "ok version=N"
+//	delete KEY [--if-version N]                   delete KEY; print "ok version=N" (the deleted version)
+//	incr KEY [DELTA]                              add DELTA (default 1) to KEY's decimal value; print the sum
+//	map                                           print the cluster map
+//	help [COMMAND]                                print the usage text, or COMMAND's
+//
+// put --if-version N writes only if the key's current version is N; put --if-absent writes
+// only if the key does not exist; delete --if-version N deletes only if the version is N. A
+// failed guard is a Conflict (exit 4), and the key's current version is reported. Because
+// a guarded write that is replayed after a lost reply comes back Conflict too, a script that
+// retries a guarded put should read the key before treating exit 4 as someone else's write.
+//
+// Flags may stand before or after the command and between its arguments; "--" ends the
+// flags, and a negative number (incr k -5) is an argument, not a flag. The client flags:
+//
+//	--seeds ADDRS        comma-separated host:port of nodes to fetch the cluster map from;
+//	                     default $ZARIS_SEEDS, else 127.0.0.1:7101
+//	--protocol P         Thrift protocol: binary (default), compact, json or header
+//	--transport T        Thrift transport: framed (default) or buffered; header frames itself
+//	--tls-ca FILE        PEM CA certificates that sign the nodes' certificates; enables TLS
+//	--tls-cert FILE      PEM client certificate for mutual TLS, with --tls-key; enables TLS
+//	--tls-key FILE       PEM private key of --tls-cert
+//	--timeout D          bound on the whole call, all attempts included (a Go duration), in
+//	                     place of ZARIS_REQUEST_TIMEOUT; it also bounds fetching the first map
+//	--stats              report the call's attempts (node, map epoch, status or error, time),
+//	                     map refreshes requested and performed, and the statuses seen
+//	--json               print one JSON object on stdout instead of the human output
+//
+// The client reads ZARIS_REQUEST_TIMEOUT, ZARIS_DISABLE_RETRIES and
+// ZARIS_CLIENT_MAP_REFRESH_WAIT_MS itself (see package runtime); a value that does not
+// parse is a configuration error that names the variable (exit 2).
+//
+// # Output
+//
+// Without --json, a success prints on stdout (get: the value; put and delete:
+// "ok version=N"; incr: the sum; map: the epoch, a table of nodes and a table of
+// segments), and anything else prints "zaris: COMMAND "KEY": reason" on stderr. --stats
+// writes its report on stderr, so stdout stays the value alone:
+//
+//	stats: attempts=2 refreshes requested=1 performed=1 backoff=100ms statuses=Moved,Ok
+//	  attempt 1: node 2 (127.0.0.1:7102) map epoch 7: Moved (node epoch 8) [refresh-retry] 0.21ms
+//	  attempt 2: node 3 (127.0.0.1:7103) map epoch 8: Ok (node epoch 8) [answer] 0.18ms
+//
+// With --json, every command that made or tried a call prints exactly one object on stdout,
+// whatever its outcome (a usage error prints none), and the error line still goes to stderr:
+//
+//	{"command":"put","key":"k","status":"Ok","exit":0,"version":3,"mapEpoch":8,
+//	 "stats":{"attempts":1,"refreshesRequested":0,"refreshesPerformed":0,"backoffMs":0,
+//	          "statuses":["Ok"],"history":[{"n":1,"node":2,"addr":"127.0.0.1:7102",
+//	          "mapEpoch":8,"outcome":"Ok","answerEpoch":8,"class":"answer","durationMs":0.2}]}}
+//
+// status is the store's answer (Ok, NotFound, Conflict, InvalidRequest), or GaveUp when no
+// answer came (then "bound" names what ended the call: maxAttempts, deadline, retry budget,
+// or none for a fatal error such as an in-doubt increment), or Error. value is a string for
+// get (valueBase64 when the value is not UTF-8) and a number for incr; version is set on Ok
+// and, on a Conflict, is the key's current version; mapEpoch is the answering node's map
+// epoch; map (the map command) is the cluster map; stats is present with --stats.
+//
+// # Exit codes
+//
+//	0  ok
+//	1  unexpected error
+//	2  usage or configuration error: unknown command or flag, missing or extra argument,
+//	   a number that does not parse, a bad protocol, transport, seed address, TLS file or
+//	   ZARIS_* value
+//	3  not found: get or delete of a key that does not exist
+//	4  conflict: an --if-version or --if-absent guard failed
+//	5  gave up: no answer came, because the attempts or the deadline ran out, the outcome
+//	   of an increment is in doubt, the run was interrupted, or no seed answered with a
+//	   cluster map (any *runtime.CallError)
+//	6  invalid request: an empty or oversized key or value, or an increment of a value
+//	   that is not a decimal number
+//
+// # Adding a command
+//
+// A command is one file that defines a *command (name, argument synopsis, summary and run
+// function) plus one entry in the commands table in main.go. Its run function parses its
+// own flags with cli.flagSet (which adds the client flags) or bareFlagSet and cli.parse,
+// and makes its call with cli.call, which connects, records --stats and prints the result.
+package main

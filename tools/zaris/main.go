@@ -1,0 +1,164 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"os"
+	"os/signal"
+	"strings"
+	"syscall"
+	"text/tabwriter"
+)
+
+// Exit codes of the zaris command. Scripts may rely on them; doc.go and the usage text list
+// them too.
+const (
+	// exitOK: the command succeeded (for get, the key was found).
+	exitOK = 0
+	// exitError: an unexpected error (a bug, an application exception from a node, a TLS
+	// file that cannot be read, ...).
+	exitError = 1
+	// exitUsage: the command line or the configuration is wrong: an unknown command or flag,
+	// a missing or extra argument, a number that does not parse, a bad protocol, transport
+	// or seed address, a bad ZARIS_* environment value.
+	exitUsage = 2
+	// exitNotFound: the store answered NotFound.
+	exitNotFound = 3
+	// exitConflict: the store answered Conflict (an --if-version or --if-absent guard failed).
+	exitConflict = 4
+	// exitGaveUp: no answer came: the client gave up after its attempts or its deadline, the
+	// outcome of a non-idempotent write is in doubt, the call was interrupted, or no seed
+	// answered with a cluster map. Any *runtime.CallError ends here.
+	exitGaveUp = 5
+	// exitInvalid: the store answered InvalidRequest (an empty or oversized key or value, an
+	// increment of a value that is not a number).
+	exitInvalid = 6
+)
+
+// command is one subcommand of zaris. A command is one file that defines its command value
+// plus one entry in commands.
+type command struct {
+	// name is what the user types: "get".
+	name string
+	// args is the synopsis after the name: "KEY [--if-version N]".
+	args string
+	// summary is a one-line description for the usage text.
+	summary string
+	// run runs the command with the arguments after its name and returns the exit code. It
+	// parses its own flags (cli.flagSet gives a FlagSet that also accepts the client flags)
+	// and writes through c.
+	run func(ctx context.Context, c *cli, args []string) int
+}
+
+// commands lists the subcommands in the order the usage text shows them.
+var commands = []*command{
+	getCommand,
+	putCommand,
+	deleteCommand,
+	incrCommand,
+	mapCommand,
+	// demo goes here: demoCommand, defined in demo_cmd.go.
+}
+
+// lookupCommand returns the command called name, or nil.
+func lookupCommand(name string) *command {
+	for _, c := range commands {
+		if c.name == name {
+			return c
+		}
+	}
+	return nil
+}
+
+func main() {
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	code := run(ctx, os.Args[1:], os.Stdout, os.Stderr, os.Getenv)
+	stop()
+	os.Exit(code)
+}
+
+// run is the whole zaris command: it parses the client flags, picks the command and runs it,
+// writing results to stdout and diagnostics to stderr, and returns the exit code. env reads
+// the environment (os.Getenv in main; tests pass their own): both ZARIS_SEEDS and the
+// variables the client runtime reads come from it.
+func run(ctx context.Context, args []string, stdout, stderr io.Writer, env func(string) string) int {
+	c := newCLI(stdout, stderr, env)
+	fs := flag.NewFlagSet("zaris", flag.ContinueOnError)
+	fs.SetOutput(io.Discard)
+	c.clientFlags(fs)
+	if err := fs.Parse(args); err != nil {
+		if errors.Is(err, flag.ErrHelp) {
+			c.usage(stdout)
+			return exitOK
+		}
+		return c.usageError("%v", err)
+	}
+	rest := fs.Args()
+	if len(rest) == 0 {
+		c.usage(stderr)
+		return exitUsage
+	}
+	if rest[0] == "help" {
+		if len(rest) > 1 {
+			if cmd := lookupCommand(rest[1]); cmd != nil {
+				return cmd.run(ctx, c, []string{"--help"})
+			}
+		}
+		c.usage(stdout)
+		return exitOK
+	}
+	cmd := lookupCommand(rest[0])
+	if cmd == nil {
+		return c.usageError("unknown command %q", rest[0])
+	}
+	return cmd.run(ctx, c, rest[1:])
+}
+
+// usage writes the full usage text to w.
+func (c *cli) usage(w io.Writer) {
+	var b strings.Builder
+	b.WriteString("Usage: zaris [flags] COMMAND [ARGS] [flags]\n\nCommands:\n")
+	tw := tabwriter.NewWriter(&b, 0, 4, 2, ' ', 0)
+	for _, cmd := range commands {
+		fmt.Fprintf(tw, "  %s %s\t%s\n", cmd.name, cmd.args, cmd.summary)
+	}
+	tw.Flush()
+	b.WriteString("\nFlags (before or after the command):\n")
+	fs := flag.NewFlagSet("zaris", flag.ContinueOnError)
+	newCLI(nil, nil, c.env).clientFlags(fs)
+	b.WriteString(flagDefaults(fs))
+	b.WriteString(usageFooter)
+	io.WriteString(w, b.String())
+}
+
+// flagDefaults returns fs's flags as flag.PrintDefaults lists them, with two dashes.
+func flagDefaults(fs *flag.FlagSet) string {
+	var b strings.Builder
+	out := fs.Output()
+	fs.SetOutput(&b)
+	fs.PrintDefaults()
+	fs.SetOutput(out)
+	return strings.TrimPrefix(strings.ReplaceAll("\n"+b.String(), "\n  -", "\n  --"), "\n")
+}
+
+const usageFooter = `
+Environment:
+  ZARIS_SEEDS                       default for --seeds (comma-separated host:port)
+  ZARIS_REQUEST_TIMEOUT             whole-call bound: "90s", "60" (seconds) or "infinite"; default 60s
+  ZARIS_DISABLE_RETRIES             "true" makes every call a single attempt
+  ZARIS_CLIENT_MAP_REFRESH_WAIT_MS  longest wait for a shared map refresh, in ms; default 15000
+  A value that does not parse is a configuration error (exit 2).
+
+Exit codes:
+  0  ok
+  1  unexpected error
+  2  usage or configuration error
+  3  not found
+  4  conflict (an --if-version or --if-absent guard failed)
+  5  gave up: no answer within the attempts or the deadline, outcome in doubt,
+     interrupted, or no seed reachable
+  6  invalid request (empty or oversized key or value, increment of a non-number)
+`

@@ -1,0 +1,265 @@
+package main
+
+import (
+	"context"
+	"encoding/base64"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"strings"
+	"time"
+	"unicode/utf8"
+
+	"github.com/clustron/zaris-go/gen/zaris"
+	"github.com/clustron/zaris-go/runtime"
+)
+
+// Status names of a result that got no answer from the store.
+const (
+	// statusGaveUp: the call ended without an answer (*runtime.CallError), or no seed answered.
+	statusGaveUp = "GaveUp"
+	// statusError: anything else that went wrong.
+	statusError = "Error"
+)
+
+// result is what a command reports: printed as one JSON object with --json, else as a line
+// on stdout (success) or stderr (anything else).
+type result struct {
+	// Command is the command's name.
+	Command string `json:"command"`
+	// Key is the key the command worked on.
+	Key string `json:"key,omitempty"`
+	// Status is the store's answer (Ok, NotFound, Conflict, InvalidRequest), or GaveUp or
+	// Error when none came.
+	Status string `json:"status"`
+	// Exit is the process's exit code.
+	Exit int `json:"exit"`
+	// Value is the value read (a string; ValueBase64 instead when it is not UTF-8) or the
+	// counter after an incr (a number).
+	Value any `json:"value,omitempty"`
+	// ValueBase64 is a value that is not valid UTF-8, base64-encoded.
+	ValueBase64 string `json:"valueBase64,omitempty"`
+	// Version is the key's version after the write, the version read, or, on a Conflict,
+	// the key's current version.
+	Version *int64 `json:"version,omitempty"`
+	// MapEpoch is the answering node's cluster-map epoch (for map, the map's epoch).
+	MapEpoch *int64 `json:"mapEpoch,omitempty"`
+	// Error says why the command failed.
+	Error string `json:"error,omitempty"`
+	// Bound names the bound that ended a call without an answer: maxAttempts, deadline,
+	// retry budget, or none (a fatal error such as an in-doubt write).
+	Bound string `json:"bound,omitempty"`
+	// Map is the cluster map (the map command).
+	Map *zaris.ClusterMap `json:"map,omitempty"`
+	// Stats is what the call cost (--stats).
+	Stats *callStats `json:"stats,omitempty"`
+
+	// out is the human-readable output of a success, printed on stdout without --json.
+	out string
+}
+
+// setValue stores a value read from the store.
+func (r *result) setValue(v []byte) {
+	if utf8.Valid(v) {
+		r.Value = string(v)
+	} else {
+		r.ValueBase64 = base64.StdEncoding.EncodeToString(v)
+	}
+}
+
+// answer records the store's answer and picks the exit code. Ok is for the command to
+// describe (r.out); the other answers get their error text here.
+func (r *result) answer(status zaris.KvStatus, version, epoch int64) {
+	r.Status = status.String()
+	r.MapEpoch = &epoch
+	switch status {
+	case zaris.KvStatus_Ok:
+		r.Exit = exitOK
+		r.Version = &version
+	case zaris.KvStatus_NotFound:
+		r.Exit = exitNotFound
+		r.Error = "not found"
+	case zaris.KvStatus_Conflict:
+		r.Exit = exitConflict
+		r.Version = &version
+		r.Error = fmt.Sprintf("conflict: the key's current version is %d", version)
+	case zaris.KvStatus_InvalidRequest:
+		r.Exit = exitInvalid
+		r.Error = "invalid request (empty or oversized key or value, or an increment of a value that is not a number)"
+	default:
+		r.Exit = exitError
+		r.Error = "unexpected status " + status.String()
+	}
+}
+
+// fail records a call that got no answer: a *runtime.CallError is exitGaveUp, anything
+// else exitError.
+func (r *result) fail(err error) {
+	r.Error = reason(err)
+	var ce *runtime.CallError
+	if errors.As(err, &ce) {
+		r.Status = statusGaveUp
+		r.Exit = exitGaveUp
+		r.Bound = ce.Bound.String()
+		return
+	}
+	r.Status = statusError
+	r.Exit = exitError
+}
+
+// reason is err's text without the "zaris: " that the client's errors start with.
+func reason(err error) string { return strings.TrimPrefix(err.Error(), "zaris: ") }
+
+// finish prints r and returns its exit code: with --json one JSON object on stdout (and the
+// error, if any, on stderr too); else the success output on stdout or the error on stderr,
+// then the stats on stderr with --stats.
+func (c *cli) finish(r *result, stats *callStats) int {
+	if c.stats {
+		r.Stats = stats
+	}
+	if r.Exit != exitOK {
+		what := r.Command
+		if r.Key != "" {
+			what += fmt.Sprintf(" %q", r.Key)
+		}
+		fmt.Fprintf(c.stderr, "zaris: %s: %s\n", what, r.Error)
+	}
+	if c.json {
+		b, err := json.Marshal(r)
+		if err != nil {
+			fmt.Fprintf(c.stderr, "zaris: encoding the result: %v\n", err)
+			return exitError
+		}
+		fmt.Fprintf(c.stdout, "%s\n", b)
+		return r.Exit
+	}
+	if r.Exit == exitOK && r.out != "" {
+		fmt.Fprintln(c.stdout, r.out)
+	}
+	if c.stats && stats != nil {
+		stats.print(c.stderr)
+	}
+	return r.Exit
+}
+
+// callStats is what one call cost: --stats prints it.
+type callStats struct {
+	// Attempts is the number of attempts made.
+	Attempts int `json:"attempts"`
+	// RefreshesRequested counts the map refreshes the call asked for.
+	RefreshesRequested int `json:"refreshesRequested"`
+	// RefreshesPerformed counts those that fetched a map.
+	RefreshesPerformed int `json:"refreshesPerformed"`
+	// BackoffMS is the time spent waiting between attempts, in milliseconds.
+	BackoffMS float64 `json:"backoffMs"`
+	// Statuses is each attempt's outcome in order: a status name (Ok, Moved, ...) or the
+	// kind of error (NodeUnavailable, PartitionUnavailable, Transport, AttemptTimeout,
+	// InDoubt, Canceled, DeadlineExceeded, Error).
+	Statuses []string `json:"statuses"`
+	// History is every attempt in detail.
+	History []attemptStats `json:"history"`
+}
+
+// attemptStats is one attempt of a call.
+type attemptStats struct {
+	// N is the attempt's number, from 1.
+	N int `json:"n"`
+	// Node is the node the attempt was routed to, or -1 for none.
+	Node int32 `json:"node"`
+	// Addr is that node's host:port.
+	Addr string `json:"addr,omitempty"`
+	// MapEpoch is the epoch of the client's map the attempt was routed with.
+	MapEpoch int64 `json:"mapEpoch"`
+	// Outcome is the status or the kind of error, as in callStats.Statuses.
+	Outcome string `json:"outcome"`
+	// AnswerEpoch is the answering node's map epoch, when it answered.
+	AnswerEpoch int64 `json:"answerEpoch,omitempty"`
+	// Class is how the client judged the outcome: answer, retry, refresh-retry or fatal.
+	Class string `json:"class"`
+	// Error is the attempt's error, when no response came.
+	Error string `json:"error,omitempty"`
+	// DurationMS is the attempt's time on the wire, in milliseconds.
+	DurationMS float64 `json:"durationMs"`
+}
+
+// newCallStats reads a finished call's attempts and counters.
+func newCallStats(call *runtime.Call) *callStats {
+	s := &callStats{
+		Attempts:           len(call.Attempts),
+		RefreshesRequested: call.Stats.RefreshesRequested,
+		RefreshesPerformed: call.Stats.RefreshesPerformed,
+		BackoffMS:          ms(call.Stats.Backoff),
+		Statuses:           []string{},
+		History:            []attemptStats{},
+	}
+	for _, a := range call.Attempts {
+		as := attemptStats{
+			N: a.N, Node: a.Node, Addr: a.Addr, MapEpoch: a.MapEpoch,
+			Outcome: outcome(a), Class: a.Class.String(), DurationMS: ms(a.Duration),
+		}
+		if a.Answered {
+			as.AnswerEpoch = a.AnswerEpoch
+		} else if a.Err != nil {
+			as.Error = a.Err.Error()
+		}
+		s.Statuses = append(s.Statuses, as.Outcome)
+		s.History = append(s.History, as)
+	}
+	return s
+}
+
+// outcome names an attempt's outcome: its status, or the kind of its error.
+func outcome(a runtime.Attempt) string {
+	if a.Answered {
+		return a.Status.String()
+	}
+	kinds := []struct {
+		err  error
+		name string
+	}{
+		{runtime.ErrInDoubt, "InDoubt"},
+		{runtime.ErrNodeUnavailable, "NodeUnavailable"},
+		{runtime.ErrPartitionUnavailable, "PartitionUnavailable"},
+		{runtime.ErrAttemptTimeout, "AttemptTimeout"},
+		{runtime.ErrTransport, "Transport"},
+		{runtime.ErrRetryBudgetExhausted, "RetryBudgetExhausted"},
+		{runtime.ErrClosed, "Closed"},
+		{context.Canceled, "Canceled"},
+		{context.DeadlineExceeded, "DeadlineExceeded"},
+	}
+	for _, k := range kinds {
+		if errors.Is(a.Err, k.err) {
+			return k.name
+		}
+	}
+	if a.Err == nil {
+		return "None"
+	}
+	return "Error"
+}
+
+// print writes the stats for a human: a summary line, then one line per attempt.
+func (s *callStats) print(w io.Writer) {
+	fmt.Fprintf(w, "stats: attempts=%d refreshes requested=%d performed=%d backoff=%s statuses=%s\n",
+		s.Attempts, s.RefreshesRequested, s.RefreshesPerformed,
+		time.Duration(s.BackoffMS*float64(time.Millisecond)).Round(time.Microsecond),
+		strings.Join(s.Statuses, ","))
+	for _, a := range s.History {
+		node := "no node"
+		if a.Node != runtime.NoNode {
+			node = fmt.Sprintf("node %d (%s)", a.Node, a.Addr)
+		}
+		line := fmt.Sprintf("  attempt %d: %s map epoch %d: %s", a.N, node, a.MapEpoch, a.Outcome)
+		if a.AnswerEpoch != 0 {
+			line += fmt.Sprintf(" (node epoch %d)", a.AnswerEpoch)
+		}
+		line += fmt.Sprintf(" [%s] %.2fms", a.Class, a.DurationMS)
+		if a.Error != "" {
+			line += ": " + a.Error
+		}
+		fmt.Fprintln(w, line)
+	}
+}
+
+func ms(d time.Duration) float64 { return float64(d) / float64(time.Millisecond) }
