@@ -30,7 +30,7 @@ func runDelete(ctx context.Context, c *cli, args []string) int {
 		}
 		req.IfMatchVersion = &v
 	}
-	r := &result{Command: "delete", Key: pos[0]}
+	r := &result{Command: "delete", Key: &pos[0]}
 	return c.call(ctx, r, func(ctx context.Context, s *session, r *result) error {
 		resp, err := s.kv.Delete(ctx, req)
 		if err != nil {

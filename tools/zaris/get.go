@@ -20,9 +20,9 @@ func runGet(ctx context.Context, c *cli, args []string) int {
 	if !ok {
 		return code
 	}
-	r := &result{Command: "get", Key: pos[0]}
+	r := &result{Command: "get", Key: &pos[0]}
 	return c.call(ctx, r, func(ctx context.Context, s *session, r *result) error {
-		resp, err := s.kv.Get(ctx, &zaris.GetRequest{Key: []byte(r.Key)})
+		resp, err := s.kv.Get(ctx, &zaris.GetRequest{Key: []byte(pos[0])})
 		if err != nil {
 			return err
 		}

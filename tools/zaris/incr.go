@@ -29,7 +29,7 @@ func runIncr(ctx context.Context, c *cli, args []string) int {
 		}
 		req.Delta = d
 	}
-	r := &result{Command: "incr", Key: pos[0]}
+	r := &result{Command: "incr", Key: &pos[0]}
 	return c.call(ctx, r, func(ctx context.Context, s *session, r *result) error {
 		resp, err := s.kv.Increment(ctx, req)
 		if err != nil {

@@ -28,8 +28,8 @@ const (
 type result struct {
 	// Command is the command's name.
 	Command string `json:"command"`
-	// Key is the key the command worked on.
-	Key string `json:"key,omitempty"`
+	// Key is the key the command worked on (nil for map).
+	Key *string `json:"key,omitempty"`
 	// Status is the store's answer (Ok, NotFound, Conflict, InvalidRequest), or GaveUp or
 	// Error when none came.
 	Status string `json:"status"`
@@ -120,8 +120,8 @@ func (c *cli) finish(r *result, stats *callStats) int {
 	}
 	if r.Exit != exitOK {
 		what := r.Command
-		if r.Key != "" {
-			what += fmt.Sprintf(" %q", r.Key)
+		if r.Key != nil {
+			what += fmt.Sprintf(" %q", *r.Key)
 		}
 		fmt.Fprintf(c.stderr, "zaris: %s: %s\n", what, r.Error)
 	}

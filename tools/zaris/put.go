@@ -34,7 +34,7 @@ func runPut(ctx context.Context, c *cli, args []string) int {
 	if *ifAbsent {
 		req.IfAbsent = ifAbsent
 	}
-	r := &result{Command: "put", Key: pos[0]}
+	r := &result{Command: "put", Key: &pos[0]}
 	return c.call(ctx, r, func(ctx context.Context, s *session, r *result) error {
 		resp, err := s.kv.Put(ctx, req)
 		if err != nil {
