@@ -11,8 +11,9 @@ import (
 )
 
 // DefaultSeeds is where zaris looks for the cluster when neither --seeds nor ZARIS_SEEDS
-// says otherwise: a zarisd node on this machine.
-const DefaultSeeds = "127.0.0.1:7101"
+// says otherwise: the three nodes of the local cluster that tools/zarisd's documentation
+// starts (ports 7001 to 7003). The first that answers gives the map.
+const DefaultSeeds = "127.0.0.1:7001,127.0.0.1:7002,127.0.0.1:7003"
 
 // EnvSeeds is the environment variable that gives the default of --seeds.
 const EnvSeeds = "ZARIS_SEEDS"

@@ -26,6 +26,7 @@ func TestUsageErrors(t *testing.T) {
 	}{
 		{"no command", nil, nil, "Usage: zaris"},
 		{"unknown command", nil, []string{"frob"}, `unknown command "frob"`},
+		{"help for an unknown command", nil, []string{"help", "frob"}, `help: unknown command "frob"`},
 		{"unknown global flag", nil, []string{"--frob", "get", "k"}, "flag provided but not defined: -frob"},
 		{"unknown command flag", nil, []string{"get", "k", "--frob"}, "get: flag provided but not defined: -frob"},
 		{"get without key", nil, []string{"get"}, "get: missing arguments (want 1)"},

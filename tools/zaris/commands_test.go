@@ -79,6 +79,9 @@ func TestCommands(t *testing.T) {
 			assert.Contains(t, o.stdout, addr)
 		}
 		lines := strings.Split(strings.TrimSpace(o.stdout), "\n")
+		for _, l := range lines {
+			assert.Equal(t, strings.TrimRight(l, " "), l, "no trailing spaces")
+		}
 		// summary, blank, node header, nodes, blank, segment header, segments
 		assert.Len(t, lines, 1+1+1+3+1+1+int(m.SegmentCount))
 	})

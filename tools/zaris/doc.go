@@ -26,7 +26,8 @@
 // flags, and a negative number (incr k -5) is an argument, not a flag. The client flags:
 //
 //	--seeds ADDRS        comma-separated host:port of nodes to fetch the cluster map from;
-//	                     default $ZARIS_SEEDS, else 127.0.0.1:7101
+//	                     default $ZARIS_SEEDS, else the local cluster of the zarisd
+//	                     documentation, 127.0.0.1:7001,127.0.0.1:7002,127.0.0.1:7003
 //	--protocol P         Thrift protocol: binary (default), compact, json or header
 //	--transport T        Thrift transport: framed (default) or buffered; header frames itself
 //	--tls-ca FILE        PEM CA certificates that sign the nodes' certificates; enables TLS

@@ -42,7 +42,7 @@ func TestGaveUp_CallError(t *testing.T) {
 		o := runZaris(t, disabled, "get", key)
 		assert.Equal(t, exitGaveUp, o.code)
 		assert.Empty(t, o.stdout)
-		assert.Contains(t, o.stderr, `zaris: get "`+key+`": Get: gave up after 1 of 1 attempts`)
+		assert.Regexp(t, `^zaris: get "`+key+`": gave up after 1 of 1 attempts in \S+: partition unavailable.* \(--stats lists every attempt\)\n$`, o.stderr)
 	})
 	t.Run("retries disabled", func(t *testing.T) {
 		o := runZaris(t, disabled, "--json", "--stats", "put", key, "v")
@@ -52,6 +52,7 @@ func TestGaveUp_CallError(t *testing.T) {
 		assert.EqualValues(t, exitGaveUp, r["exit"])
 		assert.Equal(t, "maxAttempts", r["bound"])
 		assert.Contains(t, r["error"], "gave up after 1 of 1 attempts")
+		assert.Contains(t, r["error"], "attempt 1 no node", "the JSON error keeps the attempt history")
 		stats := r["stats"].(map[string]any)
 		assert.EqualValues(t, 1, stats["attempts"])
 		assert.Equal(t, []any{"PartitionUnavailable"}, stats["statuses"])

@@ -106,6 +106,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer, env func(
 			if cmd := lookupCommand(rest[1]); cmd != nil {
 				return cmd.run(ctx, c, []string{"--help"})
 			}
+			return c.usageError("help: unknown command %q", rest[1])
 		}
 		c.usage(stdout)
 		return exitOK

@@ -84,5 +84,10 @@ func formatMap(m *zaris.ClusterMap) string {
 		fmt.Fprintf(tw, "%d\t%s\t%s\t%s\n", s.ID, owner, strings.Join(reps, ","), strings.Join(state, ","))
 	}
 	tw.Flush()
-	return strings.TrimRight(b.String(), "\n")
+	// tabwriter pads the cell before an empty STATE; trim each line.
+	lines := strings.Split(strings.TrimRight(b.String(), "\n"), "\n")
+	for i, l := range lines {
+		lines[i] = strings.TrimRight(l, " ")
+	}
+	return strings.Join(lines, "\n")
 }

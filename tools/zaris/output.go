@@ -57,6 +57,8 @@ type result struct {
 
 	// out is the human-readable output of a success, printed on stdout without --json.
 	out string
+	// brief is a shorter Error for the stderr line, when there is one.
+	brief string
 }
 
 // setValue stores a value read from the store.
@@ -102,10 +104,34 @@ func (r *result) fail(err error) {
 		r.Status = statusGaveUp
 		r.Exit = exitGaveUp
 		r.Bound = ce.Bound.String()
+		r.brief = briefCallError(ce)
 		return
 	}
 	r.Status = statusError
 	r.Exit = exitError
+}
+
+// briefCallError describes a call that got no answer in one line: how it ended and the
+// last cause, without the attempt history that CallError.Error lists (--stats shows it).
+func briefCallError(ce *runtime.CallError) string {
+	var how string
+	n := len(ce.Attempts)
+	switch ce.Bound {
+	case runtime.BoundAttempts:
+		how = fmt.Sprintf("gave up after %d of %d attempts", n, ce.MaxAttempts)
+	case runtime.BoundDeadline:
+		how = fmt.Sprintf("deadline passed after %d attempts", n)
+	case runtime.BoundBudget:
+		how = fmt.Sprintf("retry budget exhausted after %d attempts", n)
+	default:
+		how = fmt.Sprintf("failed on attempt %d", n)
+	}
+	how += " in " + ce.Elapsed.Round(time.Millisecond).String()
+	if ce.Err != nil {
+		// The causes nest errors that each start with "zaris: "; once is enough.
+		how += ": " + strings.ReplaceAll(ce.Err.Error(), "zaris: ", "")
+	}
+	return how
 }
 
 // reason is err's text without the "zaris: " that the client's errors start with.
@@ -123,7 +149,14 @@ func (c *cli) finish(r *result, stats *callStats) int {
 		if r.Key != nil {
 			what += fmt.Sprintf(" %q", *r.Key)
 		}
-		fmt.Fprintf(c.stderr, "zaris: %s: %s\n", what, r.Error)
+		msg := r.Error
+		if r.brief != "" {
+			msg = r.brief
+			if !c.stats {
+				msg += " (--stats lists every attempt)"
+			}
+		}
+		fmt.Fprintf(c.stderr, "zaris: %s: %s\n", what, msg)
 	}
 	if c.json {
 		b, err := json.Marshal(r)
