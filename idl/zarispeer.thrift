@@ -129,6 +129,16 @@ struct SyncedRequest {
   3: required i32 segment,
   /** The owner the copy was fetched from. */
   4: required i32 owner,
+  /** The owner's map epoch when it handed out the copy (FetchResponse.epoch). */
+  5: required i64 fetchEpoch,
+}
+
+struct SyncedResponse {
+  /**
+   * The copy predates the learner's latest addition to the segment (the owner may have
+   * stopped forwarding writes in between): fetch a new one.
+   */
+  1: required bool refetch,
 }
 
 /** Served by the coordinator. */
@@ -136,7 +146,7 @@ service ZarisCoordinator {
   /** A node (re)starting announces itself; returns the current map. */
   PeerMap Register(1: RegisterRequest req)
   /** A learner reports that it holds a full copy of a segment. */
-  void Synced(1: SyncedRequest req)
+  SyncedResponse Synced(1: SyncedRequest req)
   /** Returns the coordinator's current map. */
   PeerMap GetMap()
   /** Hands a node its preferred segments back; returns when done. */

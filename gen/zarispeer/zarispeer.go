@@ -2890,11 +2890,13 @@ func (p *RegisterRequest) String() string {
 //   - Incarnation
 //   - Segment
 //   - Owner: The owner the copy was fetched from.
+//   - FetchEpoch: The owner's map epoch when it handed out the copy (FetchResponse.epoch).
 type SyncedRequest struct {
 	NodeId      int32 `thrift:"nodeId,1,required" db:"nodeId" json:"nodeId"`
 	Incarnation int64 `thrift:"incarnation,2,required" db:"incarnation" json:"incarnation"`
 	Segment     int32 `thrift:"segment,3,required" db:"segment" json:"segment"`
 	Owner       int32 `thrift:"owner,4,required" db:"owner" json:"owner"`
+	FetchEpoch  int64 `thrift:"fetchEpoch,5,required" db:"fetchEpoch" json:"fetchEpoch"`
 }
 
 func NewSyncedRequest() *SyncedRequest {
@@ -2916,6 +2918,10 @@ func (p *SyncedRequest) GetSegment() int32 {
 func (p *SyncedRequest) GetOwner() int32 {
 	return p.Owner
 }
+
+func (p *SyncedRequest) GetFetchEpoch() int64 {
+	return p.FetchEpoch
+}
 func (p *SyncedRequest) Read(ctx context.Context, iprot thrift.TProtocol) error {
 	if _, err := iprot.ReadStructBegin(ctx); err != nil {
 		return thrift.PrependError(fmt.Sprintf("%T read error: ", p), err)
@@ -2925,6 +2931,7 @@ func (p *SyncedRequest) Read(ctx context.Context, iprot thrift.TProtocol) error 
 	var issetIncarnation bool = false
 	var issetSegment bool = false
 	var issetOwner bool = false
+	var issetFetchEpoch bool = false
 
 	for {
 		_, fieldTypeId, fieldId, err := iprot.ReadFieldBegin(ctx)
@@ -2979,6 +2986,17 @@ func (p *SyncedRequest) Read(ctx context.Context, iprot thrift.TProtocol) error 
 					return err
 				}
 			}
+		case 5:
+			if fieldTypeId == thrift.I64 {
+				if err := p.ReadField5(ctx, iprot); err != nil {
+					return err
+				}
+				issetFetchEpoch = true
+			} else {
+				if err := iprot.Skip(ctx, fieldTypeId); err != nil {
+					return err
+				}
+			}
 		default:
 			if err := iprot.Skip(ctx, fieldTypeId); err != nil {
 				return err
@@ -3002,6 +3020,9 @@ func (p *SyncedRequest) Read(ctx context.Context, iprot thrift.TProtocol) error 
 	}
 	if !issetOwner {
 		return thrift.NewTProtocolExceptionWithType(thrift.INVALID_DATA, fmt.Errorf("Required field Owner is not set"))
+	}
+	if !issetFetchEpoch {
+		return thrift.NewTProtocolExceptionWithType(thrift.INVALID_DATA, fmt.Errorf("Required field FetchEpoch is not set"))
 	}
 	return nil
 }
@@ -3042,6 +3063,15 @@ func (p *SyncedRequest) ReadField4(ctx context.Context, iprot thrift.TProtocol) 
 	return nil
 }
 
+func (p *SyncedRequest) ReadField5(ctx context.Context, iprot thrift.TProtocol) error {
+	if v, err := iprot.ReadI64(ctx); err != nil {
+		return thrift.PrependError("error reading field 5: ", err)
+	} else {
+		p.FetchEpoch = v
+	}
+	return nil
+}
+
 func (p *SyncedRequest) Write(ctx context.Context, oprot thrift.TProtocol) error {
 	if err := oprot.WriteStructBegin(ctx, "SyncedRequest"); err != nil {
 		return thrift.PrependError(fmt.Sprintf("%T write struct begin error: ", p), err)
@@ -3057,6 +3087,9 @@ func (p *SyncedRequest) Write(ctx context.Context, oprot thrift.TProtocol) error
 			return err
 		}
 		if err := p.writeField4(ctx, oprot); err != nil {
+			return err
+		}
+		if err := p.writeField5(ctx, oprot); err != nil {
 			return err
 		}
 	}
@@ -3121,6 +3154,19 @@ func (p *SyncedRequest) writeField4(ctx context.Context, oprot thrift.TProtocol)
 	return err
 }
 
+func (p *SyncedRequest) writeField5(ctx context.Context, oprot thrift.TProtocol) (err error) {
+	if err := oprot.WriteFieldBegin(ctx, "fetchEpoch", thrift.I64, 5); err != nil {
+		return thrift.PrependError(fmt.Sprintf("%T write field begin error 5:fetchEpoch: ", p), err)
+	}
+	if err := oprot.WriteI64(ctx, int64(p.FetchEpoch)); err != nil {
+		return thrift.PrependError(fmt.Sprintf("%T.fetchEpoch (5) field write error: ", p), err)
+	}
+	if err := oprot.WriteFieldEnd(ctx); err != nil {
+		return thrift.PrependError(fmt.Sprintf("%T write field end error 5:fetchEpoch: ", p), err)
+	}
+	return err
+}
+
 func (p *SyncedRequest) Equals(other *SyncedRequest) bool {
 	if p == other {
 		return true
@@ -3139,6 +3185,9 @@ func (p *SyncedRequest) Equals(other *SyncedRequest) bool {
 	if p.Owner != other.Owner {
 		return false
 	}
+	if p.FetchEpoch != other.FetchEpoch {
+		return false
+	}
 	return true
 }
 
@@ -3147,6 +3196,125 @@ func (p *SyncedRequest) String() string {
 		return "<nil>"
 	}
 	return fmt.Sprintf("SyncedRequest(%+v)", *p)
+}
+
+// Attributes:
+//   - Refetch: The copy predates the learner's latest addition to the segment (the owner may have
+//
+// stopped forwarding writes in between): fetch a new one.
+type SyncedResponse struct {
+	Refetch bool `thrift:"refetch,1,required" db:"refetch" json:"refetch"`
+}
+
+func NewSyncedResponse() *SyncedResponse {
+	return &SyncedResponse{}
+}
+
+func (p *SyncedResponse) GetRefetch() bool {
+	return p.Refetch
+}
+func (p *SyncedResponse) Read(ctx context.Context, iprot thrift.TProtocol) error {
+	if _, err := iprot.ReadStructBegin(ctx); err != nil {
+		return thrift.PrependError(fmt.Sprintf("%T read error: ", p), err)
+	}
+
+	var issetRefetch bool = false
+
+	for {
+		_, fieldTypeId, fieldId, err := iprot.ReadFieldBegin(ctx)
+		if err != nil {
+			return thrift.PrependError(fmt.Sprintf("%T field %d read error: ", p, fieldId), err)
+		}
+		if fieldTypeId == thrift.STOP {
+			break
+		}
+		switch fieldId {
+		case 1:
+			if fieldTypeId == thrift.BOOL {
+				if err := p.ReadField1(ctx, iprot); err != nil {
+					return err
+				}
+				issetRefetch = true
+			} else {
+				if err := iprot.Skip(ctx, fieldTypeId); err != nil {
+					return err
+				}
+			}
+		default:
+			if err := iprot.Skip(ctx, fieldTypeId); err != nil {
+				return err
+			}
+		}
+		if err := iprot.ReadFieldEnd(ctx); err != nil {
+			return err
+		}
+	}
+	if err := iprot.ReadStructEnd(ctx); err != nil {
+		return thrift.PrependError(fmt.Sprintf("%T read struct end error: ", p), err)
+	}
+	if !issetRefetch {
+		return thrift.NewTProtocolExceptionWithType(thrift.INVALID_DATA, fmt.Errorf("Required field Refetch is not set"))
+	}
+	return nil
+}
+
+func (p *SyncedResponse) ReadField1(ctx context.Context, iprot thrift.TProtocol) error {
+	if v, err := iprot.ReadBool(ctx); err != nil {
+		return thrift.PrependError("error reading field 1: ", err)
+	} else {
+		p.Refetch = v
+	}
+	return nil
+}
+
+func (p *SyncedResponse) Write(ctx context.Context, oprot thrift.TProtocol) error {
+	if err := oprot.WriteStructBegin(ctx, "SyncedResponse"); err != nil {
+		return thrift.PrependError(fmt.Sprintf("%T write struct begin error: ", p), err)
+	}
+	if p != nil {
+		if err := p.writeField1(ctx, oprot); err != nil {
+			return err
+		}
+	}
+	if err := oprot.WriteFieldStop(ctx); err != nil {
+		return thrift.PrependError("write field stop error: ", err)
+	}
+	if err := oprot.WriteStructEnd(ctx); err != nil {
+		return thrift.PrependError("write struct stop error: ", err)
+	}
+	return nil
+}
+
+func (p *SyncedResponse) writeField1(ctx context.Context, oprot thrift.TProtocol) (err error) {
+	if err := oprot.WriteFieldBegin(ctx, "refetch", thrift.BOOL, 1); err != nil {
+		return thrift.PrependError(fmt.Sprintf("%T write field begin error 1:refetch: ", p), err)
+	}
+	if err := oprot.WriteBool(ctx, bool(p.Refetch)); err != nil {
+		return thrift.PrependError(fmt.Sprintf("%T.refetch (1) field write error: ", p), err)
+	}
+	if err := oprot.WriteFieldEnd(ctx); err != nil {
+		return thrift.PrependError(fmt.Sprintf("%T write field end error 1:refetch: ", p), err)
+	}
+	return err
+}
+
+func (p *SyncedResponse) Equals(other *SyncedResponse) bool {
+	if p == other {
+		return true
+	} else if p == nil || other == nil {
+		return false
+	}
+	if p.Refetch != other.Refetch {
+		return false
+	}
+	return true
+}
+
+func (p *SyncedResponse) String() string {
+	if p == nil {
+		return "<nil>"
+	}
+	return fmt.Sprintf("SyncedResponse(%+v)", *p)
 }
 
 type ZarisPeer interface { //Served by every node on its peer port.
@@ -4836,7 +5004,7 @@ type ZarisCoordinator interface { //Served by the coordinator.
 	//
 	// Parameters:
 	//  - Req
-	Synced(ctx context.Context, req *SyncedRequest) (_err error)
+	Synced(ctx context.Context, req *SyncedRequest) (_r *SyncedResponse, _err error)
 	// Returns the coordinator's current map.
 	GetMap(ctx context.Context) (_r *PeerMap, _err error)
 	// Hands a node its preferred segments back; returns when done.
@@ -4917,7 +5085,7 @@ func (p *ZarisCoordinatorClient) Register(ctx context.Context, req *RegisterRequ
 //
 // Parameters:
 //   - Req
-func (p *ZarisCoordinatorClient) Synced(ctx context.Context, req *SyncedRequest) (_err error) {
+func (p *ZarisCoordinatorClient) Synced(ctx context.Context, req *SyncedRequest) (_r *SyncedResponse, _err error) {
 	var _args45 ZarisCoordinatorSyncedArgs
 	_args45.Req = req
 	var _result47 ZarisCoordinatorSyncedResult
@@ -4927,21 +5095,24 @@ func (p *ZarisCoordinatorClient) Synced(ctx context.Context, req *SyncedRequest)
 	if _err != nil {
 		return
 	}
-	return nil
+	if _ret48 := _result47.GetSuccess(); _ret48 != nil {
+		return _ret48, nil
+	}
+	return nil, thrift.NewTApplicationException(thrift.MISSING_RESULT, "Synced failed: unknown result")
 }
 
 // Returns the coordinator's current map.
 func (p *ZarisCoordinatorClient) GetMap(ctx context.Context) (_r *PeerMap, _err error) {
-	var _args48 ZarisCoordinatorGetMapArgs
-	var _result50 ZarisCoordinatorGetMapResult
-	var _meta49 thrift.ResponseMeta
-	_meta49, _err = p.Client_().Call(ctx, "GetMap", &_args48, &_result50)
-	p.SetLastResponseMeta_(_meta49)
+	var _args49 ZarisCoordinatorGetMapArgs
+	var _result51 ZarisCoordinatorGetMapResult
+	var _meta50 thrift.ResponseMeta
+	_meta50, _err = p.Client_().Call(ctx, "GetMap", &_args49, &_result51)
+	p.SetLastResponseMeta_(_meta50)
 	if _err != nil {
 		return
 	}
-	if _ret51 := _result50.GetSuccess(); _ret51 != nil {
-		return _ret51, nil
+	if _ret52 := _result51.GetSuccess(); _ret52 != nil {
+		return _ret52, nil
 	}
 	return nil, thrift.NewTApplicationException(thrift.MISSING_RESULT, "GetMap failed: unknown result")
 }
@@ -4951,17 +5122,17 @@ func (p *ZarisCoordinatorClient) GetMap(ctx context.Context) (_r *PeerMap, _err 
 // Parameters:
 //   - NodeId
 func (p *ZarisCoordinatorClient) Failback(ctx context.Context, nodeId int32) (_r *PeerMap, _err error) {
-	var _args52 ZarisCoordinatorFailbackArgs
-	_args52.NodeId = nodeId
-	var _result54 ZarisCoordinatorFailbackResult
-	var _meta53 thrift.ResponseMeta
-	_meta53, _err = p.Client_().Call(ctx, "Failback", &_args52, &_result54)
-	p.SetLastResponseMeta_(_meta53)
+	var _args53 ZarisCoordinatorFailbackArgs
+	_args53.NodeId = nodeId
+	var _result55 ZarisCoordinatorFailbackResult
+	var _meta54 thrift.ResponseMeta
+	_meta54, _err = p.Client_().Call(ctx, "Failback", &_args53, &_result55)
+	p.SetLastResponseMeta_(_meta54)
 	if _err != nil {
 		return
 	}
-	if _ret55 := _result54.GetSuccess(); _ret55 != nil {
-		return _ret55, nil
+	if _ret56 := _result55.GetSuccess(); _ret56 != nil {
+		return _ret56, nil
 	}
 	return nil, thrift.NewTApplicationException(thrift.MISSING_RESULT, "Failback failed: unknown result")
 }
@@ -4971,17 +5142,17 @@ func (p *ZarisCoordinatorClient) Failback(ctx context.Context, nodeId int32) (_r
 // Parameters:
 //   - NodeId
 func (p *ZarisCoordinatorClient) Leave(ctx context.Context, nodeId int32) (_r *PeerMap, _err error) {
-	var _args56 ZarisCoordinatorLeaveArgs
-	_args56.NodeId = nodeId
-	var _result58 ZarisCoordinatorLeaveResult
-	var _meta57 thrift.ResponseMeta
-	_meta57, _err = p.Client_().Call(ctx, "Leave", &_args56, &_result58)
-	p.SetLastResponseMeta_(_meta57)
+	var _args57 ZarisCoordinatorLeaveArgs
+	_args57.NodeId = nodeId
+	var _result59 ZarisCoordinatorLeaveResult
+	var _meta58 thrift.ResponseMeta
+	_meta58, _err = p.Client_().Call(ctx, "Leave", &_args57, &_result59)
+	p.SetLastResponseMeta_(_meta58)
 	if _err != nil {
 		return
 	}
-	if _ret59 := _result58.GetSuccess(); _ret59 != nil {
-		return _ret59, nil
+	if _ret60 := _result59.GetSuccess(); _ret60 != nil {
+		return _ret60, nil
 	}
 	return nil, thrift.NewTApplicationException(thrift.MISSING_RESULT, "Leave failed: unknown result")
 }
@@ -4992,18 +5163,18 @@ func (p *ZarisCoordinatorClient) Leave(ctx context.Context, nodeId int32) (_r *P
 //   - Segment
 //   - ToNode
 func (p *ZarisCoordinatorClient) MigrateSegment(ctx context.Context, segment int32, toNode int32) (_r *PeerMap, _err error) {
-	var _args60 ZarisCoordinatorMigrateSegmentArgs
-	_args60.Segment = segment
-	_args60.ToNode = toNode
-	var _result62 ZarisCoordinatorMigrateSegmentResult
-	var _meta61 thrift.ResponseMeta
-	_meta61, _err = p.Client_().Call(ctx, "MigrateSegment", &_args60, &_result62)
-	p.SetLastResponseMeta_(_meta61)
+	var _args61 ZarisCoordinatorMigrateSegmentArgs
+	_args61.Segment = segment
+	_args61.ToNode = toNode
+	var _result63 ZarisCoordinatorMigrateSegmentResult
+	var _meta62 thrift.ResponseMeta
+	_meta62, _err = p.Client_().Call(ctx, "MigrateSegment", &_args61, &_result63)
+	p.SetLastResponseMeta_(_meta62)
 	if _err != nil {
 		return
 	}
-	if _ret63 := _result62.GetSuccess(); _ret63 != nil {
-		return _ret63, nil
+	if _ret64 := _result63.GetSuccess(); _ret64 != nil {
+		return _ret64, nil
 	}
 	return nil, thrift.NewTApplicationException(thrift.MISSING_RESULT, "MigrateSegment failed: unknown result")
 }
@@ -5028,14 +5199,14 @@ func (p *ZarisCoordinatorProcessor) ProcessorMap() map[string]thrift.TProcessorF
 
 func NewZarisCoordinatorProcessor(handler ZarisCoordinator) *ZarisCoordinatorProcessor {
 
-	self64 := &ZarisCoordinatorProcessor{handler: handler, processorMap: make(map[string]thrift.TProcessorFunction)}
-	self64.processorMap["Register"] = &zarisCoordinatorProcessorRegister{handler: handler}
-	self64.processorMap["Synced"] = &zarisCoordinatorProcessorSynced{handler: handler}
-	self64.processorMap["GetMap"] = &zarisCoordinatorProcessorGetMap{handler: handler}
-	self64.processorMap["Failback"] = &zarisCoordinatorProcessorFailback{handler: handler}
-	self64.processorMap["Leave"] = &zarisCoordinatorProcessorLeave{handler: handler}
-	self64.processorMap["MigrateSegment"] = &zarisCoordinatorProcessorMigrateSegment{handler: handler}
-	return self64
+	self65 := &ZarisCoordinatorProcessor{handler: handler, processorMap: make(map[string]thrift.TProcessorFunction)}
+	self65.processorMap["Register"] = &zarisCoordinatorProcessorRegister{handler: handler}
+	self65.processorMap["Synced"] = &zarisCoordinatorProcessorSynced{handler: handler}
+	self65.processorMap["GetMap"] = &zarisCoordinatorProcessorGetMap{handler: handler}
+	self65.processorMap["Failback"] = &zarisCoordinatorProcessorFailback{handler: handler}
+	self65.processorMap["Leave"] = &zarisCoordinatorProcessorLeave{handler: handler}
+	self65.processorMap["MigrateSegment"] = &zarisCoordinatorProcessorMigrateSegment{handler: handler}
+	return self65
 }
 
 func (p *ZarisCoordinatorProcessor) Process(ctx context.Context, iprot, oprot thrift.TProtocol) (success bool, err thrift.TException) {
@@ -5048,12 +5219,12 @@ func (p *ZarisCoordinatorProcessor) Process(ctx context.Context, iprot, oprot th
 	}
 	iprot.Skip(ctx, thrift.STRUCT)
 	iprot.ReadMessageEnd(ctx)
-	x65 := thrift.NewTApplicationException(thrift.UNKNOWN_METHOD, "Unknown function "+name)
+	x66 := thrift.NewTApplicationException(thrift.UNKNOWN_METHOD, "Unknown function "+name)
 	oprot.WriteMessageBegin(ctx, name, thrift.EXCEPTION, seqId)
-	x65.Write(ctx, oprot)
+	x66.Write(ctx, oprot)
 	oprot.WriteMessageEnd(ctx)
 	oprot.Flush(ctx)
-	return false, x65
+	return false, x66
 
 }
 
@@ -5062,7 +5233,7 @@ type zarisCoordinatorProcessorRegister struct {
 }
 
 func (p *zarisCoordinatorProcessorRegister) Process(ctx context.Context, seqId int32, iprot, oprot thrift.TProtocol) (success bool, err thrift.TException) {
-	var _write_err66 error
+	var _write_err67 error
 	args := ZarisCoordinatorRegisterArgs{}
 	if err2 := args.Read(ctx, iprot); err2 != nil {
 		iprot.ReadMessageEnd(ctx)
@@ -5108,21 +5279,21 @@ func (p *zarisCoordinatorProcessorRegister) Process(ctx context.Context, seqId i
 		if errors.Is(err2, thrift.ErrAbandonRequest) {
 			return false, thrift.WrapTException(err2)
 		}
-		_exc67 := thrift.NewTApplicationException(thrift.INTERNAL_ERROR, "Internal error processing Register: "+err2.Error())
+		_exc68 := thrift.NewTApplicationException(thrift.INTERNAL_ERROR, "Internal error processing Register: "+err2.Error())
 		if err2 := oprot.WriteMessageBegin(ctx, "Register", thrift.EXCEPTION, seqId); err2 != nil {
-			_write_err66 = thrift.WrapTException(err2)
+			_write_err67 = thrift.WrapTException(err2)
 		}
-		if err2 := _exc67.Write(ctx, oprot); _write_err66 == nil && err2 != nil {
-			_write_err66 = thrift.WrapTException(err2)
+		if err2 := _exc68.Write(ctx, oprot); _write_err67 == nil && err2 != nil {
+			_write_err67 = thrift.WrapTException(err2)
 		}
-		if err2 := oprot.WriteMessageEnd(ctx); _write_err66 == nil && err2 != nil {
-			_write_err66 = thrift.WrapTException(err2)
+		if err2 := oprot.WriteMessageEnd(ctx); _write_err67 == nil && err2 != nil {
+			_write_err67 = thrift.WrapTException(err2)
 		}
-		if err2 := oprot.Flush(ctx); _write_err66 == nil && err2 != nil {
-			_write_err66 = thrift.WrapTException(err2)
+		if err2 := oprot.Flush(ctx); _write_err67 == nil && err2 != nil {
+			_write_err67 = thrift.WrapTException(err2)
 		}
-		if _write_err66 != nil {
-			return false, thrift.WrapTException(_write_err66)
+		if _write_err67 != nil {
+			return false, thrift.WrapTException(_write_err67)
 		}
 		return true, err
 	} else {
@@ -5130,19 +5301,19 @@ func (p *zarisCoordinatorProcessorRegister) Process(ctx context.Context, seqId i
 	}
 	tickerCancel()
 	if err2 := oprot.WriteMessageBegin(ctx, "Register", thrift.REPLY, seqId); err2 != nil {
-		_write_err66 = thrift.WrapTException(err2)
+		_write_err67 = thrift.WrapTException(err2)
 	}
-	if err2 := result.Write(ctx, oprot); _write_err66 == nil && err2 != nil {
-		_write_err66 = thrift.WrapTException(err2)
+	if err2 := result.Write(ctx, oprot); _write_err67 == nil && err2 != nil {
+		_write_err67 = thrift.WrapTException(err2)
 	}
-	if err2 := oprot.WriteMessageEnd(ctx); _write_err66 == nil && err2 != nil {
-		_write_err66 = thrift.WrapTException(err2)
+	if err2 := oprot.WriteMessageEnd(ctx); _write_err67 == nil && err2 != nil {
+		_write_err67 = thrift.WrapTException(err2)
 	}
-	if err2 := oprot.Flush(ctx); _write_err66 == nil && err2 != nil {
-		_write_err66 = thrift.WrapTException(err2)
+	if err2 := oprot.Flush(ctx); _write_err67 == nil && err2 != nil {
+		_write_err67 = thrift.WrapTException(err2)
 	}
-	if _write_err66 != nil {
-		return false, thrift.WrapTException(_write_err66)
+	if _write_err67 != nil {
+		return false, thrift.WrapTException(_write_err67)
 	}
 	return true, err
 }
@@ -5152,7 +5323,7 @@ type zarisCoordinatorProcessorSynced struct {
 }
 
 func (p *zarisCoordinatorProcessorSynced) Process(ctx context.Context, seqId int32, iprot, oprot thrift.TProtocol) (success bool, err thrift.TException) {
-	var _write_err68 error
+	var _write_err69 error
 	args := ZarisCoordinatorSyncedArgs{}
 	if err2 := args.Read(ctx, iprot); err2 != nil {
 		iprot.ReadMessageEnd(ctx)
@@ -5192,45 +5363,47 @@ func (p *zarisCoordinatorProcessorSynced) Process(ctx context.Context, seqId int
 	}
 
 	result := ZarisCoordinatorSyncedResult{}
-	if err2 := p.handler.Synced(ctx, args.Req); err2 != nil {
+	if retval, err2 := p.handler.Synced(ctx, args.Req); err2 != nil {
 		tickerCancel()
 		err = thrift.WrapTException(err2)
 		if errors.Is(err2, thrift.ErrAbandonRequest) {
 			return false, thrift.WrapTException(err2)
 		}
-		_exc69 := thrift.NewTApplicationException(thrift.INTERNAL_ERROR, "Internal error processing Synced: "+err2.Error())
+		_exc70 := thrift.NewTApplicationException(thrift.INTERNAL_ERROR, "Internal error processing Synced: "+err2.Error())
 		if err2 := oprot.WriteMessageBegin(ctx, "Synced", thrift.EXCEPTION, seqId); err2 != nil {
-			_write_err68 = thrift.WrapTException(err2)
+			_write_err69 = thrift.WrapTException(err2)
 		}
-		if err2 := _exc69.Write(ctx, oprot); _write_err68 == nil && err2 != nil {
-			_write_err68 = thrift.WrapTException(err2)
+		if err2 := _exc70.Write(ctx, oprot); _write_err69 == nil && err2 != nil {
+			_write_err69 = thrift.WrapTException(err2)
 		}
-		if err2 := oprot.WriteMessageEnd(ctx); _write_err68 == nil && err2 != nil {
-			_write_err68 = thrift.WrapTException(err2)
+		if err2 := oprot.WriteMessageEnd(ctx); _write_err69 == nil && err2 != nil {
+			_write_err69 = thrift.WrapTException(err2)
 		}
-		if err2 := oprot.Flush(ctx); _write_err68 == nil && err2 != nil {
-			_write_err68 = thrift.WrapTException(err2)
+		if err2 := oprot.Flush(ctx); _write_err69 == nil && err2 != nil {
+			_write_err69 = thrift.WrapTException(err2)
 		}
-		if _write_err68 != nil {
-			return false, thrift.WrapTException(_write_err68)
+		if _write_err69 != nil {
+			return false, thrift.WrapTException(_write_err69)
 		}
 		return true, err
+	} else {
+		result.Success = retval
 	}
 	tickerCancel()
 	if err2 := oprot.WriteMessageBegin(ctx, "Synced", thrift.REPLY, seqId); err2 != nil {
-		_write_err68 = thrift.WrapTException(err2)
+		_write_err69 = thrift.WrapTException(err2)
 	}
-	if err2 := result.Write(ctx, oprot); _write_err68 == nil && err2 != nil {
-		_write_err68 = thrift.WrapTException(err2)
+	if err2 := result.Write(ctx, oprot); _write_err69 == nil && err2 != nil {
+		_write_err69 = thrift.WrapTException(err2)
 	}
-	if err2 := oprot.WriteMessageEnd(ctx); _write_err68 == nil && err2 != nil {
-		_write_err68 = thrift.WrapTException(err2)
+	if err2 := oprot.WriteMessageEnd(ctx); _write_err69 == nil && err2 != nil {
+		_write_err69 = thrift.WrapTException(err2)
 	}
-	if err2 := oprot.Flush(ctx); _write_err68 == nil && err2 != nil {
-		_write_err68 = thrift.WrapTException(err2)
+	if err2 := oprot.Flush(ctx); _write_err69 == nil && err2 != nil {
+		_write_err69 = thrift.WrapTException(err2)
 	}
-	if _write_err68 != nil {
-		return false, thrift.WrapTException(_write_err68)
+	if _write_err69 != nil {
+		return false, thrift.WrapTException(_write_err69)
 	}
 	return true, err
 }
@@ -5240,7 +5413,7 @@ type zarisCoordinatorProcessorGetMap struct {
 }
 
 func (p *zarisCoordinatorProcessorGetMap) Process(ctx context.Context, seqId int32, iprot, oprot thrift.TProtocol) (success bool, err thrift.TException) {
-	var _write_err70 error
+	var _write_err71 error
 	args := ZarisCoordinatorGetMapArgs{}
 	if err2 := args.Read(ctx, iprot); err2 != nil {
 		iprot.ReadMessageEnd(ctx)
@@ -5286,21 +5459,21 @@ func (p *zarisCoordinatorProcessorGetMap) Process(ctx context.Context, seqId int
 		if errors.Is(err2, thrift.ErrAbandonRequest) {
 			return false, thrift.WrapTException(err2)
 		}
-		_exc71 := thrift.NewTApplicationException(thrift.INTERNAL_ERROR, "Internal error processing GetMap: "+err2.Error())
+		_exc72 := thrift.NewTApplicationException(thrift.INTERNAL_ERROR, "Internal error processing GetMap: "+err2.Error())
 		if err2 := oprot.WriteMessageBegin(ctx, "GetMap", thrift.EXCEPTION, seqId); err2 != nil {
-			_write_err70 = thrift.WrapTException(err2)
+			_write_err71 = thrift.WrapTException(err2)
 		}
-		if err2 := _exc71.Write(ctx, oprot); _write_err70 == nil && err2 != nil {
-			_write_err70 = thrift.WrapTException(err2)
+		if err2 := _exc72.Write(ctx, oprot); _write_err71 == nil && err2 != nil {
+			_write_err71 = thrift.WrapTException(err2)
 		}
-		if err2 := oprot.WriteMessageEnd(ctx); _write_err70 == nil && err2 != nil {
-			_write_err70 = thrift.WrapTException(err2)
+		if err2 := oprot.WriteMessageEnd(ctx); _write_err71 == nil && err2 != nil {
+			_write_err71 = thrift.WrapTException(err2)
 		}
-		if err2 := oprot.Flush(ctx); _write_err70 == nil && err2 != nil {
-			_write_err70 = thrift.WrapTException(err2)
+		if err2 := oprot.Flush(ctx); _write_err71 == nil && err2 != nil {
+			_write_err71 = thrift.WrapTException(err2)
 		}
-		if _write_err70 != nil {
-			return false, thrift.WrapTException(_write_err70)
+		if _write_err71 != nil {
+			return false, thrift.WrapTException(_write_err71)
 		}
 		return true, err
 	} else {
@@ -5308,19 +5481,19 @@ func (p *zarisCoordinatorProcessorGetMap) Process(ctx context.Context, seqId int
 	}
 	tickerCancel()
 	if err2 := oprot.WriteMessageBegin(ctx, "GetMap", thrift.REPLY, seqId); err2 != nil {
-		_write_err70 = thrift.WrapTException(err2)
+		_write_err71 = thrift.WrapTException(err2)
 	}
-	if err2 := result.Write(ctx, oprot); _write_err70 == nil && err2 != nil {
-		_write_err70 = thrift.WrapTException(err2)
+	if err2 := result.Write(ctx, oprot); _write_err71 == nil && err2 != nil {
+		_write_err71 = thrift.WrapTException(err2)
 	}
-	if err2 := oprot.WriteMessageEnd(ctx); _write_err70 == nil && err2 != nil {
-		_write_err70 = thrift.WrapTException(err2)
+	if err2 := oprot.WriteMessageEnd(ctx); _write_err71 == nil && err2 != nil {
+		_write_err71 = thrift.WrapTException(err2)
 	}
-	if err2 := oprot.Flush(ctx); _write_err70 == nil && err2 != nil {
-		_write_err70 = thrift.WrapTException(err2)
+	if err2 := oprot.Flush(ctx); _write_err71 == nil && err2 != nil {
+		_write_err71 = thrift.WrapTException(err2)
 	}
-	if _write_err70 != nil {
-		return false, thrift.WrapTException(_write_err70)
+	if _write_err71 != nil {
+		return false, thrift.WrapTException(_write_err71)
 	}
 	return true, err
 }
@@ -5330,7 +5503,7 @@ type zarisCoordinatorProcessorFailback struct {
 }
 
 func (p *zarisCoordinatorProcessorFailback) Process(ctx context.Context, seqId int32, iprot, oprot thrift.TProtocol) (success bool, err thrift.TException) {
-	var _write_err72 error
+	var _write_err73 error
 	args := ZarisCoordinatorFailbackArgs{}
 	if err2 := args.Read(ctx, iprot); err2 != nil {
 		iprot.ReadMessageEnd(ctx)
@@ -5376,21 +5549,21 @@ func (p *zarisCoordinatorProcessorFailback) Process(ctx context.Context, seqId i
 		if errors.Is(err2, thrift.ErrAbandonRequest) {
 			return false, thrift.WrapTException(err2)
 		}
-		_exc73 := thrift.NewTApplicationException(thrift.INTERNAL_ERROR, "Internal error processing Failback: "+err2.Error())
+		_exc74 := thrift.NewTApplicationException(thrift.INTERNAL_ERROR, "Internal error processing Failback: "+err2.Error())
 		if err2 := oprot.WriteMessageBegin(ctx, "Failback", thrift.EXCEPTION, seqId); err2 != nil {
-			_write_err72 = thrift.WrapTException(err2)
+			_write_err73 = thrift.WrapTException(err2)
 		}
-		if err2 := _exc73.Write(ctx, oprot); _write_err72 == nil && err2 != nil {
-			_write_err72 = thrift.WrapTException(err2)
+		if err2 := _exc74.Write(ctx, oprot); _write_err73 == nil && err2 != nil {
+			_write_err73 = thrift.WrapTException(err2)
 		}
-		if err2 := oprot.WriteMessageEnd(ctx); _write_err72 == nil && err2 != nil {
-			_write_err72 = thrift.WrapTException(err2)
+		if err2 := oprot.WriteMessageEnd(ctx); _write_err73 == nil && err2 != nil {
+			_write_err73 = thrift.WrapTException(err2)
 		}
-		if err2 := oprot.Flush(ctx); _write_err72 == nil && err2 != nil {
-			_write_err72 = thrift.WrapTException(err2)
+		if err2 := oprot.Flush(ctx); _write_err73 == nil && err2 != nil {
+			_write_err73 = thrift.WrapTException(err2)
 		}
-		if _write_err72 != nil {
-			return false, thrift.WrapTException(_write_err72)
+		if _write_err73 != nil {
+			return false, thrift.WrapTException(_write_err73)
 		}
 		return true, err
 	} else {
@@ -5398,19 +5571,19 @@ func (p *zarisCoordinatorProcessorFailback) Process(ctx context.Context, seqId i
 	}
 	tickerCancel()
 	if err2 := oprot.WriteMessageBegin(ctx, "Failback", thrift.REPLY, seqId); err2 != nil {
-		_write_err72 = thrift.WrapTException(err2)
+		_write_err73 = thrift.WrapTException(err2)
 	}
-	if err2 := result.Write(ctx, oprot); _write_err72 == nil && err2 != nil {
-		_write_err72 = thrift.WrapTException(err2)
+	if err2 := result.Write(ctx, oprot); _write_err73 == nil && err2 != nil {
+		_write_err73 = thrift.WrapTException(err2)
 	}
-	if err2 := oprot.WriteMessageEnd(ctx); _write_err72 == nil && err2 != nil {
-		_write_err72 = thrift.WrapTException(err2)
+	if err2 := oprot.WriteMessageEnd(ctx); _write_err73 == nil && err2 != nil {
+		_write_err73 = thrift.WrapTException(err2)
 	}
-	if err2 := oprot.Flush(ctx); _write_err72 == nil && err2 != nil {
-		_write_err72 = thrift.WrapTException(err2)
+	if err2 := oprot.Flush(ctx); _write_err73 == nil && err2 != nil {
+		_write_err73 = thrift.WrapTException(err2)
 	}
-	if _write_err72 != nil {
-		return false, thrift.WrapTException(_write_err72)
+	if _write_err73 != nil {
+		return false, thrift.WrapTException(_write_err73)
 	}
 	return true, err
 }
@@ -5420,7 +5593,7 @@ type zarisCoordinatorProcessorLeave struct {
 }
 
 func (p *zarisCoordinatorProcessorLeave) Process(ctx context.Context, seqId int32, iprot, oprot thrift.TProtocol) (success bool, err thrift.TException) {
-	var _write_err74 error
+	var _write_err75 error
 	args := ZarisCoordinatorLeaveArgs{}
 	if err2 := args.Read(ctx, iprot); err2 != nil {
 		iprot.ReadMessageEnd(ctx)
@@ -5466,21 +5639,21 @@ func (p *zarisCoordinatorProcessorLeave) Process(ctx context.Context, seqId int3
 		if errors.Is(err2, thrift.ErrAbandonRequest) {
 			return false, thrift.WrapTException(err2)
 		}
-		_exc75 := thrift.NewTApplicationException(thrift.INTERNAL_ERROR, "Internal error processing Leave: "+err2.Error())
+		_exc76 := thrift.NewTApplicationException(thrift.INTERNAL_ERROR, "Internal error processing Leave: "+err2.Error())
 		if err2 := oprot.WriteMessageBegin(ctx, "Leave", thrift.EXCEPTION, seqId); err2 != nil {
-			_write_err74 = thrift.WrapTException(err2)
+			_write_err75 = thrift.WrapTException(err2)
 		}
-		if err2 := _exc75.Write(ctx, oprot); _write_err74 == nil && err2 != nil {
-			_write_err74 = thrift.WrapTException(err2)
+		if err2 := _exc76.Write(ctx, oprot); _write_err75 == nil && err2 != nil {
+			_write_err75 = thrift.WrapTException(err2)
 		}
-		if err2 := oprot.WriteMessageEnd(ctx); _write_err74 == nil && err2 != nil {
-			_write_err74 = thrift.WrapTException(err2)
+		if err2 := oprot.WriteMessageEnd(ctx); _write_err75 == nil && err2 != nil {
+			_write_err75 = thrift.WrapTException(err2)
 		}
-		if err2 := oprot.Flush(ctx); _write_err74 == nil && err2 != nil {
-			_write_err74 = thrift.WrapTException(err2)
+		if err2 := oprot.Flush(ctx); _write_err75 == nil && err2 != nil {
+			_write_err75 = thrift.WrapTException(err2)
 		}
-		if _write_err74 != nil {
-			return false, thrift.WrapTException(_write_err74)
+		if _write_err75 != nil {
+			return false, thrift.WrapTException(_write_err75)
 		}
 		return true, err
 	} else {
@@ -5488,19 +5661,19 @@ func (p *zarisCoordinatorProcessorLeave) Process(ctx context.Context, seqId int3
 	}
 	tickerCancel()
 	if err2 := oprot.WriteMessageBegin(ctx, "Leave", thrift.REPLY, seqId); err2 != nil {
-		_write_err74 = thrift.WrapTException(err2)
+		_write_err75 = thrift.WrapTException(err2)
 	}
-	if err2 := result.Write(ctx, oprot); _write_err74 == nil && err2 != nil {
-		_write_err74 = thrift.WrapTException(err2)
+	if err2 := result.Write(ctx, oprot); _write_err75 == nil && err2 != nil {
+		_write_err75 = thrift.WrapTException(err2)
 	}
-	if err2 := oprot.WriteMessageEnd(ctx); _write_err74 == nil && err2 != nil {
-		_write_err74 = thrift.WrapTException(err2)
+	if err2 := oprot.WriteMessageEnd(ctx); _write_err75 == nil && err2 != nil {
+		_write_err75 = thrift.WrapTException(err2)
 	}
-	if err2 := oprot.Flush(ctx); _write_err74 == nil && err2 != nil {
-		_write_err74 = thrift.WrapTException(err2)
+	if err2 := oprot.Flush(ctx); _write_err75 == nil && err2 != nil {
+		_write_err75 = thrift.WrapTException(err2)
 	}
-	if _write_err74 != nil {
-		return false, thrift.WrapTException(_write_err74)
+	if _write_err75 != nil {
+		return false, thrift.WrapTException(_write_err75)
 	}
 	return true, err
 }
@@ -5510,7 +5683,7 @@ type zarisCoordinatorProcessorMigrateSegment struct {
 }
 
 func (p *zarisCoordinatorProcessorMigrateSegment) Process(ctx context.Context, seqId int32, iprot, oprot thrift.TProtocol) (success bool, err thrift.TException) {
-	var _write_err76 error
+	var _write_err77 error
 	args := ZarisCoordinatorMigrateSegmentArgs{}
 	if err2 := args.Read(ctx, iprot); err2 != nil {
 		iprot.ReadMessageEnd(ctx)
@@ -5556,21 +5729,21 @@ func (p *zarisCoordinatorProcessorMigrateSegment) Process(ctx context.Context, s
 		if errors.Is(err2, thrift.ErrAbandonRequest) {
 			return false, thrift.WrapTException(err2)
 		}
-		_exc77 := thrift.NewTApplicationException(thrift.INTERNAL_ERROR, "Internal error processing MigrateSegment: "+err2.Error())
+		_exc78 := thrift.NewTApplicationException(thrift.INTERNAL_ERROR, "Internal error processing MigrateSegment: "+err2.Error())
 		if err2 := oprot.WriteMessageBegin(ctx, "MigrateSegment", thrift.EXCEPTION, seqId); err2 != nil {
-			_write_err76 = thrift.WrapTException(err2)
+			_write_err77 = thrift.WrapTException(err2)
 		}
-		if err2 := _exc77.Write(ctx, oprot); _write_err76 == nil && err2 != nil {
-			_write_err76 = thrift.WrapTException(err2)
+		if err2 := _exc78.Write(ctx, oprot); _write_err77 == nil && err2 != nil {
+			_write_err77 = thrift.WrapTException(err2)
 		}
-		if err2 := oprot.WriteMessageEnd(ctx); _write_err76 == nil && err2 != nil {
-			_write_err76 = thrift.WrapTException(err2)
+		if err2 := oprot.WriteMessageEnd(ctx); _write_err77 == nil && err2 != nil {
+			_write_err77 = thrift.WrapTException(err2)
 		}
-		if err2 := oprot.Flush(ctx); _write_err76 == nil && err2 != nil {
-			_write_err76 = thrift.WrapTException(err2)
+		if err2 := oprot.Flush(ctx); _write_err77 == nil && err2 != nil {
+			_write_err77 = thrift.WrapTException(err2)
 		}
-		if _write_err76 != nil {
-			return false, thrift.WrapTException(_write_err76)
+		if _write_err77 != nil {
+			return false, thrift.WrapTException(_write_err77)
 		}
 		return true, err
 	} else {
@@ -5578,19 +5751,19 @@ func (p *zarisCoordinatorProcessorMigrateSegment) Process(ctx context.Context, s
 	}
 	tickerCancel()
 	if err2 := oprot.WriteMessageBegin(ctx, "MigrateSegment", thrift.REPLY, seqId); err2 != nil {
-		_write_err76 = thrift.WrapTException(err2)
+		_write_err77 = thrift.WrapTException(err2)
 	}
-	if err2 := result.Write(ctx, oprot); _write_err76 == nil && err2 != nil {
-		_write_err76 = thrift.WrapTException(err2)
+	if err2 := result.Write(ctx, oprot); _write_err77 == nil && err2 != nil {
+		_write_err77 = thrift.WrapTException(err2)
 	}
-	if err2 := oprot.WriteMessageEnd(ctx); _write_err76 == nil && err2 != nil {
-		_write_err76 = thrift.WrapTException(err2)
+	if err2 := oprot.WriteMessageEnd(ctx); _write_err77 == nil && err2 != nil {
+		_write_err77 = thrift.WrapTException(err2)
 	}
-	if err2 := oprot.Flush(ctx); _write_err76 == nil && err2 != nil {
-		_write_err76 = thrift.WrapTException(err2)
+	if err2 := oprot.Flush(ctx); _write_err77 == nil && err2 != nil {
+		_write_err77 = thrift.WrapTException(err2)
 	}
-	if _write_err76 != nil {
-		return false, thrift.WrapTException(_write_err76)
+	if _write_err77 != nil {
+		return false, thrift.WrapTException(_write_err77)
 	}
 	return true, err
 }
@@ -5920,11 +6093,26 @@ func (p *ZarisCoordinatorSyncedArgs) String() string {
 	return fmt.Sprintf("ZarisCoordinatorSyncedArgs(%+v)", *p)
 }
 
+// Attributes:
+//   - Success
 type ZarisCoordinatorSyncedResult struct {
+	Success *SyncedResponse `thrift:"success,0" db:"success" json:"success,omitempty"`
 }
 
 func NewZarisCoordinatorSyncedResult() *ZarisCoordinatorSyncedResult {
 	return &ZarisCoordinatorSyncedResult{}
+}
+
+var ZarisCoordinatorSyncedResult_Success_DEFAULT *SyncedResponse
+
+func (p *ZarisCoordinatorSyncedResult) GetSuccess() *SyncedResponse {
+	if !p.IsSetSuccess() {
+		return ZarisCoordinatorSyncedResult_Success_DEFAULT
+	}
+	return p.Success
+}
+func (p *ZarisCoordinatorSyncedResult) IsSetSuccess() bool {
+	return p.Success != nil
 }
 
 func (p *ZarisCoordinatorSyncedResult) Read(ctx context.Context, iprot thrift.TProtocol) error {
@@ -5940,8 +6128,21 @@ func (p *ZarisCoordinatorSyncedResult) Read(ctx context.Context, iprot thrift.TP
 		if fieldTypeId == thrift.STOP {
 			break
 		}
-		if err := iprot.Skip(ctx, fieldTypeId); err != nil {
-			return err
+		switch fieldId {
+		case 0:
+			if fieldTypeId == thrift.STRUCT {
+				if err := p.ReadField0(ctx, iprot); err != nil {
+					return err
+				}
+			} else {
+				if err := iprot.Skip(ctx, fieldTypeId); err != nil {
+					return err
+				}
+			}
+		default:
+			if err := iprot.Skip(ctx, fieldTypeId); err != nil {
+				return err
+			}
 		}
 		if err := iprot.ReadFieldEnd(ctx); err != nil {
 			return err
@@ -5953,11 +6154,22 @@ func (p *ZarisCoordinatorSyncedResult) Read(ctx context.Context, iprot thrift.TP
 	return nil
 }
 
+func (p *ZarisCoordinatorSyncedResult) ReadField0(ctx context.Context, iprot thrift.TProtocol) error {
+	p.Success = &SyncedResponse{}
+	if err := p.Success.Read(ctx, iprot); err != nil {
+		return thrift.PrependError(fmt.Sprintf("%T error reading struct: ", p.Success), err)
+	}
+	return nil
+}
+
 func (p *ZarisCoordinatorSyncedResult) Write(ctx context.Context, oprot thrift.TProtocol) error {
 	if err := oprot.WriteStructBegin(ctx, "Synced_result"); err != nil {
 		return thrift.PrependError(fmt.Sprintf("%T write struct begin error: ", p), err)
 	}
 	if p != nil {
+		if err := p.writeField0(ctx, oprot); err != nil {
+			return err
+		}
 	}
 	if err := oprot.WriteFieldStop(ctx); err != nil {
 		return thrift.PrependError("write field stop error: ", err)
@@ -5966,6 +6178,21 @@ func (p *ZarisCoordinatorSyncedResult) Write(ctx context.Context, oprot thrift.T
 		return thrift.PrependError("write struct stop error: ", err)
 	}
 	return nil
+}
+
+func (p *ZarisCoordinatorSyncedResult) writeField0(ctx context.Context, oprot thrift.TProtocol) (err error) {
+	if p.IsSetSuccess() {
+		if err := oprot.WriteFieldBegin(ctx, "success", thrift.STRUCT, 0); err != nil {
+			return thrift.PrependError(fmt.Sprintf("%T write field begin error 0:success: ", p), err)
+		}
+		if err := p.Success.Write(ctx, oprot); err != nil {
+			return thrift.PrependError(fmt.Sprintf("%T error writing struct: ", p.Success), err)
+		}
+		if err := oprot.WriteFieldEnd(ctx); err != nil {
+			return thrift.PrependError(fmt.Sprintf("%T write field end error 0:success: ", p), err)
+		}
+	}
+	return err
 }
 
 func (p *ZarisCoordinatorSyncedResult) String() string {

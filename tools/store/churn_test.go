@@ -1,10 +1,13 @@
 package store
 
 import (
+	"fmt"
 	"testing"
 	"time"
 
 	"github.com/stretchr/testify/require"
+
+	"github.com/clustron/zaris-go/gen/zaris"
 )
 
 // Each churn runs under concurrent writes through a client that retries churn statuses; every
@@ -143,4 +146,61 @@ func TestSpuriousFailover_LiveNodeRejoinsAndLosesNoAckedWrite(t *testing.T) {
 	w.waitAcked(t, 50)
 	w.finish(t)
 	ep.finish(t)
+}
+
+func TestSpuriousFailover_SoleCopyComesBackIntact(t *testing.T) {
+	cfg := ClusterConfig{Nodes: 2, Segments: 16, ReplicationFactor: 1, FailureTimeout: time.Second}
+	cfg.Node.RejoinAfter = 300 * time.Millisecond
+	c := StartCluster(t, cfg)
+	ctx := testCtx(t)
+	r := newRouter(c.Seeds())
+	defer r.close()
+	acked := map[string]string{}
+	for i := range 50 {
+		k, v := fmt.Sprintf("k%d", i), fmt.Sprintf("v%d", i)
+		st, err := r.put1(k, v, nil)
+		require.NoError(t, err)
+		require.Equal(t, zaris.KvStatus_Ok, st)
+		acked[k] = v
+	}
+
+	// The coordinator gives up on node 1, the only copy of its segments, while it runs: the
+	// segments have no owner until the same process registers again, data intact.
+	co := c.Coordinator()
+	co.mu.Lock()
+	co.failLocked(co.nodes[1], "test")
+	co.mu.Unlock()
+	require.NoError(t, c.WaitFor(ctx, func(m *zaris.ClusterMap) bool {
+		for _, s := range m.Segments {
+			if s.Owner == nil {
+				return false
+			}
+		}
+		return true
+	}))
+	for k, v := range acked {
+		st, got, err := r.get1(k)
+		require.NoError(t, err)
+		require.Equal(t, zaris.KvStatus_Ok, st, k)
+		require.Equal(t, v, got)
+	}
+}
+
+func TestRestart_SoleCopyLostStartsAfresh(t *testing.T) {
+	c := StartCluster(t, ClusterConfig{Nodes: 2, Segments: 16, ReplicationFactor: 1, FailureTimeout: time.Second})
+	ctx := testCtx(t)
+	owner, _, _ := roles(c, 0)
+	require.NoError(t, c.Kill(owner))
+	require.NoError(t, c.WaitFor(ctx, func(m *zaris.ClusterMap) bool { return m.Segments[0].Owner == nil }))
+
+	// The killed process took the only copy with it; the segment stays without owner until the
+	// node is back, then starts empty.
+	require.NoError(t, c.Restart(ctx, owner))
+	require.NoError(t, c.WaitFor(ctx, func(m *zaris.ClusterMap) bool { return m.Segments[0].Owner != nil }))
+	require.NoError(t, c.WaitSettled(ctx))
+	r := newRouter(c.Seeds())
+	defer r.close()
+	st, err := r.put1(string(keyIn(0, 16, "fresh")), "v", nil)
+	require.NoError(t, err)
+	require.Equal(t, zaris.KvStatus_Ok, st)
 }

@@ -44,6 +44,13 @@ type segWant struct {
 
 type syncKey struct{ seg, node int32 }
 
+// ownerRef names one run of a node: the same id with another incarnation is a restarted
+// process whose memory is gone.
+type ownerRef struct {
+	id          int32
+	incarnation int64
+}
+
 // nodeRec is the coordinator's record of one registered node.
 type nodeRec struct {
 	info        *zarispeer.PeerNode
@@ -82,6 +89,8 @@ type Coordinator struct {
 	nodes       map[int32]*nodeRec
 	want        []segWant
 	synced      map[syncKey]int32 // learner copies reported complete, with the owner copied from
+	learnerAt   map[syncKey]int64 // the epoch each current learner was (last) added in
+	lastOwner   []ownerRef        // per segment left without any copy: the owner it had last
 	initialized bool
 	changed     chan struct{} // closed on every new map
 	hold        chan struct{} // while set, handoffs stop at their midpoint (HoldChurn)
@@ -100,8 +109,10 @@ func StartCoordinator(cfg CoordinatorConfig) (*Coordinator, error) {
 		kick:    make(chan struct{}, 1),
 		nodes:   make(map[int32]*nodeRec),
 		want:    make([]segWant, cfg.Segments),
-		synced:  make(map[syncKey]int32),
-		changed: make(chan struct{}),
+		synced:    make(map[syncKey]int32),
+		learnerAt: make(map[syncKey]int64),
+		lastOwner: make([]ownerRef, cfg.Segments),
+		changed:   make(chan struct{}),
 	}
 	m := &zarispeer.PeerMap{SegmentCount: cfg.Segments, Nodes: []*zarispeer.PeerNode{}}
 	for s := range cfg.Segments {
@@ -428,6 +439,11 @@ func (c *Coordinator) failLocked(rec *nodeRec, why string) {
 			delete(c.synced, k)
 		}
 	}
+	for k := range c.learnerAt {
+		if k.node == id {
+			delete(c.learnerAt, k)
+		}
+	}
 	m := cloneMap(c.m)
 	for s, sg := range m.Segments {
 		w := &c.want[s]
@@ -452,6 +468,11 @@ func (c *Coordinator) failLocked(rec *nodeRec, why string) {
 		setOwner(sg, next)
 		sg.Replicas = remove(sg.Replicas, next)
 		sg.Cutover, sg.Transitioning = false, false
+		if next == noOwner {
+			// No copy is left. If this very process comes back (it was failed over while
+			// alive), its data is intact and it takes the segment back.
+			c.lastOwner[s] = ownerRef{id: id, incarnation: rec.incarnation}
+		}
 		if w.owner == next {
 			w.owner = noOwner
 		}
@@ -467,6 +488,29 @@ func firstOr(list []int32, def int32) int32 {
 		return def
 	}
 	return list[0]
+}
+
+// restartOwnerlessLocked picks the node that takes a segment without any copy: the process
+// that owned it last, if it is live again with its memory; otherwise, once that process is
+// known to be gone (it came back as a new incarnation, or it never owned it), the first live
+// wanted member, starting the segment afresh: its data was lost with its last copy. While the
+// last owner may still come back, the segment stays without owner (Unavailable).
+func (c *Coordinator) restartOwnerlessLocked(s int) (int32, bool) {
+	if last := c.lastOwner[s]; last.id != 0 {
+		r := c.nodes[last.id]
+		if r == nil || !r.alive {
+			return noOwner, false
+		}
+		if r.incarnation == last.incarnation {
+			return last.id, true
+		}
+	}
+	for _, id := range c.want[s].members {
+		if c.liveLocked(id) {
+			return id, true
+		}
+	}
+	return noOwner, false
 }
 
 func (c *Coordinator) reconcileLoop() {
@@ -500,14 +544,12 @@ func (c *Coordinator) reconcileOnce() bool {
 	for s, sg := range m.Segments {
 		w := &c.want[s]
 		if ownerOf(sg) == noOwner {
-			// Every copy is gone; the first live wanted member starts the segment afresh.
-			for _, id := range w.members {
-				if c.liveLocked(id) {
-					setOwner(sg, id)
-					sg.Replicas, sg.Learners = remove(sg.Replicas, id), remove(sg.Learners, id)
-					changed = true
-					break
-				}
+			if id, ok := c.restartOwnerlessLocked(s); ok {
+				setOwner(sg, id)
+				sg.Replicas, sg.Learners = remove(sg.Replicas, id), remove(sg.Learners, id)
+				delete(c.learnerAt, syncKey{int32(s), id})
+				c.lastOwner[s] = ownerRef{}
+				changed = true
 			}
 		}
 		owner := ownerOf(sg)
@@ -517,6 +559,8 @@ func (c *Coordinator) reconcileOnce() bool {
 		for _, id := range w.members {
 			if c.liveLocked(id) && !isMember(sg, id) {
 				sg.Learners = append(sg.Learners, id)
+				c.learnerAt[syncKey{int32(s), id}] = c.m.Epoch + 1 // the epoch of the map published below
+				delete(c.synced, syncKey{int32(s), id})
 				changed = true
 			}
 		}
@@ -525,6 +569,7 @@ func (c *Coordinator) reconcileOnce() bool {
 				sg.Learners = remove(sg.Learners, id)
 				sg.Replicas = append(sg.Replicas, id)
 				delete(c.synced, syncKey{int32(s), id})
+				delete(c.learnerAt, syncKey{int32(s), id})
 				changed = true
 			}
 		}
@@ -538,6 +583,7 @@ func (c *Coordinator) reconcileOnce() bool {
 			for _, id := range append(slices.Clone(sg.Replicas), sg.Learners...) {
 				if !slices.Contains(w.members, id) {
 					sg.Replicas, sg.Learners = remove(sg.Replicas, id), remove(sg.Learners, id)
+					delete(c.learnerAt, syncKey{int32(s), id})
 					changed = true
 				}
 			}
@@ -932,21 +978,30 @@ func (h *coordHandler) Register(_ context.Context, req *zarispeer.RegisterReques
 	return h.c.register(req)
 }
 
-// Synced records that a learner holds a full copy of a segment.
-func (h *coordHandler) Synced(_ context.Context, req *zarispeer.SyncedRequest) error {
+// Synced records that a learner holds a full copy of a segment. A copy handed out before
+// the learner's latest addition to the segment may miss writes (the owner stops forwarding to
+// a node that leaves the segment), so that learner is told to fetch again.
+func (h *coordHandler) Synced(_ context.Context, req *zarispeer.SyncedRequest) (*zarispeer.SyncedResponse, error) {
 	c := h.c
 	c.mu.Lock()
 	defer c.mu.Unlock()
+	resp := &zarispeer.SyncedResponse{}
 	rec := c.nodes[req.NodeId]
 	if rec == nil || !rec.alive || rec.incarnation != req.Incarnation || req.Segment < 0 || req.Segment >= c.cfg.Segments {
-		return nil
+		return resp, nil
 	}
 	sg := c.m.Segments[req.Segment]
-	if slices.Contains(sg.Learners, req.NodeId) && ownerOf(sg) == req.Owner {
-		c.synced[syncKey{req.Segment, req.NodeId}] = req.Owner
-		c.kickReconcile()
+	key := syncKey{req.Segment, req.NodeId}
+	if !slices.Contains(sg.Learners, req.NodeId) || ownerOf(sg) != req.Owner {
+		return resp, nil
 	}
-	return nil
+	if req.FetchEpoch < c.learnerAt[key] {
+		resp.Refetch = true
+		return resp, nil
+	}
+	c.synced[key] = req.Owner
+	c.kickReconcile()
+	return resp, nil
 }
 
 // GetMap returns the current map.

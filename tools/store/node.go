@@ -74,10 +74,19 @@ type segment struct {
 	registered map[int32]bool
 	// fetching is set while this node, as a learner, waits for a copy; writes forwarded
 	// meanwhile are kept in buffer and applied over the copy.
-	fetching   bool
-	buffer     []*zarispeer.Entry
-	syncedFrom int32 // the owner whose copy this learner holds, or noOwner
-	syncing    bool  // a catch-up goroutine runs for this segment
+	fetching    bool
+	buffer      []*zarispeer.Entry
+	syncedFrom  int32 // the owner whose copy this learner holds, or noOwner
+	syncedEpoch int64 // the owner's epoch when it handed out that copy
+	syncing     bool  // a catch-up goroutine runs for this segment
+}
+
+// resetSync forgets the learner copy's origin and the learners registered here, so a copy
+// is fetched anew before this node reports one. Callers hold s.mu.
+func (s *segment) resetSync() {
+	s.syncedFrom = noOwner
+	s.syncedEpoch = 0
+	s.registered = nil
 }
 
 // apply writes e into the segment. Callers hold s.mu.
@@ -210,6 +219,13 @@ func (n *Node) register() {
 			continue
 		}
 		n.contact()
+		// Whatever this node held before, the coordinator now counts it as new: every copy it
+		// learns is fetched again.
+		for _, seg := range n.segments() {
+			seg.mu.Lock()
+			seg.resetSync()
+			seg.mu.Unlock()
+		}
 		n.install(pm)
 		n.cfg.Logger.Info("registered", "node", n.cfg.ID, "epoch", pm.Epoch)
 		if first {
@@ -242,7 +258,9 @@ func (n *Node) segments() []*segment {
 }
 
 // install makes pm the node's map if it is newer than the current one, and starts or stops
-// per-segment work the new map asks for: learners fetch a copy, non-members drop their data.
+// per-segment work the new map asks for: learners fetch a copy. A node keeps the data of a
+// segment it no longer holds (a node failed over while it was alive may be given its segment
+// back intact); a copy it learns later replaces it.
 func (n *Node) install(pm *zarispeer.PeerMap) bool {
 	n.installMu.Lock()
 	defer n.installMu.Unlock()
@@ -280,9 +298,7 @@ func (n *Node) install(pm *zarispeer.PeerMap) bool {
 					delete(seg.registered, id)
 				}
 			}
-			seg.syncedFrom = noOwner
-		case sv.isReplica(me):
-			seg.registered = nil
+			seg.syncedFrom, seg.syncedEpoch = noOwner, 0
 		case sv.isLearner(me):
 			seg.registered = nil
 			if sv.owner != noOwner && !seg.syncing && n.ctx.Err() == nil {
@@ -290,12 +306,8 @@ func (n *Node) install(pm *zarispeer.PeerMap) bool {
 				n.wg.Add(1)
 				go n.catchUp(int32(i), seg)
 			}
-		default:
-			seg.registered = nil
-			seg.syncedFrom = noOwner
-			if len(seg.data) > 0 {
-				seg.data = make(map[string]entry)
-			}
+		default: // a replica, or no copy at all
+			seg.resetSync()
 		}
 		seg.mu.Unlock()
 	}
@@ -319,6 +331,7 @@ func (n *Node) catchUp(s int32, seg *segment) {
 			return
 		}
 		synced := seg.syncedFrom == sv.owner && !seg.fetching
+		syncedEpoch := seg.syncedEpoch
 		seg.mu.Unlock()
 
 		wait := 200 * time.Millisecond
@@ -332,7 +345,14 @@ func (n *Node) catchUp(s int32, seg *segment) {
 				wait = 0
 			}
 		default:
-			n.reportSynced(s, sv.owner)
+			if n.reportSynced(s, sv.owner, syncedEpoch) {
+				seg.mu.Lock()
+				if seg.syncedFrom == sv.owner && seg.syncedEpoch == syncedEpoch {
+					seg.syncedFrom, seg.syncedEpoch = noOwner, 0
+				}
+				seg.mu.Unlock()
+				wait = 0
+			}
 		}
 		if wait == 0 {
 			continue
@@ -395,18 +415,27 @@ func (n *Node) fetch(v *view, s int32, seg *segment) error {
 	seg.fetching = false
 	seg.buffer = nil
 	seg.syncedFrom = owner
+	seg.syncedEpoch = resp.Epoch
 	return nil
 }
 
-func (n *Node) reportSynced(s, owner int32) {
+// reportSynced tells the coordinator this learner holds a copy of segment s fetched from
+// owner at the owner's epoch fetchEpoch. It reports whether the coordinator wants the copy
+// fetched again.
+func (n *Node) reportSynced(s, owner int32, fetchEpoch int64) (refetch bool) {
 	err := n.pool.call(n.cfg.Coordinator, time.Second, func(c thrift.TClient) error {
-		return zarispeer.NewZarisCoordinatorClient(c).Synced(n.ctx, &zarispeer.SyncedRequest{
-			NodeId: n.cfg.ID, Incarnation: n.incarnation, Segment: s, Owner: owner,
+		resp, err := zarispeer.NewZarisCoordinatorClient(c).Synced(n.ctx, &zarispeer.SyncedRequest{
+			NodeId: n.cfg.ID, Incarnation: n.incarnation, Segment: s, Owner: owner, FetchEpoch: fetchEpoch,
 		})
+		if err == nil {
+			refetch = resp.Refetch
+		}
+		return err
 	})
 	if err != nil {
 		n.cfg.Logger.Debug("synced report failed", "segment", s, "err", err)
 	}
+	return refetch
 }
 
 // pushMap sends pm to the peer at addr (a peer whose map is older than ours).

@@ -129,7 +129,8 @@ func (h *peerHandler) Fetch(_ context.Context, req *zarispeer.FetchRequest) (*za
 // registered learner of the segment, and returns once all of them applied it (Ok) or once the
 // node must not apply it: the map changed and this node no longer serves writes to s (the
 // status to answer), or the replicas stayed unreachable past ReplicationTimeout
-// (Unavailable). An unreachable replica holds the write until the coordinator's next map drops
+// (Unavailable). In the last two cases some copies may hold the write: like any write whose
+// answer is not Ok, it may or may not have taken effect, and a replay settles it. An unreachable replica holds the write until the coordinator's next map drops
 // it; the write then completes with the remaining copies. Callers hold seg.writeMu.
 func (n *Node) replicate(ctx context.Context, s int32, seg *segment, e *zarispeer.Entry) (*view, zaris.KvStatus) {
 	me := n.cfg.ID
@@ -183,23 +184,32 @@ func (n *Node) replicate(ctx context.Context, s int32, seg *segment, e *zarispee
 			wg.Wait()
 		}
 
-		retryNow := true
+		retryNow, allAcked := true, true
 		for i, r := range results {
 			t := targets[i]
 			switch {
 			case r.err != nil:
-				retryNow = false
+				retryNow, allAcked = false, false
 			case r.resp.Status == zarispeer.PeerStatus_Ok:
 				acked[t] = true
 			case r.resp.Status == zarispeer.PeerStatus_StaleReceiver:
+				allAcked = false
 				n.pushMap(v.peerAddr[t], v.pm)
 			default: // Rejected: the peer's map disagrees; a newer one settles it.
+				allAcked = false
 				if r.resp.Epoch > v.epoch {
 					n.pullMap(v.peerAddr[t])
 				} else {
 					retryNow = false
 				}
 			}
+		}
+		if allAcked {
+			// Every copy of the map this round started from has the write, and any node that
+			// could own the segment next is among them (only an in-sync copy becomes owner, and
+			// it accepts writes only from the owner its map names): the write is safe to
+			// acknowledge even if a newer map arrived meanwhile.
+			return v, zaris.KvStatus_Ok
 		}
 		if retryNow {
 			continue

@@ -1,0 +1,69 @@
+// Package store is the reference Zaris store: storage nodes, a coordinator, replication, and
+// every kind of ownership churn, all over real sockets, so the zaris-go client can be tested
+// against the behaviour it exists to hide.
+//
+// # Model
+//
+// The key space is cut into segments (runtime.Segment: CRC-32 of the key modulo the segment
+// count, the same function the client routes with). Each segment has an active owner that
+// serves its reads and writes, replicas that hold an in-sync copy, and, while a copy is being
+// filled, learners. Each segment also has a preferred primary, the node that owns it when the
+// cluster is whole.
+//
+// The Coordinator owns the cluster map and numbers every version of it with an epoch. Nodes
+// register with it; it heartbeats each node (DefaultHeartbeat, 50 ms) and pushes every new map
+// to every node. A node that stops answering for DefaultFailureTimeout (250 ms) is failed over:
+// each segment it owned goes to a replica, and the new map goes out at once. A node whose
+// connection drops and whose data port then refuses a probe (a killed process) is failed over
+// at once, typically within one heartbeat, well inside the client's retry window.
+//
+// The coordinator is the one component the cluster needs to stay up. Without it nodes keep
+// serving from their last map, but nothing is failed over, no learner is promoted and no churn
+// completes. Its state lives in memory; a restarted coordinator is a new, empty cluster.
+//
+// # Answers
+//
+// A Node answers every request from its own current map and puts that map's epoch in the
+// answer's mapEpoch, so a client learns of a newer map from any answer. The status, in this
+// order: no owner in the map → Unavailable; a write to a segment in migration cut-over →
+// Migrating; this node owns the segment → the operation is served (Ok, NotFound, Conflict);
+// a write at a replica → ReplicaWriteRejected; the segment's ownership is being handed over
+// (failback) → OwnershipChanging; otherwise Moved. An empty key, a key over MaxKeySize or a
+// value over MaxValueSize answer InvalidRequest. A frame over the size limit, bytes that are
+// not Thrift, or a connection silent past IdleTimeout close that one connection; a panicking
+// handler closes the connection that carried its request. Nothing a client sends stops a node.
+//
+// Every key has a version, drawn from a per-segment counter that never goes back, so it grows
+// on every write, deletes included: a key deleted and written again gets a higher version.
+// Put's ifMatchVersion and ifAbsent and Delete's ifMatchVersion answer Conflict with the
+// current version when they fail. Increment reads the value as a decimal int64 (missing = 0).
+//
+// # Replication and churn
+//
+// The owner sends each write to every replica and every learner that already fetched its copy,
+// and acknowledges the write only after all of them applied it; a replica it cannot reach holds
+// the write until the coordinator's next map drops that replica. A replica applies writes only
+// from the owner its own map names. So after a single node failure every acknowledged write is
+// on the new owner, whichever order the nodes learn the new map in.
+//
+// A node that joins or returns gets its segments as a learner: it fetches a copy from the
+// owner (taken between two writes) while receiving every later write, reports to the
+// coordinator, and becomes a replica. Only then can ownership move to it:
+//
+//   - join (scale-out) and MigrateSegment: the owner keeps serving while the copy is made, then
+//     a short cut-over answers writes with Migrating, then the new owner serves and the old one
+//     answers Moved;
+//   - failback: the returning preferred primary takes ownership with the segment marked
+//     transitioning, and until every node has that map non-owners answer OwnershipChanging;
+//   - leave: the leaving node's copies move to other nodes, ownership first, then it leaves
+//     the map.
+//
+// # Running one
+//
+// Cluster runs a coordinator and nodes in one process (StartCluster in tests, NewCluster
+// elsewhere) and offers the churn as methods: Kill, Restart, Failback, Join, Leave,
+// MigrateSegment. The zarisd command runs the same coordinator and nodes as separate processes.
+//
+// Internal traffic (heartbeats, map pushes, replication, copies) uses the ZarisPeer and
+// ZarisCoordinator services of idl/zarispeer.thrift over framed binary; clients never see it.
+package store
