@@ -48,8 +48,9 @@ type command struct {
 	// summary is a one-line description for the usage text.
 	summary string
 	// run runs the command with the arguments after its name and returns the exit code. It
-	// parses its own flags (cli.flagSet gives a FlagSet that also accepts the client flags)
-	// and writes through c.
+	// parses its own flags with cli.parse (cli.flagSet gives a FlagSet that also accepts the
+	// client flags; bareFlagSet one without them) and writes through c. Given --help it
+	// prints its usage on stdout and returns exitOK: "zaris help NAME" relies on that.
 	run func(ctx context.Context, c *cli, args []string) int
 }
 
