@@ -104,11 +104,11 @@ func StartCoordinator(cfg CoordinatorConfig) (*Coordinator, error) {
 		return nil, err
 	}
 	c := &Coordinator{
-		cfg:     cfg,
-		pool:    newConnPool(cfg.FailureTimeout),
-		kick:    make(chan struct{}, 1),
-		nodes:   make(map[int32]*nodeRec),
-		want:    make([]segWant, cfg.Segments),
+		cfg:       cfg,
+		pool:      newConnPool(cfg.FailureTimeout),
+		kick:      make(chan struct{}, 1),
+		nodes:     make(map[int32]*nodeRec),
+		want:      make([]segWant, cfg.Segments),
 		synced:    make(map[syncKey]int32),
 		learnerAt: make(map[syncKey]int64),
 		lastOwner: make([]ownerRef, cfg.Segments),
