@@ -169,6 +169,10 @@ func (r *Refresher) Refresh(ctx context.Context, evidence int64) RefreshResult {
 	select {
 	case res := <-ch:
 		out := res.Val.(*flightResult)
+		if out.debounced {
+			r.debounced.Add(1)
+			return RefreshResult{Debounced: true, Epoch: r.Epoch()}
+		}
 		rr := RefreshResult{Performed: out.err == nil, Coalesced: out.leader != tok, Err: out.err, Epoch: r.Epoch()}
 		if rr.Coalesced {
 			r.coalesced.Add(1)
@@ -247,8 +251,9 @@ type flightToken struct {
 
 // flightResult is what every rider of one flight receives.
 type flightResult struct {
-	leader *flightToken
-	err    error
+	leader    *flightToken
+	debounced bool // a fetch completed between the request's debounce check and this flight
+	err       error
 }
 
 var closedTimeChan = func() <-chan time.Time {
@@ -276,8 +281,15 @@ func (r *Refresher) flight(tok *flightToken) func() (any, error) {
 		r.mu.Unlock()
 		defer r.flights.Done()
 
-		r.inflight.Store(true)
+		// A fetch may have completed between the requests' debounce check and this flight
+		// (its slot was already cleared): then this flight is the no-op the window asks for.
 		target := r.wanted.Load()
+		if !r.urgent(target) && r.withinDebounce() {
+			out.debounced = true
+			r.group.Forget(flightKey)
+			return out, nil
+		}
+		r.inflight.Store(true)
 		ctx, cancel := context.WithTimeout(r.base, r.fetchTimeout)
 		m, err := r.fetch(ctx)
 		cancel()
