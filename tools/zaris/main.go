@@ -61,7 +61,7 @@ var commands = []*command{
 	deleteCommand,
 	incrCommand,
 	mapCommand,
-	// demo goes here: demoCommand, defined in demo_cmd.go.
+	demoCommand,
 }
 
 // lookupCommand returns the command called name, or nil.

@@ -1,0 +1,169 @@
+package demo
+
+import (
+	"fmt"
+	"io"
+	"slices"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/clustron/zaris-go/runtime"
+)
+
+// Kind is a kind of ownership churn the demo drives.
+type Kind string
+
+// The churn kinds, by the names the schedule uses.
+const (
+	// Migrate moves one segment to another node.
+	Migrate Kind = "migrate"
+	// Join starts a new node; segments migrate to it (scale-out).
+	Join Kind = "join"
+	// Kill stops a node abruptly; the coordinator fails its segments over to replicas.
+	Kill Kind = "kill"
+	// Failback restarts the last killed node and hands its preferred segments back to it.
+	Failback Kind = "failback"
+	// Leave drains a node and takes it out of the cluster.
+	Leave Kind = "leave"
+)
+
+var kinds = []Kind{Migrate, Join, Kill, Failback, Leave}
+
+// Event is one scheduled churn event.
+type Event struct {
+	// Kind is what happens.
+	Kind Kind
+	// At is when it starts, from the start of the workload.
+	At time.Duration
+	// Node is the node it targets; 0 lets the demo choose (see Run).
+	Node int32
+}
+
+// String writes the event as the schedule does: kind[:node]@at.
+func (e Event) String() string {
+	s := string(e.Kind)
+	if e.Node != 0 {
+		s += ":" + strconv.Itoa(int(e.Node))
+	}
+	return s + "@" + e.At.String()
+}
+
+// DefaultSchedule is every churn kind once over about 45 seconds.
+const DefaultSchedule = "migrate@5s,join@12s,kill@20s,failback@28s,leave@36s"
+
+// ParseSchedule reads a schedule such as "kill@8s,failback@16s,join:4@24s": comma-separated
+// events, each a kind (migrate, join, kill, failback, leave), an optional ":node" and "@" a
+// Go duration from the start. Events come back sorted by time.
+func ParseSchedule(s string) ([]Event, error) {
+	var events []Event
+	for _, item := range strings.Split(s, ",") {
+		item = strings.TrimSpace(item)
+		if item == "" {
+			continue
+		}
+		what, at, ok := strings.Cut(item, "@")
+		if !ok {
+			return nil, fmt.Errorf("schedule event %q: want kind@duration, for example kill@8s", item)
+		}
+		d, err := time.ParseDuration(at)
+		if err != nil || d < 0 {
+			return nil, fmt.Errorf("schedule event %q: %q is not a duration like 8s", item, at)
+		}
+		kind, node, hasNode := strings.Cut(what, ":")
+		e := Event{Kind: Kind(kind), At: d}
+		if !slices.Contains(kinds, e.Kind) {
+			return nil, fmt.Errorf("schedule event %q: unknown kind %q (want migrate, join, kill, failback or leave)", item, kind)
+		}
+		if hasNode {
+			n, err := strconv.ParseInt(node, 10, 32)
+			if err != nil || n <= 0 {
+				return nil, fmt.Errorf("schedule event %q: node %q is not a positive node id", item, node)
+			}
+			e.Node = int32(n)
+		}
+		events = append(events, e)
+	}
+	slices.SortStableFunc(events, func(a, b Event) int { return int(a.At - b.At) })
+	return events, nil
+}
+
+// Config is one demo run.
+type Config struct {
+	// Nodes is the number of store nodes to start. Default 3.
+	Nodes int
+	// Workers is the number of concurrent application goroutines. Default 16.
+	Workers int
+	// KeysPerWorker is how many keys each worker owns and writes. Default 64.
+	KeysPerWorker int
+	// Duration is how long the workload runs. Default 45 s.
+	Duration time.Duration
+	// Schedule is the churn, in time order. Events at or after Duration do not run.
+	Schedule []Event
+	// Protocol is the Thrift protocol of the client. Default binary.
+	Protocol runtime.Protocol
+	// Out is the directory for report.json and timeline.html; empty writes neither.
+	Out string
+	// Progress receives live progress; nil prints none.
+	Progress io.Writer
+	// Live rewrites one progress line in place (for a terminal) instead of printing a line
+	// every ProgressEvery.
+	Live bool
+	// ProgressEvery is the interval of plain progress lines. Default 5 s.
+	ProgressEvery time.Duration
+	// ClientOptions are extra client options, applied after the demo's own.
+	ClientOptions []runtime.Option
+}
+
+// DefaultConfig returns the configuration `make demo` runs.
+func DefaultConfig() Config {
+	events, err := ParseSchedule(DefaultSchedule)
+	if err != nil {
+		panic(err) // DefaultSchedule is a constant that parses.
+	}
+	return Config{
+		Nodes:         3,
+		Workers:       16,
+		KeysPerWorker: 64,
+		Duration:      45 * time.Second,
+		Schedule:      events,
+		Protocol:      runtime.ProtocolBinary,
+		ProgressEvery: 5 * time.Second,
+	}
+}
+
+// validate fills defaults for zero fields and rejects values that make no sense.
+func (c *Config) validate() error {
+	d := DefaultConfig()
+	if c.Nodes == 0 {
+		c.Nodes = d.Nodes
+	}
+	if c.Workers == 0 {
+		c.Workers = d.Workers
+	}
+	if c.KeysPerWorker == 0 {
+		c.KeysPerWorker = d.KeysPerWorker
+	}
+	if c.Duration == 0 {
+		c.Duration = d.Duration
+	}
+	if c.Protocol == "" {
+		c.Protocol = d.Protocol
+	}
+	if c.ProgressEvery == 0 {
+		c.ProgressEvery = d.ProgressEvery
+	}
+	switch {
+	case c.Nodes < 2:
+		return fmt.Errorf("demo: nodes must be at least 2 (replication needs a second copy), got %d", c.Nodes)
+	case c.Workers < 1:
+		return fmt.Errorf("demo: workers must be at least 1, got %d", c.Workers)
+	case c.KeysPerWorker < 1:
+		return fmt.Errorf("demo: keys per worker must be at least 1, got %d", c.KeysPerWorker)
+	case c.Duration < 0:
+		return fmt.Errorf("demo: duration must be positive, got %s", c.Duration)
+	case c.ProgressEvery < 0:
+		return fmt.Errorf("demo: progress interval must be positive, got %s", c.ProgressEvery)
+	}
+	return nil
+}

@@ -1,0 +1,155 @@
+package demo
+
+import (
+	"context"
+	"fmt"
+	"slices"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/clustron/zaris-go/gen/zarisclient"
+	"github.com/clustron/zaris-go/middleware"
+	"github.com/clustron/zaris-go/runtime"
+	"github.com/clustron/zaris-go/tools/store"
+)
+
+// settleTimeout bounds the wait for the store to finish its churn before the read-back.
+const settleTimeout = 30 * time.Second
+
+// maxErrorSamples is how many full error messages the report keeps.
+const maxErrorSamples = 10
+
+// Run starts an in-process cluster, runs the workload while it drives the schedule's churn,
+// reads every key back, and returns what the application saw. The report is also written to
+// cfg.Out when it is set. Run returns an error only when the run itself could not be carried
+// out (the cluster did not start, a file could not be written); lost writes and misreported
+// answers are in the report (see Report.OK).
+func Run(ctx context.Context, cfg Config) (*Report, error) {
+	if err := cfg.validate(); err != nil {
+		return nil, err
+	}
+	protocol := store.ProtocolHeader
+	if cfg.Protocol == runtime.ProtocolJSON {
+		protocol = store.ProtocolJSON
+	}
+	cluster, err := store.NewCluster(ctx, store.ClusterConfig{Nodes: cfg.Nodes, Node: store.NodeConfig{Protocol: protocol}})
+	if err != nil {
+		return nil, fmt.Errorf("demo: starting the cluster: %w", err)
+	}
+	defer cluster.Close()
+
+	opts := append([]runtime.Option{runtime.WithSeeds(cluster.Seeds()...), runtime.WithProtocol(cfg.Protocol)}, cfg.ClientOptions...)
+	client, err := runtime.Dial(ctx, opts...)
+	if err != nil {
+		return nil, fmt.Errorf("demo: connecting the client: %w", err)
+	}
+	defer client.Close()
+	kv := zarisclient.New(middleware.Default(client.Invoke, client.Refresher(), client.Config(),
+		middleware.WithCallMiddleware(captureCallInfo)))
+
+	var ops, errs atomic.Int64
+	start := time.Now()
+	workers := make([]*worker, cfg.Workers)
+	for i := range workers {
+		workers[i] = newWorker(i, cfg.KeysPerWorker, kv, start, &ops, &errs)
+	}
+	prog := &progress{w: cfg.Progress, live: cfg.Live, every: cfg.ProgressEvery, total: cfg.Duration, start: start, ops: &ops, errs: &errs}
+
+	runCtx, stop := context.WithTimeout(ctx, cfg.Duration)
+	defer stop()
+	var wg sync.WaitGroup
+	for _, w := range workers {
+		wg.Go(func() { w.run(runCtx) })
+	}
+	progressDone := make(chan struct{})
+	var progressWG sync.WaitGroup
+	if cfg.Progress != nil {
+		progressWG.Go(func() { prog.loop(progressDone) })
+	}
+
+	ch := &churner{cluster: cluster, initial: cluster.Nodes()}
+	bounds := []phaseBound{{name: "steady", start: 0, performed: client.Refresher().Stats().Performed}}
+	var events []EventReport
+	for _, e := range cfg.Schedule {
+		if e.At >= cfg.Duration {
+			continue
+		}
+		if !sleepUntil(runCtx, start.Add(e.At)) {
+			break
+		}
+		at := time.Since(start)
+		placeholder := string(e.Kind)
+		prog.phase.Store(&placeholder)
+		bounds = append(bounds, phaseBound{name: string(e.Kind), start: at, performed: client.Refresher().Stats().Performed})
+		label, err := ch.do(runCtx, e)
+		prog.phase.Store(&label)
+		bounds[len(bounds)-1].name = label
+		er := EventReport{Kind: e.Kind, Label: label, AtSec: at.Seconds(), TookMs: ms(time.Since(start) - at)}
+		if err != nil {
+			er.Error = err.Error()
+		}
+		events = append(events, er)
+	}
+	<-runCtx.Done()
+	wg.Wait()
+	end := time.Since(start)
+	endPerformed := client.Refresher().Stats().Performed
+	close(progressDone)
+	progressWG.Wait()
+
+	var records []record
+	var misreported, samples []string
+	for _, w := range workers {
+		records = append(records, w.log...)
+		misreported = append(misreported, w.misses...)
+		samples = append(samples, w.failed...)
+	}
+	slices.Sort(samples)
+	samples = samples[:min(len(samples), maxErrorSamples)]
+	phases, total, timeline := summarize(records, bounds, end, endPerformed)
+	report := &Report{
+		Nodes: cfg.Nodes, Workers: cfg.Workers, Protocol: string(cfg.Protocol), Duration: cfg.Duration.String(),
+		Events: events, Phases: phases, Total: total, Timeline: timeline, ErrorSamples: samples,
+		Verification: Verification{Lost: []string{}, Misreported: append([]string{}, misreported...)},
+	}
+	report.Verification = verifyAll(ctx, cluster, workers, report.Verification)
+	if cfg.Out != "" {
+		if err := report.writeFiles(cfg.Out); err != nil {
+			return report, fmt.Errorf("demo: writing the report: %w", err)
+		}
+	}
+	return report, nil
+}
+
+// verifyAll waits for the store to settle, then reads every key back.
+func verifyAll(ctx context.Context, cluster *store.Cluster, workers []*worker, v Verification) Verification {
+	sctx, cancel := context.WithTimeout(ctx, settleTimeout)
+	defer cancel()
+	if err := cluster.WaitSettled(sctx); err != nil {
+		v.Error = "the store did not settle: " + err.Error()
+		return v
+	}
+	for _, w := range workers {
+		checked, lost, err := w.verify(ctx)
+		v.Keys += checked
+		v.Lost = append(v.Lost, lost...)
+		if err != nil {
+			v.Error = err.Error()
+			return v
+		}
+	}
+	return v
+}
+
+// sleepUntil waits until t and reports whether ctx was still live then.
+func sleepUntil(ctx context.Context, t time.Time) bool {
+	timer := time.NewTimer(time.Until(t))
+	defer timer.Stop()
+	select {
+	case <-timer.C:
+		return true
+	case <-ctx.Done():
+		return false
+	}
+}

@@ -1,0 +1,78 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"time"
+
+	"github.com/clustron/zaris-go/runtime"
+	"github.com/clustron/zaris-go/tools/zaris/demo"
+)
+
+// demoArgs is the demo command's synopsis.
+const demoArgs = "[flags]"
+
+// demoCommand runs the churn demo against an embedded cluster.
+var demoCommand = &command{
+	name:    "demo",
+	args:    demoArgs,
+	summary: "run a workload on an embedded cluster under churn; report what it saw (exit 1 if a write was lost)",
+	run:     runDemo,
+}
+
+func runDemo(ctx context.Context, c *cli, args []string) int {
+	d := demo.DefaultConfig()
+	fs := bareFlagSet("demo", demoArgs)
+	nodes := fs.Int("nodes", d.Nodes, "store nodes to start")
+	workers := fs.Int("workers", d.Workers, "concurrent application goroutines")
+	keys := fs.Int("keys", d.KeysPerWorker, "keys each worker owns")
+	duration := fs.Duration("duration", d.Duration, "how long the workload runs")
+	schedule := fs.String("schedule", demo.DefaultSchedule, "churn events, kind[:node]@time, comma-separated; kinds: migrate, join, kill, failback, leave")
+	protocol := fs.String("protocol", string(d.Protocol), "client protocol: binary, compact, header or json")
+	out := fs.String("out", "demo-out", "directory for report.json and timeline.html")
+	if _, code, ok := c.parse(fs, args, 0, 0); !ok {
+		return code
+	}
+	events, err := demo.ParseSchedule(*schedule)
+	if err != nil {
+		return c.usageError("demo: --schedule: %v", err)
+	}
+	switch p := runtime.Protocol(*protocol); p {
+	case runtime.ProtocolBinary, runtime.ProtocolCompact, runtime.ProtocolHeader, runtime.ProtocolJSON:
+	default:
+		return c.usageError("demo: --protocol %q: want binary, compact, header or json", *protocol)
+	}
+	cfg := demo.Config{
+		Nodes: *nodes, Workers: *workers, KeysPerWorker: *keys, Duration: *duration,
+		Schedule: events, Protocol: runtime.Protocol(*protocol), Out: *out,
+		Progress: c.stdout, Live: isTerminal(c.stdout), ProgressEvery: 5 * time.Second,
+	}
+	fmt.Fprintf(c.stdout, "zaris demo: %d nodes, %d workers, %s, churn %s\n", cfg.Nodes, cfg.Workers, cfg.Duration, *schedule)
+	report, err := demo.Run(ctx, cfg)
+	if report != nil {
+		fmt.Fprintln(c.stdout)
+		report.WriteTable(c.stdout)
+		if *out != "" && err == nil {
+			fmt.Fprintf(c.stdout, "\nwrote %s/report.json and %s/timeline.html\n", *out, *out)
+		}
+	}
+	switch {
+	case err != nil:
+		fmt.Fprintf(c.stderr, "zaris: demo: %v\n", err)
+		return exitError
+	case !report.OK():
+		return exitError
+	}
+	return exitOK
+}
+
+// isTerminal reports whether w is a terminal, where progress is one line rewritten in place.
+func isTerminal(w any) bool {
+	f, ok := w.(*os.File)
+	if !ok {
+		return false
+	}
+	fi, err := f.Stat()
+	return err == nil && fi.Mode()&os.ModeCharDevice != 0
+}
