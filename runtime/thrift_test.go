@@ -1,0 +1,506 @@
+package runtime
+
+import (
+	"context"
+	"crypto/ecdsa"
+	"crypto/elliptic"
+	"crypto/rand"
+	"crypto/tls"
+	"crypto/x509"
+	"crypto/x509/pkix"
+	"fmt"
+	"io"
+	"math/big"
+	"net"
+	"os"
+	goruntime "runtime"
+	"strconv"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/apache/thrift/lib/go/thrift"
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/clustron/zaris-go/gen/zaris"
+)
+
+func init() {
+	// Handlers this short do not need the server's connectivity check, which costs up to
+	// half the throughput; and a server must not wait forever for a stuck connection.
+	thrift.ServerConnectivityCheckInterval = 0
+	thrift.ServerStopTimeout = 2 * time.Second
+}
+
+// testKV is a one-node ZarisKv: a map of keys, a cluster map naming itself, and a key
+// ("slow") whose Get waits until release is closed.
+type testKV struct {
+	mu      sync.Mutex
+	data    map[string][]byte
+	version int64
+	cmap    *zaris.ClusterMap
+	release chan struct{}
+}
+
+func newTestKV() *testKV {
+	return &testKV{data: map[string][]byte{}, release: make(chan struct{})}
+}
+
+func (h *testKV) Get(_ context.Context, req *zaris.GetRequest) (*zaris.GetResponse, error) {
+	if string(req.Key) == "slow" {
+		<-h.release
+	}
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	v, ok := h.data[string(req.Key)]
+	if !ok {
+		return &zaris.GetResponse{Status: zaris.KvStatus_NotFound, MapEpoch: h.cmap.Epoch}, nil
+	}
+	return &zaris.GetResponse{Status: zaris.KvStatus_Ok, Value: v, Version: h.version, MapEpoch: h.cmap.Epoch}, nil
+}
+
+func (h *testKV) Put(_ context.Context, req *zaris.PutRequest) (*zaris.PutResponse, error) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	h.version++
+	h.data[string(req.Key)] = req.Value
+	return &zaris.PutResponse{Status: zaris.KvStatus_Ok, Version: h.version, MapEpoch: h.cmap.Epoch}, nil
+}
+
+func (h *testKV) Delete(_ context.Context, req *zaris.DeleteRequest) (*zaris.DeleteResponse, error) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	delete(h.data, string(req.Key))
+	return &zaris.DeleteResponse{Status: zaris.KvStatus_Ok, MapEpoch: h.cmap.Epoch}, nil
+}
+
+func (h *testKV) Increment(context.Context, *zaris.IncrementRequest) (*zaris.IncrementResponse, error) {
+	return nil, thrift.NewTApplicationException(thrift.UNKNOWN_METHOD, "Increment is not served here")
+}
+
+func (h *testKV) GetClusterMap(context.Context) (*zaris.ClusterMap, error) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	return h.cmap, nil
+}
+
+// serverKind is what a test server's listener accepts.
+type serverKind int
+
+const (
+	// headerServer accepts header, and framed or unframed binary and compact, on one port.
+	headerServer serverKind = iota
+	jsonFramedServer
+	jsonBufferedServer
+)
+
+// testServer is a TSimpleServer over testKV on a loopback port.
+type testServer struct {
+	addr string
+	kv   *testKV
+	srv  *thrift.TSimpleServer
+}
+
+func startServer(t testing.TB, kind serverKind, tlsCfg *tls.Config) *testServer {
+	t.Helper()
+	cfg := &thrift.TConfiguration{MaxMessageSize: maxMessageSize, MaxFrameSize: maxMessageSize, MaxContainerSize: maxContainerSize}
+	// A TServerSocket over a TLS listener rather than a TSSLServerSocket, whose Interrupt
+	// and Accept race (v0.25.0).
+	listen := func(a net.Addr) (net.Listener, error) {
+		ln, err := net.Listen("tcp", a.String())
+		if err != nil || tlsCfg == nil {
+			return ln, err
+		}
+		return tls.NewListener(ln, tlsCfg), nil
+	}
+	sock := thrift.NewTServerSocketFromFactoryTimeout(listen, &net.TCPAddr{IP: net.IPv4(127, 0, 0, 1)}, 0)
+	require.NoError(t, sock.Listen())
+	addr := sock.Addr()
+	var tf thrift.TTransportFactory
+	var pf thrift.TProtocolFactory
+	switch kind {
+	case headerServer:
+		tf, pf = thrift.NewTHeaderTransportFactoryConf(nil, cfg), thrift.NewTHeaderProtocolFactoryConf(cfg)
+	case jsonFramedServer:
+		tf, pf = thrift.NewTFramedTransportFactoryConf(thrift.NewTTransportFactory(), cfg), thrift.NewTJSONProtocolFactory()
+	case jsonBufferedServer:
+		tf, pf = thrift.NewTBufferedTransportFactory(8192), thrift.NewTJSONProtocolFactory()
+	}
+	kv := newTestKV()
+	host, port, err := net.SplitHostPort(addr.String())
+	require.NoError(t, err)
+	p, _ := strconv.Atoi(port)
+	owner := int32(1)
+	kv.cmap = &zaris.ClusterMap{Epoch: 1, SegmentCount: 4, Nodes: []*zaris.NodeInfo{{ID: 1, Host: host, Port: int32(p)}}}
+	for s := int32(0); s < 4; s++ {
+		kv.cmap.Segments = append(kv.cmap.Segments, &zaris.SegmentInfo{ID: s, Owner: &owner, Replicas: []int32{1}})
+	}
+	srv := thrift.NewTSimpleServer4(zaris.NewZarisKvProcessor(kv), sock, tf, pf)
+	go srv.Serve()
+	ts := &testServer{addr: addr.String(), kv: kv, srv: srv}
+	t.Cleanup(ts.stop)
+	return ts
+}
+
+var stopOnce sync.Map
+
+func (s *testServer) stop() {
+	if _, done := stopOnce.LoadOrStore(s, true); done {
+		return
+	}
+	select {
+	case <-s.kv.release:
+	default:
+		close(s.kv.release)
+	}
+	s.srv.Stop()
+}
+
+// selfSignedTLS returns a server config with a fresh self-signed certificate for
+// 127.0.0.1 and a client config that trusts it.
+func selfSignedTLS(t testing.TB) (server, client *tls.Config) {
+	t.Helper()
+	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
+	require.NoError(t, err)
+	tmpl := &x509.Certificate{
+		SerialNumber:          big.NewInt(1),
+		Subject:               pkix.Name{CommonName: "zaris test"},
+		NotBefore:             time.Now().Add(-time.Hour),
+		NotAfter:              time.Now().Add(time.Hour),
+		IPAddresses:           []net.IP{net.ParseIP("127.0.0.1")},
+		KeyUsage:              x509.KeyUsageDigitalSignature | x509.KeyUsageCertSign,
+		ExtKeyUsage:           []x509.ExtKeyUsage{x509.ExtKeyUsageServerAuth},
+		BasicConstraintsValid: true,
+		IsCA:                  true,
+	}
+	der, err := x509.CreateCertificate(rand.Reader, tmpl, tmpl, &key.PublicKey, key)
+	require.NoError(t, err)
+	cert, err := x509.ParseCertificate(der)
+	require.NoError(t, err)
+	pool := x509.NewCertPool()
+	pool.AddCert(cert)
+	server = &tls.Config{Certificates: []tls.Certificate{{Certificate: [][]byte{der}, PrivateKey: key}}, MinVersion: tls.VersionTLS12}
+	client = &tls.Config{RootCAs: pool, MinVersion: tls.VersionTLS12}
+	return server, client
+}
+
+func putCall(key, value string) *Call {
+	return NewCall(opPut, []byte(key), &zaris.PutRequest{Key: []byte(key), Value: []byte(value)}, false)
+}
+
+// roundTrip puts and gets a key through c and checks the value came back.
+func roundTrip(t *testing.T, c *Cluster, key string) {
+	t.Helper()
+	ctx := context.Background()
+	resp, err := c.Invoke(ctx, putCall(key, "v-"+key))
+	require.NoError(t, err)
+	require.Equal(t, zaris.KvStatus_Ok, resp.GetStatus())
+	call := getCall(key)
+	resp, err = c.Invoke(ctx, call)
+	require.NoError(t, err)
+	require.Equal(t, zaris.KvStatus_Ok, resp.GetStatus())
+	assert.Equal(t, "v-"+key, string(resp.(*zaris.GetResponse).Value))
+	assert.Equal(t, int64(1), call.Attempts[0].AnswerEpoch)
+	assert.Equal(t, int32(1), call.Attempts[0].Node)
+
+	resp, err = c.Invoke(ctx, getCall("absent-"+key))
+	require.NoError(t, err)
+	assert.Equal(t, zaris.KvStatus_NotFound, resp.GetStatus(), "NotFound is an answer, not an error")
+}
+
+// TestProtocolTransportMatrix runs Dial and Invoke over every protocol × transport the
+// client speaks, and over TLS, against real Thrift servers on loopback.
+func TestProtocolTransportMatrix(t *testing.T) {
+	serverTLS, clientTLS := selfSignedTLS(t)
+	servers := map[string]*testServer{
+		"header":        startServer(t, headerServer, nil),
+		"json-framed":   startServer(t, jsonFramedServer, nil),
+		"json-buffered": startServer(t, jsonBufferedServer, nil),
+		"header-tls":    startServer(t, headerServer, serverTLS),
+	}
+	type combo struct {
+		p   Protocol
+		tr  Transport
+		tls bool
+	}
+	var combos []combo
+	for _, p := range []Protocol{ProtocolBinary, ProtocolCompact, ProtocolJSON, ProtocolHeader} {
+		for _, tr := range []Transport{TransportFramed, TransportBuffered} {
+			combos = append(combos, combo{p, tr, false})
+			if p != ProtocolJSON {
+				combos = append(combos, combo{p, tr, true})
+			}
+		}
+	}
+	for _, c := range combos {
+		name := fmt.Sprintf("%s-%s", c.p, c.tr)
+		if c.tls {
+			name += "-tls"
+		}
+		t.Run(name, func(t *testing.T) {
+			srv := servers["header"]
+			switch {
+			case c.tls:
+				srv = servers["header-tls"]
+			case c.p == ProtocolJSON && c.tr == TransportFramed:
+				srv = servers["json-framed"]
+			case c.p == ProtocolJSON:
+				srv = servers["json-buffered"]
+			}
+			opts := []Option{WithEnv(env(nil)), WithSeeds(srv.addr), WithProtocol(c.p), WithTransport(c.tr)}
+			if c.tls {
+				opts = append(opts, WithTLS(clientTLS))
+			}
+			cl, err := Dial(context.Background(), opts...)
+			require.NoError(t, err)
+			defer cl.Close()
+			roundTrip(t, cl, name)
+		})
+	}
+}
+
+func TestTLSRejectsAnUntrustedServer(t *testing.T) {
+	serverTLS, _ := selfSignedTLS(t)
+	srv := startServer(t, headerServer, serverTLS)
+	_, err := Dial(context.Background(), WithEnv(env(nil)), WithSeeds(srv.addr), WithTLS(&tls.Config{MinVersion: tls.VersionTLS12}))
+	require.ErrorIs(t, err, ErrNoSeeds)
+	assert.Contains(t, err.Error(), "tls")
+}
+
+// TestAttemptTimeoutOverTheWire checks that the per-attempt timeout ends a call whose
+// reply never comes, over every protocol (the JSON protocol retries reads past a socket
+// timeout, so the client enforces the timeout itself), and that the connection is dropped.
+func TestAttemptTimeoutOverTheWire(t *testing.T) {
+	for _, tc := range []struct {
+		p    Protocol
+		kind serverKind
+	}{
+		{ProtocolBinary, headerServer},
+		{ProtocolCompact, headerServer},
+		{ProtocolHeader, headerServer},
+		{ProtocolJSON, jsonFramedServer},
+	} {
+		t.Run(string(tc.p), func(t *testing.T) {
+			srv := startServer(t, tc.kind, nil)
+			cl, err := Dial(context.Background(), WithEnv(env(nil)), WithSeeds(srv.addr), WithProtocol(tc.p),
+				WithAttemptTimeout(100*time.Millisecond))
+			require.NoError(t, err)
+			defer cl.Close()
+			call := getCall("slow")
+			_, err = cl.Invoke(context.Background(), call)
+			require.ErrorIs(t, err, ErrAttemptTimeout)
+			assert.NotErrorIs(t, err, context.DeadlineExceeded)
+			assert.True(t, call.Attempts[0].Sent)
+			assert.Less(t, call.Attempts[0].Duration, 5*time.Second)
+			// The connection was dropped; the next call dials a fresh one and works.
+			roundTrip(t, cl, "after-timeout")
+		})
+	}
+}
+
+func TestCallerCancelOverTheWire(t *testing.T) {
+	srv := startServer(t, headerServer, nil)
+	cl, err := Dial(context.Background(), WithEnv(env(nil)), WithSeeds(srv.addr))
+	require.NoError(t, err)
+	defer cl.Close()
+	ctx, cancel := context.WithCancel(context.Background())
+	time.AfterFunc(50*time.Millisecond, cancel)
+	_, err = cl.Invoke(ctx, getCall("slow"))
+	require.ErrorIs(t, err, context.Canceled)
+	assert.NotErrorIs(t, err, ErrTransport)
+	assert.NotErrorIs(t, err, ErrAttemptTimeout)
+}
+
+func TestApplicationExceptionOverTheWire(t *testing.T) {
+	srv := startServer(t, headerServer, nil)
+	cl, err := Dial(context.Background(), WithEnv(env(nil)), WithSeeds(srv.addr))
+	require.NoError(t, err)
+	defer cl.Close()
+	op := &Op{Name: "Increment", Kind: Write, Invoke: func(ctx context.Context, kv zaris.ZarisKv, req any) (Response, error) {
+		return kv.Increment(ctx, req.(*zaris.IncrementRequest))
+	}}
+	_, err = cl.Invoke(context.Background(), NewCall(op, []byte("n"), &zaris.IncrementRequest{Key: []byte("n"), Delta: 1}, false))
+	var app thrift.TApplicationException
+	require.ErrorAs(t, err, &app)
+	assert.NotErrorIs(t, err, ErrTransport)
+}
+
+// proxy is a TCP proxy that a test can kill, resetting every connection through it.
+type proxy struct {
+	ln    net.Listener
+	mu    sync.Mutex
+	conns []net.Conn
+}
+
+func startProxy(t *testing.T, backend string) *proxy {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	require.NoError(t, err)
+	p := &proxy{ln: ln}
+	go func() {
+		for {
+			in, err := ln.Accept()
+			if err != nil {
+				return
+			}
+			out, err := net.Dial("tcp", backend)
+			if err != nil {
+				in.Close()
+				continue
+			}
+			p.mu.Lock()
+			p.conns = append(p.conns, in, out)
+			p.mu.Unlock()
+			go func() { io.Copy(out, in); out.Close() }()
+			go func() { io.Copy(in, out); in.Close() }()
+		}
+	}()
+	t.Cleanup(p.kill)
+	return p
+}
+
+func (p *proxy) kill() {
+	p.ln.Close()
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	for _, c := range p.conns {
+		if tc, ok := c.(*net.TCPConn); ok {
+			tc.SetLinger(0) // reset, not a graceful close
+		}
+		c.Close()
+	}
+}
+
+// TestNodeDeathIsClassifiedByType kills a node under a pooled connection: the call on
+// the dead connection is ErrTransport (a TTransportException by type, whatever the OS
+// said, JSON included), and the next one, which cannot dial, is ErrNodeUnavailable.
+func TestNodeDeathIsClassifiedByType(t *testing.T) {
+	for _, tc := range []struct {
+		p    Protocol
+		kind serverKind
+	}{
+		{ProtocolBinary, headerServer},
+		{ProtocolJSON, jsonFramedServer},
+	} {
+		t.Run(string(tc.p), func(t *testing.T) {
+			srv := startServer(t, tc.kind, nil)
+			px := startProxy(t, srv.addr)
+			// The map names the proxy, so every connection goes through it.
+			host, port, _ := net.SplitHostPort(px.ln.Addr().String())
+			p, _ := strconv.Atoi(port)
+			srv.kv.mu.Lock()
+			srv.kv.cmap.Nodes[0] = &zaris.NodeInfo{ID: 1, Host: host, Port: int32(p)}
+			srv.kv.mu.Unlock()
+			cl, err := Dial(context.Background(), WithEnv(env(nil)), WithSeeds(px.ln.Addr().String()), WithProtocol(tc.p))
+			require.NoError(t, err)
+			defer cl.Close()
+			roundTrip(t, cl, "before")
+
+			px.kill()
+			call := getCall("before")
+			_, err = cl.Invoke(context.Background(), call)
+			require.ErrorIs(t, err, ErrTransport)
+			var te thrift.TTransportException
+			assert.ErrorAs(t, err, &te)
+			assert.True(t, call.Attempts[0].Sent)
+
+			call = getCall("before")
+			_, err = cl.Invoke(context.Background(), call)
+			require.ErrorIs(t, err, ErrNodeUnavailable)
+			assert.False(t, call.Attempts[0].Sent)
+		})
+	}
+}
+
+// openFDs counts this process's open file descriptors.
+func openFDs(t *testing.T) int {
+	entries, err := os.ReadDir("/proc/self/fd")
+	if err != nil {
+		t.Skip("no /proc/self/fd")
+	}
+	return len(entries)
+}
+
+// TestCloseLeavesNoGoroutineOrSocket runs concurrent calls (so the pool opens several
+// connections), closes the client, and checks that the goroutine and file descriptor
+// counts are back where they were before Dial.
+func TestCloseLeavesNoGoroutineOrSocket(t *testing.T) {
+	srv := startServer(t, headerServer, nil)
+	roundTripOnce := func() {
+		// Warm up the server and runtime so their one-time goroutines are in the baseline.
+		cl, err := Dial(context.Background(), WithEnv(env(nil)), WithSeeds(srv.addr))
+		require.NoError(t, err)
+		roundTrip(t, cl, "warm")
+		cl.Close()
+	}
+	roundTripOnce()
+	settle := func(goroutines, fds int) bool {
+		return goruntime.NumGoroutine() <= goroutines && openFDs(t) <= fds
+	}
+	eventually(t, func() bool { return settle(goruntime.NumGoroutine(), openFDs(t)) })
+	time.Sleep(10 * time.Millisecond)
+	g0, f0 := goruntime.NumGoroutine(), openFDs(t)
+
+	cl, err := Dial(context.Background(), WithEnv(env(nil)), WithSeeds(srv.addr), WithPoolSize(4))
+	require.NoError(t, err)
+	var wg sync.WaitGroup
+	var fails atomic.Int32
+	for i := range 16 {
+		wg.Go(func() {
+			for j := range 20 {
+				if _, err := cl.Invoke(context.Background(), putCall(fmt.Sprintf("k%d-%d", i, j), "v")); err != nil {
+					fails.Add(1)
+				}
+			}
+		})
+	}
+	wg.Wait()
+	assert.Zero(t, fails.Load())
+	assert.Greater(t, openFDs(t), f0, "connections were open")
+	// An observed newer epoch starts a background fetch; Close must wait for it too.
+	cl.Refresher().Observe(99)
+	require.NoError(t, cl.Close())
+	_, err = cl.Invoke(context.Background(), getCall("k"))
+	assert.ErrorIs(t, err, ErrClosed)
+
+	eventually(t, func() bool { return settle(g0, f0) })
+}
+
+// BenchmarkInvoke measures Cluster.Invoke (route, pooled connection, per-attempt timeout,
+// generated client) over loopback, binary over framed; compare BenchmarkRawClient.
+func BenchmarkInvoke(b *testing.B) {
+	srv := startServer(b, headerServer, nil)
+	cl, err := Dial(context.Background(), WithEnv(env(nil)), WithSeeds(srv.addr))
+	require.NoError(b, err)
+	defer cl.Close()
+	req := &zaris.GetRequest{Key: []byte("bench")}
+	ctx := context.Background()
+	b.ReportAllocs()
+	for b.Loop() {
+		if _, err := cl.Invoke(ctx, NewCall(opGet, req.Key, req, false)); err != nil {
+			b.Fatal(err)
+		}
+	}
+}
+
+// BenchmarkRawClient measures the generated client alone on one connection made by the
+// same dialer: the floor BenchmarkInvoke is compared with.
+func BenchmarkRawClient(b *testing.B) {
+	srv := startServer(b, headerServer, nil)
+	cfg, err := NewConfig(WithEnv(env(nil)), WithSeeds(srv.addr))
+	require.NoError(b, err)
+	conn, err := DefaultDialer(cfg)(context.Background(), srv.addr)
+	require.NoError(b, err)
+	defer conn.Close()
+	kv := conn.Client()
+	req := &zaris.GetRequest{Key: []byte("bench")}
+	ctx := context.Background()
+	b.ReportAllocs()
+	for b.Loop() {
+		if _, err := kv.Get(ctx, req); err != nil {
+			b.Fatal(err)
+		}
+	}
+}
+
