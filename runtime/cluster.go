@@ -7,6 +7,7 @@ import (
 	"maps"
 	"sync"
 	"sync/atomic"
+	"time"
 
 	"github.com/apache/thrift/lib/go/thrift"
 
@@ -140,22 +141,26 @@ func (c *Cluster) invoke(ctx context.Context, call *Call, a *Attempt) (Response,
 	if err != nil {
 		return nil, err
 	}
-	actx, cancel := context.WithTimeout(ctx, c.cfg.AttemptTimeout)
-	defer cancel()
+	// The attempt timeout covers waiting for a connection and the call. It is a socket
+	// deadline, so it is wall-clock time whatever the Clock.
+	deadline := time.Now().Add(c.cfg.AttemptTimeout)
 	p := c.poolFor(r.Addr)
-	conn, err := c.borrow(actx, p)
+	conn, err := c.borrow(ctx, p, deadline)
 	if err != nil {
-		return nil, c.noConnError(ctx, actx, call, r, err)
-	}
-	var stop func() bool
-	if w, ok := conn.(watcher); ok {
-		stop = w.watch(actx)
+		return nil, c.noConnError(ctx, call, r, err)
 	}
 	a.Sent = true
-	resp, err := call.Op.Invoke(actx, conn.Client(), call.Request)
-	spent := stop != nil && !stop()
-	if err == nil && resp != nil {
-		if spent {
+	var (
+		resp Response
+		o    outcome
+	)
+	if sc, ok := conn.(*thriftConn); ok {
+		resp, o = callSocket(ctx, sc, call, deadline)
+	} else {
+		resp, o = callConn(ctx, conn, call, deadline)
+	}
+	if o.err == nil {
+		if o.spent {
 			p.discard(conn)
 		} else {
 			p.put(conn)
@@ -164,31 +169,93 @@ func (c *Cluster) invoke(ctx context.Context, call *Call, a *Attempt) (Response,
 		return resp, nil
 	}
 	p.discard(conn)
-	if err == nil {
-		err = ErrNoResponse
-	}
-	return nil, c.callError(ctx, actx, call, r, err)
+	return nil, c.callError(ctx, call, r, o)
 }
 
-// borrow gets a connection from p; a nil p (the node is not in the map) has none.
-func (c *Cluster) borrow(ctx context.Context, p *pool) (Conn, error) {
+// outcome is how one call over a connection ended.
+type outcome struct {
+	err            error
+	attemptTimeout bool // the attempt timeout fired while the caller's context was live
+	spent          bool // the connection's deadline was spent aborting the call: do not reuse it
+}
+
+// errNoConnInTime is the cause of an attempt that found no free connection in time.
+var errNoConnInTime = errors.New("no free connection within the attempt timeout")
+
+// borrow gets a connection from p, an idle one at once if it can, else waiting or dialing
+// until deadline; a nil p (the node is not in the map) has none.
+func (c *Cluster) borrow(ctx context.Context, p *pool, deadline time.Time) (Conn, error) {
 	if p == nil {
 		return nil, errPoolClosed
 	}
-	return p.get(ctx)
+	if conn, ok := p.tryIdle(); ok {
+		return conn, nil
+	}
+	bctx, cancel := context.WithDeadline(ctx, deadline)
+	defer cancel()
+	conn, err := p.get(bctx)
+	if err != nil && bctx.Err() != nil && ctx.Err() == nil {
+		err = errNoConnInTime
+	}
+	return conn, err
 }
 
+// callConn runs call over a Conn of a custom Dialer, within deadline through its context.
+func callConn(ctx context.Context, conn Conn, call *Call, deadline time.Time) (Response, outcome) {
+	actx, cancel := context.WithDeadline(ctx, deadline)
+	defer cancel()
+	resp, err := call.Op.Invoke(actx, conn.Client(), call.Request)
+	if err == nil && resp == nil {
+		err = ErrNoResponse
+	}
+	return resp, outcome{err: err, attemptTimeout: err != nil && actx.Err() != nil && ctx.Err() == nil}
+}
+
+// callSocket runs call over a built-in connection. The deadline (or the caller's, if
+// earlier) goes on the socket, and the caller's cancel aborts the socket through
+// context.AfterFunc: no timer or context is made per call. The generated code gets a
+// context without a deadline, because the Thrift protocols retry a timed-out read while
+// their context has a deadline that has not passed.
+func callSocket(ctx context.Context, sc *thriftConn, call *Call, deadline time.Time) (Response, outcome) {
+	callerDeadline := false
+	octx := ctx
+	if cdl, ok := ctx.Deadline(); ok {
+		octx = withoutDeadline{ctx}
+		if !cdl.After(deadline) {
+			deadline, callerDeadline = cdl, true
+		}
+	}
+	stop := sc.arm(ctx, deadline)
+	resp, err := call.Op.Invoke(octx, sc.client, call.Request)
+	o := outcome{spent: !stop()}
+	if err == nil && resp == nil {
+		err = ErrNoResponse
+	}
+	if err != nil && ctx.Err() == nil && !o.spent && !time.Now().Before(deadline) {
+		if callerDeadline {
+			err = context.DeadlineExceeded // the caller's deadline, reached on the socket first
+		} else {
+			o.attemptTimeout = true
+		}
+	}
+	o.err = err
+	return resp, o
+}
+
+// withoutDeadline is a context that hides its parent's deadline but keeps its
+// cancellation and values.
+type withoutDeadline struct{ context.Context }
+
+func (withoutDeadline) Deadline() (time.Time, bool) { return time.Time{}, false }
+
 // noConnError describes a failure to get a connection: nothing was sent.
-func (c *Cluster) noConnError(ctx, actx context.Context, call *Call, r Route, err error) error {
+func (c *Cluster) noConnError(ctx context.Context, call *Call, r Route, err error) error {
 	e := &NodeError{Op: call.Op.Name, Node: r.Node, Addr: r.Addr, Err: err}
 	switch {
 	case c.closed.Load():
 		e.Kind = ErrClosed
 	case ctx.Err() != nil:
 		e.Err = ctx.Err()
-	case actx.Err() != nil:
-		e.Kind = ErrNodeUnavailable
-		e.Err = fmt.Errorf("no connection within the attempt timeout %s", c.cfg.AttemptTimeout)
 	default:
 		e.Kind = ErrNodeUnavailable
 	}
@@ -196,7 +263,8 @@ func (c *Cluster) noConnError(ctx, actx context.Context, call *Call, r Route, er
 }
 
 // callError describes a call that was sent and got no response.
-func (c *Cluster) callError(ctx, actx context.Context, call *Call, r Route, err error) error {
+func (c *Cluster) callError(ctx context.Context, call *Call, r Route, o outcome) error {
+	err := o.err
 	e := &NodeError{Op: call.Op.Name, Node: r.Node, Addr: r.Addr, Err: err}
 	var (
 		appErr   thrift.TApplicationException
@@ -206,7 +274,7 @@ func (c *Cluster) callError(ctx, actx context.Context, call *Call, r Route, err 
 	switch {
 	case c.closed.Load():
 		e.Kind = ErrClosed
-	case actx.Err() != nil && ctx.Err() == nil:
+	case o.attemptTimeout:
 		e.Kind = ErrAttemptTimeout
 		if errors.Is(err, context.DeadlineExceeded) {
 			// Not the caller's deadline: keep it out of the chain.
@@ -374,12 +442,16 @@ func (c *Cluster) fetchFrom(ctx context.Context, addr string) (*zaris.ClusterMap
 	if err != nil {
 		return nil, err
 	}
-	var stop func() bool
-	if w, ok := conn.(watcher); ok {
-		stop = w.watch(ctx)
+	var m *zaris.ClusterMap
+	spent := false
+	if sc, ok := conn.(*thriftConn); ok {
+		dl, _ := ctx.Deadline()
+		stop := sc.arm(ctx, dl)
+		m, err = sc.client.GetClusterMap(withoutDeadline{ctx})
+		spent = !stop()
+	} else {
+		m, err = conn.Client().GetClusterMap(ctx)
 	}
-	m, err := conn.Client().GetClusterMap(ctx)
-	spent := stop != nil && !stop()
 	if err == nil && m == nil {
 		err = ErrNoResponse
 	}

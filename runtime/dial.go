@@ -40,7 +40,7 @@ const (
 
 // thriftConfig is the one TConfiguration every client connection uses. SocketTimeout stays
 // zero: each attempt's timeout and the caller's context are enforced per call (see
-// thriftConn.watch), because protocol reads retry past socket timeouts while their
+// thriftConn.arm), because protocol reads retry past socket timeouts while their
 // context is live.
 func thriftConfig(cfg Config) *thrift.TConfiguration {
 	strict := true
@@ -115,16 +115,19 @@ func newThriftConn(raw net.Conn, p Protocol, t Transport, tcfg *thrift.TConfigur
 	default:
 		return nil, fmt.Errorf("zaris: unknown protocol %q", p)
 	}
-	return &thriftConn{
+	c := &thriftConn{
 		raw:    raw,
 		client: zaris.NewZarisKvClient(thrift.NewTStandardClient(proto, proto)),
-	}, nil
+	}
+	c.abort = func() { c.raw.SetDeadline(aLongTimeAgo) }
+	return c, nil
 }
 
 // thriftConn is a Conn made by the built-in dialer.
 type thriftConn struct {
 	raw    net.Conn
 	client *zaris.ZarisKvClient
+	abort  func() // moves the socket deadline to the past; made once, so arm does not allocate it
 	once   sync.Once
 	err    error
 }
@@ -142,24 +145,24 @@ func (c *thriftConn) Close() error {
 // aLongTimeAgo is a deadline that has passed, which makes a blocked read or write return.
 var aLongTimeAgo = time.Unix(1, 0)
 
-// watch makes the connection honour ctx for one call: when ctx ends (the attempt timeout
-// fired or the caller cancelled), the socket's deadline is moved to the past so a blocked
-// read or write returns at once. The generated code does not watch its context itself.
-// stop reports false when ctx ended first: the connection's deadline is then spent and it
-// must not be reused.
-func (c *thriftConn) watch(ctx context.Context) (stop func() bool) {
-	return context.AfterFunc(ctx, func() { c.raw.SetDeadline(aLongTimeAgo) })
+// arm prepares the connection for one call: the socket's deadline is set to deadline,
+// and if ctx ends first (the caller cancelled, or a context timeout fired) the deadline is
+// moved to the past so a blocked read or write returns at once. The generated code does
+// not watch its context itself. stop reports false when ctx ended first: the connection's
+// deadline is then spent and it must not be reused.
+func (c *thriftConn) arm(ctx context.Context, deadline time.Time) (stop func() bool) {
+	c.raw.SetDeadline(deadline)
+	if ctx.Done() == nil {
+		return neverStopped
+	}
+	return context.AfterFunc(ctx, c.abort)
 }
 
-// watcher is implemented by connections that can abort a call in flight when its context
-// ends; Cluster.Invoke uses it for the built-in connections.
-type watcher interface {
-	watch(ctx context.Context) (stop func() bool)
-}
+func neverStopped() bool { return true }
 
 // sockTransport is a buffered thrift.TTransport over a net.Conn. It is used instead of
 // thrift.TSocket because TSocket rewrites the socket deadline on every read and write,
-// which would undo watch, and clears its conn on Close, which races with a call in flight.
+// which would undo arm, and clears its conn on Close, which races with a call in flight.
 type sockTransport struct {
 	conn net.Conn
 	r    *bufio.Reader

@@ -68,6 +68,19 @@ func (p *pool) get(ctx context.Context) (Conn, error) {
 	}
 }
 
+// tryIdle borrows an idle connection if there is one, without waiting.
+func (p *pool) tryIdle() (Conn, bool) {
+	if p.closed.Load() {
+		return nil, false
+	}
+	select {
+	case c := <-p.idle:
+		return c, true
+	default:
+		return nil, false
+	}
+}
+
 // dialNew opens a connection in the slot its caller took.
 func (p *pool) dialNew(ctx context.Context) (Conn, error) {
 	c, err := p.dial(ctx, p.addr)

@@ -503,4 +503,3 @@ func BenchmarkRawClient(b *testing.B) {
 		}
 	}
 }
-
