@@ -288,14 +288,28 @@ func TestAttemptTimeoutOverTheWire(t *testing.T) {
 				WithAttemptTimeout(100*time.Millisecond))
 			require.NoError(t, err)
 			defer cl.Close()
-			call := getCall("slow")
-			_, err = cl.Invoke(context.Background(), call)
-			require.ErrorIs(t, err, ErrAttemptTimeout)
-			assert.NotErrorIs(t, err, context.DeadlineExceeded)
-			assert.True(t, call.Attempts[0].Sent)
-			assert.Less(t, call.Attempts[0].Duration, 5*time.Second)
-			// The connection was dropped; the next call dials a fresh one and works.
-			roundTrip(t, cl, "after-timeout")
+			// With no caller deadline, and with a far one like the deadline layer's: the
+			// protocols must not keep retrying the timed-out read until the caller's deadline.
+			far, cancel := context.WithTimeout(context.Background(), time.Minute)
+			defer cancel()
+			for _, ctx := range []context.Context{context.Background(), far} {
+				call := getCall("slow")
+				_, err = cl.Invoke(ctx, call)
+				require.ErrorIs(t, err, ErrAttemptTimeout)
+				assert.NotErrorIs(t, err, context.DeadlineExceeded)
+				assert.True(t, call.Attempts[0].Sent)
+				assert.Less(t, call.Attempts[0].Duration, 5*time.Second)
+				// The connection was dropped; the next call dials a fresh one and works.
+				roundTrip(t, cl, "after-timeout")
+			}
+
+			// A caller's deadline earlier than the attempt timeout is the caller's.
+			near, cancel := context.WithTimeout(context.Background(), 30*time.Millisecond)
+			defer cancel()
+			_, err = cl.Invoke(near, getCall("slow"))
+			require.ErrorIs(t, err, context.DeadlineExceeded)
+			assert.NotErrorIs(t, err, ErrAttemptTimeout)
+			assert.NotErrorIs(t, err, ErrTransport)
 		})
 	}
 }
