@@ -153,12 +153,14 @@ type CallOptions struct {
 type CallOption func(*CallOptions)
 
 // WithMaxAttempts caps this call at n attempts (n >= 1); it cannot raise the cap above one
-// when retries are disabled (rule R7).
+// when retries are disabled (rule R7). Passed to Dial or NewConfig (every CallOption is
+// also an Option) it sets the client's cap, Config.Retry.MaxAttempts, instead.
 func WithMaxAttempts(n int) CallOption {
 	return func(o *CallOptions) { o.MaxAttempts = n }
 }
 
 // WithTimeout bounds this call's total time to d, in place of the client's request timeout.
+// Passed to Dial or NewConfig it sets the client's request timeout, like WithRequestTimeout.
 func WithTimeout(d time.Duration) CallOption {
 	return func(o *CallOptions) { o.Timeout = d }
 }

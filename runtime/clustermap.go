@@ -24,7 +24,9 @@ type RoutingTable struct {
 
 // NodeAddr is one node of a map: its id and host:port.
 type NodeAddr struct {
-	ID   int32
+	// ID is the node's id.
+	ID int32
+	// Addr is the node's host:port.
 	Addr string
 }
 

@@ -53,9 +53,9 @@ var DefaultRetryPolicy = RetryPolicy{
 	RequestTimeout:  60 * time.Second,
 }
 
-// Config is a client's complete, validated configuration. Build one with options; Dial
-// applies defaults, then the environment, then the options (an explicit option beats the
-// environment, which beats the default) and rejects values that make no sense.
+// Config is a client's complete, validated configuration. Build one with NewConfig (Dial
+// calls it): defaults, then the environment, then the options (an explicit option beats the
+// environment, which beats the default), and values that make no sense are rejected.
 type Config struct {
 	// Seeds are host:port addresses of nodes to fetch the first cluster map from.
 	Seeds []string

@@ -1,0 +1,67 @@
+// Package runtime is the Zaris client's engine: configuration, the cluster map and key
+// routing, per-node connection pools over every supported Thrift protocol and transport,
+// the shared map refresher, the call model the middleware works on, and the typed errors.
+// The middleware package decides what to do with an attempt's outcome (classify, refresh,
+// back off, retry); this package makes attempts and records the facts.
+//
+// # Configuration
+//
+// NewConfig (and Dial, which calls it) builds a Config in one place: the defaults
+// (DefaultRetryPolicy and the Default constants), then the environment
+// (ZARIS_REQUEST_TIMEOUT, ZARIS_DISABLE_RETRIES, ZARIS_CLIENT_MAP_REFRESH_WAIT_MS), then the
+// options in order, then validation. An explicit option beats the environment, which beats
+// the default; ZARIS_DISABLE_RETRIES=true wins over everything (rule R7). A value that does
+// not parse, or makes no sense, is a *ConfigError naming the variable or field and the value.
+//
+// # The map and routing
+//
+// A node serves a cluster map: an epoch, a segment count, the nodes, and each segment's
+// active owner. A key's segment is Segment(key, segmentCount), CRC-32 (IEEE) modulo the
+// count, the same function the store places data with. NewRoutingTable validates a map and
+// builds an immutable RoutingTable; a Router holds the current one behind an atomic pointer,
+// so routing a key is one atomic load and two slice lookups, with no lock and no allocation.
+// Router.Install only ever moves to a newer epoch: a slow fetch or a lagging node cannot
+// bring an old map back. A segment with no owner routes to a *PartitionError, which is
+// ErrPartitionUnavailable.
+//
+// # Connections
+//
+// A generated Thrift client carries one request at a time, so each node has a bounded pool
+// of connections (Config.PoolSize), each with its own generated client. A call borrows an
+// idle connection, or dials one while the pool is under its cap, or waits for one to come
+// back, all within the attempt timeout. A connection that saw any error is closed, never
+// reused. When a refresh installs a map without a node, that node's pool is closed; Close
+// closes every connection. The built-in Dialer (DefaultDialer) speaks binary, compact, JSON
+// or header over framed or buffered transport, with TLS when configured, on a buffered
+// socket; replace it with WithDialer. The attempt timeout and the caller's cancellation are
+// enforced on the socket, because the generated code does not watch its context and the
+// Thrift protocols retry a timed-out read while their context has time left.
+//
+// # The refresher
+//
+// A Refresher fetches a new map on request under rules R6 and B1: all concurrent requests
+// ride one fetch (golang.org/x/sync/singleflight); a request within the debounce window of
+// the last completed fetch is a no-op unless an answer showed a newer epoch; each caller
+// waits at most the refresh wait or its own context while the fetch, which runs on the
+// refresher's own context, completes for the others. The Cluster's refresher asks the nodes
+// of the current map, then the seeds.
+//
+// # Calls and errors
+//
+// The typed client makes a Call per application call; the middleware adds Attempts to it;
+// Cluster.Invoke, the end of the chain, routes one attempt, sends it and records the node,
+// the map epoch, whether the request may have been sent, and the answer's status and epoch
+// or the error. Any status comes back as a response with a nil error. Errors carry a
+// sentinel kind for errors.Is: ErrPartitionUnavailable (no owner), ErrNodeUnavailable (no
+// connection: nothing was sent), ErrTransport (a Thrift transport or protocol failure),
+// ErrAttemptTimeout (the per-attempt timeout, rule B5), ErrClosed. An error the client does
+// not judge (the caller's context ended, an application exception) is wrapped without a
+// kind, so errors.Is(err, context.Canceled) and errors.As(err, &thrift.TApplicationException)
+// still work. Transport failures are told apart by type, never by message.
+//
+// # Concurrency
+//
+// Cluster, Router, RoutingTable and Refresher are safe for concurrent use; a Call belongs to
+// one goroutine at a time. Time is read through Config.Clock (debounce, refresh wait,
+// attempt durations), so tests inject a fake clock; socket deadlines are wall-clock time.
+package runtime
