@@ -18,6 +18,7 @@ func TestFailover_KilledNodeLosesNoAckedWrite(t *testing.T) {
 	ctx := testCtx(t)
 	ep := watchEpochs(c)
 	w := startWorkload(t, c.Seeds(), 4)
+	w.cluster = c
 	w.waitAcked(t, 50)
 
 	require.NoError(t, c.Kill(2))
@@ -36,6 +37,7 @@ func TestRestart_ReturningNodeCatchesUpThenFailsBack(t *testing.T) {
 	c := StartCluster(t, fastCluster())
 	ctx := testCtx(t)
 	w := startWorkload(t, c.Seeds(), 4)
+	w.cluster = c
 	w.waitAcked(t, 50)
 	require.NoError(t, c.Kill(1))
 	require.NoError(t, c.Coordinator().WaitNode(ctx, 1, false))
@@ -64,6 +66,7 @@ func TestJoin_NewNodeTakesSegmentsUnderWrites(t *testing.T) {
 	ctx := testCtx(t)
 	ep := watchEpochs(c)
 	w := startWorkload(t, c.Seeds(), 4)
+	w.cluster = c
 	w.waitAcked(t, 50)
 
 	id, err := c.Join(ctx)
@@ -86,6 +89,7 @@ func TestLeave_DrainedNodeLosesNoAckedWrite(t *testing.T) {
 	ctx := testCtx(t)
 	ep := watchEpochs(c)
 	w := startWorkload(t, c.Seeds(), 4)
+	w.cluster = c
 	w.waitAcked(t, 50)
 
 	require.NoError(t, c.Leave(ctx, 3))
@@ -109,6 +113,7 @@ func TestMigrateSegment_MovesOwnershipUnderWrites(t *testing.T) {
 	ctx := testCtx(t)
 	ep := watchEpochs(c)
 	w := startWorkload(t, c.Seeds(), 4)
+	w.cluster = c
 	w.waitAcked(t, 50)
 
 	seg := c.Map().Segments[0]
@@ -130,6 +135,7 @@ func TestSpuriousFailover_LiveNodeRejoinsAndLosesNoAckedWrite(t *testing.T) {
 	ctx := testCtx(t)
 	ep := watchEpochs(c)
 	w := startWorkload(t, c.Seeds(), 4)
+	w.cluster = c
 	w.waitAcked(t, 50)
 
 	// The coordinator gives up on node 2 although it runs (as after a long stall): it stops

@@ -3,6 +3,8 @@ package store
 import (
 	"context"
 	"fmt"
+	"log/slog"
+	"os"
 	"net"
 	"strconv"
 	"sync"
@@ -240,6 +242,8 @@ type workload struct {
 	stop chan struct{}
 	wg   sync.WaitGroup
 
+	cluster *Cluster // optional: lets a failure say where a lost key is
+
 	mu            sync.Mutex // protects acked, failed and epochWentBack
 	acked         map[string]string
 	failed        []error
@@ -282,6 +286,25 @@ func startWorkload(t testing.TB, seeds []string, writers int) *workload {
 	return w
 }
 
+// where describes, for a failure message, which nodes of w.cluster hold key and in what role.
+func (w *workload) where(key string) string {
+	if w.cluster == nil {
+		return ""
+	}
+	m := w.cluster.Map()
+	seg := runtime.Segment([]byte(key), m.SegmentCount)
+	out := fmt.Sprintf("\n  segment %d: owner %v replicas %v (epoch %d)", seg, *m.Segments[seg].Owner, m.Segments[seg].Replicas, m.Epoch)
+	for _, id := range w.cluster.Nodes() {
+		n := w.cluster.Node(id)
+		sg := n.segments()[seg]
+		sg.mu.Lock()
+		e, ok := sg.data[key]
+		sg.mu.Unlock()
+		out += fmt.Sprintf("\n  node %d (epoch %d): has %v version %d", id, n.Epoch(), ok, e.version)
+	}
+	return out
+}
+
 // count returns how many writes were acknowledged so far.
 func (w *workload) count() int {
 	w.mu.Lock()
@@ -312,7 +335,7 @@ func (w *workload) finish(t testing.TB) {
 		if err != nil || st != zaris.KvStatus_Ok || got != v {
 			lost++
 			if lost <= 5 {
-				t.Errorf("acknowledged write lost: %s: status %v, value %q, err %v", k, st, got, err)
+				t.Errorf("acknowledged write lost: %s: status %v, value %q, err %v%s", k, st, got, err, w.where(k))
 			}
 		}
 	}
@@ -368,7 +391,16 @@ func testCtx(t testing.TB) context.Context {
 // failure timeout long enough that a loaded test machine does not fail live nodes over. A
 // killed node is still failed over at once: its port refuses the coordinator's probe.
 func fastCluster() ClusterConfig {
-	return ClusterConfig{Nodes: 3, Segments: 16, FailureTimeout: time.Second}
+	return ClusterConfig{Nodes: 3, Segments: 16, FailureTimeout: time.Second, Logger: testLogger()}
+}
+
+// testLogger logs to stderr when ZARIS_STORE_TEST_LOG is set (to a slog level), else nowhere.
+func testLogger() *slog.Logger {
+	var level slog.Level
+	if v := os.Getenv("ZARIS_STORE_TEST_LOG"); v == "" || level.UnmarshalText([]byte(v)) != nil {
+		return nil
+	}
+	return slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: level}))
 }
 
 // keyIn returns a key that falls in segment seg of a segCount-segment map.

@@ -228,6 +228,7 @@ func (s *server) process(c net.Conn) error {
 			trans = thrift.NewTFramedTransportConf(sock, s.cfg)
 		}
 		in = s.pf.GetProtocol(trans)
+		thrift.PropagateTConfiguration(in, s.cfg) // the JSON factory takes no configuration
 		out = in
 	default:
 		sock := thrift.NewTSocketFromConnConf(c, s.cfg)

@@ -1,7 +1,9 @@
 package store
 
 import (
+	"net"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/require"
 	"go.uber.org/goleak"
@@ -24,4 +26,22 @@ func TestCluster_PutThenGet(t *testing.T) {
 	require.NoError(t, err)
 	require.Equal(t, zaris.KvStatus_Ok, st)
 	require.Equal(t, "v", v)
+}
+
+func TestCluster_CloseLeavesNoListener(t *testing.T) {
+	c, err := NewCluster(testCtx(t), fastCluster())
+	require.NoError(t, err)
+	addrs := append(c.Seeds(), c.Coordinator().Addr())
+	for _, id := range c.Nodes() {
+		addrs = append(addrs, c.Node(id).PeerAddr())
+	}
+	require.NoError(t, c.Close())
+	for _, a := range addrs {
+		conn, err := net.DialTimeout("tcp", a, time.Second)
+		if err == nil {
+			conn.Close()
+		}
+		require.Error(t, err, "%s still accepts connections after Close", a)
+	}
+	// goleak (TestMain) checks that no goroutine is left.
 }

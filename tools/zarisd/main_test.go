@@ -1,0 +1,44 @@
+package main
+
+import (
+	"bytes"
+	"strings"
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+)
+
+func TestRun_RejectsBadCommandLines(t *testing.T) {
+	tests := []struct {
+		name string
+		args []string
+		want string
+	}{
+		{"no command", nil, "usage"},
+		{"unknown command", []string{"serve"}, `unknown command "serve"`},
+		{"node without an id", []string{"node", "--coordinator", "127.0.0.1:1"}, "node id must be positive"},
+		{"node with an unknown protocol", []string{"node", "--id", "1", "--protocol", "xml"}, `unknown protocol "xml"`},
+		{"node with a key but no certificate", []string{"node", "--id", "1", "--tls-key", "k.pem"}, "--tls-cert and --tls-key go together"},
+		{"coordinator timeout below heartbeat", []string{"coordinator", "--listen", "127.0.0.1:0", "--heartbeat", "1s", "--failure-timeout", "10ms"}, "shorter than the heartbeat"},
+		{"ctl without a command", []string{"ctl"}, "usage"},
+		{"ctl failback without a node", []string{"ctl", "failback"}, "failback takes 1 argument(s)"},
+		{"ctl migrate with a word", []string{"ctl", "migrate", "1", "x"}, `"x" is not a number`},
+		{"ctl unknown command", []string{"ctl", "explode"}, `unknown ctl command "explode"`},
+		{"bad log level", []string{"coordinator", "--log-level", "loud"}, "bad --log-level"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			var out, errOut bytes.Buffer
+			err := run(tt.args, &out, &errOut)
+			require.Error(t, err)
+			assert.Contains(t, err.Error(), tt.want)
+		})
+	}
+}
+
+func TestRun_HelpPrintsUsage(t *testing.T) {
+	var out bytes.Buffer
+	require.NoError(t, run([]string{"help"}, &out, &out))
+	assert.True(t, strings.HasPrefix(out.String(), "usage:"))
+}
