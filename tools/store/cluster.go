@@ -5,8 +5,14 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"math/rand/v2"
+	"net"
+	"os"
 	"slices"
+	"strconv"
+	"strings"
 	"sync"
+	"syscall"
 	"testing"
 	"time"
 
@@ -105,21 +111,55 @@ func StartCluster(t testing.TB, cfg ClusterConfig) *Cluster {
 	return c
 }
 
+// startNode starts node id: on its old ports when it ran before (Restart), else on fresh
+// loopback ports taken outside the kernel's ephemeral range, so that while a killed node is
+// down no other socket of this or another process is given its port, and a client still
+// dialling the old address reaches nothing rather than someone else's server. Callers hold
+// c.mu.
 func (c *Cluster) startNode(id int32) (*Node, error) {
 	cfg := c.cfg.Node
 	cfg.ID = id
 	cfg.Coordinator = c.coord.Addr()
-	cfg.Listen, cfg.PeerListen = "127.0.0.1:0", "127.0.0.1:0"
-	if a, ok := c.addrs[id]; ok {
-		cfg.Listen, cfg.PeerListen = a[0], a[1]
+	a, restart := c.addrs[id]
+	var n *Node
+	var err error
+	for attempt := 0; attempt < 50; attempt++ {
+		if restart {
+			cfg.Listen, cfg.PeerListen = a[0], a[1]
+		} else {
+			cfg.Listen, cfg.PeerListen = stablePort(), stablePort()
+		}
+		n, err = StartNode(cfg)
+		if err == nil || !errors.Is(err, syscall.EADDRINUSE) {
+			break
+		}
+		time.Sleep(10 * time.Millisecond)
 	}
-	n, err := StartNode(cfg)
 	if err != nil {
 		return nil, err
 	}
 	c.nodes[id] = n
 	c.addrs[id] = [2]string{n.Addr(), n.PeerAddr()}
 	return n, nil
+}
+
+// stablePort returns a loopback address whose port lies below the kernel's ephemeral range
+// (where listening on port 0 and outgoing connections take theirs), or port 0 when that
+// range leaves no room below it.
+func stablePort() string {
+	lo := 32768
+	if b, err := os.ReadFile("/proc/sys/net/ipv4/ip_local_port_range"); err == nil {
+		if f := strings.Fields(string(b)); len(f) == 2 {
+			if v, err := strconv.Atoi(f[0]); err == nil {
+				lo = v
+			}
+		}
+	}
+	const base = 10000
+	if lo-base < 1000 {
+		return "127.0.0.1:0"
+	}
+	return net.JoinHostPort("127.0.0.1", strconv.Itoa(base+rand.IntN(lo-base)))
 }
 
 // Coordinator returns the cluster's coordinator.

@@ -89,10 +89,15 @@ func (s *segment) resetSync() {
 	s.registered = nil
 }
 
-// apply writes e into the segment. Callers hold s.mu.
+// apply writes e into the segment unless the key already holds a newer version (a write of
+// a later owner that overtook this one). Callers hold s.mu.
 func (s *segment) apply(e *zarispeer.Entry) {
 	if s.data == nil {
 		s.data = make(map[string]entry)
+	}
+	s.counter = max(s.counter, e.Version)
+	if cur, ok := s.data[string(e.Key)]; ok && cur.version > e.Version {
+		return
 	}
 	if e.Deleted {
 		delete(s.data, string(e.Key))
