@@ -94,6 +94,7 @@ type Refresher struct {
 	base   context.Context // parent of every fetch's context; cancelled by Close
 	cancel context.CancelFunc
 
+	stopped atomic.Bool    // set by Close, read without the lock by Refresh and Observe
 	mu      sync.Mutex     // protects closed and the Add side of flights
 	closed  bool           // set by Close; no fetch starts after it
 	flights sync.WaitGroup // running fetches, awaited by Close
@@ -150,6 +151,9 @@ func (r *Refresher) Stats() RefreshStats {
 // outcome: whether a map came back, the fetch error if not, and the epoch after it.
 func (r *Refresher) Refresh(ctx context.Context, evidence int64) RefreshResult {
 	r.requested.Add(1)
+	if r.stopped.Load() {
+		return RefreshResult{Epoch: r.Epoch(), Err: ErrClosed}
+	}
 	r.noteEvidence(evidence)
 	if !r.urgent(evidence) && r.withinDebounce() {
 		r.debounced.Add(1)
@@ -157,32 +161,44 @@ func (r *Refresher) Refresh(ctx context.Context, evidence int64) RefreshResult {
 	}
 	tok := new(flightToken)
 	ch := r.group.DoChan(flightKey, r.flight(tok))
-
-	var expired <-chan time.Time
-	if r.wait > 0 {
-		t := r.clock.NewTimer(r.wait)
-		defer t.Stop()
-		expired = t.C()
-	} else {
-		expired = closedTimeChan
+	if r.wait <= 0 {
+		// No wait at all: take the outcome only if it is already there.
+		select {
+		case res := <-ch:
+			return r.received(res, tok)
+		default:
+			return r.gaveUp(tok)
+		}
 	}
+	t := r.clock.NewTimer(r.wait)
+	defer t.Stop()
 	select {
 	case res := <-ch:
-		out := res.Val.(*flightResult)
-		if out.debounced {
-			r.debounced.Add(1)
-			return RefreshResult{Debounced: true, Epoch: r.Epoch()}
-		}
-		rr := RefreshResult{Performed: out.err == nil, Coalesced: out.leader != tok, Err: out.err, Epoch: r.Epoch()}
-		if rr.Coalesced {
-			r.coalesced.Add(1)
-		}
-		return rr
+		return r.received(res, tok)
 	case <-ctx.Done():
-	case <-expired:
+	case <-t.C():
 	}
-	// The fetch goes on for the others. Whether this caller led it is known only once the
-	// flight has started, which it has by the time any real wait expires.
+	return r.gaveUp(tok)
+}
+
+// received turns the flight's outcome into the result of the request tok.
+func (r *Refresher) received(res singleflight.Result, tok *flightToken) RefreshResult {
+	out := res.Val.(*flightResult)
+	if out.debounced {
+		r.debounced.Add(1)
+		return RefreshResult{Debounced: true, Epoch: r.Epoch()}
+	}
+	rr := RefreshResult{Performed: out.err == nil, Coalesced: out.leader != tok, Err: out.err, Epoch: r.Epoch()}
+	if rr.Coalesced {
+		r.coalesced.Add(1)
+	}
+	return rr
+}
+
+// gaveUp is the result of the request tok whose caller stopped waiting; the fetch goes on
+// for the others. Whether this caller led it is known only once the flight has started,
+// which it has by the time any real wait expires.
+func (r *Refresher) gaveUp(tok *flightToken) RefreshResult {
 	r.timedOut.Add(1)
 	rr := RefreshResult{TimedOut: true, Coalesced: !tok.led.Load(), Epoch: r.Epoch()}
 	if rr.Coalesced {
@@ -200,7 +216,7 @@ func (r *Refresher) Observe(epoch int64) {
 		return
 	}
 	r.noteEvidence(epoch)
-	if r.inflight.Load() || (epoch <= r.served.Load() && r.withinDebounce()) {
+	if r.stopped.Load() || r.inflight.Load() || (epoch <= r.served.Load() && r.withinDebounce()) {
 		return
 	}
 	r.group.DoChan(flightKey, r.flight(nil)) // the result channel is buffered; nobody needs to read it
@@ -209,6 +225,7 @@ func (r *Refresher) Observe(epoch int64) {
 // Close stops the refresher: the fetch in flight, if any, is cancelled and awaited, and
 // later requests return ErrClosed. Close is idempotent.
 func (r *Refresher) Close() {
+	r.stopped.Store(true)
 	r.mu.Lock()
 	r.closed = true
 	r.mu.Unlock()
@@ -255,12 +272,6 @@ type flightResult struct {
 	debounced bool // a fetch completed between the request's debounce check and this flight
 	err       error
 }
-
-var closedTimeChan = func() <-chan time.Time {
-	c := make(chan time.Time)
-	close(c)
-	return c
-}()
 
 // flight returns the function singleflight runs for the request tok (nil for Observe):
 // fetch on the refresher's own context, install a newer map, note the time, clear the slot.

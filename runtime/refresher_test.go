@@ -306,3 +306,16 @@ func TestNodesLeavingTheMapHaveTheirPoolsClosed(t *testing.T) {
 	require.NoError(t, err, "now routed to node 1")
 	assert.Nil(t, mc.poolFor("127.0.0.1:7002"), "no pool is made for a node outside the map")
 }
+
+func TestR6_ZeroRefreshWaitDoesNotWaitButStillRefreshes(t *testing.T) {
+	mc := newMockCluster(t, testMap(1, 16, 1), WithRefreshWait(0))
+	maps, calls := mc.blockingMaps(1)
+	mc.clock.Advance(time.Second)
+	res := mc.Refresher().Refresh(context.Background(), 0)
+	assert.True(t, res.TimedOut)
+	assert.Equal(t, int64(1), res.Epoch)
+	eventually(t, func() bool { return calls.Load() == 1 })
+	maps <- testMap(2, 16, 1)
+	eventually(t, func() bool { return mc.Refresher().Epoch() == 2 })
+	assert.Equal(t, uint64(1), mc.Refresher().Stats().Performed)
+}

@@ -14,7 +14,9 @@ import (
 	"net"
 	"os"
 	goruntime "runtime"
+	"runtime/debug"
 	"strconv"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -427,34 +429,56 @@ func TestNodeDeathIsClassifiedByType(t *testing.T) {
 	}
 }
 
-// openFDs counts this process's open file descriptors.
-func openFDs(t *testing.T) int {
+// openSockets returns the sockets this process has open, by inode.
+func openSockets(t *testing.T) map[string]bool {
 	entries, err := os.ReadDir("/proc/self/fd")
 	if err != nil {
 		t.Skip("no /proc/self/fd")
 	}
-	return len(entries)
+	socks := map[string]bool{}
+	for _, e := range entries {
+		if target, err := os.Readlink("/proc/self/fd/" + e.Name()); err == nil && strings.HasPrefix(target, "socket:") {
+			socks[target] = true
+		}
+	}
+	return socks
+}
+
+// newSockets counts the sockets in now that were not in before.
+func newSockets(before, now map[string]bool) int {
+	n := 0
+	for s := range now {
+		if !before[s] {
+			n++
+		}
+	}
+	return n
+}
+
+// clientGoroutines counts goroutines running code of the client (its refresher, pools or
+// singleflight) rather than of the test server or the testing package.
+func clientGoroutines() int {
+	buf := make([]byte, 1<<20)
+	buf = buf[:goruntime.Stack(buf, true)]
+	n := 0
+	for _, g := range strings.Split(string(buf), "\n\n") {
+		if strings.Contains(g, "singleflight") || strings.Contains(g, "runtime.(*Refresher)") ||
+			strings.Contains(g, "runtime.(*Cluster)") || strings.Contains(g, "runtime.(*pool)") {
+			n++
+		}
+	}
+	return n
 }
 
 // TestCloseLeavesNoGoroutineOrSocket runs concurrent calls (so the pool opens several
-// connections), closes the client, and checks that the goroutine and file descriptor
-// counts are back where they were before Dial.
+// connections) and a background refresh, closes the client, and checks that no socket
+// opened since Dial is still open (the server's side closes when the client's does) and
+// that the goroutine count is back where it was, with none running client code.
 func TestCloseLeavesNoGoroutineOrSocket(t *testing.T) {
+	// No garbage collection: its finalizers would close leaked sockets and hide the leak.
+	defer debug.SetGCPercent(debug.SetGCPercent(-1))
 	srv := startServer(t, headerServer, nil)
-	roundTripOnce := func() {
-		// Warm up the server and runtime so their one-time goroutines are in the baseline.
-		cl, err := Dial(context.Background(), WithEnv(env(nil)), WithSeeds(srv.addr))
-		require.NoError(t, err)
-		roundTrip(t, cl, "warm")
-		cl.Close()
-	}
-	roundTripOnce()
-	settle := func(goroutines, fds int) bool {
-		return goruntime.NumGoroutine() <= goroutines && openFDs(t) <= fds
-	}
-	eventually(t, func() bool { return settle(goruntime.NumGoroutine(), openFDs(t)) })
-	time.Sleep(10 * time.Millisecond)
-	g0, f0 := goruntime.NumGoroutine(), openFDs(t)
+	g0, socks0 := goruntime.NumGoroutine(), openSockets(t)
 
 	cl, err := Dial(context.Background(), WithEnv(env(nil)), WithSeeds(srv.addr), WithPoolSize(4))
 	require.NoError(t, err)
@@ -471,14 +495,16 @@ func TestCloseLeavesNoGoroutineOrSocket(t *testing.T) {
 	}
 	wg.Wait()
 	assert.Zero(t, fails.Load())
-	assert.Greater(t, openFDs(t), f0, "connections were open")
+	assert.GreaterOrEqual(t, newSockets(socks0, openSockets(t)), 2, "connections were open")
 	// An observed newer epoch starts a background fetch; Close must wait for it too.
 	cl.Refresher().Observe(99)
 	require.NoError(t, cl.Close())
 	_, err = cl.Invoke(context.Background(), getCall("k"))
 	assert.ErrorIs(t, err, ErrClosed)
 
-	eventually(t, func() bool { return settle(g0, f0) })
+	eventually(t, func() bool {
+		return newSockets(socks0, openSockets(t)) == 0 && clientGoroutines() == 0 && goruntime.NumGoroutine() <= g0
+	})
 }
 
 // BenchmarkInvoke measures Cluster.Invoke (route, pooled connection, per-attempt timeout,
