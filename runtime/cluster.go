@@ -220,13 +220,16 @@ func callSocket(ctx context.Context, sc *thriftConn, call *Call, deadline time.T
 	callerDeadline := false
 	octx := ctx
 	if cdl, ok := ctx.Deadline(); ok {
-		octx = withoutDeadline{ctx}
+		// The connection carries one call at a time, so its wrapper is reused.
+		sc.noDeadline.Context = ctx
+		octx = &sc.noDeadline
 		if !cdl.After(deadline) {
 			deadline, callerDeadline = cdl, true
 		}
 	}
 	stop := sc.arm(ctx, deadline)
 	resp, err := call.Op.Invoke(octx, sc.client, call.Request)
+	sc.noDeadline.Context = nil
 	o := outcome{spent: !stop()}
 	if err == nil && resp == nil {
 		err = ErrNoResponse

@@ -128,8 +128,11 @@ type thriftConn struct {
 	raw    net.Conn
 	client *zaris.ZarisKvClient
 	abort  func() // moves the socket deadline to the past; made once, so arm does not allocate it
-	once   sync.Once
-	err    error
+	// noDeadline wraps the context of the call in flight for the generated code (see
+	// callSocket); reused from call to call.
+	noDeadline withoutDeadline
+	once       sync.Once
+	err        error
 }
 
 // Client returns the generated client bound to this connection.

@@ -30,9 +30,9 @@ type RefreshResult struct {
 	Err error
 }
 
-// RefreshStats counts a Refresher's work since it was made. Requested = Debounced +
-// Coalesced + the requests that led a fetch; Performed counts fetches that returned a map,
-// Failed those that did not.
+// RefreshStats counts a Refresher's work since it was made. Once no request is in flight,
+// Requested = Debounced + Coalesced + the requests that led a fetch (+ those refused after
+// Close); Performed counts fetches that returned a map, Failed those that did not.
 type RefreshStats struct {
 	// Requested counts calls of Refresh.
 	Requested uint64

@@ -495,7 +495,11 @@ func TestCloseLeavesNoGoroutineOrSocket(t *testing.T) {
 	}
 	wg.Wait()
 	assert.Zero(t, fails.Load())
-	assert.GreaterOrEqual(t, newSockets(socks0, openSockets(t)), 2, "connections were open")
+	open := newSockets(socks0, openSockets(t))
+	assert.GreaterOrEqual(t, open, 2, "connections were open")
+	// At most 4 pooled connections, both ends in this process (plus the bootstrap's, if
+	// the server has not closed its end yet).
+	assert.LessOrEqual(t, open, 2*4+2, "the pool is bounded")
 	// An observed newer epoch starts a background fetch; Close must wait for it too.
 	cl.Refresher().Observe(99)
 	require.NoError(t, cl.Close())
@@ -539,6 +543,24 @@ func BenchmarkRawClient(b *testing.B) {
 	b.ReportAllocs()
 	for b.Loop() {
 		if _, err := kv.Get(ctx, req); err != nil {
+			b.Fatal(err)
+		}
+	}
+}
+
+// BenchmarkInvokeUnderDeadline is BenchmarkInvoke with a context carrying a deadline and a
+// cancel, as the middleware's deadline layer gives every call.
+func BenchmarkInvokeUnderDeadline(b *testing.B) {
+	srv := startServer(b, headerServer, nil)
+	cl, err := Dial(context.Background(), WithEnv(env(nil)), WithSeeds(srv.addr))
+	require.NoError(b, err)
+	defer cl.Close()
+	req := &zaris.GetRequest{Key: []byte("bench")}
+	ctx, cancel := context.WithTimeout(context.Background(), time.Hour)
+	defer cancel()
+	b.ReportAllocs()
+	for b.Loop() {
+		if _, err := cl.Invoke(ctx, NewCall(opGet, req.Key, req, false)); err != nil {
 			b.Fatal(err)
 		}
 	}
