@@ -217,10 +217,12 @@ func roundTrip(t *testing.T, c *Cluster, key string) {
 func TestProtocolTransportMatrix(t *testing.T) {
 	serverTLS, clientTLS := selfSignedTLS(t)
 	servers := map[string]*testServer{
-		"header":        startServer(t, headerServer, nil),
-		"json-framed":   startServer(t, jsonFramedServer, nil),
-		"json-buffered": startServer(t, jsonBufferedServer, nil),
-		"header-tls":    startServer(t, headerServer, serverTLS),
+		"header":            startServer(t, headerServer, nil),
+		"json-framed":       startServer(t, jsonFramedServer, nil),
+		"json-buffered":     startServer(t, jsonBufferedServer, nil),
+		"header-tls":        startServer(t, headerServer, serverTLS),
+		"json-framed-tls":   startServer(t, jsonFramedServer, serverTLS),
+		"json-buffered-tls": startServer(t, jsonBufferedServer, serverTLS),
 	}
 	type combo struct {
 		p   Protocol
@@ -230,10 +232,7 @@ func TestProtocolTransportMatrix(t *testing.T) {
 	var combos []combo
 	for _, p := range []Protocol{ProtocolBinary, ProtocolCompact, ProtocolJSON, ProtocolHeader} {
 		for _, tr := range []Transport{TransportFramed, TransportBuffered} {
-			combos = append(combos, combo{p, tr, false})
-			if p != ProtocolJSON {
-				combos = append(combos, combo{p, tr, true})
-			}
+			combos = append(combos, combo{p, tr, false}, combo{p, tr, true})
 		}
 	}
 	for _, c := range combos {
@@ -242,15 +241,14 @@ func TestProtocolTransportMatrix(t *testing.T) {
 			name += "-tls"
 		}
 		t.Run(name, func(t *testing.T) {
-			srv := servers["header"]
-			switch {
-			case c.tls:
-				srv = servers["header-tls"]
-			case c.p == ProtocolJSON && c.tr == TransportFramed:
-				srv = servers["json-framed"]
-			case c.p == ProtocolJSON:
-				srv = servers["json-buffered"]
+			server := "header"
+			if c.p == ProtocolJSON {
+				server = "json-" + string(c.tr)
 			}
+			if c.tls {
+				server += "-tls"
+			}
+			srv := servers[server]
 			opts := []Option{WithEnv(env(nil)), WithSeeds(srv.addr), WithProtocol(c.p), WithTransport(c.tr)}
 			if c.tls {
 				opts = append(opts, WithTLS(clientTLS))
