@@ -1,6 +1,7 @@
 package store
 
 import (
+	"context"
 	"fmt"
 	"testing"
 	"time"
@@ -209,4 +210,24 @@ func TestRestart_SoleCopyLostStartsAfresh(t *testing.T) {
 	st, err := r.put1(string(keyIn(0, 16, "fresh")), "v", nil)
 	require.NoError(t, err)
 	require.Equal(t, zaris.KvStatus_Ok, st)
+}
+
+func TestFailover_RefusedProbeFailsOverWithoutWaitingForTheTimeout(t *testing.T) {
+	// A failure timeout far longer than the test may run: only the refused probe after the
+	// dropped connection can fail the killed node over in time.
+	cfg := fastCluster()
+	cfg.FailureTimeout = time.Hour
+	c := StartCluster(t, cfg)
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer cancel()
+	require.NoError(t, c.Kill(3))
+	require.NoError(t, c.Coordinator().WaitNode(ctx, 3, false))
+	require.NoError(t, c.WaitFor(ctx, func(m *zaris.ClusterMap) bool {
+		for _, s := range m.Segments {
+			if s.Owner == nil || *s.Owner == 3 {
+				return false
+			}
+		}
+		return true
+	}))
 }

@@ -804,8 +804,10 @@ func (c *Coordinator) Failback(ctx context.Context, id int32) error {
 }
 
 // MigrateSegment moves segment seg to node to (copy while the owner serves, a short cut-over,
-// then the old owner answers Moved) and makes to its preferred primary. It returns when the
-// move is complete.
+// then the old owner answers Moved) and makes to its preferred primary. The old owner drops
+// its copy, unless to was the segment's replica: then the old owner takes its place as replica
+// (and answers writes ReplicaWriteRejected, reads Moved). It returns when the move is
+// complete.
 func (c *Coordinator) MigrateSegment(ctx context.Context, seg, to int32) error {
 	c.mu.Lock()
 	if seg < 0 || seg >= c.cfg.Segments {
