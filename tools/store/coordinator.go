@@ -105,7 +105,7 @@ func StartCoordinator(cfg CoordinatorConfig) (*Coordinator, error) {
 	}
 	c := &Coordinator{
 		cfg:       cfg,
-		pool:      newConnPool(cfg.FailureTimeout),
+		pool:      newConnPool(min(cfg.FailureTimeout, time.Second)),
 		kick:      make(chan struct{}, 1),
 		nodes:     make(map[int32]*nodeRec),
 		want:      make([]segWant, cfg.Segments),
@@ -403,7 +403,7 @@ func (c *Coordinator) monitor(ctx context.Context, rec *nodeRec) {
 			}
 			continue
 		}
-		if errors.Is(err, errIncarnation) || !probe(rec.dataAddr(), c.cfg.FailureTimeout/2) ||
+		if errors.Is(err, errIncarnation) || !probe(rec.dataAddr(), min(c.cfg.FailureTimeout/2, time.Second)) ||
 			time.Since(lastOK) > c.cfg.FailureTimeout {
 			c.mu.Lock()
 			if c.nodes[rec.info.ID] == rec && rec.alive {
