@@ -141,10 +141,15 @@ struct SyncedResponse {
   1: required bool refetch,
 }
 
+/** Register's answer to a node process that left the cluster (Leave): it must not rejoin. */
+exception LeftCluster {
+  1: required string message,
+}
+
 /** Served by the coordinator. */
 service ZarisCoordinator {
   /** A node (re)starting announces itself; returns the current map. */
-  PeerMap Register(1: RegisterRequest req)
+  PeerMap Register(1: RegisterRequest req) throws (1: LeftCluster left)
   /** A learner reports that it holds a full copy of a segment. */
   SyncedResponse Synced(1: SyncedRequest req)
   /** Returns the coordinator's current map. */

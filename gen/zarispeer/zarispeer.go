@@ -3317,6 +3317,135 @@ func (p *SyncedResponse) String() string {
 	return fmt.Sprintf("SyncedResponse(%+v)", *p)
 }
 
+// Register's answer to a node process that left the cluster (Leave): it must not rejoin.
+//
+// Attributes:
+//   - Message
+type LeftCluster struct {
+	Message string `thrift:"message,1,required" db:"message" json:"message"`
+}
+
+func NewLeftCluster() *LeftCluster {
+	return &LeftCluster{}
+}
+
+func (p *LeftCluster) GetMessage() string {
+	return p.Message
+}
+func (p *LeftCluster) Read(ctx context.Context, iprot thrift.TProtocol) error {
+	if _, err := iprot.ReadStructBegin(ctx); err != nil {
+		return thrift.PrependError(fmt.Sprintf("%T read error: ", p), err)
+	}
+
+	var issetMessage bool = false
+
+	for {
+		_, fieldTypeId, fieldId, err := iprot.ReadFieldBegin(ctx)
+		if err != nil {
+			return thrift.PrependError(fmt.Sprintf("%T field %d read error: ", p, fieldId), err)
+		}
+		if fieldTypeId == thrift.STOP {
+			break
+		}
+		switch fieldId {
+		case 1:
+			if fieldTypeId == thrift.STRING {
+				if err := p.ReadField1(ctx, iprot); err != nil {
+					return err
+				}
+				issetMessage = true
+			} else {
+				if err := iprot.Skip(ctx, fieldTypeId); err != nil {
+					return err
+				}
+			}
+		default:
+			if err := iprot.Skip(ctx, fieldTypeId); err != nil {
+				return err
+			}
+		}
+		if err := iprot.ReadFieldEnd(ctx); err != nil {
+			return err
+		}
+	}
+	if err := iprot.ReadStructEnd(ctx); err != nil {
+		return thrift.PrependError(fmt.Sprintf("%T read struct end error: ", p), err)
+	}
+	if !issetMessage {
+		return thrift.NewTProtocolExceptionWithType(thrift.INVALID_DATA, fmt.Errorf("Required field Message is not set"))
+	}
+	return nil
+}
+
+func (p *LeftCluster) ReadField1(ctx context.Context, iprot thrift.TProtocol) error {
+	if v, err := iprot.ReadString(ctx); err != nil {
+		return thrift.PrependError("error reading field 1: ", err)
+	} else {
+		p.Message = v
+	}
+	return nil
+}
+
+func (p *LeftCluster) Write(ctx context.Context, oprot thrift.TProtocol) error {
+	if err := oprot.WriteStructBegin(ctx, "LeftCluster"); err != nil {
+		return thrift.PrependError(fmt.Sprintf("%T write struct begin error: ", p), err)
+	}
+	if p != nil {
+		if err := p.writeField1(ctx, oprot); err != nil {
+			return err
+		}
+	}
+	if err := oprot.WriteFieldStop(ctx); err != nil {
+		return thrift.PrependError("write field stop error: ", err)
+	}
+	if err := oprot.WriteStructEnd(ctx); err != nil {
+		return thrift.PrependError("write struct stop error: ", err)
+	}
+	return nil
+}
+
+func (p *LeftCluster) writeField1(ctx context.Context, oprot thrift.TProtocol) (err error) {
+	if err := oprot.WriteFieldBegin(ctx, "message", thrift.STRING, 1); err != nil {
+		return thrift.PrependError(fmt.Sprintf("%T write field begin error 1:message: ", p), err)
+	}
+	if err := oprot.WriteString(ctx, string(p.Message)); err != nil {
+		return thrift.PrependError(fmt.Sprintf("%T.message (1) field write error: ", p), err)
+	}
+	if err := oprot.WriteFieldEnd(ctx); err != nil {
+		return thrift.PrependError(fmt.Sprintf("%T write field end error 1:message: ", p), err)
+	}
+	return err
+}
+
+func (p *LeftCluster) Equals(other *LeftCluster) bool {
+	if p == other {
+		return true
+	} else if p == nil || other == nil {
+		return false
+	}
+	if p.Message != other.Message {
+		return false
+	}
+	return true
+}
+
+func (p *LeftCluster) String() string {
+	if p == nil {
+		return "<nil>"
+	}
+	return fmt.Sprintf("LeftCluster(%+v)", *p)
+}
+
+func (p *LeftCluster) Error() string {
+	return p.String()
+}
+
+func (LeftCluster) TExceptionType() thrift.TExceptionType {
+	return thrift.TExceptionTypeCompiled
+}
+
+var _ thrift.TException = (*LeftCluster)(nil)
+
 type ZarisPeer interface { //Served by every node on its peer port.
 
 	// The coordinator's heartbeat; coordinatorEpoch lets the node know whether it is behind.
@@ -5075,6 +5204,11 @@ func (p *ZarisCoordinatorClient) Register(ctx context.Context, req *RegisterRequ
 	if _err != nil {
 		return
 	}
+	switch {
+	case _result43.Left != nil:
+		return _r, _result43.Left
+	}
+
 	if _ret44 := _result43.GetSuccess(); _ret44 != nil {
 		return _ret44, nil
 	}
@@ -5276,26 +5410,31 @@ func (p *zarisCoordinatorProcessorRegister) Process(ctx context.Context, seqId i
 	if retval, err2 := p.handler.Register(ctx, args.Req); err2 != nil {
 		tickerCancel()
 		err = thrift.WrapTException(err2)
-		if errors.Is(err2, thrift.ErrAbandonRequest) {
-			return false, thrift.WrapTException(err2)
+		switch v := err2.(type) {
+		case *LeftCluster:
+			result.Left = v
+		default:
+			if errors.Is(err2, thrift.ErrAbandonRequest) {
+				return false, thrift.WrapTException(err2)
+			}
+			_exc68 := thrift.NewTApplicationException(thrift.INTERNAL_ERROR, "Internal error processing Register: "+err2.Error())
+			if err2 := oprot.WriteMessageBegin(ctx, "Register", thrift.EXCEPTION, seqId); err2 != nil {
+				_write_err67 = thrift.WrapTException(err2)
+			}
+			if err2 := _exc68.Write(ctx, oprot); _write_err67 == nil && err2 != nil {
+				_write_err67 = thrift.WrapTException(err2)
+			}
+			if err2 := oprot.WriteMessageEnd(ctx); _write_err67 == nil && err2 != nil {
+				_write_err67 = thrift.WrapTException(err2)
+			}
+			if err2 := oprot.Flush(ctx); _write_err67 == nil && err2 != nil {
+				_write_err67 = thrift.WrapTException(err2)
+			}
+			if _write_err67 != nil {
+				return false, thrift.WrapTException(_write_err67)
+			}
+			return true, err
 		}
-		_exc68 := thrift.NewTApplicationException(thrift.INTERNAL_ERROR, "Internal error processing Register: "+err2.Error())
-		if err2 := oprot.WriteMessageBegin(ctx, "Register", thrift.EXCEPTION, seqId); err2 != nil {
-			_write_err67 = thrift.WrapTException(err2)
-		}
-		if err2 := _exc68.Write(ctx, oprot); _write_err67 == nil && err2 != nil {
-			_write_err67 = thrift.WrapTException(err2)
-		}
-		if err2 := oprot.WriteMessageEnd(ctx); _write_err67 == nil && err2 != nil {
-			_write_err67 = thrift.WrapTException(err2)
-		}
-		if err2 := oprot.Flush(ctx); _write_err67 == nil && err2 != nil {
-			_write_err67 = thrift.WrapTException(err2)
-		}
-		if _write_err67 != nil {
-			return false, thrift.WrapTException(_write_err67)
-		}
-		return true, err
 	} else {
 		result.Success = retval
 	}
@@ -5879,8 +6018,10 @@ func (p *ZarisCoordinatorRegisterArgs) String() string {
 
 // Attributes:
 //   - Success
+//   - Left
 type ZarisCoordinatorRegisterResult struct {
-	Success *PeerMap `thrift:"success,0" db:"success" json:"success,omitempty"`
+	Success *PeerMap     `thrift:"success,0" db:"success" json:"success,omitempty"`
+	Left    *LeftCluster `thrift:"left,1" db:"left" json:"left,omitempty"`
 }
 
 func NewZarisCoordinatorRegisterResult() *ZarisCoordinatorRegisterResult {
@@ -5895,8 +6036,21 @@ func (p *ZarisCoordinatorRegisterResult) GetSuccess() *PeerMap {
 	}
 	return p.Success
 }
+
+var ZarisCoordinatorRegisterResult_Left_DEFAULT *LeftCluster
+
+func (p *ZarisCoordinatorRegisterResult) GetLeft() *LeftCluster {
+	if !p.IsSetLeft() {
+		return ZarisCoordinatorRegisterResult_Left_DEFAULT
+	}
+	return p.Left
+}
 func (p *ZarisCoordinatorRegisterResult) IsSetSuccess() bool {
 	return p.Success != nil
+}
+
+func (p *ZarisCoordinatorRegisterResult) IsSetLeft() bool {
+	return p.Left != nil
 }
 
 func (p *ZarisCoordinatorRegisterResult) Read(ctx context.Context, iprot thrift.TProtocol) error {
@@ -5916,6 +6070,16 @@ func (p *ZarisCoordinatorRegisterResult) Read(ctx context.Context, iprot thrift.
 		case 0:
 			if fieldTypeId == thrift.STRUCT {
 				if err := p.ReadField0(ctx, iprot); err != nil {
+					return err
+				}
+			} else {
+				if err := iprot.Skip(ctx, fieldTypeId); err != nil {
+					return err
+				}
+			}
+		case 1:
+			if fieldTypeId == thrift.STRUCT {
+				if err := p.ReadField1(ctx, iprot); err != nil {
 					return err
 				}
 			} else {
@@ -5946,12 +6110,23 @@ func (p *ZarisCoordinatorRegisterResult) ReadField0(ctx context.Context, iprot t
 	return nil
 }
 
+func (p *ZarisCoordinatorRegisterResult) ReadField1(ctx context.Context, iprot thrift.TProtocol) error {
+	p.Left = &LeftCluster{}
+	if err := p.Left.Read(ctx, iprot); err != nil {
+		return thrift.PrependError(fmt.Sprintf("%T error reading struct: ", p.Left), err)
+	}
+	return nil
+}
+
 func (p *ZarisCoordinatorRegisterResult) Write(ctx context.Context, oprot thrift.TProtocol) error {
 	if err := oprot.WriteStructBegin(ctx, "Register_result"); err != nil {
 		return thrift.PrependError(fmt.Sprintf("%T write struct begin error: ", p), err)
 	}
 	if p != nil {
 		if err := p.writeField0(ctx, oprot); err != nil {
+			return err
+		}
+		if err := p.writeField1(ctx, oprot); err != nil {
 			return err
 		}
 	}
@@ -5974,6 +6149,21 @@ func (p *ZarisCoordinatorRegisterResult) writeField0(ctx context.Context, oprot 
 		}
 		if err := oprot.WriteFieldEnd(ctx); err != nil {
 			return thrift.PrependError(fmt.Sprintf("%T write field end error 0:success: ", p), err)
+		}
+	}
+	return err
+}
+
+func (p *ZarisCoordinatorRegisterResult) writeField1(ctx context.Context, oprot thrift.TProtocol) (err error) {
+	if p.IsSetLeft() {
+		if err := oprot.WriteFieldBegin(ctx, "left", thrift.STRUCT, 1); err != nil {
+			return thrift.PrependError(fmt.Sprintf("%T write field begin error 1:left: ", p), err)
+		}
+		if err := p.Left.Write(ctx, oprot); err != nil {
+			return thrift.PrependError(fmt.Sprintf("%T error writing struct: ", p.Left), err)
+		}
+		if err := oprot.WriteFieldEnd(ctx); err != nil {
+			return thrift.PrependError(fmt.Sprintf("%T write field end error 1:left: ", p), err)
 		}
 	}
 	return err

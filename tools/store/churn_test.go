@@ -9,6 +9,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/clustron/zaris-go/gen/zaris"
+	"github.com/clustron/zaris-go/gen/zarispeer"
 )
 
 // Each churn runs under concurrent writes through a client that retries churn statuses; every
@@ -230,4 +231,22 @@ func TestFailover_RefusedProbeFailsOverWithoutWaitingForTheTimeout(t *testing.T)
 		}
 		return true
 	}))
+}
+
+func TestLeave_LeftNodeDoesNotRejoin(t *testing.T) {
+	c := StartCluster(t, fastCluster())
+	ctx := testCtx(t)
+	co := c.Coordinator()
+	n := c.Node(3)
+	require.NoError(t, co.Leave(ctx, 3)) // the coordinator's Leave: the process keeps running
+
+	// The running process hears nothing more from the coordinator and would register again
+	// after RejoinAfter; the coordinator refuses a process that left.
+	req := &zarispeer.RegisterRequest{NodeId: 3, Incarnation: n.incarnation, Host: "127.0.0.1", Port: 1, PeerAddr: n.PeerAddr()}
+	_, err := co.register(req)
+	var left *zarispeer.LeftCluster
+	require.ErrorAs(t, err, &left)
+	for _, node := range c.Map().Nodes {
+		require.NotEqual(t, int32(3), node.ID)
+	}
 }

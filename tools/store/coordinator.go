@@ -90,6 +90,7 @@ type Coordinator struct {
 	want        []segWant
 	synced      map[syncKey]int32 // learner copies reported complete, with the owner copied from
 	learnerAt   map[syncKey]int64 // the epoch each current learner was (last) added in
+	left        map[ownerRef]bool // node processes that left the cluster (Leave)
 	lastOwner   []ownerRef        // per segment left without any copy: the owner it had last
 	initialized bool
 	changed     chan struct{} // closed on every new map
@@ -111,6 +112,7 @@ func StartCoordinator(cfg CoordinatorConfig) (*Coordinator, error) {
 		want:      make([]segWant, cfg.Segments),
 		synced:    make(map[syncKey]int32),
 		learnerAt: make(map[syncKey]int64),
+		left:      make(map[ownerRef]bool),
 		lastOwner: make([]ownerRef, cfg.Segments),
 		changed:   make(chan struct{}),
 	}
@@ -220,6 +222,9 @@ func (c *Coordinator) register(req *zarispeer.RegisterRequest) (*zarispeer.PeerM
 	defer c.mu.Unlock()
 	if c.ctx.Err() != nil {
 		return nil, ErrClosed
+	}
+	if c.left[ownerRef{req.NodeId, req.Incarnation}] {
+		return nil, &zarispeer.LeftCluster{Message: fmt.Sprintf("node %d left the cluster; start a new process to join again", req.NodeId)}
 	}
 	old := c.nodes[req.NodeId]
 	if old != nil && old.alive {
@@ -919,6 +924,7 @@ func (c *Coordinator) Leave(ctx context.Context, id int32) error {
 		rec.alive = false
 		rec.cancel()
 		delete(c.nodes, id)
+		c.left[ownerRef{id, rec.incarnation}] = true
 	}
 	m := cloneMap(c.m)
 	m.Nodes = slices.DeleteFunc(m.Nodes, func(n *zarispeer.PeerNode) bool { return n.ID == id })

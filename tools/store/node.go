@@ -215,6 +215,10 @@ func (n *Node) register() {
 			pm, err = zarispeer.NewZarisCoordinatorClient(c).Register(n.ctx, req)
 			return err
 		})
+		if left := (*zarispeer.LeftCluster)(nil); errors.As(err, &left) {
+			n.cfg.Logger.Warn("this node left the cluster; it serves nothing and can be stopped", "node", n.cfg.ID)
+			return
+		}
 		if err != nil {
 			select {
 			case <-n.ctx.Done():
