@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"net"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/apache/thrift/lib/go/thrift"
@@ -131,6 +132,7 @@ type thriftConn struct {
 	// noDeadline wraps the context of the call in flight for the generated code (see
 	// callSocket); reused from call to call.
 	noDeadline withoutDeadline
+	lastUsed   time.Time // when the last call started; read by usable
 	once       sync.Once
 	err        error
 }
@@ -154,6 +156,7 @@ var aLongTimeAgo = time.Unix(1, 0)
 // not watch its context itself. stop reports false when ctx ended first: the connection's
 // deadline is then spent and it must not be reused.
 func (c *thriftConn) arm(ctx context.Context, deadline time.Time) (stop func() bool) {
+	c.lastUsed = time.Now()
 	c.raw.SetDeadline(deadline)
 	if ctx.Done() == nil {
 		return neverStopped
@@ -162,6 +165,30 @@ func (c *thriftConn) arm(ctx context.Context, deadline time.Time) (stop func() b
 }
 
 func neverStopped() bool { return true }
+
+// idleCheckAfter is how long a connection may sit idle before the pool checks, when
+// lending it, that the node has not closed it meanwhile (a node's idle timeout, a restart).
+// Without the check the next call would fail after being written, which for a
+// non-idempotent operation is an in-doubt error although the node never saw it. In
+// nanoseconds; tests change it.
+var idleCheckAfter atomic.Int64
+
+func init() { idleCheckAfter.Store(int64(100 * time.Millisecond)) }
+
+// usable reports whether the pool may lend this idle connection: it was used recently, or
+// a peek at the socket finds it open with nothing unasked for waiting.
+func (c *thriftConn) usable() bool {
+	if time.Since(c.lastUsed) < time.Duration(idleCheckAfter.Load()) {
+		return true
+	}
+	return idleConnOK(c.raw)
+}
+
+// checkedConn is implemented by connections that can tell, while idle, whether they are
+// still usable; the pool asks before lending one.
+type checkedConn interface {
+	usable() bool
+}
 
 // sockTransport is a buffered thrift.TTransport over a net.Conn. It is used instead of
 // thrift.TSocket because TSocket rewrites the socket deadline on every read and write,

@@ -51,21 +51,33 @@ func (p *pool) get(ctx context.Context) (Conn, error) {
 	if p.closed.Load() {
 		return nil, errPoolClosed
 	}
-	select {
-	case c := <-p.idle:
+	if c, ok := p.tryIdle(); ok {
 		return c, nil
-	default:
 	}
-	select {
-	case c := <-p.idle:
-		return c, nil
-	case p.slots <- struct{}{}:
-		return p.dialNew(ctx)
-	case <-ctx.Done():
-		return nil, ctx.Err()
-	case <-p.done:
-		return nil, errPoolClosed
+	for {
+		select {
+		case c := <-p.idle:
+			if p.lendable(c) {
+				return c, nil
+			}
+		case p.slots <- struct{}{}:
+			return p.dialNew(ctx)
+		case <-ctx.Done():
+			return nil, ctx.Err()
+		case <-p.done:
+			return nil, errPoolClosed
+		}
 	}
+}
+
+// lendable reports whether an idle connection may be lent; one the node closed while it
+// sat idle is discarded.
+func (p *pool) lendable(c Conn) bool {
+	if cc, ok := c.(checkedConn); ok && !cc.usable() {
+		p.discard(c)
+		return false
+	}
+	return true
 }
 
 // tryIdle borrows an idle connection if there is one, without waiting.
@@ -73,11 +85,15 @@ func (p *pool) tryIdle() (Conn, bool) {
 	if p.closed.Load() {
 		return nil, false
 	}
-	select {
-	case c := <-p.idle:
-		return c, true
-	default:
-		return nil, false
+	for {
+		select {
+		case c := <-p.idle:
+			if p.lendable(c) {
+				return c, true
+			}
+		default:
+			return nil, false
+		}
 	}
 }
 

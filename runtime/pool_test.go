@@ -19,7 +19,10 @@ type fakeConn struct {
 	kv     zaris.ZarisKv
 	addr   string
 	closes atomic.Int32
+	broken atomic.Bool // usable reports false: the node closed it while idle
 }
+
+func (c *fakeConn) usable() bool { return !c.broken.Load() }
 
 func (c *fakeConn) Client() zaris.ZarisKv { return c.kv }
 func (c *fakeConn) Close() error          { c.closes.Add(1); return nil }
@@ -229,4 +232,26 @@ func TestPoolConcurrentUseStaysBounded(t *testing.T) {
 	assert.LessOrEqual(t, p.openCount(), size)
 	p.close(true)
 	assert.Zero(t, d.openConns())
+}
+
+func TestPoolDiscardsAnIdleConnectionTheNodeClosed(t *testing.T) {
+	d := &fakeDialer{}
+	p := newPool("n:1", 2, d.dial)
+	defer p.close(true)
+	a, err := p.get(context.Background())
+	require.NoError(t, err)
+	b, err := p.get(context.Background())
+	require.NoError(t, err)
+	p.put(a)
+	p.put(b)
+	a.(*fakeConn).broken.Store(true)
+	b.(*fakeConn).broken.Store(true)
+	c, err := p.get(context.Background())
+	require.NoError(t, err)
+	assert.NotSame(t, a, c)
+	assert.NotSame(t, b, c)
+	assert.True(t, a.(*fakeConn).closed())
+	assert.True(t, b.(*fakeConn).closed())
+	assert.Equal(t, int32(3), d.dials.Load())
+	assert.Equal(t, 1, p.openCount())
 }

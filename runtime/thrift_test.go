@@ -33,7 +33,7 @@ func init() {
 	// Handlers this short do not need the server's connectivity check, which costs up to
 	// half the throughput; and a server must not wait forever for a stuck connection.
 	thrift.ServerConnectivityCheckInterval = 0
-	thrift.ServerStopTimeout = 2 * time.Second
+	thrift.ServerStopTimeout = 250 * time.Millisecond
 }
 
 // testKV is a one-node ZarisKv: a map of keys, a cluster map naming itself, and a key
@@ -376,6 +376,11 @@ func startProxy(t *testing.T, backend string) *proxy {
 
 func (p *proxy) kill() {
 	p.ln.Close()
+	p.resetConns()
+}
+
+// resetConns resets every connection through the proxy; new ones are still accepted.
+func (p *proxy) resetConns() {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	for _, c := range p.conns {
@@ -384,12 +389,89 @@ func (p *proxy) kill() {
 		}
 		c.Close()
 	}
+	p.conns = nil
+}
+
+func setIdleCheckAfter(t *testing.T, d time.Duration) {
+	old := idleCheckAfter.Swap(int64(d))
+	t.Cleanup(func() { idleCheckAfter.Store(old) })
+}
+
+// TestIdleConnectionClosedByTheNodeIsNotLent: a node that closed a pooled connection
+// while it sat idle (its idle timeout, a restart) costs the next call nothing: the pool
+// finds the connection closed before lending it, so the call is not failed after being
+// written (which would make a non-idempotent write in doubt).
+func TestIdleConnectionClosedByTheNodeIsNotLent(t *testing.T) {
+	setIdleCheckAfter(t, 0)
+	for _, tc := range []struct {
+		name string
+		tls  bool
+	}{{"plain", false}, {"tls", true}} {
+		t.Run(tc.name, func(t *testing.T) {
+			serverTLS, clientTLS := selfSignedTLS(t)
+			var srv *testServer
+			opts := []Option{WithEnv(env(nil))}
+			if tc.tls {
+				srv = startServer(t, headerServer, serverTLS)
+				opts = append(opts, WithTLS(clientTLS))
+			} else {
+				srv = startServer(t, headerServer, nil)
+			}
+			// TLS needs the certificate's address, so the proxy is for the plain case.
+			if !tc.tls {
+				px := startProxy(t, srv.addr)
+				host, port, _ := net.SplitHostPort(px.ln.Addr().String())
+				p, _ := strconv.Atoi(port)
+				srv.kv.mu.Lock()
+				srv.kv.cmap.Nodes[0] = &zaris.NodeInfo{ID: 1, Host: host, Port: int32(p)}
+				srv.kv.mu.Unlock()
+				cl, err := Dial(context.Background(), append(opts, WithSeeds(px.ln.Addr().String()))...)
+				require.NoError(t, err)
+				defer cl.Close()
+				roundTrip(t, cl, "before")
+				px.resetConns()
+				eventually(t, func() bool { return !idleConnOK(firstIdle(t, cl).raw) })
+				call := putCall("after", "v")
+				_, err = cl.Invoke(context.Background(), call)
+				require.NoError(t, err)
+				return
+			}
+			cl, err := Dial(context.Background(), append(opts, WithSeeds(srv.addr))...)
+			require.NoError(t, err)
+			defer cl.Close()
+			roundTrip(t, cl, "before")
+			// The server closes everything: a TLS close_notify, then FIN.
+			srv.stop()
+			conn := firstIdle(t, cl)
+			eventually(t, func() bool { return !idleConnOK(conn.raw) })
+			_, err = cl.Invoke(context.Background(), putCall("after", "v"))
+			require.ErrorIs(t, err, ErrNodeUnavailable, "the dead connection was not used; the redial failed")
+			assert.NotErrorIs(t, err, ErrTransport)
+		})
+	}
+}
+
+// firstIdle peeks at the idle connection of the cluster's only pool, leaving it there.
+func firstIdle(t *testing.T, cl *Cluster) *thriftConn {
+	t.Helper()
+	for _, p := range *cl.pools.Load() {
+		select {
+		case c := <-p.idle:
+			p.idle <- c
+			return c.(*thriftConn)
+		default:
+		}
+	}
+	t.Fatal("no idle connection")
+	return nil
 }
 
 // TestNodeDeathIsClassifiedByType kills a node under a pooled connection: the call on
 // the dead connection is ErrTransport (a TTransportException by type, whatever the OS
 // said, JSON included), and the next one, which cannot dial, is ErrNodeUnavailable.
 func TestNodeDeathIsClassifiedByType(t *testing.T) {
+	// Lend the dead connection without checking it first, whatever the test's pace.
+	setIdleCheckAfter(t, time.Hour)
 	for _, tc := range []struct {
 		p    Protocol
 		kind serverKind
