@@ -1,0 +1,90 @@
+package runtime_test
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/clustron/zaris-go/gen/zaris"
+	"github.com/clustron/zaris-go/runtime"
+)
+
+// NewConfig applies the defaults, then the environment, then the options: an explicit
+// option beats the environment, except ZARIS_DISABLE_RETRIES=true, which wins over all.
+func ExampleNewConfig() {
+	environment := map[string]string{
+		"ZARIS_REQUEST_TIMEOUT":            "90",
+		"ZARIS_CLIENT_MAP_REFRESH_WAIT_MS": "2000",
+		"ZARIS_DISABLE_RETRIES":            "true",
+	}
+	cfg, err := runtime.NewConfig(
+		runtime.WithEnv(func(k string) (string, bool) { v, ok := environment[k]; return v, ok }),
+		runtime.WithSeeds("10.0.0.1:7000", "10.0.0.2:7000"),
+		runtime.WithRefreshWait(5*time.Second),
+		runtime.WithMaxAttempts(5),
+	)
+	if err != nil {
+		panic(err)
+	}
+	fmt.Println("request timeout:", cfg.Retry.RequestTimeout)
+	fmt.Println("refresh wait:", cfg.RefreshWait)
+	fmt.Println("max attempts:", cfg.Retry.MaxAttempts, "disabled:", cfg.Retry.Disabled)
+
+	_, err = runtime.NewConfig(
+		runtime.WithEnv(func(k string) (string, bool) { return "soon", k == "ZARIS_REQUEST_TIMEOUT" }),
+		runtime.WithSeeds("10.0.0.1:7000"),
+	)
+	var ce *runtime.ConfigError
+	fmt.Println(errors.As(err, &ce), ce.Var, ce.Value)
+	// Output:
+	// request timeout: 1m30s
+	// refresh wait: 5s
+	// max attempts: 1 disabled: true
+	// true ZARIS_REQUEST_TIMEOUT soon
+}
+
+// A routing table maps a key to its segment's active owner without allocating; a segment
+// with no owner is ErrPartitionUnavailable.
+func ExampleRoutingTable_Route() {
+	one, two := int32(1), int32(2)
+	table, err := runtime.NewRoutingTable(&zaris.ClusterMap{
+		Epoch:        7,
+		SegmentCount: 4,
+		Nodes: []*zaris.NodeInfo{
+			{ID: 1, Host: "10.0.0.1", Port: 7000},
+			{ID: 2, Host: "10.0.0.2", Port: 7000},
+		},
+		Segments: []*zaris.SegmentInfo{
+			{ID: 0, Owner: &one}, {ID: 1, Owner: &two}, {ID: 2, Owner: &one}, {ID: 3}, // 3 has no owner
+		},
+	})
+	if err != nil {
+		panic(err)
+	}
+	for _, key := range []string{"user:0", "user:4", "user:5"} {
+		r, err := table.Route([]byte(key))
+		fmt.Println(key, r.Segment, r.Node, r.Addr, r.Epoch, errors.Is(err, runtime.ErrPartitionUnavailable))
+	}
+	// Output:
+	// user:0 0 1 10.0.0.1:7000 7 false
+	// user:4 1 2 10.0.0.2:7000 7 false
+	// user:5 3 -1  7 true
+}
+
+// Dial fetches the first map from a seed; the middleware stack (middleware.Default) sits
+// on top of Invoke, and the generated zarisclient on top of that.
+func ExampleDial() {
+	ctx := context.Background()
+	cluster, err := runtime.Dial(ctx,
+		runtime.WithSeeds("127.0.0.1:7000"),
+		runtime.WithProtocol(runtime.ProtocolCompact),
+		runtime.WithAttemptTimeout(2*time.Second),
+	)
+	if err != nil {
+		fmt.Println(errors.Is(err, runtime.ErrNoSeeds))
+		return
+	}
+	defer cluster.Close()
+	fmt.Println("map epoch", cluster.Map().Epoch)
+}
