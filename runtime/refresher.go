@@ -59,7 +59,8 @@ const flightKey = "map"
 // Refresher refreshes a client's cluster map under rules R6 and B1:
 //
 //   - All concurrent requests ride one in-flight fetch (golang.org/x/sync/singleflight).
-//   - A request within the debounce window after the last completed fetch is a no-op,
+//   - A request within the debounce window after the last fetch that returned a map (a
+//     failed fetch does not count) is a no-op,
 //     unless it carries evidence (an answer's mapEpoch) newer than the current map that no
 //     completed fetch has yet set out to satisfy (B1): that one skips the debounce, and
 //     still rides the shared flight.
