@@ -6,6 +6,7 @@ import (
 	"log/slog"
 	"net"
 	"os"
+	"slices"
 	"strconv"
 	"sync"
 	"testing"
@@ -25,7 +26,7 @@ type rawClient struct {
 }
 
 func dialRaw(addr string) (*rawClient, error) {
-	cfg := &thrift.TConfiguration{ConnectTimeout: time.Second, SocketTimeout: 5 * time.Second}
+	cfg := &thrift.TConfiguration{ConnectTimeout: time.Second, SocketTimeout: time.Second}
 	sock := thrift.NewTSocketConf(addr, cfg)
 	if err := sock.Open(); err != nil {
 		return nil, err
@@ -92,22 +93,27 @@ func (r *router) refresh() {
 		}
 	}
 	r.mu.Unlock()
-	for _, a := range addrs {
-		c, err := r.get(a)
-		if err != nil {
-			continue
-		}
-		m, err := c.GetClusterMap(context.Background())
-		r.put(a, c, err == nil)
-		if err != nil || m.SegmentCount == 0 {
-			continue
-		}
-		r.mu.Lock()
-		if r.m == nil || m.Epoch > r.m.Epoch {
-			r.m = m
-		}
-		r.mu.Unlock()
+	slices.Sort(addrs)
+	var wg sync.WaitGroup
+	for _, a := range slices.Compact(addrs) {
+		wg.Go(func() {
+			c, err := r.get(a)
+			if err != nil {
+				return
+			}
+			m, err := c.GetClusterMap(context.Background())
+			r.put(a, c, err == nil)
+			if err != nil || m.SegmentCount == 0 {
+				return
+			}
+			r.mu.Lock()
+			if r.m == nil || m.Epoch > r.m.Epoch {
+				r.m = m
+			}
+			r.mu.Unlock()
+		})
 	}
+	wg.Wait()
 }
 
 func (r *router) get(addr string) (*rawClient, error) {

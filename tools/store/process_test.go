@@ -5,6 +5,7 @@ import (
 	"bytes"
 	"context"
 	"os/exec"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -154,4 +155,59 @@ func TestProcess_KillNineNodeUnderLoadLosesNoAckedWrite(t *testing.T) {
 	nodes[0].stop(t)
 	nodes[2].stop(t)
 	co.stop(t)
+}
+
+func TestProcess_StoppedNodeIsFailedOverAfterTheTimeoutAndRejoins(t *testing.T) {
+	if testing.Short() {
+		t.Skip("builds and runs zarisd processes")
+	}
+	bin := buildZarisd(t)
+	co := startProc(t, bin, "coordinator", "--listen", "127.0.0.1:0", "--nodes", "3", "--segments", "16",
+		"--failure-timeout", "500ms")
+	var nodes []*proc
+	var seeds []string
+	for id := 1; id <= 3; id++ {
+		n := startProc(t, bin, "node", "--id", strconv.Itoa(id), "--listen", "127.0.0.1:0", "--coordinator", co.addr)
+		nodes = append(nodes, n)
+		seeds = append(seeds, n.addr)
+	}
+	admin := DialCoordinator(co.addr)
+	defer admin.Close()
+	settled := func(pm *zarispeer.PeerMap) bool {
+		for _, s := range pm.Segments {
+			if s.Owner == nil || len(s.Replicas) != 1 || len(s.Learners) != 0 {
+				return false
+			}
+		}
+		return len(pm.Nodes) == 3
+	}
+	waitPeerMap(t, admin, "the cluster did not come up", settled)
+
+	w := startWorkload(t, seeds, 4)
+	w.waitAcked(t, 50)
+	// SIGSTOP: the process hangs but the kernel still accepts connections on its ports, so
+	// only the failure timeout can fail it over.
+	stopped := nodes[0]
+	require.NoError(t, stopped.cmd.Process.Signal(syscall.SIGSTOP))
+	waitPeerMap(t, admin, "the stopped node was not failed over", func(pm *zarispeer.PeerMap) bool {
+		for _, s := range pm.Segments {
+			if s.Owner == nil || *s.Owner == 1 {
+				return false
+			}
+		}
+		return true
+	})
+	w.waitAcked(t, 50)
+	require.NoError(t, stopped.cmd.Process.Signal(syscall.SIGCONT))
+	// It hears nothing from the coordinator, registers again and catches up.
+	waitPeerMap(t, admin, "the resumed node did not catch up", func(pm *zarispeer.PeerMap) bool {
+		for _, s := range pm.Segments {
+			if slices.Contains(s.Replicas, 1) {
+				return settled(pm)
+			}
+		}
+		return false
+	})
+	w.waitAcked(t, 50)
+	w.finish(t)
 }
