@@ -3,7 +3,6 @@ package store
 import (
 	"context"
 	"fmt"
-	"sync"
 	"time"
 
 	"github.com/apache/thrift/lib/go/thrift"
@@ -40,6 +39,22 @@ func (h *peerHandler) GetPeerMap(_ context.Context) (*zarispeer.PeerMap, error) 
 		return &zarispeer.PeerMap{Nodes: []*zarispeer.PeerNode{}, Segments: []*zarispeer.PeerSegment{}}, nil
 	}
 	return v.pm, nil
+}
+
+// dropsAny reports whether the current map no longer asks this node, as owner of segment s,
+// to send writes to one of targets that has not acknowledged yet.
+func (n *Node) dropsAny(s int32, targets []int32, acked map[int32]bool) bool {
+	v := n.current.Load()
+	sv := &v.segs[s]
+	if sv.owner != n.cfg.ID {
+		return true
+	}
+	for _, t := range targets {
+		if !acked[t] && !sv.isReplica(t) && !sv.isLearner(t) {
+			return true
+		}
+	}
+	return false
 }
 
 // acceptsFrom reports whether, in v, sender owns segment s and this node holds a copy of it.
@@ -160,49 +175,65 @@ func (n *Node) replicate(ctx context.Context, s int32, seg *segment, e *zarispee
 			return v, zaris.KvStatus_Ok
 		}
 
+		// Each copy is sent in its own goroutine. Should a newer map drop a copy still
+		// being waited for (a hung node failed over), the round ends without it; the call
+		// left behind finishes on its own within peerCallTimeout.
 		type result struct {
-			resp *zarispeer.ReplicateResponse
-			err  error
+			target int32
+			resp   *zarispeer.ReplicateResponse
+			err    error
 		}
-		results := make([]result, len(targets))
 		req := &zarispeer.ReplicateRequest{Sender: me, Epoch: v.epoch, Segment: s, Entry: e}
-		send := func(i int) {
-			addr := v.peerAddr[targets[i]]
-			results[i].err = n.pool.call(addr, peerCallTimeout, func(c thrift.TClient) error {
-				var err error
-				results[i].resp, err = zarispeer.NewZarisPeerClient(c).Replicate(ctx, req)
-				return err
-			})
-		}
-		if len(targets) == 1 {
-			send(0)
-		} else {
-			var wg sync.WaitGroup
-			for i := range targets {
-				wg.Go(func() { send(i) })
-			}
-			wg.Wait()
+		results := make(chan result, len(targets))
+		for _, t := range targets {
+			n.wg.Add(1)
+			go func() {
+				defer n.wg.Done()
+				r := result{target: t}
+				r.err = n.pool.call(v.peerAddr[t], peerCallTimeout, func(c thrift.TClient) error {
+					var err error
+					r.resp, err = zarispeer.NewZarisPeerClient(c).Replicate(ctx, req)
+					return err
+				})
+				results <- r
+			}()
 		}
 
 		retryNow, allAcked := true, true
-		for i, r := range results {
-			t := targets[i]
-			switch {
-			case r.err != nil:
-				retryNow, allAcked = false, false
-			case r.resp.Status == zarispeer.PeerStatus_Ok:
-				acked[t] = true
-			case r.resp.Status == zarispeer.PeerStatus_StaleReceiver:
-				allAcked = false
-				n.pushMap(v.peerAddr[t], v.pm)
-			default: // Rejected: the peer's map disagrees; a newer one settles it.
-				allAcked = false
-				if r.resp.Epoch > v.epoch {
-					n.pullMap(v.peerAddr[t])
-				} else {
-					retryNow = false
+		pending, abandoned := len(targets), false
+		for waiting := ch; pending > 0 && !abandoned; {
+			select {
+			case r := <-results:
+				pending--
+				switch {
+				case r.err != nil:
+					retryNow, allAcked = false, false
+				case r.resp.Status == zarispeer.PeerStatus_Ok:
+					acked[r.target] = true
+				case r.resp.Status == zarispeer.PeerStatus_StaleReceiver:
+					allAcked = false
+					n.pushMap(v.peerAddr[r.target], v.pm)
+				default: // Rejected: the peer's map disagrees; a newer one settles it.
+					allAcked = false
+					if r.resp.Epoch > v.epoch {
+						n.pullMap(v.peerAddr[r.target])
+					} else {
+						retryNow = false
+					}
 				}
+			case <-waiting:
+				waiting = n.changedCh()
+				if n.dropsAny(s, targets, acked) {
+					abandoned, allAcked = true, false
+				}
+			case <-ctx.Done():
+				return v, zaris.KvStatus_Unavailable
+			case <-n.ctx.Done():
+				return v, zaris.KvStatus_Unavailable
 			}
+		}
+		if abandoned {
+			continue
 		}
 		if allAcked {
 			// Every copy of the map this round started from has the write, and any node that
