@@ -210,7 +210,7 @@ func TestR6_ThousandCallsHittingMovedRideOneMapFetch(t *testing.T) {
 	defer cluster.Close()
 	client := zarisclient.New(middleware.Default(cluster.Invoke, cluster.Refresher(), cluster.Config()))
 	clock.set(mwt.Epoch.Add(time.Second)) // past the bootstrap's debounce window
-	moved.Store(true) // segments move to node 2; the client's map still says node 1
+	moved.Store(true)                     // segments move to node 2; the client's map still says node 1
 	maps0 := node1.maps.Load() + nodes["node2:7002"].maps.Load()
 
 	key := keyIn(false)
