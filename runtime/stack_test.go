@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"net"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -210,7 +211,8 @@ func TestR6_ThousandCallsHittingMovedRideOneMapFetch(t *testing.T) {
 	defer cluster.Close()
 	client := zarisclient.New(middleware.Default(cluster.Invoke, cluster.Refresher(), cluster.Config()))
 	clock.set(mwt.Epoch.Add(time.Second)) // past the bootstrap's debounce window
-	moved.Store(true)                     // segments move to node 2; the client's map still says node 1
+	// The segments move to node 2; the client's map still says node 1.
+	moved.Store(true)
 	maps0 := node1.maps.Load() + nodes["node2:7002"].maps.Load()
 
 	key := keyIn(false)
@@ -265,3 +267,63 @@ type frozenTimer struct{}
 
 func (frozenTimer) C() <-chan time.Time { return nil }
 func (frozenTimer) Stop() bool          { return true }
+
+// loopbackNode serves one node's map naming itself, over the header server on loopback,
+// and returns its address.
+func loopbackNode(b *testing.B) string {
+	thrift.ServerConnectivityCheckInterval = 0
+	sock, err := thrift.NewTServerSocket("127.0.0.1:0")
+	require.NoError(b, err)
+	require.NoError(b, sock.Listen())
+	addr := sock.Addr().(*net.TCPAddr)
+	owner := int32(1)
+	m := &zaris.ClusterMap{Epoch: 1, SegmentCount: 1, Nodes: []*zaris.NodeInfo{{ID: 1, Host: "127.0.0.1", Port: int32(addr.Port)}},
+		Segments: []*zaris.SegmentInfo{{ID: 0, Owner: &owner}}}
+	node := &churnNode{id: 1, view: func() *zaris.ClusterMap { return m }}
+	cfg := &thrift.TConfiguration{}
+	srv := thrift.NewTSimpleServer4(zaris.NewZarisKvProcessor(node), sock,
+		thrift.NewTHeaderTransportFactoryConf(nil, cfg), thrift.NewTHeaderProtocolFactoryConf(cfg))
+	go srv.Serve()
+	b.Cleanup(func() { srv.Stop() })
+	return addr.String()
+}
+
+// BenchmarkTypedClientDefaultStack is the whole client on its success path: the typed
+// client, the default middleware stack, and the engine's pooled connection, binary over
+// framed on loopback. Compare BenchmarkRawGeneratedClient.
+func BenchmarkTypedClientDefaultStack(b *testing.B) {
+	addr := loopbackNode(b)
+	cluster, err := runtime.Dial(context.Background(), runtime.WithEnv(func(string) (string, bool) { return "", false }),
+		runtime.WithSeeds(addr))
+	require.NoError(b, err)
+	defer cluster.Close()
+	client := zarisclient.New(middleware.Default(cluster.Invoke, cluster.Refresher(), cluster.Config()))
+	req := &zaris.GetRequest{Key: []byte("bench")}
+	ctx := context.Background()
+	b.ReportAllocs()
+	for b.Loop() {
+		if _, err := client.Get(ctx, req); err != nil {
+			b.Fatal(err)
+		}
+	}
+}
+
+// BenchmarkRawGeneratedClient is the generated Thrift client alone on one connection made
+// by the engine's dialer: the floor for BenchmarkTypedClientDefaultStack.
+func BenchmarkRawGeneratedClient(b *testing.B) {
+	addr := loopbackNode(b)
+	cfg, err := runtime.NewConfig(runtime.WithEnv(func(string) (string, bool) { return "", false }), runtime.WithSeeds(addr))
+	require.NoError(b, err)
+	conn, err := runtime.DefaultDialer(cfg)(context.Background(), addr)
+	require.NoError(b, err)
+	defer conn.Close()
+	kv := conn.Client()
+	req := &zaris.GetRequest{Key: []byte("bench")}
+	ctx := context.Background()
+	b.ReportAllocs()
+	for b.Loop() {
+		if _, err := kv.Get(ctx, req); err != nil {
+			b.Fatal(err)
+		}
+	}
+}
