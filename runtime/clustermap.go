@@ -57,6 +57,10 @@ func NewRoutingTable(m *zaris.ClusterMap) (*RoutingTable, error) {
 	if m.SegmentCount <= 0 {
 		return nil, bad("segmentCount %d is not positive", m.SegmentCount)
 	}
+	// Checked before allocating per segment, so a map claiming a huge count costs nothing.
+	if n := len(m.Segments); n != int(m.SegmentCount) {
+		return nil, bad("%d segments listed for segmentCount %d", n, m.SegmentCount)
+	}
 	t := &RoutingTable{
 		epoch: m.Epoch,
 		count: m.SegmentCount,
@@ -100,9 +104,6 @@ func NewRoutingTable(m *zaris.ClusterMap) (*RoutingTable, error) {
 			}
 			t.owner[s.ID], t.addr[s.ID] = *s.Owner, addr
 		}
-	}
-	if n := len(m.Segments); n != int(m.SegmentCount) {
-		return nil, bad("%d segments listed for segmentCount %d", n, m.SegmentCount)
 	}
 	return t, nil
 }

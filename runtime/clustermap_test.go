@@ -100,6 +100,7 @@ func TestRoutingTableRejectsBadMaps(t *testing.T) {
 		{"nil", func(*zaris.ClusterMap) *zaris.ClusterMap { return nil }, "nil"},
 		{"zero segments", func(m *zaris.ClusterMap) *zaris.ClusterMap { m.SegmentCount = 0; return m }, "segmentCount 0"},
 		{"negative segments", func(m *zaris.ClusterMap) *zaris.ClusterMap { m.SegmentCount = -4; return m }, "segmentCount -4"},
+		{"huge count", func(m *zaris.ClusterMap) *zaris.ClusterMap { m.SegmentCount = 1<<31 - 1; return m }, "4 segments listed"},
 		{"missing segment", func(m *zaris.ClusterMap) *zaris.ClusterMap { m.Segments = m.Segments[:3]; return m }, "3 segments listed"},
 		{"duplicate segment", func(m *zaris.ClusterMap) *zaris.ClusterMap { m.Segments[1].ID = 0; return m }, "segment 0 appears twice"},
 		{"segment out of range", func(m *zaris.ClusterMap) *zaris.ClusterMap { m.Segments[3].ID = 4; return m }, "outside 0..3"},
