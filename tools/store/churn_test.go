@@ -35,7 +35,7 @@ func TestFailover_KilledNodeLosesNoAckedWrite(t *testing.T) {
 	ep.finish(t)
 }
 
-func TestRestart_ReturningNodeCatchesUpThenFailsBack(t *testing.T) {
+func TestFailback_ReturningNodeCatchesUpThenTakesItsSegmentsBack(t *testing.T) {
 	c := StartCluster(t, fastCluster())
 	ctx := testCtx(t)
 	w := startWorkload(t, c.Seeds(), 4)
