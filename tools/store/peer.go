@@ -157,6 +157,9 @@ func (n *Node) replicate(ctx context.Context, s int32, seg *segment, e *zarispee
 		if st := v.route(s, me, true); st != zaris.KvStatus_Ok {
 			return v, st
 		}
+		if time.Now().After(deadline) {
+			return v, zaris.KvStatus_Unavailable
+		}
 		sv := &v.segs[s]
 		var targets []int32
 		for _, r := range sv.replicas {
@@ -217,8 +220,9 @@ func (n *Node) replicate(ctx context.Context, s int32, seg *segment, e *zarispee
 					allAcked = false
 					if r.resp.Epoch > v.epoch {
 						n.pullMap(v.peerAddr[r.target])
-					} else {
-						retryNow = false
+					}
+					if n.Epoch() <= v.epoch {
+						retryNow = false // no newer map to retry with: wait for one
 					}
 				}
 			case <-waiting:
@@ -244,9 +248,6 @@ func (n *Node) replicate(ctx context.Context, s int32, seg *segment, e *zarispee
 		}
 		if retryNow {
 			continue
-		}
-		if time.Now().After(deadline) {
-			return v, zaris.KvStatus_Unavailable
 		}
 		select {
 		case <-ctx.Done():
