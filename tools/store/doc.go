@@ -17,6 +17,13 @@
 // connection drops and whose data port then refuses a probe (a killed process) is failed over
 // at once, typically within one heartbeat, well inside the client's retry window.
 //
+// A node failed over while it was alive (a stall longer than the failure timeout) hears
+// nothing more from the coordinator, registers again after NodeConfig.RejoinAfter and catches
+// up like a restarted node; a segment whose only copy it held waits for it without owner
+// (Unavailable) and gets it back intact. A segment whose every copy died with its process
+// starts empty once a wanted node is back: with one node failure at a time and the default
+// replication factor of 2 that never happens.
+//
 // The coordinator is the one component the cluster needs to stay up. Without it nodes keep
 // serving from their last map, but nothing is failed over, no learner is promoted and no churn
 // completes. Its state lives in memory; a restarted coordinator is a new, empty cluster.
@@ -56,7 +63,7 @@
 //   - failback: the returning preferred primary takes ownership with the segment marked
 //     transitioning, and until every node has that map non-owners answer OwnershipChanging;
 //   - leave: the leaving node's copies move to other nodes, ownership first, then it leaves
-//     the map.
+//     the map; a node process that left is refused if it registers again.
 //
 // # Running one
 //
