@@ -5,6 +5,8 @@ import (
 	"math"
 	"strconv"
 
+	"github.com/apache/thrift/lib/go/thrift"
+
 	"github.com/clustron/zaris-go/gen/zaris"
 	"github.com/clustron/zaris-go/gen/zarispeer"
 	"github.com/clustron/zaris-go/runtime"
@@ -67,7 +69,15 @@ type writeResult struct {
 	version int64 // the new version (Ok) or the version decide answered with
 	prev    entry // the entry before the write
 	epoch   int64
+	// inDoubt: the write failed but some copy may have applied it. The handler then
+	// answers nothing (thrift.ErrAbandonRequest closes the connection): a status would tell
+	// the client it was not applied.
+	inDoubt bool
 }
+
+// errInDoubt is what a handler returns for an in-doubt write: the connection closes
+// without an answer.
+var errInDoubt = thrift.ErrAbandonRequest
 
 // write runs one write op at the segment's owner: route by the node's map, decide from the
 // current entry, replicate, then apply locally and acknowledge.
@@ -98,9 +108,9 @@ func (n *Node) write(ctx context.Context, key []byte, decide func(cur entry, exi
 	} else if e.Value == nil {
 		e.Value = []byte{}
 	}
-	v, st := n.replicate(ctx, s, seg, e)
+	v, st, inDoubt := n.replicate(ctx, s, seg, e)
 	if st != zaris.KvStatus_Ok {
-		return writeResult{status: st, epoch: v.epoch}
+		return writeResult{status: st, epoch: v.epoch, inDoubt: inDoubt}
 	}
 	seg.mu.Lock()
 	seg.apply(e)
@@ -123,6 +133,9 @@ func (h *kvHandler) Put(ctx context.Context, req *zaris.PutRequest) (*zaris.PutR
 		}
 		return change{value: req.Value}
 	})
+	if r.inDoubt {
+		return nil, errInDoubt
+	}
 	return &zaris.PutResponse{Status: r.status, Version: r.version, MapEpoch: r.epoch}, nil
 }
 
@@ -141,6 +154,9 @@ func (h *kvHandler) Delete(ctx context.Context, req *zaris.DeleteRequest) (*zari
 		}
 		return change{del: true}
 	})
+	if r.inDoubt {
+		return nil, errInDoubt
+	}
 	resp := &zaris.DeleteResponse{Status: r.status, Version: r.version, MapEpoch: r.epoch}
 	if r.status == zaris.KvStatus_Ok {
 		resp.Version = r.prev.version
@@ -171,6 +187,9 @@ func (h *kvHandler) Increment(ctx context.Context, req *zaris.IncrementRequest) 
 		sum = old + d
 		return change{value: []byte(strconv.FormatInt(sum, 10))}
 	})
+	if r.inDoubt {
+		return nil, errInDoubt
+	}
 	resp := &zaris.IncrementResponse{Status: r.status, Version: r.version, MapEpoch: r.epoch}
 	if r.status == zaris.KvStatus_Ok {
 		resp.Value = sum

@@ -144,10 +144,12 @@ func (h *peerHandler) Fetch(_ context.Context, req *zarispeer.FetchRequest) (*za
 // registered learner of the segment, and returns once all of them applied it (Ok) or once the
 // node must not apply it: the map changed and this node no longer serves writes to s (the
 // status to answer), or the replicas stayed unreachable past ReplicationTimeout
-// (Unavailable). In the last two cases some copies may hold the write: like any write whose
-// answer is not Ok, it may or may not have taken effect, and a replay settles it. An unreachable replica holds the write until the coordinator's next map drops
+// (Unavailable). inDoubt reports that some copy may hold the write although it failed: the
+// node must then not answer a status (a client takes a status other than Ok for "not
+// applied" and replays even a non-idempotent write); it drops the request unanswered, which
+// a client treats as a write whose outcome is unknown. An unreachable replica holds the write until the coordinator's next map drops
 // it; the write then completes with the remaining copies. Callers hold seg.writeMu.
-func (n *Node) replicate(ctx context.Context, s int32, seg *segment, e *zarispeer.Entry) (*view, zaris.KvStatus) {
+func (n *Node) replicate(ctx context.Context, s int32, seg *segment, e *zarispeer.Entry) (_ *view, _ zaris.KvStatus, inDoubt bool) {
 	me := n.cfg.ID
 	deadline := time.Now().Add(n.cfg.ReplicationTimeout)
 	acked := make(map[int32]bool)
@@ -155,10 +157,10 @@ func (n *Node) replicate(ctx context.Context, s int32, seg *segment, e *zarispee
 		ch := n.changedCh()
 		v := n.current.Load()
 		if st := v.route(s, me, true); st != zaris.KvStatus_Ok {
-			return v, st
+			return v, st, inDoubt
 		}
 		if time.Now().After(deadline) {
-			return v, zaris.KvStatus_Unavailable
+			return v, zaris.KvStatus_Unavailable, inDoubt
 		}
 		sv := &v.segs[s]
 		var targets []int32
@@ -175,7 +177,7 @@ func (n *Node) replicate(ctx context.Context, s int32, seg *segment, e *zarispee
 		}
 		seg.mu.Unlock()
 		if len(targets) == 0 {
-			return v, zaris.KvStatus_Ok
+			return v, zaris.KvStatus_Ok, false
 		}
 
 		// Each copy is sent in its own goroutine. Should a newer map drop a copy still
@@ -211,8 +213,10 @@ func (n *Node) replicate(ctx context.Context, s int32, seg *segment, e *zarispee
 				switch {
 				case r.err != nil:
 					retryNow, allAcked = false, false
+					inDoubt = inDoubt || !notSent(r.err) // it may have arrived
 				case r.resp.Status == zarispeer.PeerStatus_Ok:
 					acked[r.target] = true
+					inDoubt = true
 				case r.resp.Status == zarispeer.PeerStatus_StaleReceiver:
 					allAcked = false
 					n.pushMap(v.peerAddr[r.target], v.pm)
@@ -228,12 +232,12 @@ func (n *Node) replicate(ctx context.Context, s int32, seg *segment, e *zarispee
 			case <-waiting:
 				waiting = n.changedCh()
 				if n.dropsAny(s, targets, acked) {
-					abandoned, allAcked = true, false
+					abandoned, allAcked, inDoubt = true, false, true
 				}
 			case <-ctx.Done():
-				return v, zaris.KvStatus_Unavailable
+				return v, zaris.KvStatus_Unavailable, true
 			case <-n.ctx.Done():
-				return v, zaris.KvStatus_Unavailable
+				return v, zaris.KvStatus_Unavailable, true
 			}
 		}
 		if abandoned {
@@ -244,16 +248,16 @@ func (n *Node) replicate(ctx context.Context, s int32, seg *segment, e *zarispee
 			// could own the segment next is among them (only an in-sync copy becomes owner, and
 			// it accepts writes only from the owner its map names): the write is safe to
 			// acknowledge even if a newer map arrived meanwhile.
-			return v, zaris.KvStatus_Ok
+			return v, zaris.KvStatus_Ok, false
 		}
 		if retryNow {
 			continue
 		}
 		select {
 		case <-ctx.Done():
-			return v, zaris.KvStatus_Unavailable
+			return v, zaris.KvStatus_Unavailable, true
 		case <-n.ctx.Done():
-			return v, zaris.KvStatus_Unavailable
+			return v, zaris.KvStatus_Unavailable, true
 		case <-ch:
 		case <-time.After(retryPause):
 		}

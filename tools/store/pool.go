@@ -8,8 +8,17 @@ import (
 	"github.com/apache/thrift/lib/go/thrift"
 )
 
-// errPoolClosed is returned by connPool.call after close.
-var errPoolClosed = errors.New("store: connection pool closed")
+// errPoolClosed is returned by connPool.call after close; the call was not sent.
+var errPoolClosed = notSentError{errors.New("store: connection pool closed")}
+
+// notSentError is a call that provably never left: no connection could be had.
+type notSentError struct{ err error }
+
+func (e notSentError) Error() string { return e.err.Error() }
+func (e notSentError) Unwrap() error { return e.err }
+
+// notSent reports whether err says the call never reached the peer.
+func notSent(err error) bool { return errors.As(err, new(notSentError)) }
 
 // peerMaxMessage bounds one peer message (a segment copy travels in one message).
 const peerMaxMessage = 256 << 20
@@ -95,7 +104,7 @@ func (p *connPool) get(addr string) (*pconn, error) {
 	}
 	sock := thrift.NewTSocketConf(addr, cfg)
 	if err := sock.Open(); err != nil {
-		return nil, err
+		return nil, notSentError{err}
 	}
 	trans := thrift.NewTFramedTransportConf(thrift.NewTBufferedTransport(sock, 8192), cfg)
 	c := &pconn{addr: addr, cfg: cfg, sock: sock, proto: thrift.NewTBinaryProtocolConf(trans, cfg)}

@@ -378,3 +378,32 @@ func TestVersion_SurvivesFailover(t *testing.T) {
 	require.Equal(t, zaris.KvStatus_Ok, again.Status)
 	assert.Greater(t, again.Version, first.Version+1, "the new owner reused a version")
 }
+
+func TestInDoubt_WriteAReplicaAppliedGetsNoStatus(t *testing.T) {
+	c := StartCluster(t, ClusterConfig{Nodes: 3, Segments: 16, ReplicationFactor: 3, FailureTimeout: time.Second})
+	const seg = 0
+	key := keyIn(seg, 16, "doubt")
+	sg := c.Map().Segments[seg]
+	owner, applied, rejecting := *sg.Owner, sg.Replicas[0], sg.Replicas[1]
+
+	// One replica has moved on to a newer map in which the owner no longer owns the segment:
+	// it rejects the owner's write while the other replica applies it, and the owner, learning
+	// the newer map, may not answer a status: the client would take it for "not applied".
+	rn := c.Node(rejecting)
+	pm := cloneMap(rn.current.Load().pm)
+	pm.Epoch++
+	setOwner(pm.Segments[seg], rejecting)
+	pm.Segments[seg].Replicas = []int32{applied, owner}
+	require.True(t, rn.install(pm))
+
+	cl := mustDial(t, c.Addr(owner))
+	_, err := cl.Put(bg, &zaris.PutRequest{Key: key, Value: []byte("v")})
+	require.Error(t, err, "a write some copy applied must not be answered with a status")
+
+	an := c.Node(applied)
+	sa := an.segments()[seg]
+	sa.mu.Lock()
+	_, ok := sa.data[string(key)]
+	sa.mu.Unlock()
+	assert.True(t, ok, "the replica that applied the write holds it")
+}
