@@ -33,7 +33,7 @@ check-generate: generate ## regenerate and fail if gen/ differs from what is com
 	@test -z "$$(git status --porcelain -- gen)" || { git status --porcelain -- gen; echo "gen/ has files git does not track: run make generate and commit the result"; exit 1; }
 
 test: lint ## lint, then run every test with the race detector
-	$(GO) test -race -count=1 ./...
+	$(GO) test -race -count=1 -timeout 10m ./...
 
 lint: ## gofmt check and go vet
 	@out=$$(gofmt -l $$(git ls-files '*.go')); test -z "$$out" || { echo "gofmt would change:"; echo "$$out"; exit 1; }

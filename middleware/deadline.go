@@ -10,10 +10,13 @@ import (
 // Deadline returns the call-level middleware that sets the whole-call deadline of rule R4:
 // call.Deadline = the earliest of the context's deadline, an earlier call.Deadline, and
 // now + the call's timeout (call.Options.Timeout, else p.RequestTimeout; zero means no
-// bound, ZARIS_REQUEST_TIMEOUT=infinite). Time is read on clock. When the timeout is the
-// earliest bound, the context passed on carries it too, so every layer below (refresh
-// waits, the transport) stops at the deadline; a context that already ends no later is
-// passed on as it is, at no cost.
+// bound, ZARIS_REQUEST_TIMEOUT=infinite). Time is read on clock.
+//
+// The deadline lives on the call, not on a derived context, so a call costs no timer: every
+// layer that waits stops at call.Deadline itself. Retry makes no attempt after it, Backoff
+// clamps its sleep to it, RefreshOnMoved bounds its wait by it, and the transport puts it
+// on the socket when it comes before the attempt timeout. Attempt-level middleware that
+// waits should read call.Deadline too.
 func Deadline(p runtime.RetryPolicy, clock runtime.Clock) Middleware {
 	if clock == nil {
 		clock = runtime.SystemClock
@@ -35,13 +38,7 @@ func Deadline(p runtime.RetryPolicy, clock runtime.Clock) Middleware {
 				timeout = call.Options.Timeout
 			}
 			if timeout > 0 {
-				own := now.Add(timeout)
-				if !hasCtxDeadline || own.Before(ctxEnd) {
-					var cancel context.CancelFunc
-					ctx, cancel = context.WithTimeout(ctx, timeout)
-					defer cancel()
-				}
-				deadline = earliest(deadline, own)
+				deadline = earliest(deadline, now.Add(timeout))
 			}
 			call.Deadline = deadline
 			return next(ctx, call)

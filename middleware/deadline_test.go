@@ -15,8 +15,8 @@ import (
 )
 
 // TestDeadline: the call's deadline is the earliest of the context's deadline and now plus
-// the call's timeout (or the request timeout; zero is no bound), and the context passed on
-// carries it.
+// the call's timeout (or the request timeout; zero is no bound). It is set on the call only:
+// the context passed on is the caller's, so a call costs no timer.
 func TestDeadline(t *testing.T) {
 	type seen struct {
 		deadline    time.Time
@@ -29,15 +29,15 @@ func TestDeadline(t *testing.T) {
 		callTimeout time.Duration
 		ctxTimeout  time.Duration // 0: no context deadline
 		want        time.Duration // 0: no deadline
-		wantCtx     time.Duration // 0: no context deadline
+		wantCtx     time.Duration // the context passed on: the caller's, unchanged (0: none)
 	}{
-		{"request timeout", 60 * time.Second, 0, 0, 60 * time.Second, 60 * time.Second},
-		{"call timeout wins over the request timeout", 60 * time.Second, 2 * time.Second, 0, 2 * time.Second, 2 * time.Second},
-		{"call timeout above the request timeout", 1 * time.Second, 5 * time.Second, 0, 5 * time.Second, 5 * time.Second},
+		{"request timeout", 60 * time.Second, 0, 0, 60 * time.Second, 0},
+		{"call timeout wins over the request timeout", 60 * time.Second, 2 * time.Second, 0, 2 * time.Second, 0},
+		{"call timeout above the request timeout", 1 * time.Second, 5 * time.Second, 0, 5 * time.Second, 0},
 		{"infinite", 0, 0, 0, 0, 0},
-		{"infinite with a call timeout", 0, 3 * time.Second, 0, 3 * time.Second, 3 * time.Second},
+		{"infinite with a call timeout", 0, 3 * time.Second, 0, 3 * time.Second, 0},
 		{"earlier context deadline", 60 * time.Second, 0, 10 * time.Second, 10 * time.Second, 10 * time.Second},
-		{"later context deadline", 5 * time.Second, 0, time.Hour, 5 * time.Second, 5 * time.Second},
+		{"later context deadline", 5 * time.Second, 0, time.Hour, 5 * time.Second, time.Hour},
 		{"infinite with a context deadline", 0, 0, 10 * time.Second, 10 * time.Second, 10 * time.Second},
 	}
 	for _, tt := range tests {
@@ -93,21 +93,25 @@ func TestDeadline_KeepsEarlierCallDeadline(t *testing.T) {
 	assert.Equal(t, mwt.Epoch.Add(time.Second), call.Deadline)
 }
 
-// TestDeadline_EndsAHungAttempt: the context passed on carries the call's deadline, so an
-// attempt that hangs until its context ends is cut at the deadline, and the call names the
-// deadline bound. (The wait is on a context, on the wall clock: 20 ms.)
-func TestDeadline_EndsAHungAttempt(t *testing.T) {
-	hung := func(ctx context.Context, call *runtime.Call) (runtime.Response, error) {
-		call.Current().Sent = true
-		<-ctx.Done()
-		return nil, ctx.Err()
+// TestDeadline_StopsRetriesAtTheDeadline: the layers below stop at call.Deadline without a
+// context deadline: an attempt that outlives it (it moves the injected clock past it) ends
+// the call with the deadline bound instead of a retry.
+func TestDeadline_StopsRetriesAtTheDeadline(t *testing.T) {
+	clock := mwt.NewClock()
+	var ctxHadDeadline bool
+	slow := func(ctx context.Context, call *runtime.Call) (runtime.Response, error) {
+		_, ctxHadDeadline = ctx.Deadline()
+		a := call.Current()
+		a.Answered, a.Status = true, zaris.KvStatus_Unavailable
+		clock.Advance(30 * time.Second)
+		return &mwt.Response{Status: zaris.KvStatus_Unavailable}, nil
 	}
-	p := policy(func(p *runtime.RetryPolicy) { p.RequestTimeout = 20 * time.Millisecond })
-	h := middleware.Default(hung, mwt.NewRefresher(1), runtime.Config{Retry: p, Clock: runtime.SystemClock})
+	p := policy(func(p *runtime.RetryPolicy) { p.RequestTimeout = 20 * time.Second; p.MaxAttempts = 5 })
+	h := middleware.Default(slow, mwt.NewRefresher(1), runtime.Config{Retry: p, Clock: clock})
 	_, err := h(context.Background(), mwt.GetCall("k"))
 	var ce *runtime.CallError
 	require.ErrorAs(t, err, &ce)
 	assert.Equal(t, runtime.BoundDeadline, ce.Bound)
-	assert.ErrorIs(t, err, context.DeadlineExceeded)
 	assert.Len(t, ce.Attempts, 1)
+	assert.False(t, ctxHadDeadline, "the deadline travels on the call, not on a derived context")
 }

@@ -59,7 +59,7 @@ func WithClassifiers(c ...Classifier) Option {
 //	Retry(cfg.Retry, clock,
 //	    Budget (WithRetryBudget only),
 //	    Backoff(cfg.Retry, clock),
-//	    RefreshOnMoved(refresher),
+//	    RefreshOnMoved(refresher, clock),
 //	    Classify(classifiers...),
 //	    attempt-level middleware (WithAttemptMiddleware))
 //	invoke
@@ -90,7 +90,7 @@ func stack(o *options, p runtime.RetryPolicy, clock runtime.Clock, refresher Map
 	}
 	attempt = append(attempt,
 		Backoff(p, clock),
-		RefreshOnMoved(refresher),
+		RefreshOnMoved(refresher, clock),
 		Classify(o.classifiers...),
 	)
 	attempt = append(attempt, o.attemptMW...)

@@ -2,6 +2,7 @@ package middleware
 
 import (
 	"context"
+	"time"
 
 	"github.com/clustron/zaris-go/runtime"
 )
@@ -37,7 +38,10 @@ type MapRefresher interface {
 // a refresh any other way (R2, R8).
 //
 // RefreshOnMoved sits above Classify, so it reads the class of the attempt it ran.
-func RefreshOnMoved(r MapRefresher) Middleware {
+func RefreshOnMoved(r MapRefresher, clock runtime.Clock) Middleware {
+	if clock == nil {
+		clock = runtime.SystemClock
+	}
 	return func(next Handler) Handler {
 		return func(ctx context.Context, call *runtime.Call) (runtime.Response, error) {
 			if n := len(call.Attempts); n > 1 && call.Attempts[n-2].Class == runtime.RefreshRetry {
@@ -46,7 +50,7 @@ func RefreshOnMoved(r MapRefresher) Middleware {
 				if prev.Answered {
 					evidence = prev.AnswerEpoch
 				}
-				res := r.Refresh(ctx, evidence)
+				res := refreshBefore(ctx, clock, call.Deadline, r, evidence)
 				call.Stats.RefreshesRequested++
 				if res.Performed {
 					call.Stats.RefreshesPerformed++
@@ -62,4 +66,18 @@ func RefreshOnMoved(r MapRefresher) Middleware {
 			return resp, err
 		}
 	}
+}
+
+// refreshBefore asks r for a refresh, waiting no later than deadline (on clock; zero: no
+// bound) or the end of ctx. Only a call that is retrying pays for the bounded context.
+func refreshBefore(ctx context.Context, clock runtime.Clock, deadline time.Time, r MapRefresher, evidence int64) runtime.RefreshResult {
+	if !deadline.IsZero() {
+		left := deadline.Sub(clock.Now())
+		if ctxDeadline, ok := ctx.Deadline(); !ok || time.Until(ctxDeadline) > left {
+			var cancel context.CancelFunc
+			ctx, cancel = context.WithTimeout(ctx, left)
+			defer cancel()
+		}
+	}
+	return r.Refresh(ctx, evidence)
 }

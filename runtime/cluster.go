@@ -141,9 +141,7 @@ func (c *Cluster) invoke(ctx context.Context, call *Call, a *Attempt) (Response,
 	if err != nil {
 		return nil, err
 	}
-	// The attempt timeout covers waiting for a connection and the call. It is a socket
-	// deadline, so it is wall-clock time whatever the Clock.
-	deadline := time.Now().Add(c.cfg.AttemptTimeout)
+	deadline, callBound := c.attemptDeadline(call)
 	p := c.poolFor(r.Addr)
 	conn, err := c.borrow(ctx, p, deadline)
 	if err != nil {
@@ -155,9 +153,9 @@ func (c *Cluster) invoke(ctx context.Context, call *Call, a *Attempt) (Response,
 		o    outcome
 	)
 	if sc, ok := conn.(*thriftConn); ok {
-		resp, o = callSocket(ctx, sc, call, deadline)
+		resp, o = callSocket(ctx, sc, call, deadline, callBound)
 	} else {
-		resp, o = callConn(ctx, conn, call, deadline)
+		resp, o = callConn(ctx, conn, call, deadline, callBound)
 	}
 	if o.err == nil {
 		if o.spent {
@@ -182,6 +180,22 @@ type outcome struct {
 // errNoConnInTime is the cause of an attempt that found no free connection in time.
 var errNoConnInTime = errors.New("no free connection within the attempt timeout")
 
+// attemptDeadline is when the attempt must end: the attempt timeout from now, or the call's
+// deadline (call.Deadline, set by the deadline layer) if that comes first, in which case
+// callBound is true. It covers waiting for a connection and the call, and it is a socket
+// deadline, so it is wall-clock time whatever the Clock: the call's deadline is carried
+// over as the time left until it on the Clock.
+func (c *Cluster) attemptDeadline(call *Call) (deadline time.Time, callBound bool) {
+	now := time.Now()
+	deadline = now.Add(c.cfg.AttemptTimeout)
+	if !call.Deadline.IsZero() {
+		if d := now.Add(call.Deadline.Sub(c.clock.Now())); d.Before(deadline) {
+			return d, true
+		}
+	}
+	return deadline, false
+}
+
 // borrow gets a connection from p, an idle one at once if it can, else waiting or dialing
 // until deadline; a nil p (the node is not in the map) has none.
 func (c *Cluster) borrow(ctx context.Context, p *pool, deadline time.Time) (Conn, error) {
@@ -201,23 +215,30 @@ func (c *Cluster) borrow(ctx context.Context, p *pool, deadline time.Time) (Conn
 }
 
 // callConn runs call over a Conn of a custom Dialer, within deadline through its context.
-func callConn(ctx context.Context, conn Conn, call *Call, deadline time.Time) (Response, outcome) {
+func callConn(ctx context.Context, conn Conn, call *Call, deadline time.Time, callBound bool) (Response, outcome) {
 	actx, cancel := context.WithDeadline(ctx, deadline)
 	defer cancel()
 	resp, err := call.Op.Invoke(actx, conn.Client(), call.Request)
 	if err == nil && resp == nil {
 		err = ErrNoResponse
 	}
-	return resp, outcome{err: err, attemptTimeout: err != nil && actx.Err() != nil && ctx.Err() == nil}
+	o := outcome{err: err}
+	if err != nil && actx.Err() != nil && ctx.Err() == nil {
+		if callBound {
+			o.err = context.DeadlineExceeded // the call's deadline, not the attempt timeout
+		} else {
+			o.attemptTimeout = true
+		}
+	}
+	return resp, o
 }
 
 // callSocket runs call over a built-in connection. The deadline (or the caller's, if
-// earlier) goes on the socket, and the caller's cancel aborts the socket through
+// earlier; callerDeadline says the deadline given is already the call's) goes on the socket, and the caller's cancel aborts the socket through
 // context.AfterFunc: no timer or context is made per call. The generated code gets a
 // context without a deadline, because the Thrift protocols retry a timed-out read while
 // their context has a deadline that has not passed.
-func callSocket(ctx context.Context, sc *thriftConn, call *Call, deadline time.Time) (Response, outcome) {
-	callerDeadline := false
+func callSocket(ctx context.Context, sc *thriftConn, call *Call, deadline time.Time, callerDeadline bool) (Response, outcome) {
 	octx := ctx
 	if cdl, ok := ctx.Deadline(); ok {
 		// The connection carries one call at a time, so its wrapper is reused.

@@ -310,6 +310,15 @@ func TestAttemptTimeoutOverTheWire(t *testing.T) {
 			require.ErrorIs(t, err, context.DeadlineExceeded)
 			assert.NotErrorIs(t, err, ErrAttemptTimeout)
 			assert.NotErrorIs(t, err, ErrTransport)
+
+			// So is the call's own deadline (call.Deadline, set by the deadline layer
+			// without a context deadline) when it comes before the attempt timeout.
+			call := getCall("slow")
+			call.Deadline = time.Now().Add(30 * time.Millisecond)
+			_, err = cl.Invoke(context.Background(), call)
+			require.ErrorIs(t, err, context.DeadlineExceeded)
+			assert.NotErrorIs(t, err, ErrAttemptTimeout)
+			assert.Less(t, call.Attempts[0].Duration, 100*time.Millisecond)
 		})
 	}
 }
