@@ -55,9 +55,10 @@ func Dial(ctx context.Context, opts ...Option) (*Cluster, error) {
 		if err == nil {
 			var t *RoutingTable
 			if t, err = NewRoutingTable(m); err == nil {
+				// The bootstrap is not a refresh: it opens no debounce window (R6), so a
+				// client whose first calls meet a stale map (started just after a node
+				// died) refreshes at once instead of retrying into the dead node.
 				c.router.Install(t)
-				// The bootstrap counts as a completed refresh for the debounce (R6).
-				c.refresher.lastDone.Store(c.clock.Now().UnixNano())
 				return c, nil
 			}
 		}

@@ -145,27 +145,33 @@ func TestR6_DebounceWithinHalfASecondOfTheLastRefresh(t *testing.T) {
 	})
 	r := mc.Refresher()
 
-	// The bootstrap just completed: inside 500 ms a request is a no-op.
-	mc.clock.Advance(499 * time.Millisecond)
+	// The bootstrap is not a refresh: the first request fetches at once.
 	res := r.Refresh(context.Background(), 0)
+	assert.True(t, res.Performed, "the bootstrap opens no debounce window")
+	assert.Equal(t, int64(2), res.Epoch)
+	assert.Equal(t, int32(1), calls.Load())
+
+	// Inside 500 ms of that fetch a request is a no-op.
+	mc.clock.Advance(499 * time.Millisecond)
+	res = r.Refresh(context.Background(), 0)
 	assert.True(t, res.Debounced)
 	assert.False(t, res.Performed)
-	assert.Zero(t, calls.Load())
+	assert.Equal(t, int32(1), calls.Load())
 
 	mc.clock.Advance(time.Millisecond)
 	res = r.Refresh(context.Background(), 0)
 	assert.True(t, res.Performed)
-	assert.Equal(t, int64(2), res.Epoch)
-	assert.Equal(t, int32(1), calls.Load())
+	assert.Equal(t, int64(3), res.Epoch)
+	assert.Equal(t, int32(2), calls.Load())
 
 	mc.clock.Advance(250 * time.Millisecond)
 	assert.True(t, r.Refresh(context.Background(), 0).Debounced)
-	assert.True(t, r.Refresh(context.Background(), 2).Debounced, "evidence not newer than the map")
+	assert.True(t, r.Refresh(context.Background(), 3).Debounced, "evidence not newer than the map")
 	mc.clock.Advance(250 * time.Millisecond)
 	assert.True(t, r.Refresh(context.Background(), 0).Performed)
-	assert.Equal(t, int32(2), calls.Load())
+	assert.Equal(t, int32(3), calls.Load())
 	st := r.Stats()
-	assert.Equal(t, RefreshStats{Requested: 5, Performed: 2, Debounced: 3}, st)
+	assert.Equal(t, RefreshStats{Requested: 6, Performed: 3, Debounced: 3}, st)
 }
 
 func TestB1_NewerEpochSkipsTheDebounce(t *testing.T) {
