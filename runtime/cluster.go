@@ -412,9 +412,10 @@ func (c *Cluster) retirePools(_, cur *RoutingTable) {
 	}
 }
 
-// fetchMap asks the nodes of the current map, then the seeds, for a cluster map and
-// returns the first it gets; the Refresher runs it.
-func (c *Cluster) fetchMap(ctx context.Context) (*zaris.ClusterMap, error) {
+// fetchMap asks the nodes of the current map, then the seeds, for a cluster map, and
+// returns the first whose epoch is at least minEpoch, or else the newest it got: a node
+// that has not yet learnt the map an answer showed (B1) is passed over for one that has.
+func (c *Cluster) fetchMap(ctx context.Context, minEpoch int64) (*zaris.ClusterMap, error) {
 	var addrs []string
 	if t := c.router.Table(); t != nil {
 		for _, n := range t.Nodes() {
@@ -426,16 +427,28 @@ func (c *Cluster) fetchMap(ctx context.Context) (*zaris.ClusterMap, error) {
 			addrs = append(addrs, s)
 		}
 	}
-	var errs []error
+	var (
+		newest *zaris.ClusterMap
+		errs   []error
+	)
 	for _, addr := range addrs {
 		m, err := c.fetchFrom(ctx, addr)
-		if err == nil {
+		if err != nil {
+			errs = append(errs, fmt.Errorf("%s: %w", addr, err))
+			if ctx.Err() != nil {
+				break
+			}
+			continue
+		}
+		if m.Epoch >= minEpoch {
 			return m, nil
 		}
-		errs = append(errs, fmt.Errorf("%s: %w", addr, err))
-		if ctx.Err() != nil {
-			break
+		if newest == nil || m.Epoch > newest.Epoch {
+			newest = m
 		}
+	}
+	if newest != nil {
+		return newest, nil
 	}
 	return nil, fmt.Errorf("zaris: no node answered with a cluster map: %w", errors.Join(errs...))
 }

@@ -49,9 +49,11 @@ type RefreshStats struct {
 	Failed uint64
 }
 
-// FetchFunc fetches a cluster map from the cluster; ctx bounds it. The Cluster's asks the
-// nodes of its current map, then its seeds, and returns the first map it gets.
-type FetchFunc func(ctx context.Context) (*zaris.ClusterMap, error)
+// FetchFunc fetches a cluster map from the cluster; ctx bounds it. minEpoch is the epoch
+// an answer has shown to exist (0 when none): nodes learn a new map one by one, so a fetch
+// should keep asking until a node has one at least that new, and otherwise return the
+// newest it got. The Cluster's asks the nodes of its current map, then its seeds.
+type FetchFunc func(ctx context.Context, minEpoch int64) (*zaris.ClusterMap, error)
 
 // flightKey is the one singleflight key: there is one map per client.
 const flightKey = "map"
@@ -303,7 +305,11 @@ func (r *Refresher) flight(tok *flightToken) func() (any, error) {
 		}
 		r.inflight.Store(true)
 		ctx, cancel := context.WithTimeout(r.base, r.fetchTimeout)
-		m, err := r.fetch(ctx)
+		minEpoch := int64(0)
+		if target > r.router.Epoch() {
+			minEpoch = target
+		}
+		m, err := r.fetch(ctx, minEpoch)
 		cancel()
 		if err == nil {
 			err = r.install(m)

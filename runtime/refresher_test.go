@@ -325,3 +325,29 @@ func TestR6_ZeroRefreshWaitDoesNotWaitButStillRefreshes(t *testing.T) {
 	eventually(t, func() bool { return mc.Refresher().Epoch() == 2 })
 	assert.Equal(t, uint64(1), mc.Refresher().Stats().Performed)
 }
+
+// B1: nodes learn a new map one by one, so a refresh for an epoch an answer has shown passes
+// over nodes that still serve an older map; with no node that new it takes the newest; with
+// no evidence the first map wins.
+func TestB1_FetchPassesOverANodeWithAnOlderMap(t *testing.T) {
+	mc := newMockCluster(t, testMap(1, 16, 3))
+	mc.node(1).EXPECT().GetClusterMap(gomock.Any()).Return(testMap(2, 16, 3), nil)
+	mc.node(2).EXPECT().GetClusterMap(gomock.Any()).Return(testMap(4, 16, 3), nil)
+	res := mc.Refresher().Refresh(context.Background(), 4)
+	require.NoError(t, res.Err)
+	assert.Equal(t, int64(4), res.Epoch, "node 1 still had epoch 2")
+
+	mc.clock.Advance(time.Second)
+	mc.node(1).EXPECT().GetClusterMap(gomock.Any()).Return(testMap(5, 16, 3), nil)
+	res = mc.Refresher().Refresh(context.Background(), 0)
+	require.NoError(t, res.Err)
+	assert.Equal(t, int64(5), res.Epoch, "without evidence node 1's map is taken, nodes 2 and 3 are not asked")
+
+	mc.clock.Advance(time.Second)
+	mc.node(1).EXPECT().GetClusterMap(gomock.Any()).Return(testMap(5, 16, 3), nil)
+	mc.node(2).EXPECT().GetClusterMap(gomock.Any()).Return(testMap(7, 16, 3), nil)
+	mc.node(3).EXPECT().GetClusterMap(gomock.Any()).Return(testMap(6, 16, 3), nil)
+	res = mc.Refresher().Refresh(context.Background(), 9)
+	require.NoError(t, res.Err)
+	assert.Equal(t, int64(7), res.Epoch, "no node has epoch 9 yet: the newest map is installed")
+}
