@@ -50,6 +50,11 @@ struct PeerMap {
   2: required i32 segmentCount,
   3: required list<PeerNode> nodes,
   4: required list<PeerSegment> segments,
+  /**
+   * Chosen by the coordinator when it starts. A node accepts peer traffic only from its own
+   * cluster, so a port reused by another cluster on the same host cannot mix the two.
+   */
+  5: required string clusterId,
 }
 
 /** One key's state. A deleted entry carries the version of the delete and no value. */
@@ -67,6 +72,8 @@ struct ReplicateRequest {
   2: required i64 epoch,
   3: required i32 segment,
   4: required Entry entry,
+  /** The sender's cluster (PeerMap.clusterId). */
+  5: required string clusterId,
 }
 
 struct ReplicateResponse {
@@ -81,6 +88,8 @@ struct FetchRequest {
   /** The epoch of the learner's map. */
   2: required i64 epoch,
   3: required i32 segment,
+  /** The learner's cluster (PeerMap.clusterId). */
+  4: required string clusterId,
 }
 
 struct FetchResponse {
@@ -102,7 +111,7 @@ struct PingResponse {
 /** Served by every node on its peer port. */
 service ZarisPeer {
   /** The coordinator's heartbeat; coordinatorEpoch lets the node know whether it is behind. */
-  PingResponse Ping(1: i64 coordinatorEpoch)
+  PingResponse Ping(1: i64 coordinatorEpoch, 2: string clusterId)
   /** Installs the map if it is newer than the node's; returns the node's epoch afterwards. */
   i64 PushMap(1: PeerMap newMap)
   /** Returns the node's current map. */

@@ -835,11 +835,15 @@ func (p *PeerSegment) String() string {
 //   - SegmentCount
 //   - Nodes
 //   - Segments
+//   - ClusterId: Chosen by the coordinator when it starts. A node accepts peer traffic only from its own
+//
+// cluster, so a port reused by another cluster on the same host cannot mix the two.
 type PeerMap struct {
 	Epoch        int64          `thrift:"epoch,1,required" db:"epoch" json:"epoch"`
 	SegmentCount int32          `thrift:"segmentCount,2,required" db:"segmentCount" json:"segmentCount"`
 	Nodes        []*PeerNode    `thrift:"nodes,3,required" db:"nodes" json:"nodes"`
 	Segments     []*PeerSegment `thrift:"segments,4,required" db:"segments" json:"segments"`
+	ClusterId    string         `thrift:"clusterId,5,required" db:"clusterId" json:"clusterId"`
 }
 
 func NewPeerMap() *PeerMap {
@@ -861,6 +865,10 @@ func (p *PeerMap) GetNodes() []*PeerNode {
 func (p *PeerMap) GetSegments() []*PeerSegment {
 	return p.Segments
 }
+
+func (p *PeerMap) GetClusterId() string {
+	return p.ClusterId
+}
 func (p *PeerMap) Read(ctx context.Context, iprot thrift.TProtocol) error {
 	if _, err := iprot.ReadStructBegin(ctx); err != nil {
 		return thrift.PrependError(fmt.Sprintf("%T read error: ", p), err)
@@ -870,6 +878,7 @@ func (p *PeerMap) Read(ctx context.Context, iprot thrift.TProtocol) error {
 	var issetSegmentCount bool = false
 	var issetNodes bool = false
 	var issetSegments bool = false
+	var issetClusterId bool = false
 
 	for {
 		_, fieldTypeId, fieldId, err := iprot.ReadFieldBegin(ctx)
@@ -924,6 +933,17 @@ func (p *PeerMap) Read(ctx context.Context, iprot thrift.TProtocol) error {
 					return err
 				}
 			}
+		case 5:
+			if fieldTypeId == thrift.STRING {
+				if err := p.ReadField5(ctx, iprot); err != nil {
+					return err
+				}
+				issetClusterId = true
+			} else {
+				if err := iprot.Skip(ctx, fieldTypeId); err != nil {
+					return err
+				}
+			}
 		default:
 			if err := iprot.Skip(ctx, fieldTypeId); err != nil {
 				return err
@@ -947,6 +967,9 @@ func (p *PeerMap) Read(ctx context.Context, iprot thrift.TProtocol) error {
 	}
 	if !issetSegments {
 		return thrift.NewTProtocolExceptionWithType(thrift.INVALID_DATA, fmt.Errorf("Required field Segments is not set"))
+	}
+	if !issetClusterId {
+		return thrift.NewTProtocolExceptionWithType(thrift.INVALID_DATA, fmt.Errorf("Required field ClusterId is not set"))
 	}
 	return nil
 }
@@ -1009,6 +1032,15 @@ func (p *PeerMap) ReadField4(ctx context.Context, iprot thrift.TProtocol) error 
 	return nil
 }
 
+func (p *PeerMap) ReadField5(ctx context.Context, iprot thrift.TProtocol) error {
+	if v, err := iprot.ReadString(ctx); err != nil {
+		return thrift.PrependError("error reading field 5: ", err)
+	} else {
+		p.ClusterId = v
+	}
+	return nil
+}
+
 func (p *PeerMap) Write(ctx context.Context, oprot thrift.TProtocol) error {
 	if err := oprot.WriteStructBegin(ctx, "PeerMap"); err != nil {
 		return thrift.PrependError(fmt.Sprintf("%T write struct begin error: ", p), err)
@@ -1024,6 +1056,9 @@ func (p *PeerMap) Write(ctx context.Context, oprot thrift.TProtocol) error {
 			return err
 		}
 		if err := p.writeField4(ctx, oprot); err != nil {
+			return err
+		}
+		if err := p.writeField5(ctx, oprot); err != nil {
 			return err
 		}
 	}
@@ -1104,6 +1139,19 @@ func (p *PeerMap) writeField4(ctx context.Context, oprot thrift.TProtocol) (err 
 	return err
 }
 
+func (p *PeerMap) writeField5(ctx context.Context, oprot thrift.TProtocol) (err error) {
+	if err := oprot.WriteFieldBegin(ctx, "clusterId", thrift.STRING, 5); err != nil {
+		return thrift.PrependError(fmt.Sprintf("%T write field begin error 5:clusterId: ", p), err)
+	}
+	if err := oprot.WriteString(ctx, string(p.ClusterId)); err != nil {
+		return thrift.PrependError(fmt.Sprintf("%T.clusterId (5) field write error: ", p), err)
+	}
+	if err := oprot.WriteFieldEnd(ctx); err != nil {
+		return thrift.PrependError(fmt.Sprintf("%T write field end error 5:clusterId: ", p), err)
+	}
+	return err
+}
+
 func (p *PeerMap) Equals(other *PeerMap) bool {
 	if p == other {
 		return true
@@ -1133,6 +1181,9 @@ func (p *PeerMap) Equals(other *PeerMap) bool {
 		if !_tgt.Equals(_src7) {
 			return false
 		}
+	}
+	if p.ClusterId != other.ClusterId {
+		return false
 	}
 	return true
 }
@@ -1418,11 +1469,13 @@ func (p *Entry) String() string {
 //   - Epoch: The epoch of the sender's map.
 //   - Segment
 //   - Entry
+//   - ClusterId: The sender's cluster (PeerMap.clusterId).
 type ReplicateRequest struct {
-	Sender  int32  `thrift:"sender,1,required" db:"sender" json:"sender"`
-	Epoch   int64  `thrift:"epoch,2,required" db:"epoch" json:"epoch"`
-	Segment int32  `thrift:"segment,3,required" db:"segment" json:"segment"`
-	Entry   *Entry `thrift:"entry,4,required" db:"entry" json:"entry"`
+	Sender    int32  `thrift:"sender,1,required" db:"sender" json:"sender"`
+	Epoch     int64  `thrift:"epoch,2,required" db:"epoch" json:"epoch"`
+	Segment   int32  `thrift:"segment,3,required" db:"segment" json:"segment"`
+	Entry     *Entry `thrift:"entry,4,required" db:"entry" json:"entry"`
+	ClusterId string `thrift:"clusterId,5,required" db:"clusterId" json:"clusterId"`
 }
 
 func NewReplicateRequest() *ReplicateRequest {
@@ -1449,6 +1502,10 @@ func (p *ReplicateRequest) GetEntry() *Entry {
 	}
 	return p.Entry
 }
+
+func (p *ReplicateRequest) GetClusterId() string {
+	return p.ClusterId
+}
 func (p *ReplicateRequest) IsSetEntry() bool {
 	return p.Entry != nil
 }
@@ -1462,6 +1519,7 @@ func (p *ReplicateRequest) Read(ctx context.Context, iprot thrift.TProtocol) err
 	var issetEpoch bool = false
 	var issetSegment bool = false
 	var issetEntry bool = false
+	var issetClusterId bool = false
 
 	for {
 		_, fieldTypeId, fieldId, err := iprot.ReadFieldBegin(ctx)
@@ -1516,6 +1574,17 @@ func (p *ReplicateRequest) Read(ctx context.Context, iprot thrift.TProtocol) err
 					return err
 				}
 			}
+		case 5:
+			if fieldTypeId == thrift.STRING {
+				if err := p.ReadField5(ctx, iprot); err != nil {
+					return err
+				}
+				issetClusterId = true
+			} else {
+				if err := iprot.Skip(ctx, fieldTypeId); err != nil {
+					return err
+				}
+			}
 		default:
 			if err := iprot.Skip(ctx, fieldTypeId); err != nil {
 				return err
@@ -1539,6 +1608,9 @@ func (p *ReplicateRequest) Read(ctx context.Context, iprot thrift.TProtocol) err
 	}
 	if !issetEntry {
 		return thrift.NewTProtocolExceptionWithType(thrift.INVALID_DATA, fmt.Errorf("Required field Entry is not set"))
+	}
+	if !issetClusterId {
+		return thrift.NewTProtocolExceptionWithType(thrift.INVALID_DATA, fmt.Errorf("Required field ClusterId is not set"))
 	}
 	return nil
 }
@@ -1578,6 +1650,15 @@ func (p *ReplicateRequest) ReadField4(ctx context.Context, iprot thrift.TProtoco
 	return nil
 }
 
+func (p *ReplicateRequest) ReadField5(ctx context.Context, iprot thrift.TProtocol) error {
+	if v, err := iprot.ReadString(ctx); err != nil {
+		return thrift.PrependError("error reading field 5: ", err)
+	} else {
+		p.ClusterId = v
+	}
+	return nil
+}
+
 func (p *ReplicateRequest) Write(ctx context.Context, oprot thrift.TProtocol) error {
 	if err := oprot.WriteStructBegin(ctx, "ReplicateRequest"); err != nil {
 		return thrift.PrependError(fmt.Sprintf("%T write struct begin error: ", p), err)
@@ -1593,6 +1674,9 @@ func (p *ReplicateRequest) Write(ctx context.Context, oprot thrift.TProtocol) er
 			return err
 		}
 		if err := p.writeField4(ctx, oprot); err != nil {
+			return err
+		}
+		if err := p.writeField5(ctx, oprot); err != nil {
 			return err
 		}
 	}
@@ -1657,6 +1741,19 @@ func (p *ReplicateRequest) writeField4(ctx context.Context, oprot thrift.TProtoc
 	return err
 }
 
+func (p *ReplicateRequest) writeField5(ctx context.Context, oprot thrift.TProtocol) (err error) {
+	if err := oprot.WriteFieldBegin(ctx, "clusterId", thrift.STRING, 5); err != nil {
+		return thrift.PrependError(fmt.Sprintf("%T write field begin error 5:clusterId: ", p), err)
+	}
+	if err := oprot.WriteString(ctx, string(p.ClusterId)); err != nil {
+		return thrift.PrependError(fmt.Sprintf("%T.clusterId (5) field write error: ", p), err)
+	}
+	if err := oprot.WriteFieldEnd(ctx); err != nil {
+		return thrift.PrependError(fmt.Sprintf("%T write field end error 5:clusterId: ", p), err)
+	}
+	return err
+}
+
 func (p *ReplicateRequest) Equals(other *ReplicateRequest) bool {
 	if p == other {
 		return true
@@ -1673,6 +1770,9 @@ func (p *ReplicateRequest) Equals(other *ReplicateRequest) bool {
 		return false
 	}
 	if !p.Entry.Equals(other.Entry) {
+		return false
+	}
+	if p.ClusterId != other.ClusterId {
 		return false
 	}
 	return true
@@ -1856,10 +1956,12 @@ func (p *ReplicateResponse) String() string {
 //   - Learner: The learner asking for a copy.
 //   - Epoch: The epoch of the learner's map.
 //   - Segment
+//   - ClusterId: The learner's cluster (PeerMap.clusterId).
 type FetchRequest struct {
-	Learner int32 `thrift:"learner,1,required" db:"learner" json:"learner"`
-	Epoch   int64 `thrift:"epoch,2,required" db:"epoch" json:"epoch"`
-	Segment int32 `thrift:"segment,3,required" db:"segment" json:"segment"`
+	Learner   int32  `thrift:"learner,1,required" db:"learner" json:"learner"`
+	Epoch     int64  `thrift:"epoch,2,required" db:"epoch" json:"epoch"`
+	Segment   int32  `thrift:"segment,3,required" db:"segment" json:"segment"`
+	ClusterId string `thrift:"clusterId,4,required" db:"clusterId" json:"clusterId"`
 }
 
 func NewFetchRequest() *FetchRequest {
@@ -1877,6 +1979,10 @@ func (p *FetchRequest) GetEpoch() int64 {
 func (p *FetchRequest) GetSegment() int32 {
 	return p.Segment
 }
+
+func (p *FetchRequest) GetClusterId() string {
+	return p.ClusterId
+}
 func (p *FetchRequest) Read(ctx context.Context, iprot thrift.TProtocol) error {
 	if _, err := iprot.ReadStructBegin(ctx); err != nil {
 		return thrift.PrependError(fmt.Sprintf("%T read error: ", p), err)
@@ -1885,6 +1991,7 @@ func (p *FetchRequest) Read(ctx context.Context, iprot thrift.TProtocol) error {
 	var issetLearner bool = false
 	var issetEpoch bool = false
 	var issetSegment bool = false
+	var issetClusterId bool = false
 
 	for {
 		_, fieldTypeId, fieldId, err := iprot.ReadFieldBegin(ctx)
@@ -1928,6 +2035,17 @@ func (p *FetchRequest) Read(ctx context.Context, iprot thrift.TProtocol) error {
 					return err
 				}
 			}
+		case 4:
+			if fieldTypeId == thrift.STRING {
+				if err := p.ReadField4(ctx, iprot); err != nil {
+					return err
+				}
+				issetClusterId = true
+			} else {
+				if err := iprot.Skip(ctx, fieldTypeId); err != nil {
+					return err
+				}
+			}
 		default:
 			if err := iprot.Skip(ctx, fieldTypeId); err != nil {
 				return err
@@ -1948,6 +2066,9 @@ func (p *FetchRequest) Read(ctx context.Context, iprot thrift.TProtocol) error {
 	}
 	if !issetSegment {
 		return thrift.NewTProtocolExceptionWithType(thrift.INVALID_DATA, fmt.Errorf("Required field Segment is not set"))
+	}
+	if !issetClusterId {
+		return thrift.NewTProtocolExceptionWithType(thrift.INVALID_DATA, fmt.Errorf("Required field ClusterId is not set"))
 	}
 	return nil
 }
@@ -1979,6 +2100,15 @@ func (p *FetchRequest) ReadField3(ctx context.Context, iprot thrift.TProtocol) e
 	return nil
 }
 
+func (p *FetchRequest) ReadField4(ctx context.Context, iprot thrift.TProtocol) error {
+	if v, err := iprot.ReadString(ctx); err != nil {
+		return thrift.PrependError("error reading field 4: ", err)
+	} else {
+		p.ClusterId = v
+	}
+	return nil
+}
+
 func (p *FetchRequest) Write(ctx context.Context, oprot thrift.TProtocol) error {
 	if err := oprot.WriteStructBegin(ctx, "FetchRequest"); err != nil {
 		return thrift.PrependError(fmt.Sprintf("%T write struct begin error: ", p), err)
@@ -1991,6 +2121,9 @@ func (p *FetchRequest) Write(ctx context.Context, oprot thrift.TProtocol) error 
 			return err
 		}
 		if err := p.writeField3(ctx, oprot); err != nil {
+			return err
+		}
+		if err := p.writeField4(ctx, oprot); err != nil {
 			return err
 		}
 	}
@@ -2042,6 +2175,19 @@ func (p *FetchRequest) writeField3(ctx context.Context, oprot thrift.TProtocol) 
 	return err
 }
 
+func (p *FetchRequest) writeField4(ctx context.Context, oprot thrift.TProtocol) (err error) {
+	if err := oprot.WriteFieldBegin(ctx, "clusterId", thrift.STRING, 4); err != nil {
+		return thrift.PrependError(fmt.Sprintf("%T write field begin error 4:clusterId: ", p), err)
+	}
+	if err := oprot.WriteString(ctx, string(p.ClusterId)); err != nil {
+		return thrift.PrependError(fmt.Sprintf("%T.clusterId (4) field write error: ", p), err)
+	}
+	if err := oprot.WriteFieldEnd(ctx); err != nil {
+		return thrift.PrependError(fmt.Sprintf("%T write field end error 4:clusterId: ", p), err)
+	}
+	return err
+}
+
 func (p *FetchRequest) Equals(other *FetchRequest) bool {
 	if p == other {
 		return true
@@ -2055,6 +2201,9 @@ func (p *FetchRequest) Equals(other *FetchRequest) bool {
 		return false
 	}
 	if p.Segment != other.Segment {
+		return false
+	}
+	if p.ClusterId != other.ClusterId {
 		return false
 	}
 	return true
@@ -3452,7 +3601,8 @@ type ZarisPeer interface { //Served by every node on its peer port.
 	//
 	// Parameters:
 	//  - CoordinatorEpoch
-	Ping(ctx context.Context, coordinatorEpoch int64) (_r *PingResponse, _err error)
+	//  - ClusterId
+	Ping(ctx context.Context, coordinatorEpoch int64, clusterId string) (_r *PingResponse, _err error)
 	// Installs the map if it is newer than the node's; returns the node's epoch afterwards.
 	//
 	// Parameters:
@@ -3512,9 +3662,11 @@ func (p *ZarisPeerClient) SetLastResponseMeta_(meta thrift.ResponseMeta) {
 //
 // Parameters:
 //   - CoordinatorEpoch
-func (p *ZarisPeerClient) Ping(ctx context.Context, coordinatorEpoch int64) (_r *PingResponse, _err error) {
+//   - ClusterId
+func (p *ZarisPeerClient) Ping(ctx context.Context, coordinatorEpoch int64, clusterId string) (_r *PingResponse, _err error) {
 	var _args10 ZarisPeerPingArgs
 	_args10.CoordinatorEpoch = coordinatorEpoch
+	_args10.ClusterId = clusterId
 	var _result12 ZarisPeerPingResult
 	var _meta11 thrift.ResponseMeta
 	_meta11, _err = p.Client_().Call(ctx, "Ping", &_args10, &_result12)
@@ -3694,7 +3846,7 @@ func (p *zarisPeerProcessorPing) Process(ctx context.Context, seqId int32, iprot
 	}
 
 	result := ZarisPeerPingResult{}
-	if retval, err2 := p.handler.Ping(ctx, args.CoordinatorEpoch); err2 != nil {
+	if retval, err2 := p.handler.Ping(ctx, args.CoordinatorEpoch, args.ClusterId); err2 != nil {
 		tickerCancel()
 		err = thrift.WrapTException(err2)
 		if errors.Is(err2, thrift.ErrAbandonRequest) {
@@ -4103,8 +4255,10 @@ func (p *zarisPeerProcessorFetch) Process(ctx context.Context, seqId int32, ipro
 
 // Attributes:
 //   - CoordinatorEpoch
+//   - ClusterId
 type ZarisPeerPingArgs struct {
-	CoordinatorEpoch int64 `thrift:"coordinatorEpoch,1" db:"coordinatorEpoch" json:"coordinatorEpoch"`
+	CoordinatorEpoch int64  `thrift:"coordinatorEpoch,1" db:"coordinatorEpoch" json:"coordinatorEpoch"`
+	ClusterId        string `thrift:"clusterId,2" db:"clusterId" json:"clusterId"`
 }
 
 func NewZarisPeerPingArgs() *ZarisPeerPingArgs {
@@ -4113,6 +4267,10 @@ func NewZarisPeerPingArgs() *ZarisPeerPingArgs {
 
 func (p *ZarisPeerPingArgs) GetCoordinatorEpoch() int64 {
 	return p.CoordinatorEpoch
+}
+
+func (p *ZarisPeerPingArgs) GetClusterId() string {
+	return p.ClusterId
 }
 func (p *ZarisPeerPingArgs) Read(ctx context.Context, iprot thrift.TProtocol) error {
 	if _, err := iprot.ReadStructBegin(ctx); err != nil {
@@ -4131,6 +4289,16 @@ func (p *ZarisPeerPingArgs) Read(ctx context.Context, iprot thrift.TProtocol) er
 		case 1:
 			if fieldTypeId == thrift.I64 {
 				if err := p.ReadField1(ctx, iprot); err != nil {
+					return err
+				}
+			} else {
+				if err := iprot.Skip(ctx, fieldTypeId); err != nil {
+					return err
+				}
+			}
+		case 2:
+			if fieldTypeId == thrift.STRING {
+				if err := p.ReadField2(ctx, iprot); err != nil {
 					return err
 				}
 			} else {
@@ -4162,12 +4330,24 @@ func (p *ZarisPeerPingArgs) ReadField1(ctx context.Context, iprot thrift.TProtoc
 	return nil
 }
 
+func (p *ZarisPeerPingArgs) ReadField2(ctx context.Context, iprot thrift.TProtocol) error {
+	if v, err := iprot.ReadString(ctx); err != nil {
+		return thrift.PrependError("error reading field 2: ", err)
+	} else {
+		p.ClusterId = v
+	}
+	return nil
+}
+
 func (p *ZarisPeerPingArgs) Write(ctx context.Context, oprot thrift.TProtocol) error {
 	if err := oprot.WriteStructBegin(ctx, "Ping_args"); err != nil {
 		return thrift.PrependError(fmt.Sprintf("%T write struct begin error: ", p), err)
 	}
 	if p != nil {
 		if err := p.writeField1(ctx, oprot); err != nil {
+			return err
+		}
+		if err := p.writeField2(ctx, oprot); err != nil {
 			return err
 		}
 	}
@@ -4189,6 +4369,19 @@ func (p *ZarisPeerPingArgs) writeField1(ctx context.Context, oprot thrift.TProto
 	}
 	if err := oprot.WriteFieldEnd(ctx); err != nil {
 		return thrift.PrependError(fmt.Sprintf("%T write field end error 1:coordinatorEpoch: ", p), err)
+	}
+	return err
+}
+
+func (p *ZarisPeerPingArgs) writeField2(ctx context.Context, oprot thrift.TProtocol) (err error) {
+	if err := oprot.WriteFieldBegin(ctx, "clusterId", thrift.STRING, 2); err != nil {
+		return thrift.PrependError(fmt.Sprintf("%T write field begin error 2:clusterId: ", p), err)
+	}
+	if err := oprot.WriteString(ctx, string(p.ClusterId)); err != nil {
+		return thrift.PrependError(fmt.Sprintf("%T.clusterId (2) field write error: ", p), err)
+	}
+	if err := oprot.WriteFieldEnd(ctx); err != nil {
+		return thrift.PrependError(fmt.Sprintf("%T write field end error 2:clusterId: ", p), err)
 	}
 	return err
 }

@@ -12,6 +12,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"syscall"
 	"testing"
 	"time"
@@ -145,22 +146,38 @@ func (c *Cluster) startNode(id int32) (*Node, error) {
 
 // stablePort returns a loopback address whose port lies below the kernel's ephemeral range
 // (where listening on port 0 and outgoing connections take theirs), or port 0 when that
-// range leaves no room below it.
+// range leaves no room below it. Ports are handed out in turn from a random start, so a
+// process does not reuse a port soon and two processes rarely meet.
 func stablePort() string {
-	lo := 32768
-	if b, err := os.ReadFile("/proc/sys/net/ipv4/ip_local_port_range"); err == nil {
-		if f := strings.Fields(string(b)); len(f) == 2 {
-			if v, err := strconv.Atoi(f[0]); err == nil {
-				lo = v
+	portsOnce.Do(func() {
+		lo := 32768
+		if b, err := os.ReadFile("/proc/sys/net/ipv4/ip_local_port_range"); err == nil {
+			if f := strings.Fields(string(b)); len(f) == 2 {
+				if v, err := strconv.Atoi(f[0]); err == nil {
+					lo = v
+				}
 			}
 		}
-	}
-	const base = 10000
-	if lo-base < 1000 {
+		portsSpan = lo - portsBase
+		if portsSpan >= 1000 {
+			portsNext.Store(int64(rand.IntN(portsSpan)))
+		}
+	})
+	if portsSpan < 1000 {
 		return "127.0.0.1:0"
 	}
-	return net.JoinHostPort("127.0.0.1", strconv.Itoa(base+rand.IntN(lo-base)))
+	port := portsBase + int(portsNext.Add(1)%int64(portsSpan))
+	return net.JoinHostPort("127.0.0.1", strconv.Itoa(port))
 }
+
+// portsBase is the lowest port stablePort hands out.
+const portsBase = 10000
+
+var (
+	portsOnce sync.Once
+	portsSpan int          // ports available from portsBase up to the ephemeral range
+	portsNext atomic.Int64 // the last port handed out, as an offset from portsBase
+)
 
 // Coordinator returns the cluster's coordinator.
 func (c *Cluster) Coordinator() *Coordinator { return c.coord }

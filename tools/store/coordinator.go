@@ -2,6 +2,8 @@ package store
 
 import (
 	"context"
+	"crypto/rand"
+	"encoding/hex"
 	"errors"
 	"fmt"
 	"net"
@@ -114,7 +116,9 @@ func StartCoordinator(cfg CoordinatorConfig) (*Coordinator, error) {
 		lastOwner: make([]ownerRef, cfg.Segments),
 		changed:   make(chan struct{}),
 	}
-	m := &zarispeer.PeerMap{SegmentCount: cfg.Segments, Nodes: []*zarispeer.PeerNode{}}
+	var id [16]byte
+	_, _ = rand.Read(id[:])
+	m := &zarispeer.PeerMap{SegmentCount: cfg.Segments, Nodes: []*zarispeer.PeerNode{}, ClusterId: hex.EncodeToString(id[:])}
 	for s := range cfg.Segments {
 		m.Segments = append(m.Segments, &zarispeer.PeerSegment{ID: s, Replicas: []int32{}, Learners: []int32{}})
 		c.want[s].owner = noOwner

@@ -40,7 +40,7 @@ func (c *Coordinator) monitor(ctx context.Context, rec *nodeRec) {
 			})
 		} else {
 			err = c.pool.call(rec.info.PeerAddr, c.cfg.FailureTimeout, func(cl thrift.TClient) error {
-				resp, err := zarispeer.NewZarisPeerClient(cl).Ping(ctx, m.Epoch)
+				resp, err := zarispeer.NewZarisPeerClient(cl).Ping(ctx, m.Epoch, m.ClusterId)
 				if err != nil {
 					return err
 				}

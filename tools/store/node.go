@@ -48,7 +48,18 @@ type Node struct {
 	changed   atomic.Pointer[chan struct{}] // closed (and replaced) whenever a map is installed
 	segs      atomic.Pointer[[]*segment]
 
-	lastContact atomic.Int64 // unix nanoseconds of the coordinator's last ping or push
+	lastContact atomic.Int64           // unix nanoseconds of the coordinator's last ping or push
+	clusterID   atomic.Pointer[string] // the cluster this node registered with
+}
+
+// errOtherCluster refuses peer traffic of another cluster (one whose node took over a port
+// this cluster's node used before).
+var errOtherCluster = errors.New("store: request from another cluster")
+
+// sameCluster reports whether id is this node's cluster.
+func (n *Node) sameCluster(id string) bool {
+	mine := n.clusterID.Load()
+	return mine != nil && *mine == id
 }
 
 // entry is one key's value and version.
@@ -228,6 +239,7 @@ func (n *Node) register() {
 			continue
 		}
 		n.contact()
+		n.clusterID.Store(&pm.ClusterId)
 		// Whatever this node held before, the coordinator now counts it as new: every copy it
 		// learns is fetched again.
 		for _, seg := range n.segments() {
@@ -274,6 +286,9 @@ func (n *Node) install(pm *zarispeer.PeerMap) bool {
 	n.installMu.Lock()
 	defer n.installMu.Unlock()
 	cur := n.current.Load()
+	if !n.sameCluster(pm.ClusterId) {
+		return false
+	}
 	if cur != nil && (pm.Epoch <= cur.epoch || pm.SegmentCount != cur.segCount) {
 		return false
 	}
@@ -391,7 +406,7 @@ func (n *Node) fetch(v *view, s int32, seg *segment) error {
 	err := n.pool.call(addr, 10*time.Second, func(c thrift.TClient) error {
 		var err error
 		resp, err = zarispeer.NewZarisPeerClient(c).Fetch(n.ctx, &zarispeer.FetchRequest{
-			Learner: n.cfg.ID, Epoch: v.epoch, Segment: s,
+			Learner: n.cfg.ID, Epoch: v.epoch, Segment: s, ClusterId: v.pm.ClusterId,
 		})
 		return err
 	})

@@ -17,7 +17,10 @@ type peerHandler struct{ n *Node }
 var _ zarispeer.ZarisPeer = (*peerHandler)(nil)
 
 // Ping answers the coordinator's heartbeat.
-func (h *peerHandler) Ping(_ context.Context, _ int64) (*zarispeer.PingResponse, error) {
+func (h *peerHandler) Ping(_ context.Context, _ int64, clusterID string) (*zarispeer.PingResponse, error) {
+	if !h.n.sameCluster(clusterID) {
+		return nil, errOtherCluster
+	}
 	h.n.contact()
 	return &zarispeer.PingResponse{NodeId: h.n.cfg.ID, Incarnation: h.n.incarnation, Epoch: h.n.Epoch()}, nil
 }
@@ -26,6 +29,9 @@ func (h *peerHandler) Ping(_ context.Context, _ int64) (*zarispeer.PingResponse,
 func (h *peerHandler) PushMap(_ context.Context, pm *zarispeer.PeerMap) (int64, error) {
 	if pm == nil {
 		return 0, fmt.Errorf("store: PushMap without a map")
+	}
+	if !h.n.sameCluster(pm.ClusterId) {
+		return 0, errOtherCluster
 	}
 	h.n.contact()
 	h.n.install(pm)
@@ -74,6 +80,9 @@ func (n *Node) segmentIndex(v *view, s int32) error {
 // Replicate applies one write of the segment's owner.
 func (h *peerHandler) Replicate(_ context.Context, req *zarispeer.ReplicateRequest) (*zarispeer.ReplicateResponse, error) {
 	n := h.n
+	if !n.sameCluster(req.ClusterId) {
+		return nil, errOtherCluster
+	}
 	v := n.current.Load()
 	if v == nil || req.Epoch > v.epoch {
 		return &zarispeer.ReplicateResponse{Status: zarispeer.PeerStatus_StaleReceiver, Epoch: n.Epoch()}, nil
@@ -103,6 +112,9 @@ func (h *peerHandler) Replicate(_ context.Context, req *zarispeer.ReplicateReque
 // writes is exactly the owner's state.
 func (h *peerHandler) Fetch(_ context.Context, req *zarispeer.FetchRequest) (*zarispeer.FetchResponse, error) {
 	n := h.n
+	if !n.sameCluster(req.ClusterId) {
+		return nil, errOtherCluster
+	}
 	me := n.cfg.ID
 	v := n.current.Load()
 	if v == nil || req.Epoch > v.epoch {
@@ -188,7 +200,7 @@ func (n *Node) replicate(ctx context.Context, s int32, seg *segment, e *zarispee
 			resp   *zarispeer.ReplicateResponse
 			err    error
 		}
-		req := &zarispeer.ReplicateRequest{Sender: me, Epoch: v.epoch, Segment: s, Entry: e}
+		req := &zarispeer.ReplicateRequest{Sender: me, Epoch: v.epoch, Segment: s, Entry: e, ClusterId: v.pm.ClusterId}
 		results := make(chan result, len(targets))
 		for _, t := range targets {
 			n.wg.Add(1)

@@ -5,10 +5,12 @@ import (
 	"testing"
 	"time"
 
+	"github.com/apache/thrift/lib/go/thrift"
 	"github.com/stretchr/testify/require"
 	"go.uber.org/goleak"
 
 	"github.com/clustron/zaris-go/gen/zaris"
+	"github.com/clustron/zaris-go/gen/zarispeer"
 )
 
 func TestMain(m *testing.M) {
@@ -44,4 +46,29 @@ func TestCluster_CloseLeavesNoListener(t *testing.T) {
 		require.Error(t, err, "%s still accepts connections after Close", a)
 	}
 	// goleak (TestMain) checks that no goroutine is left.
+}
+
+func TestPeer_RefusesAnotherClustersTraffic(t *testing.T) {
+	a := StartCluster(t, fastCluster())
+	b := StartCluster(t, fastCluster())
+	na := a.Node(1)
+	foreign := cloneMap(b.Node(1).current.Load().pm)
+	foreign.Epoch = na.Epoch() + 100
+
+	pool := newConnPool(time.Second)
+	defer pool.close()
+	err := pool.call(na.PeerAddr(), time.Second, func(c thrift.TClient) error {
+		_, err := zarispeer.NewZarisPeerClient(c).PushMap(bg, foreign)
+		return err
+	})
+	require.Error(t, err, "a node installed another cluster's map")
+	err = pool.call(na.PeerAddr(), time.Second, func(c thrift.TClient) error {
+		_, err := zarispeer.NewZarisPeerClient(c).Replicate(bg, &zarispeer.ReplicateRequest{
+			Sender: 2, Epoch: 1, Segment: 0, ClusterId: foreign.ClusterId,
+			Entry: &zarispeer.Entry{Key: []byte("k"), Value: []byte("v"), Version: 1},
+		})
+		return err
+	})
+	require.Error(t, err, "a node applied another cluster's write")
+	require.Less(t, na.Epoch(), foreign.Epoch)
 }

@@ -119,6 +119,7 @@ func publicMap(pm *zarispeer.PeerMap) *zaris.ClusterMap {
 func cloneMap(pm *zarispeer.PeerMap) *zarispeer.PeerMap {
 	c := &zarispeer.PeerMap{
 		Epoch:        pm.Epoch,
+		ClusterId:    pm.ClusterId,
 		SegmentCount: pm.SegmentCount,
 		Nodes:        make([]*zarispeer.PeerNode, len(pm.Nodes)),
 		Segments:     make([]*zarispeer.PeerSegment, len(pm.Segments)),
