@@ -9,7 +9,7 @@ MOCKGEN   := $(GO) run github.com/golang/mock/mockgen@v1.6.0
 MODULE    := github.com/clustron/zaris-go
 IDL       := $(wildcard idl/*.thrift)
 
-.PHONY: help generate check-generate check-thrift test lint bench
+.PHONY: help generate check-generate check-thrift test lint bench demo
 
 help: ## list the targets
 	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | sed 's/:.*## /\t/'
@@ -38,6 +38,9 @@ test: lint ## lint, then run every test with the race detector
 lint: ## gofmt check and go vet
 	@out=$$(gofmt -l $$(git ls-files '*.go')); test -z "$$out" || { echo "gofmt would change:"; echo "$$out"; exit 1; }
 	$(GO) vet ./...
+
+demo: ## run the churn demo on an embedded cluster; writes demo-out/report.json and timeline.html
+	$(GO) run ./tools/zaris demo --out demo-out
 
 bench: ## run the benchmarks
 	$(GO) test -run '^$$' -bench . -benchmem ./...

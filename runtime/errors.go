@@ -100,9 +100,9 @@ func (e *CallError) Error() string {
 	case BoundAttempts:
 		fmt.Fprintf(&b, ": gave up after %d of %d attempts", len(e.Attempts), e.MaxAttempts)
 	case BoundDeadline:
-		fmt.Fprintf(&b, ": deadline passed after %d attempts", len(e.Attempts))
+		fmt.Fprintf(&b, ": deadline passed after %s", attempts(len(e.Attempts)))
 	case BoundBudget:
-		fmt.Fprintf(&b, ": retry budget exhausted after %d attempts", len(e.Attempts))
+		fmt.Fprintf(&b, ": retry budget exhausted after %s", attempts(len(e.Attempts)))
 	default:
 		fmt.Fprintf(&b, ": failed on attempt %d", len(e.Attempts))
 	}
@@ -111,7 +111,8 @@ func (e *CallError) Error() string {
 		b.WriteString("; ")
 		b.WriteString(a.String())
 	}
-	if e.Err != nil {
+	// The last cause is usually the last attempt's error, already written above.
+	if last := len(e.Attempts) - 1; e.Err != nil && (last < 0 || e.Attempts[last].Err != e.Err) {
 		fmt.Fprintf(&b, ": %v", e.Err)
 	}
 	return b.String()
@@ -134,4 +135,12 @@ func (a Attempt) String() string {
 		out = a.Err.Error()
 	}
 	return fmt.Sprintf("attempt %d %s epoch %d: %s", a.N, node, a.MapEpoch, out)
+}
+
+// attempts writes n with the noun "attempt" in the right number.
+func attempts(n int) string {
+	if n == 1 {
+		return "1 attempt"
+	}
+	return fmt.Sprintf("%d attempts", n)
 }

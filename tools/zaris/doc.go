@@ -14,6 +14,7 @@
 //	delete KEY [--if-version N]                   delete KEY; print "ok version=N" (the deleted version)
 //	incr KEY [DELTA]                              add DELTA (default 1) to KEY's decimal value; print the sum
 //	map                                           print the cluster map
+//	demo [flags]                                  run the churn demo on an embedded cluster
 //	help [COMMAND]                                print the usage text, or COMMAND's
 //
 // put --if-version N writes only if the key's current version is N; put --if-absent writes
@@ -68,6 +69,18 @@
 // get (valueBase64 when the value is not UTF-8) and a number for incr; version is set on Ok
 // and, on a Conflict, is the key's current version; mapEpoch is the answering node's map
 // epoch; map (the map command) is the cluster map; stats is present with --stats.
+//
+// # The demo
+//
+// zaris demo starts an in-process cluster (--nodes, default 3), runs a workload of gets,
+// puts and compare-and-set puts (--workers goroutines, default 16, each owning --keys keys)
+// for --duration (default 45s), and drives the churn of --schedule, comma-separated
+// kind[:node]@time events with kinds migrate, join, kill, failback and leave (default
+// "migrate@5s,join@12s,kill@20s,failback@28s,leave@36s"). --protocol picks the client's
+// protocol. It prints progress, then a table per phase and the verdict of reading every key
+// back, and writes report.json and timeline.html into --out (default demo-out). It exits 0
+// when no acknowledged write was lost and no answer misreported, 1 otherwise, and 2 for a
+// usage error; the client flags above do not apply to it.
 //
 // # Exit codes
 //

@@ -189,10 +189,10 @@ func ms(d time.Duration) float64 { return float64(d.Microseconds()) / 1000 }
 // errors by class, the events and the verdict.
 func (r *Report) WriteTable(w io.Writer) {
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', tabwriter.AlignRight)
-	fmt.Fprintln(tw, "phase\tops\tops/s\tp50 ms\tp99 ms\tmax ms\terrors\tattempts/call\trefreshes req/done\t")
+	fmt.Fprintln(tw, "phase\tops\tops/s\tp50 ms\tp99 ms\tmax ms\terrors\tattempts avg/max\trefreshes req/done\t")
 	for _, p := range append(slices.Clone(r.Phases), r.Total) {
-		fmt.Fprintf(tw, "%s\t%d\t%.0f\t%.2f\t%.2f\t%.1f\t%d\t%.3f\t%d/%d\t\n",
-			p.Name, p.Ops, p.OpsPerS, p.P50Ms, p.P99Ms, p.MaxMs, p.ErrorCount, p.AttemptsAvg, p.RefreshesRequested, p.RefreshesPerformed)
+		fmt.Fprintf(tw, "%s\t%d\t%.0f\t%.2f\t%.2f\t%.1f\t%d\t%.4f/%d\t%d/%d\t\n",
+			p.Name, p.Ops, p.OpsPerS, p.P50Ms, p.P99Ms, p.MaxMs, p.ErrorCount, p.AttemptsAvg, p.AttemptsMax, p.RefreshesRequested, p.RefreshesPerformed)
 	}
 	tw.Flush()
 

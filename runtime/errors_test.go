@@ -1,0 +1,34 @@
+package runtime
+
+import (
+	"errors"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+
+	"github.com/clustron/zaris-go/gen/zaris"
+)
+
+// The terminal error names the bound and every attempt's node, epoch and outcome, and the
+// last cause once.
+func TestCallErrorMessage(t *testing.T) {
+	refused := errors.New("connection refused")
+	e := &CallError{
+		Op: "Put", Bound: BoundAttempts, MaxAttempts: 2, Elapsed: 301 * time.Millisecond, Err: refused,
+		Attempts: []Attempt{
+			{N: 1, Node: 2, MapEpoch: 7, Answered: true, Status: zaris.KvStatus_Moved, AnswerEpoch: 8},
+			{N: 2, Node: 3, MapEpoch: 8, Err: refused},
+		},
+	}
+	msg := e.Error()
+	assert.Equal(t, "zaris: Put: gave up after 2 of 2 attempts in 301ms; attempt 1 node 2 epoch 7: Moved (node epoch 8); attempt 2 node 3 epoch 8: connection refused", msg)
+	assert.Equal(t, 1, strings.Count(msg, "connection refused"))
+	assert.ErrorIs(t, e, refused)
+
+	e.Err = &StatusError{Status: zaris.KvStatus_Moved}
+	e.Attempts = e.Attempts[:1]
+	e.Bound = BoundDeadline
+	assert.Equal(t, "zaris: Put: deadline passed after 1 attempt in 301ms; attempt 1 node 2 epoch 7: Moved (node epoch 8): zaris: status Moved", e.Error())
+}
