@@ -184,8 +184,16 @@ func TestStatus_Migrating(t *testing.T) {
 	acked := false
 	require.Eventually(t, func() bool {
 		last, err = cl.Put(bg, &zaris.PutRequest{Key: key, Value: []byte("w")})
-		acked = acked || (err == nil && last.Status == zaris.KvStatus_Ok)
-		return err == nil && last.Status == zaris.KvStatus_Migrating
+		if err != nil {
+			// A write in doubt is dropped unanswered with its connection; dial again.
+			if fresh, err := dialRaw(c.Addr(owner)); err == nil {
+				t.Cleanup(func() { fresh.trans.Close() })
+				cl = fresh
+			}
+			return false
+		}
+		acked = acked || last.Status == zaris.KvStatus_Ok
+		return last.Status == zaris.KvStatus_Migrating
 	}, 10*time.Second, time.Millisecond, "the owner never answered Migrating during the cut-over")
 	check := func(value []byte) {
 		t.Helper()
