@@ -35,9 +35,10 @@ check-generate: generate ## regenerate and fail if gen/ differs from what is com
 test: lint ## lint, then run every test with the race detector
 	$(GO) test -race -count=1 -timeout 10m ./...
 
-lint: ## gofmt check and go vet
+lint: ## gofmt check, go vet, and staticcheck (pinned; not on the generated gen/)
 	@out=$$(gofmt -l $$(git ls-files '*.go')); test -z "$$out" || { echo "gofmt would change:"; echo "$$out"; exit 1; }
 	$(GO) vet ./...
+	$(GO) run honnef.co/go/tools/cmd/staticcheck@v0.8.2 $$($(GO) list ./... | grep -v '/gen/')
 
 demo: ## run the churn demo on an embedded cluster; writes demo-out/report.json and timeline.html
 	$(GO) run ./tools/zaris demo --out demo-out

@@ -247,6 +247,7 @@ func TestTypedClientRoundTripOverThrift(t *testing.T) {
 
 	i, err := c.Increment(ctx, &zaris.IncrementRequest{Key: []byte("n"), Delta: 5})
 	require.NoError(t, err)
+	assert.Equal(t, int64(5), i.Value)
 	i, err = c.Increment(ctx, &zaris.IncrementRequest{Key: []byte("n"), Delta: -2})
 	require.NoError(t, err)
 	assert.Equal(t, int64(3), i.Value)
