@@ -122,10 +122,14 @@ func summarize(records []record, bounds []phaseBound, end time.Duration, endPerf
 		total.RefreshesPerformed = int(endPerformed - bounds[0].performed)
 	}
 
-	seconds := make([]Second, int(end/time.Second)+1)
+	// Whole seconds only: a partial last second would plot as a fall in throughput.
+	seconds := make([]Second, max(int(end/time.Second), 1))
 	lat := make([][]time.Duration, len(seconds))
 	for _, r := range records {
-		s := min(int(r.start/time.Second), len(seconds)-1)
+		s := int(r.start / time.Second)
+		if s >= len(seconds) {
+			continue
+		}
 		seconds[s].Ops++
 		if r.class != "" {
 			seconds[s].Errors++

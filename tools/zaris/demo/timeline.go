@@ -20,12 +20,13 @@ const (
 	marginRight = 20
 	panelHeight = 180
 	panelGap    = 50
-	marginTop   = 30
+	marginTop   = 40
 )
 
 // panel is one metric's plot: a series of points over the workload's seconds.
 type panel struct {
 	Metric, Title, Unit string
+	Color               string
 	Top, Bottom         int
 	Max                 string
 	Points              string
@@ -55,7 +56,7 @@ func writeTimeline(w io.Writer, r *Report) error {
 		}
 		return marginLeft + t/float64(seconds-1)*plotW
 	}
-	mk := func(metric, title, unit string, top int, value func(Second) float64) panel {
+	mk := func(metric, title, unit, color string, top int, value func(Second) float64) panel {
 		maxV := 0.0
 		for _, s := range r.Timeline {
 			maxV = max(maxV, value(s))
@@ -68,16 +69,16 @@ func writeTimeline(w io.Writer, r *Report) error {
 			y := float64(top+panelHeight) - value(s)/maxV*panelHeight
 			fmt.Fprintf(&pts, "%.1f,%.1f ", x(float64(i)), y)
 		}
-		return panel{Metric: metric, Title: title, Unit: unit, Top: top, Bottom: top + panelHeight,
+		return panel{Metric: metric, Title: title, Unit: unit, Color: color, Top: top, Bottom: top + panelHeight,
 			Max: fmt.Sprintf("%.0f", maxV), Points: strings.TrimSpace(pts.String())}
 	}
 	panels := []panel{
-		mk("ops", "operations per second", "ops/s", marginTop, func(s Second) float64 { return float64(s.Ops) }),
-		mk("p99", "p99 latency per second", "ms", marginTop+panelHeight+panelGap, func(s Second) float64 { return s.P99Ms }),
+		mk("ops", "operations per second", "ops/s", "#1f77b4", marginTop, func(s Second) float64 { return float64(s.Ops) }),
+		mk("p99", "p99 latency per second", "ms", "#d62728", marginTop+panelHeight+panelGap, func(s Second) float64 { return s.P99Ms }),
 	}
 	var markers []marker
 	for i, e := range r.Events {
-		markers = append(markers, marker{Kind: string(e.Kind), Label: e.Label, X: x(e.AtSec), LabelY: marginTop - 8 + (i%2)*12})
+		markers = append(markers, marker{Kind: string(e.Kind), Label: e.Label, X: x(e.AtSec), LabelY: marginTop - 16 + (i%2)*12})
 	}
 	var ticks []tick
 	for t := 0; t < seconds; t += 5 {
