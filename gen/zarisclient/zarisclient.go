@@ -16,6 +16,11 @@ import (
 	"github.com/clustron/zaris-go/runtime"
 )
 
+// This is a compile-time assertion that the generated code and the runtime it is compiled
+// against are compatible: a runtime too old for this code lacks the constant, and the build
+// fails naming it. Regenerate with a matching zarisgen, or upgrade the runtime.
+const _ = runtime.IsAtLeastVersion0_1_0
+
 // OpGet describes Get: a read operation, idempotent, routed by GetRequest.key.
 var OpGet = &runtime.Op{
 	Name:         "Get",
