@@ -269,10 +269,10 @@ func TestTLSRejectsAnUntrustedServer(t *testing.T) {
 	assert.Contains(t, err.Error(), "tls")
 }
 
-// TestAttemptTimeoutOverTheWire checks that the per-attempt timeout ends a call whose
+// TestB5_AttemptTimeoutOverTheWire checks that the per-attempt timeout (rule B5) ends a call whose
 // reply never comes, over every protocol (the JSON protocol retries reads past a socket
 // timeout, so the client enforces the timeout itself), and that the connection is dropped.
-func TestAttemptTimeoutOverTheWire(t *testing.T) {
+func TestB5_AttemptTimeoutOverTheWire(t *testing.T) {
 	for _, tc := range []struct {
 		p    Protocol
 		kind serverKind
