@@ -1,0 +1,45 @@
+package zarisslog_test
+
+import (
+	"context"
+	"log/slog"
+	"os"
+
+	"github.com/clustron/zaris-go/gen/zaris"
+	"github.com/clustron/zaris-go/middleware"
+	mwt "github.com/clustron/zaris-go/middleware/middlewaretest"
+	"github.com/clustron/zaris-go/middleware/zarisslog"
+	"github.com/clustron/zaris-go/runtime"
+)
+
+// The slog middleware sits in front of the retry layer. A call answered at once writes
+// nothing; a call that met a node which no longer owned its key writes one line with the
+// whole attempt history. (A scripted transport on a fake clock stands in for a cluster,
+// and the time attribute is dropped, so that the output is the same on every run; in a
+// service, pass engine.Invoke, engine.Refresher() and engine.Config().)
+func ExampleMiddleware() {
+	logger := slog.New(slog.NewJSONHandler(os.Stdout, &slog.HandlerOptions{
+		ReplaceAttr: func(groups []string, a slog.Attr) slog.Attr {
+			if len(groups) == 0 && a.Key == slog.TimeKey {
+				return slog.Attr{}
+			}
+			return a
+		},
+	}))
+
+	clock := mwt.NewClock()
+	transport := mwt.Script(
+		mwt.Answer(zaris.KvStatus_Ok),            // the first call: answered at once
+		mwt.AnswerAt(zaris.KvStatus_Moved, 7),    // the second: the node has a newer map
+		mwt.AnswerAt(zaris.KvStatus_NotFound, 7), // and the new owner answers
+	)
+	cfg := runtime.Config{Retry: runtime.DefaultRetryPolicy, Clock: clock}
+	handler := middleware.Default(transport.Invoke, mwt.NewRefresher(6), cfg,
+		middleware.WithCallMiddleware(zarisslog.Middleware(logger, zarisslog.WithClock(clock))))
+
+	ctx := context.Background()
+	_, _ = handler(ctx, mwt.PutCall("user:42", "ada"))
+	_, _ = handler(ctx, mwt.GetCall("user:43"))
+	// Output:
+	// {"level":"INFO","msg":"zaris call retried","op":"Get","key":"user:43","status":"NotFound","elapsed":100000000,"refreshes":{"requested":1,"performed":1},"backoff":100000000,"attempts":{"1":{"node":1,"addr":"node1:9090","map_epoch":0,"status":"Moved","answer_epoch":7,"class":"refresh-retry","duration":0},"2":{"node":1,"addr":"node1:9090","map_epoch":0,"status":"NotFound","answer_epoch":7,"class":"answer","duration":0}}}
+}
