@@ -1,0 +1,46 @@
+// Package proof holds the evidence behind zaris-go's promise that ownership churn is the
+// store's problem and nothing acknowledged is lost. It has no API: everything lives in its
+// tests.
+//
+// # Linearizability
+//
+// The tests record concurrent histories of zaris-go clients (the typed client over
+// middleware.Default over a runtime.Cluster) running Get, Put, guarded Put (ifMatchVersion,
+// ifAbsent), Delete, guarded Delete and Increment against an in-process store
+// (store.StartCluster) while the store goes through each kind of churn: kill and failover,
+// scale-out (join), restart and failback, leave, segment migration, and all of them in one
+// run. Each history is checked with porcupine (github.com/anishathalye/porcupine) against a
+// key-value model partitioned per key. The model carries each key's value and version and
+// checks versions as "strictly greater than the one before", because the store numbers
+// versions per segment, not per key.
+//
+// An operation whose outcome the client does not know is possibly applied, as in Jepsen:
+// it may take effect at any point after its invocation, and its return time is the end of
+// the history. That covers a call that ended in an error (a *runtime.CallError, including
+// in-doubt writes, errors.Is(err, runtime.ErrInDoubt)) and every attempt of a call that was
+// sent and got no reply before the call was retried (rules R9, B2): a replayed guarded Put
+// answers Conflict although its first attempt applied, and the model sees that first
+// attempt as a possibly-applied operation of its own.
+//
+// The checker is shown to bite: the same workload through a deliberately broken store (a
+// connection wrapper that acknowledges some writes without sending them, or one that
+// serves stale reads) must be reported as not linearizable. On any failure the porcupine
+// visualization is written to the test's temporary directory and its path logged.
+//
+// Run them with:
+//
+//	go test -race ./tools/proof
+//
+// # Fuzzing
+//
+// Fuzz targets live next to the code they fuzz, each with a committed seed corpus under
+// testdata/fuzz/<FuzzName>/ that plain `go test` runs. To fuzz one for longer:
+//
+//	go test -run '^$' -fuzz '^FuzzNewConfigEnv$' -fuzztime 30s ./runtime
+//	go test -run '^$' -fuzz '^FuzzMalformedReply$' -fuzztime 30s ./runtime
+//	go test -run '^$' -fuzz '^FuzzParseProgram$' -fuzztime 30s ./tools/zarisgen
+//	go test -run '^$' -fuzz '^FuzzNodeHeaderPort$' -fuzztime 30s ./tools/store
+//	go test -run '^$' -fuzz '^FuzzNodeJSONPort$' -fuzztime 30s ./tools/store
+//
+// Go runs one fuzz target at a time, so each needs its own command.
+package proof
