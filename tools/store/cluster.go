@@ -32,6 +32,8 @@ type ClusterConfig struct {
 	Heartbeat time.Duration
 	// FailureTimeout: see CoordinatorConfig.FailureTimeout; default DefaultFailureTimeout.
 	FailureTimeout time.Duration
+	// ProbeTimeout: see CoordinatorConfig.ProbeTimeout; default DefaultProbeTimeout.
+	ProbeTimeout time.Duration
 	// AutoFailback: see CoordinatorConfig.AutoFailback.
 	AutoFailback bool
 	// Node is the template of every node's configuration; ID, Listen, PeerListen and
@@ -77,6 +79,7 @@ func NewCluster(ctx context.Context, cfg ClusterConfig) (*Cluster, error) {
 		ReplicationFactor: cfg.ReplicationFactor,
 		Heartbeat:         cfg.Heartbeat,
 		FailureTimeout:    cfg.FailureTimeout,
+		ProbeTimeout:      cfg.ProbeTimeout,
 		AutoFailback:      cfg.AutoFailback,
 		Logger:            cfg.Logger,
 	})

@@ -17,8 +17,13 @@ const (
 	DefaultReplicationFactor = 2
 	// DefaultHeartbeat is the interval of the coordinator's heartbeat to each node.
 	DefaultHeartbeat = 50 * time.Millisecond
-	// DefaultFailureTimeout is how long a node may miss heartbeats before it is failed over.
+	// DefaultFailureTimeout is how long a node may miss heartbeats before the coordinator
+	// suspects it and probes it (see DefaultProbeTimeout).
 	DefaultFailureTimeout = 250 * time.Millisecond
+	// DefaultProbeTimeout is how long a suspected node has to answer the coordinator's probe
+	// (a ping on a fresh connection) before it is failed over. A node that answers is slow,
+	// not dead, and keeps its segments.
+	DefaultProbeTimeout = time.Second
 	// DefaultMaxKeySize is the largest key a node accepts, in bytes (64 KiB).
 	DefaultMaxKeySize = 64 << 10
 	// DefaultMaxValueSize is the largest value a node accepts, in bytes (1 MiB).
@@ -120,10 +125,16 @@ type CoordinatorConfig struct {
 	ReplicationFactor int
 	// Heartbeat is the heartbeat interval; default DefaultHeartbeat.
 	Heartbeat time.Duration
-	// FailureTimeout fails a node over after this long without an answered heartbeat;
-	// default DefaultFailureTimeout. A node whose connection drops and whose data port then
-	// refuses a probe is failed over at once.
+	// FailureTimeout is how long a node may go without an answered heartbeat before it is
+	// suspected; default DefaultFailureTimeout. A suspected node is probed with a ping on a
+	// fresh connection and failed over only if that goes unanswered for ProbeTimeout. A
+	// node whose connection drops and whose data port then refuses a connection (a killed
+	// process) is failed over at once.
 	FailureTimeout time.Duration
+	// ProbeTimeout bounds the probe of a suspected node; default DefaultProbeTimeout. A stalled
+	// (not killed) node is failed over after about FailureTimeout + ProbeTimeout; keep the sum
+	// well below the nodes' RejoinAfter.
+	ProbeTimeout time.Duration
 	// AutoFailback hands a returning node its preferred segments back as soon as it has
 	// caught up; without it, Failback does.
 	AutoFailback bool
@@ -149,6 +160,9 @@ func (c CoordinatorConfig) withDefaults() (CoordinatorConfig, error) {
 	}
 	if c.FailureTimeout <= 0 {
 		c.FailureTimeout = DefaultFailureTimeout
+	}
+	if c.ProbeTimeout <= 0 {
+		c.ProbeTimeout = DefaultProbeTimeout
 	}
 	if c.FailureTimeout < c.Heartbeat {
 		return c, fmt.Errorf("store: failure timeout %v is shorter than the heartbeat %v", c.FailureTimeout, c.Heartbeat)

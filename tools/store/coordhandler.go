@@ -35,7 +35,13 @@ func (h *coordHandler) Synced(_ context.Context, req *zarispeer.SyncedRequest) (
 	}
 	sg := c.m.Segments[req.Segment]
 	key := syncKey{req.Segment, req.NodeId}
-	if !slices.Contains(sg.Learners, req.NodeId) || ownerOf(sg) != req.Owner {
+	// The copy's owner must own the segment still, or be the last owner of a segment left
+	// without one (the report raced with the owner's failover).
+	from := ownerOf(sg)
+	if from == noOwner {
+		from = c.lastOwner[req.Segment].id
+	}
+	if !slices.Contains(sg.Learners, req.NodeId) || from != req.Owner || from <= 0 {
 		return resp, nil
 	}
 	if req.FetchEpoch < c.learnerAt[key] {

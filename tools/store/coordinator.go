@@ -10,6 +10,7 @@ import (
 	"slices"
 	"strconv"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/clustron/zaris-go/gen/zaris"
@@ -82,6 +83,9 @@ type Coordinator struct {
 	wg     sync.WaitGroup
 	kick   chan struct{} // wakes the reconcile loop
 	once   sync.Once
+
+	// slowKept counts suspected nodes that answered the probe and were kept.
+	slowKept atomic.Int64
 
 	mu          sync.Mutex // protects everything below
 	m           *zarispeer.PeerMap

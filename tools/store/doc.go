@@ -12,12 +12,18 @@
 //
 // The Coordinator owns the cluster map and numbers every version of it with an epoch. Nodes
 // register with it; it heartbeats each node (DefaultHeartbeat, 50 ms) and pushes every new map
-// to every node. A node that stops answering for DefaultFailureTimeout (250 ms) is failed over:
-// each segment it owned goes to a replica, and the new map goes out at once. A node whose
-// connection drops and whose data port then refuses a probe (a killed process) is failed over
-// at once, typically within one heartbeat, well inside the client's retry window.
+// to every node. A node whose connection drops and whose data port then refuses a probe (a
+// killed process) is failed over at once, typically within one heartbeat, well inside the
+// client's retry window: each segment it owned goes to a replica (or to a learner that
+// reported a full copy), and the new map goes out at once. A node that stops answering while
+// its port still accepts is suspected after DefaultFailureTimeout (250 ms) and pinged on a
+// fresh connection; it is failed over only if that probe goes unanswered for
+// DefaultProbeTimeout (1 s). So a live node that is merely slow (a loaded machine, a long GC
+// pause) keeps its segments, and a hung one is failed over after about 1.25 s. This is the
+// lease-plus-probe scheme of many stores: a short timeout only raises suspicion, and the
+// verdict takes a direct question that a dead process cannot answer.
 //
-// A node failed over while it was alive (a stall longer than the failure timeout) hears
+// A node failed over while it was alive (a stall longer than both bounds) hears
 // nothing more from the coordinator, registers again after NodeConfig.RejoinAfter and catches
 // up like a restarted node; a segment whose only copy it held waits for it without owner
 // (Unavailable) and gets it back intact. A segment whose every copy died with its process

@@ -13,8 +13,13 @@ import (
 )
 
 // monitor is a node's heartbeat loop: every Heartbeat it pings the node, or pushes the map
-// when the node is behind. A failed call fails the node over at once if its data port then
-// refuses a connection, and otherwise once FailureTimeout passed since its last answer.
+// when the node is behind. After a failed call it decides, in this order: a node that
+// answered as another process (it restarted) or whose data port refuses a connection (the
+// process is gone) is failed over at once; a node silent for less than FailureTimeout is
+// left alone; a node silent for longer is suspected and probed (probeNode), and failed over
+// only if the probe goes unanswered. A live node that is merely slow (a loaded machine, a GC
+// pause) answers the probe and keeps its segments: failing it over would leave the segments
+// whose other copy is still a learner without owner.
 func (c *Coordinator) monitor(ctx context.Context, rec *nodeRec) {
 	defer c.wg.Done()
 	t := time.NewTicker(c.cfg.Heartbeat)
@@ -40,15 +45,9 @@ func (c *Coordinator) monitor(ctx context.Context, rec *nodeRec) {
 			})
 		} else {
 			err = c.pool.call(rec.info.PeerAddr, c.cfg.FailureTimeout, func(cl thrift.TClient) error {
-				resp, err := zarispeer.NewZarisPeerClient(cl).Ping(ctx, m.Epoch, m.ClusterId)
-				if err != nil {
-					return err
-				}
-				if resp.Incarnation != rec.incarnation {
-					return errIncarnation
-				}
-				known = resp.Epoch
-				return nil
+				e, err := ping(ctx, cl, rec, m)
+				known = e
+				return err
 			})
 		}
 		if ctx.Err() != nil {
@@ -68,8 +67,23 @@ func (c *Coordinator) monitor(ctx context.Context, rec *nodeRec) {
 			}
 			continue
 		}
-		if errors.Is(err, errIncarnation) || !probe(rec.dataAddr(), min(c.cfg.FailureTimeout/2, time.Second)) ||
-			time.Since(lastOK) > c.cfg.FailureTimeout {
+		fail := errors.Is(err, errIncarnation) || !probe(rec.dataAddr(), min(c.cfg.FailureTimeout/2, time.Second))
+		if !fail && time.Since(lastOK) > c.cfg.FailureTimeout {
+			// Suspected: silent past the failure timeout although its port accepts.
+			e, perr := c.probeNode(ctx, rec)
+			if ctx.Err() != nil {
+				return
+			}
+			if perr == nil {
+				lastOK = time.Now()
+				known = e
+				c.slowKept.Add(1)
+				c.cfg.Logger.Warn("slow node answered the probe; kept", "node", rec.info.ID, "err", err)
+				continue
+			}
+			err, fail = perr, true
+		}
+		if fail {
 			c.mu.Lock()
 			if c.nodes[rec.info.ID] == rec && rec.alive {
 				c.failLocked(rec, err.Error())
@@ -78,6 +92,44 @@ func (c *Coordinator) monitor(ctx context.Context, rec *nodeRec) {
 			return
 		}
 	}
+}
+
+// ping sends the heartbeat and returns the epoch the node holds; a node that answers as
+// another process than rec yields errIncarnation.
+func ping(ctx context.Context, cl thrift.TClient, rec *nodeRec, m *zarispeer.PeerMap) (int64, error) {
+	resp, err := zarispeer.NewZarisPeerClient(cl).Ping(ctx, m.Epoch, m.ClusterId)
+	if err != nil {
+		return -1, err
+	}
+	if resp.Incarnation != rec.incarnation {
+		return -1, errIncarnation
+	}
+	return resp.Epoch, nil
+}
+
+// probeNode pings a suspected node on a connection of its own (a pooled one may be the one
+// that hung) and waits up to ProbeTimeout for the answer. It returns the node's epoch, or why
+// the node counts as dead.
+func (c *Coordinator) probeNode(ctx context.Context, rec *nodeRec) (int64, error) {
+	c.mu.Lock()
+	m := c.m
+	c.mu.Unlock()
+	cfg := &thrift.TConfiguration{
+		ConnectTimeout:    c.cfg.ProbeTimeout,
+		SocketTimeout:     c.cfg.ProbeTimeout,
+		MaxMessageSize:    peerMaxMessage,
+		MaxFrameSize:      peerMaxMessage,
+		TBinaryStrictRead: thrift.BoolPtr(true),
+	}
+	sock := thrift.NewTSocketConf(rec.info.PeerAddr, cfg)
+	if err := sock.Open(); err != nil {
+		return -1, err
+	}
+	defer sock.Close()
+	stop := context.AfterFunc(ctx, func() { sock.Close() })
+	defer stop()
+	proto := thrift.NewTBinaryProtocolConf(thrift.NewTFramedTransportConf(thrift.NewTBufferedTransport(sock, 512), cfg), cfg)
+	return ping(ctx, thrift.NewTStandardClient(proto, proto), rec, m)
 }
 
 // probe reports whether something accepts connections at addr.
@@ -130,8 +182,13 @@ func (c *Coordinator) failLocked(rec *nodeRec, why string) {
 		if next == noOwner && len(sg.Replicas) > 0 {
 			next = sg.Replicas[0]
 		}
+		if next == noOwner {
+			next = c.syncedLearnerLocked(sg, id)
+		}
 		setOwner(sg, next)
-		sg.Replicas = remove(sg.Replicas, next)
+		sg.Replicas, sg.Learners = remove(sg.Replicas, next), remove(sg.Learners, next)
+		delete(c.synced, syncKey{int32(s), next})
+		delete(c.learnerAt, syncKey{int32(s), next})
 		sg.Cutover, sg.Transitioning = false, false
 		if next == noOwner {
 			// No copy is left. If this very process comes back (it was failed over while
@@ -146,6 +203,19 @@ func (c *Coordinator) failLocked(rec *nodeRec, why string) {
 	c.pool.drop(rec.info.PeerAddr)
 	c.kickReconcile()
 	c.cfg.Logger.Info("node failed over", "node", id, "why", why, "epoch", c.m.Epoch)
+}
+
+// syncedLearnerLocked returns a live learner of sg that reported a full copy fetched from
+// owner (the coordinator has not made it a replica yet), or noOwner. Such a copy is as good
+// as a replica's: the owner sent it every write it acknowledged after the copy. Callers hold
+// c.mu.
+func (c *Coordinator) syncedLearnerLocked(sg *zarispeer.PeerSegment, owner int32) int32 {
+	for _, l := range sg.Learners {
+		if from, ok := c.synced[syncKey{sg.ID, l}]; ok && from == owner && c.liveLocked(l) {
+			return l
+		}
+	}
+	return noOwner
 }
 
 func firstOr(list []int32, def int32) int32 {

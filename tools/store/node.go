@@ -48,8 +48,11 @@ type Node struct {
 	changed   atomic.Pointer[chan struct{}] // closed (and replaced) whenever a map is installed
 	segs      atomic.Pointer[[]*segment]
 
-	lastContact atomic.Int64           // unix nanoseconds of the coordinator's last ping or push
-	clusterID   atomic.Pointer[string] // the cluster this node registered with
+	lastContact atomic.Int64 // unix nanoseconds of the coordinator's last ping or push
+	// slowness, in nanoseconds, delays every answer to the coordinator's ping and map push:
+	// tests make a live node slow with it, as a loaded machine or a long pause would.
+	slowness  atomic.Int64
+	clusterID atomic.Pointer[string] // the cluster this node registered with
 }
 
 // errOtherCluster refuses peer traffic of another cluster (one whose node took over a port
@@ -261,6 +264,16 @@ func (n *Node) register() {
 			}
 		}
 		n.cfg.Logger.Warn("no word from the coordinator; registering again", "node", n.cfg.ID)
+	}
+}
+
+// slow waits for the injected slowness (none outside tests), or until the node closes.
+func (n *Node) slow() {
+	if d := time.Duration(n.slowness.Load()); d > 0 {
+		select {
+		case <-time.After(d):
+		case <-n.ctx.Done():
+		}
 	}
 }
 

@@ -21,6 +21,7 @@ func (h *peerHandler) Ping(_ context.Context, _ int64, clusterID string) (*zaris
 	if !h.n.sameCluster(clusterID) {
 		return nil, errOtherCluster
 	}
+	h.n.slow()
 	h.n.contact()
 	return &zarispeer.PingResponse{NodeId: h.n.cfg.ID, Incarnation: h.n.incarnation, Epoch: h.n.Epoch()}, nil
 }
@@ -33,6 +34,7 @@ func (h *peerHandler) PushMap(_ context.Context, pm *zarispeer.PeerMap) (int64, 
 	if !h.n.sameCluster(pm.ClusterId) {
 		return 0, errOtherCluster
 	}
+	h.n.slow()
 	h.n.contact()
 	h.n.install(pm)
 	return h.n.Epoch(), nil

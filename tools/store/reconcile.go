@@ -10,13 +10,19 @@ import (
 	"github.com/clustron/zaris-go/gen/zarispeer"
 )
 
-// restartOwnerlessLocked picks the node that takes a segment without any copy: the process
-// that owned it last, if it is live again with its memory; otherwise, once that process is
+// restartOwnerlessLocked picks the node that takes a segment without any copy: a learner
+// that reported a full copy from the owner it had last; the process that owned it last, if
+// it is live again with its memory; otherwise, once that process is
 // known to be gone (it came back as a new incarnation, or it never owned it), the first live
 // wanted member, starting the segment afresh: its data was lost with its last copy. While the
 // last owner may still come back, the segment stays without owner (Unavailable).
 func (c *Coordinator) restartOwnerlessLocked(s int) (int32, bool) {
 	if last := c.lastOwner[s]; last.id != 0 {
+		// A learner whose report of a full copy from the last owner came in after that
+		// owner was failed over holds every write the owner acknowledged.
+		if l := c.syncedLearnerLocked(c.m.Segments[s], last.id); l != noOwner {
+			return l, true
+		}
 		r := c.nodes[last.id]
 		if r == nil || !r.alive {
 			return noOwner, false
@@ -68,6 +74,7 @@ func (c *Coordinator) reconcileOnce() bool {
 				setOwner(sg, id)
 				sg.Replicas, sg.Learners = remove(sg.Replicas, id), remove(sg.Learners, id)
 				delete(c.learnerAt, syncKey{int32(s), id})
+				delete(c.synced, syncKey{int32(s), id})
 				c.lastOwner[s] = ownerRef{}
 				changed = true
 			}

@@ -96,7 +96,8 @@ func runCoordinator(args []string, stdout, stderr io.Writer) error {
 	segments := fs.Int("segments", store.DefaultSegments, "number of segments")
 	rf := fs.Int("replication", store.DefaultReplicationFactor, "copies of each segment, owner included")
 	heartbeat := fs.Duration("heartbeat", store.DefaultHeartbeat, "heartbeat interval")
-	failure := fs.Duration("failure-timeout", store.DefaultFailureTimeout, "fail a silent node over after this long")
+	failure := fs.Duration("failure-timeout", store.DefaultFailureTimeout, "probe a node silent this long")
+	probeTimeout := fs.Duration("probe-timeout", store.DefaultProbeTimeout, "fail a probed node over if it does not answer within this")
 	autoFailback := fs.Bool("auto-failback", false, "hand a returning node its preferred segments back once it caught up")
 	level := fs.String("log-level", "info", "debug, info, warn or error")
 	if err := fs.Parse(args); err != nil {
@@ -108,7 +109,7 @@ func runCoordinator(args []string, stdout, stderr io.Writer) error {
 	}
 	c, err := store.StartCoordinator(store.CoordinatorConfig{
 		Listen: *listen, InitialNodes: *nodes, Segments: int32(*segments), ReplicationFactor: *rf,
-		Heartbeat: *heartbeat, FailureTimeout: *failure, AutoFailback: *autoFailback, Logger: log,
+		Heartbeat: *heartbeat, FailureTimeout: *failure, ProbeTimeout: *probeTimeout, AutoFailback: *autoFailback, Logger: log,
 	})
 	if err != nil {
 		return err

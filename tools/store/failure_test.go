@@ -1,0 +1,108 @@
+package store
+
+import (
+	"fmt"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/clustron/zaris-go/gen/zaris"
+)
+
+// slowCluster starts a cluster whose coordinator suspects a node after a short silence but
+// gives a suspected node a generous probe, so only a node that stops answering altogether is
+// failed over.
+func slowCluster(t *testing.T, probe time.Duration) *Cluster {
+	cfg := fastCluster()
+	cfg.FailureTimeout = 100 * time.Millisecond
+	cfg.ProbeTimeout = probe
+	return StartCluster(t, cfg)
+}
+
+func TestFailureDetector_SlowNodeIsNotFailedOver(t *testing.T) {
+	c := slowCluster(t, 10*time.Second)
+	ctx := testCtx(t)
+	co := c.Coordinator()
+	co.mu.Lock()
+	rec := co.nodes[2]
+	co.mu.Unlock()
+	w := startWorkload(t, c.Seeds(), 2)
+	w.cluster = c
+	w.waitAcked(t, 20)
+
+	// Node 2 answers every ping three failure timeouts late: its heartbeats time out, but it
+	// answers the probe, so it is slow, not dead.
+	n := c.Node(2)
+	n.slowness.Store(int64(3 * 100 * time.Millisecond))
+	base := co.slowKept.Load()
+	require.NoError(t, co.waitUntil(ctx, func() (bool, error) {
+		return co.slowKept.Load() >= base+3 || co.nodes[2] != rec || !rec.alive, nil
+	}))
+	co.mu.Lock()
+	kept := co.nodes[2] == rec && rec.alive
+	co.mu.Unlock()
+	require.True(t, kept, "the slow node was failed over")
+	n.slowness.Store(0)
+
+	require.NoError(t, c.WaitSettled(ctx))
+	w.waitAcked(t, 20)
+	w.finish(t)
+}
+
+func TestFailureDetector_HungNodeIsFailedOverAfterTheProbe(t *testing.T) {
+	c := slowCluster(t, 200*time.Millisecond)
+	ctx := testCtx(t)
+
+	// Node 2 stops answering the coordinator altogether while its ports still accept
+	// connections, like a stopped process: the probe goes unanswered and it is failed over.
+	c.Node(2).slowness.Store(int64(time.Hour))
+	require.NoError(t, c.Coordinator().WaitNode(ctx, 2, false))
+	require.NoError(t, c.WaitFor(ctx, func(m *zaris.ClusterMap) bool {
+		for _, s := range m.Segments {
+			if s.Owner == nil || *s.Owner == 2 {
+				return false
+			}
+		}
+		return true
+	}))
+}
+
+func TestFailover_SyncedLearnerTakesOverWhenItsOwnerDies(t *testing.T) {
+	c := StartCluster(t, fastCluster())
+	r := newRouter(c.Seeds())
+	defer r.close()
+	const seg = 0
+	acked := map[string]string{}
+	for i := range 20 {
+		k, v := string(keyIn(seg, 16, fmt.Sprintf("k%d-", i))), fmt.Sprintf("v%d", i)
+		st, err := r.put1(k, v, nil)
+		require.NoError(t, err)
+		require.Equal(t, zaris.KvStatus_Ok, st)
+		acked[k] = v
+	}
+	owner, replica, _ := roles(c, seg)
+
+	// The replica is, as far as the coordinator knows, a learner that reported a full copy
+	// from the owner and waits to be made a replica, when the owner dies. (It holds every
+	// write: it was a replica until now, and no node sees the map in between.) Failing the
+	// owner over must give the segment to the learner, not leave it without owner.
+	co := c.Coordinator()
+	co.mu.Lock()
+	m := cloneMap(co.m)
+	sg := m.Segments[seg]
+	sg.Replicas, sg.Learners = remove(sg.Replicas, replica), append(sg.Learners, replica)
+	co.m, co.public = m, publicMap(m)
+	co.synced[syncKey{seg, replica}] = owner
+	co.failLocked(co.nodes[owner], "test")
+	got := ownerOf(co.m.Segments[seg])
+	co.mu.Unlock()
+	require.Equal(t, replica, got, "segment %d after its owner's failover", seg)
+
+	for k, v := range acked {
+		st, val, err := r.get1(k)
+		require.NoError(t, err)
+		require.Equal(t, zaris.KvStatus_Ok, st, k)
+		require.Equal(t, v, val, k)
+	}
+}
