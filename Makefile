@@ -9,7 +9,7 @@ MOCKGEN   := $(GO) run github.com/golang/mock/mockgen@v1.6.0
 MODULE    := github.com/clustron/zaris-go
 IDL       := $(wildcard idl/*.thrift)
 
-.PHONY: help generate check-generate check-thrift test lint bench demo
+.PHONY: help generate check-generate check-thrift test lint bench bench-go demo
 
 help: ## list the targets
 	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | sed 's/:.*## /\t/'
@@ -43,5 +43,8 @@ lint: ## gofmt check, go vet, and staticcheck (pinned; not on the generated gen/
 demo: ## run the churn demo on an embedded cluster; writes demo-out/report.json and timeline.html
 	$(GO) run ./tools/zaris demo --out demo-out
 
-bench: ## run the benchmarks
+bench: ## measure overhead, protocols, scale, churn and the refresh storm; prints a table, writes bench-out/bench.json
+	$(GO) run ./tools/zarisbench -out bench-out
+
+bench-go: ## run the go test benchmarks
 	$(GO) test -run '^$$' -bench . -benchmem ./...

@@ -1,0 +1,223 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/clustron/zaris-go/runtime"
+	"github.com/clustron/zaris-go/tools/zaris/demo"
+)
+
+// churnResult is section 4: one demo run with every churn kind once.
+type churnResult struct {
+	Schedule string `json:"schedule"`
+	Workers  int    `json:"workers"`
+	Nodes    int    `json:"nodes"`
+	// Steady is the steady phase (before the first event, less its first second of
+	// warm-up for the answer rate).
+	Steady churnPhase `json:"steady"`
+	// Events has one row per event.
+	Events []churnPhase `json:"events"`
+	// Kill is the time from the kill to the first answer on the killed node's segments.
+	Kill *killResult `json:"kill,omitempty"`
+	// MapFetches counts the map fetches the client made during the workload (GetClusterMap
+	// calls on the wire) and RefreshesRequested the refreshes calls asked for; EpochChanges
+	// is how far the epoch the answers carried moved. Target: MapFetches <= EpochChanges.
+	MapFetches         int   `json:"mapFetches"`
+	RefreshesPerformed int   `json:"refreshesPerformed"`
+	RefreshesRequested int   `json:"refreshesRequested"`
+	EpochChanges       int64 `json:"epochChanges"`
+	// Verified is the demo's read-back verdict: no acknowledged write lost.
+	Verified bool   `json:"verified"`
+	Problem  string `json:"problem,omitempty"`
+}
+
+// churnPhase is one phase of the demo, with what the transport saw during it.
+type churnPhase struct {
+	Name     string  `json:"name"`
+	AtSec    float64 `json:"atSec"`
+	TookMs   float64 `json:"tookMs"`
+	Errors   int     `json:"errors"`
+	P99Ms    float64 `json:"p99Ms"`
+	MaxMs    float64 `json:"maxMs"`
+	OpsPerS  float64 `json:"phaseOpsPerSec"`
+	P99Ratio float64 `json:"p99RatioToSteady"`
+	// DuringOpsPerS is the answer rate over the event's own span (at least EventWindow),
+	// and DuringRatio is it over the steady rate (target >= 0.8 for migrate, join, failback
+	// and leave).
+	DuringOpsPerS float64 `json:"duringOpsPerSec"`
+	DuringRatio   float64 `json:"duringRatio"`
+	// ZeroWindowMs is the longest time in the phase with no answered call at all.
+	ZeroWindowMs       float64 `json:"zeroWindowMs"`
+	RefreshesRequested int     `json:"refreshesRequested"`
+	RefreshesPerformed int     `json:"refreshesPerformed"`
+}
+
+// killResult is the kill's effect on the dead node's segments.
+type killResult struct {
+	Node     string `json:"node"`
+	Segments int    `json:"segments"`
+	// FirstMs is the time from the kill to the first answer on any of the dead node's
+	// segments from another node; AllMs to the moment every one of them had answered.
+	FirstMs float64 `json:"firstMs"`
+	AllMs   float64 `json:"allMs"`
+	// TargetMs is the store's failure timeout plus one backoff step.
+	TargetMs float64 `json:"targetMs"`
+}
+
+// eventWindow is the shortest span an event's "during" rate is taken over: a kill
+// returns at once, but its effect lasts until the failover.
+const eventWindow = time.Second
+
+// churn runs the demo engine with schedule and summarizes section 4.
+func churn(ctx context.Context, workers int, duration time.Duration, schedule string) (churnResult, error) {
+	r := churnResult{Schedule: schedule, Workers: workers, Nodes: 3}
+	events, err := demo.ParseSchedule(schedule)
+	if err != nil {
+		return r, err
+	}
+	base, err := runtime.NewConfig(runtime.WithEnv(noEnv), runtime.WithSeeds("127.0.0.1:1"))
+	if err != nil {
+		return r, err
+	}
+	rec := newRecorder(defaultSegments)
+	rep, err := demo.Run(ctx, demo.Config{
+		Nodes: r.Nodes, Workers: workers, KeysPerWorker: 4, Duration: duration, Schedule: events,
+		Protocol:      runtime.ProtocolBinary,
+		ClientOptions: []runtime.Option{runtime.WithEnv(noEnv), runtime.WithDialer(rec.dialer(runtime.DefaultDialer(base)))},
+	})
+	if err != nil {
+		return r, err
+	}
+	r.Verified = rep.OK()
+	if !r.Verified {
+		r.Problem = fmt.Sprintf("lost %d, misreported %d, %s", len(rep.Verification.Lost), len(rep.Verification.Misreported), rep.Verification.Error)
+	}
+	answers, addrs := rec.snapshot()
+	r.MapFetches = int(rec.fetches.Load())
+	if lo, hi := rec.minEpoch.Load(), rec.maxEpoch.Load(); hi >= lo {
+		r.EpochChanges = hi - lo
+	}
+	r.RefreshesPerformed = rep.Total.RefreshesPerformed
+	r.RefreshesRequested = rep.Total.RefreshesRequested
+	end := time.Duration(rep.Phases[len(rep.Phases)-1].EndSec * float64(time.Second))
+	for i, p := range rep.Phases {
+		start := time.Duration(p.StartSec * float64(time.Second))
+		stop := time.Duration(p.EndSec * float64(time.Second))
+		cp := churnPhase{Name: p.Name, AtSec: p.StartSec, Errors: p.ErrorCount, P99Ms: p.P99Ms, MaxMs: p.MaxMs, OpsPerS: p.OpsPerS,
+			RefreshesRequested: p.RefreshesRequested, RefreshesPerformed: p.RefreshesPerformed}
+		cp.ZeroWindowMs = ms(longestGap(answers, start, stop))
+		if i == 0 {
+			warm := min(time.Second, stop/2)
+			cp.DuringOpsPerS = rate(answers, warm, stop)
+			cp.DuringRatio, cp.P99Ratio = 1, 1
+			r.Steady = cp
+			continue
+		}
+		if i-1 < len(rep.Events) {
+			cp.TookMs = rep.Events[i-1].TookMs
+		}
+		span := max(time.Duration(cp.TookMs*float64(time.Millisecond)), eventWindow)
+		cp.DuringOpsPerS = rate(answers, start, min(start+span, end))
+		cp.DuringRatio = ratio(cp.DuringOpsPerS, r.Steady.DuringOpsPerS)
+		cp.P99Ratio = ratio(cp.P99Ms, r.Steady.P99Ms)
+		r.Events = append(r.Events, cp)
+		if strings.HasPrefix(p.Name, "kill") {
+			r.Kill = killEffect(answers, addrs, start, stop)
+		}
+	}
+	if r.Kill != nil {
+		r.Kill.TargetMs = ms(base.Retry.Backoff + 250*time.Millisecond) // store.DefaultFailureTimeout
+	}
+	return r, nil
+}
+
+// rate is the answers per second in [from, to).
+func rate(as []answer, from, to time.Duration) float64 {
+	if to <= from {
+		return 0
+	}
+	lo, hi := span(as, from, to)
+	return float64(hi-lo) / (to - from).Seconds()
+}
+
+// span returns the indexes of the answers in [from, to).
+func span(as []answer, from, to time.Duration) (lo, hi int) {
+	cmp := func(a answer, t time.Duration) int { return int(a.at - t) }
+	lo, _ = slices.BinarySearchFunc(as, from, cmp)
+	hi, _ = slices.BinarySearchFunc(as, to, cmp)
+	return lo, hi
+}
+
+// longestGap is the longest time in [from, to) with no answer.
+func longestGap(as []answer, from, to time.Duration) time.Duration {
+	lo, hi := span(as, from, to)
+	prev, gap := from, time.Duration(0)
+	for _, a := range as[lo:hi] {
+		gap = max(gap, a.at-prev)
+		prev = a.at
+	}
+	return max(gap, to-prev)
+}
+
+// killEffect finds the killed node (the address that answered before the kill and never
+// in the rest of the phase), its segments (those it answered last before the kill) and
+// how long after the kill other nodes answered for them.
+func killEffect(as []answer, addrs []string, at, stop time.Duration) *killResult {
+	lo, hi := span(as, at-time.Second, at)
+	before := map[uint16]int{}
+	lastBy := map[int16]uint16{}
+	for _, a := range as[lo:hi] {
+		before[a.addr]++
+		lastBy[a.seg] = a.addr
+	}
+	lo2, hi2 := span(as, at+50*time.Millisecond, stop)
+	after := map[uint16]int{}
+	for _, a := range as[lo2:hi2] {
+		after[a.addr]++
+	}
+	dead := -1
+	for addr := range before {
+		if after[addr] == 0 {
+			dead = int(addr)
+		}
+	}
+	if dead < 0 {
+		return nil
+	}
+	first := map[int16]time.Duration{}
+	for _, a := range as[hi:] {
+		if a.at >= stop {
+			break
+		}
+		if lastBy[a.seg] == uint16(dead) && a.addr != uint16(dead) {
+			if _, ok := first[a.seg]; !ok {
+				first[a.seg] = a.at - at
+			}
+		}
+	}
+	k := &killResult{Node: addrs[dead]}
+	for seg, addr := range lastBy {
+		if addr != uint16(dead) {
+			continue
+		}
+		k.Segments++
+		t, ok := first[seg]
+		if !ok {
+			t = stop - at // never answered in the phase
+		}
+		if k.FirstMs == 0 || ms(t) < k.FirstMs {
+			k.FirstMs = ms(t)
+		}
+		k.AllMs = max(k.AllMs, ms(t))
+	}
+	return k
+}
+
+// sortAnswers puts answers in time order (they are stamped before the recorder's lock).
+func sortAnswers(as []answer) {
+	slices.SortFunc(as, func(a, b answer) int { return int(a.at - b.at) })
+}

@@ -1,0 +1,23 @@
+// Command zarisbench measures the client side by side in one run and prints a table; it
+// also writes the results as bench.json (make bench writes bench-out/bench.json).
+//
+// Absolute numbers on a shared machine are noise, so every headline figure is a ratio of
+// two measurements taken in the same run, interleaved where it matters:
+//
+//  1. overhead: the typed client through the full default middleware stack against the
+//     raw generated Thrift client on connections from the same dialer, 1 and 16 callers:
+//     throughput ratio, and allocations and bytes per call the stack adds;
+//  2. protocols: binary, compact and header over framed and buffered transports: ops/s,
+//     and bytes on the wire per call for a 100-byte value (counted by a TCP proxy);
+//  3. scale: ops/s and p99 against concurrent callers and against nodes, and the heap one
+//     pooled connection holds;
+//  4. churn: the demo engine (tools/zaris/demo) under a short schedule of every churn kind:
+//     per event the application's errors, the longest window without a successful answer,
+//     p99 and throughput against the steady phase, the time from a kill to the first
+//     success on the dead node's segments, and map fetches against epoch changes;
+//  5. storm: the refresh-storm regression: callers against a segment with no owner end
+//     within their attempts' backoff, the refresher fetches at most once per debounce
+//     window, and callers on healthy segments keep their throughput.
+//
+// Each section runs against an in-process store (tools/store) on loopback.
+package main

@@ -1,0 +1,164 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"slices"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/clustron/zaris-go/gen/zaris"
+	"github.com/clustron/zaris-go/gen/zarisclient"
+	"github.com/clustron/zaris-go/middleware"
+	"github.com/clustron/zaris-go/runtime"
+	"github.com/clustron/zaris-go/tools/store"
+)
+
+// value is the 100-byte value every write carries.
+var value = []byte(fmt.Sprintf("%-100s", "zarisbench"))[:100]
+
+// loadResult is what a closed-loop load of some callers saw.
+type loadResult struct {
+	Callers int     `json:"callers"`
+	Ops     int     `json:"ops"`
+	Errors  int     `json:"errors"`
+	OpsPerS float64 `json:"opsPerSec"`
+	P50Ms   float64 `json:"p50Ms"`
+	P99Ms   float64 `json:"p99Ms"`
+	MaxMs   float64 `json:"maxMs"`
+	// FirstError is the first error a call returned, if any.
+	FirstError string `json:"firstError,omitempty"`
+}
+
+// runLoad runs callers goroutines for d, each calling op in a closed loop with its index
+// and iteration, and sums what they saw.
+func runLoad(ctx context.Context, callers int, d time.Duration, op func(ctx context.Context, caller, i int) error) loadResult {
+	end := time.Now().Add(d)
+	ctx, cancel := context.WithDeadline(ctx, end)
+	defer cancel()
+	// The context's timer fires a little after its deadline, while a socket deadline set to
+	// it fires on time: a call failing in between is the run's end too.
+	over := func() bool { return ctx.Err() != nil || !time.Now().Before(end) }
+	lats := make([][]time.Duration, callers)
+	var errs atomic.Int64
+	var first atomic.Pointer[string]
+	var wg sync.WaitGroup
+	start := time.Now()
+	for c := range callers {
+		wg.Go(func() {
+			for i := 0; !over(); i++ {
+				t := time.Now()
+				if err := op(ctx, c, i); err != nil {
+					if over() {
+						return // cut short by the end of the run
+					}
+					errs.Add(1)
+					msg := err.Error()
+					first.CompareAndSwap(nil, &msg)
+				}
+				lats[c] = append(lats[c], time.Since(t))
+			}
+		})
+	}
+	wg.Wait()
+	elapsed := time.Since(start)
+	all := slices.Concat(lats...)
+	slices.Sort(all)
+	r := loadResult{Callers: callers, Ops: len(all), Errors: int(errs.Load()), OpsPerS: float64(len(all)) / elapsed.Seconds()}
+	r.P50Ms, r.P99Ms = ms(quantile(all, 0.5)), ms(quantile(all, 0.99))
+	if f := first.Load(); f != nil {
+		r.FirstError = *f
+	}
+	if len(all) > 0 {
+		r.MaxMs = ms(all[len(all)-1])
+	}
+	return r
+}
+
+// quantile returns the q-quantile of sorted durations (nearest rank), 0 for none.
+func quantile(d []time.Duration, q float64) time.Duration {
+	if len(d) == 0 {
+		return 0
+	}
+	i := int(q*float64(len(d))+0.5) - 1
+	return d[min(max(i, 0), len(d)-1)]
+}
+
+func ms(d time.Duration) float64 { return float64(d.Microseconds()) / 1000 }
+
+// ratio is a/b, 0 when b is 0.
+func ratio(a, b float64) float64 {
+	if b == 0 {
+		return 0
+	}
+	return a / b
+}
+
+// client is a connected engine with the typed client over the default stack.
+type client struct {
+	engine *runtime.Cluster
+	kv     *zarisclient.Client
+}
+
+// dial connects a client to cluster with opts after the seeds.
+func dial(ctx context.Context, cluster *store.Cluster, opts ...runtime.Option) (*client, error) {
+	opts = append([]runtime.Option{runtime.WithSeeds(cluster.Seeds()...), runtime.WithEnv(noEnv)}, opts...)
+	engine, err := runtime.Dial(ctx, opts...)
+	if err != nil {
+		return nil, err
+	}
+	return &client{engine: engine, kv: clientFor(engine)}, nil
+}
+
+// clientFor builds the typed client over the default stack on engine.
+func clientFor(engine *runtime.Cluster) *zarisclient.Client {
+	return zarisclient.New(middleware.Default(engine.Invoke, engine.Refresher(), engine.Config()))
+}
+
+// noEnv keeps the environment out of every client the bench builds, so a ZARIS_ variable
+// in the shell cannot change what is measured.
+func noEnv(string) (string, bool) { return "", false }
+
+// keys returns n keys named prefix-i.
+func keys(prefix string, n int) [][]byte {
+	ks := make([][]byte, n)
+	for i := range ks {
+		ks[i] = fmt.Appendf(nil, "%s-%d", prefix, i)
+	}
+	return ks
+}
+
+// preload writes value under every key.
+func preload(ctx context.Context, kv *zarisclient.Client, ks [][]byte) error {
+	for _, k := range ks {
+		if _, err := kv.Put(ctx, &zaris.PutRequest{Key: k, Value: value}); err != nil {
+			return fmt.Errorf("preloading %s: %w", k, err)
+		}
+	}
+	return nil
+}
+
+// mixed is the scale workload: half reads, half writes of value, over ks.
+func mixed(kv *zarisclient.Client, ks [][]byte) func(ctx context.Context, caller, i int) error {
+	return func(ctx context.Context, caller, i int) error {
+		k := ks[(caller*7919+i)%len(ks)]
+		if i%2 == 0 {
+			_, err := kv.Get(ctx, &zaris.GetRequest{Key: k})
+			return err
+		}
+		_, err := kv.Put(ctx, &zaris.PutRequest{Key: k, Value: value})
+		return err
+	}
+}
+
+// startCluster starts an in-process store of n nodes with replication factor rf (0: the
+// store's default, capped at n).
+func startCluster(ctx context.Context, n, rf int) (*store.Cluster, error) {
+	if rf == 0 {
+		rf = min(store.DefaultReplicationFactor, n)
+	}
+	ctx, cancel := context.WithTimeout(ctx, 30*time.Second)
+	defer cancel()
+	return store.NewCluster(ctx, store.ClusterConfig{Nodes: n, ReplicationFactor: rf})
+}

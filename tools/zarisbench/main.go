@@ -1,0 +1,198 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"flag"
+	"fmt"
+	"io"
+	"os"
+	"os/signal"
+	"path/filepath"
+	goruntime "runtime"
+	"strings"
+	"time"
+)
+
+// config sizes one run. The defaults are what make bench runs; the test runs a tiny one.
+type config struct {
+	Duration time.Duration // one timed load
+	Rounds   int           // interleaved rounds where two sides are compared
+
+	OverheadCallers []int
+	ProtocolCallers int
+	WireOps         int
+	ScaleCallers    []int
+	ScaleNodes      []int
+	NodesCallers    int
+	ConnCount       int
+
+	ChurnWorkers  int
+	ChurnDuration time.Duration
+	ChurnSchedule string
+
+	StormCallers  int
+	StormHealthy  int
+	StormDuration time.Duration
+}
+
+// defaultConfig is the full run: about two minutes.
+func defaultConfig() config {
+	return config{
+		Duration: time.Second, Rounds: 3,
+		OverheadCallers: []int{1, 16},
+		ProtocolCallers: 16, WireOps: 1000,
+		ScaleCallers: []int{1, 4, 16, 64, 256}, ScaleNodes: []int{1, 3, 5}, NodesCallers: 64, ConnCount: 64,
+		ChurnWorkers: 256, ChurnDuration: 22 * time.Second,
+		ChurnSchedule: "migrate@3s,join@6s,kill@10s,failback@14s,leave@18s",
+		StormCallers:  256, StormHealthy: 16, StormDuration: 3 * time.Second,
+	}
+}
+
+// results is everything one run measured; it is written as bench.json.
+type results struct {
+	Machine   machine          `json:"machine"`
+	Overhead  []overheadResult `json:"overhead"`
+	Protocols []protocolResult `json:"protocols"`
+	Scale     scaleResult      `json:"scale"`
+	Churn     churnResult      `json:"churn"`
+	Storm     stormResult      `json:"storm"`
+	Targets   []target         `json:"targets"`
+	Seconds   float64          `json:"seconds"`
+}
+
+// machine describes where the run happened.
+type machine struct {
+	Date       string `json:"date"`
+	GoVersion  string `json:"goVersion"`
+	CPUs       int    `json:"cpus"`
+	GOMAXPROCS int    `json:"gomaxprocs"`
+	CPUModel   string `json:"cpuModel"`
+	LoadBefore string `json:"loadAverageBefore"`
+	LoadAfter  string `json:"loadAverageAfter"`
+}
+
+func main() {
+	out := flag.String("out", "bench-out", "directory for bench.json")
+	quick := flag.Bool("quick", false, "a tiny run that only checks the bench works")
+	flag.Parse()
+	cfg := defaultConfig()
+	if *quick {
+		cfg = quickConfig()
+	}
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt)
+	defer stop()
+	res, err := run(ctx, cfg, os.Stderr)
+	if res != nil {
+		writeTable(os.Stdout, res)
+		if werr := writeJSON(*out, res); werr != nil && err == nil {
+			err = werr
+		}
+	}
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "zarisbench:", err)
+		os.Exit(1)
+	}
+}
+
+// quickConfig is a tiny run of every section.
+func quickConfig() config {
+	return config{
+		Duration: 100 * time.Millisecond, Rounds: 1,
+		OverheadCallers: []int{1, 4},
+		ProtocolCallers: 2, WireOps: 20,
+		ScaleCallers: []int{1, 4}, ScaleNodes: []int{1, 2}, NodesCallers: 4, ConnCount: 4,
+		ChurnWorkers: 8, ChurnDuration: 2 * time.Second,
+		ChurnSchedule: "migrate@400ms,kill@800ms,failback@1200ms",
+		StormCallers:  8, StormHealthy: 2, StormDuration: 300 * time.Millisecond,
+	}
+}
+
+// run measures every section in turn, logging progress to log. It returns what it
+// measured so far with the first error.
+func run(ctx context.Context, cfg config, log io.Writer) (*results, error) {
+	began := time.Now()
+	res := &results{Machine: describeMachine()}
+	step := func(name string, f func() error) error {
+		t := time.Now()
+		fmt.Fprintf(log, "zarisbench: %s...\n", name)
+		if err := f(); err != nil {
+			return fmt.Errorf("%s: %w", name, err)
+		}
+		fmt.Fprintf(log, "zarisbench: %s done in %.1fs\n", name, time.Since(t).Seconds())
+		return nil
+	}
+	var err error
+	steps := []struct {
+		name string
+		f    func() error
+	}{
+		{"overhead", func() error {
+			res.Overhead, err = overhead(ctx, cfg.OverheadCallers, cfg.Rounds, cfg.Duration)
+			return err
+		}},
+		{"protocols", func() error {
+			res.Protocols, err = protocols(ctx, cfg.ProtocolCallers, cfg.Rounds, cfg.Duration, cfg.WireOps)
+			return err
+		}},
+		{"scale", func() error {
+			res.Scale, err = scale(ctx, cfg.ScaleCallers, cfg.ScaleNodes, 3, cfg.NodesCallers, cfg.Duration, cfg.ConnCount)
+			return err
+		}},
+		{"churn", func() error {
+			res.Churn, err = churn(ctx, cfg.ChurnWorkers, cfg.ChurnDuration, cfg.ChurnSchedule)
+			return err
+		}},
+		{"storm", func() error {
+			res.Storm, err = storm(ctx, cfg.StormCallers, cfg.StormHealthy, cfg.StormDuration)
+			return err
+		}},
+	}
+	for _, s := range steps {
+		if err := step(s.name, s.f); err != nil {
+			res.Seconds = time.Since(began).Seconds()
+			return res, err
+		}
+	}
+	res.Targets = targets(res)
+	res.Machine.LoadAfter = loadAverage()
+	res.Seconds = time.Since(began).Seconds()
+	return res, nil
+}
+
+func describeMachine() machine {
+	m := machine{
+		Date: time.Now().UTC().Format(time.RFC3339), GoVersion: goruntime.Version(),
+		CPUs: goruntime.NumCPU(), GOMAXPROCS: goruntime.GOMAXPROCS(0), LoadBefore: loadAverage(),
+	}
+	if b, err := os.ReadFile("/proc/cpuinfo"); err == nil {
+		for _, line := range strings.Split(string(b), "\n") {
+			if k, v, ok := strings.Cut(line, ":"); ok && strings.TrimSpace(k) == "model name" {
+				m.CPUModel = strings.TrimSpace(v)
+				break
+			}
+		}
+	}
+	return m
+}
+
+// loadAverage is the first three fields of /proc/loadavg, empty where there is none.
+func loadAverage() string {
+	b, err := os.ReadFile("/proc/loadavg")
+	if err != nil {
+		return ""
+	}
+	f := strings.Fields(string(b))
+	return strings.Join(f[:min(3, len(f))], " ")
+}
+
+func writeJSON(dir string, res *results) error {
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return err
+	}
+	b, err := json.MarshalIndent(res, "", "  ")
+	if err != nil {
+		return err
+	}
+	return os.WriteFile(filepath.Join(dir, "bench.json"), append(b, '\n'), 0o644)
+}

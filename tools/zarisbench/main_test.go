@@ -1,0 +1,70 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+)
+
+// TestQuickRunFillsEverySection runs every section at a tiny size and checks the shape of
+// what comes out (the table and bench.json), never the numbers: CI machines are too noisy
+// for timing assertions.
+func TestQuickRunFillsEverySection(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+	cfg := quickConfig()
+	var log strings.Builder
+	res, err := run(ctx, cfg, &log)
+	require.NoError(t, err, log.String())
+
+	require.Len(t, res.Overhead, len(cfg.OverheadCallers))
+	for _, o := range res.Overhead {
+		assert.Positive(t, o.TypedOpsPerS)
+		assert.Positive(t, o.RawOpsPerS)
+		assert.Positive(t, o.RawAllocs)
+	}
+	require.Len(t, res.Protocols, len(protocolCombos))
+	for _, p := range res.Protocols {
+		assert.Positive(t, p.OpsPerS, p.Protocol)
+		assert.Greater(t, p.PutUp, float64(len(value)), "a Put carries its value: %+v", p)
+		assert.Greater(t, p.GetDown, float64(len(value)), "a Get answer carries the value: %+v", p)
+	}
+	assert.Len(t, res.Scale.Callers, len(cfg.ScaleCallers))
+	assert.Len(t, res.Scale.Nodes, len(cfg.ScaleNodes))
+	assert.Positive(t, res.Scale.ConnBytes)
+
+	c := res.Churn
+	assert.True(t, c.Verified, c.Problem)
+	require.Len(t, c.Events, 3)
+	assert.True(t, strings.HasPrefix(c.Events[1].Name, "kill"), c.Events[1].Name)
+	assert.NotNil(t, c.Kill, "the kill's dead node is found")
+	assert.Positive(t, c.Steady.DuringOpsPerS)
+
+	s := res.Storm
+	assert.Positive(t, s.Calls)
+	assert.Equal(t, s.Calls, s.Failed, "no call on an ownerless segment succeeds")
+	assert.Positive(t, s.HealthyDuring)
+	assert.NotEmpty(t, res.Targets)
+
+	var table strings.Builder
+	writeTable(&table, res)
+	for _, want := range []string{"1. stack overhead", "2. protocols", "3. scale", "4. churn", "5. refresh storm", "targets:"} {
+		assert.Contains(t, table.String(), want)
+	}
+	dir := t.TempDir()
+	require.NoError(t, writeJSON(dir, res))
+	b, err := os.ReadFile(filepath.Join(dir, "bench.json"))
+	require.NoError(t, err)
+	var back map[string]any
+	require.NoError(t, json.Unmarshal(b, &back))
+	for _, k := range []string{"machine", "overhead", "protocols", "scale", "churn", "storm", "targets"} {
+		assert.Contains(t, back, k)
+	}
+}

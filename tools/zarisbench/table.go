@@ -1,0 +1,131 @@
+package main
+
+import (
+	"fmt"
+	"io"
+	"strings"
+	"text/tabwriter"
+)
+
+// target is one budget from the issue and whether this run kept it.
+type target struct {
+	Name  string `json:"name"`
+	Want  string `json:"want"`
+	Got   string `json:"got"`
+	Holds bool   `json:"holds"`
+}
+
+// targets checks every budget against res.
+func targets(res *results) []target {
+	var ts []target
+	add := func(name, want, got string, holds bool) {
+		ts = append(ts, target{Name: name, Want: want, Got: got, Holds: holds})
+	}
+	for _, o := range res.Overhead {
+		add(fmt.Sprintf("stack throughput ratio, %d callers", o.Callers), ">= 0.95", fmt.Sprintf("%.3f", o.Ratio), o.Ratio >= 0.95)
+		add(fmt.Sprintf("allocs added per call, %d callers", o.Callers), "<= 3", fmt.Sprintf("%.1f", o.AddedAllocs), o.AddedAllocs <= 3.5)
+	}
+	if rows := res.Scale.Callers; len(rows) > 0 {
+		peak := 0.0
+		for _, r := range rows {
+			peak = max(peak, r.OpsPerS)
+		}
+		last := rows[len(rows)-1]
+		add(fmt.Sprintf("throughput at %d callers over the peak", last.Callers), ">= 0.8 (flattens, not falls)",
+			fmt.Sprintf("%.2f", ratio(last.OpsPerS, peak)), last.OpsPerS >= 0.8*peak)
+	}
+	for _, e := range res.Churn.Events {
+		kind, _, _ := strings.Cut(e.Name, " ")
+		if kind == "kill" {
+			continue
+		}
+		add("throughput during "+e.Name+" over steady", ">= 0.8", fmt.Sprintf("%.2f", e.DuringRatio), e.DuringRatio >= 0.8)
+	}
+	if k := res.Churn.Kill; k != nil {
+		add("kill to first answer on every dead segment", fmt.Sprintf("<= %.0f ms", k.TargetMs),
+			fmt.Sprintf("%.0f ms (first %.0f ms)", k.AllMs, k.FirstMs), k.AllMs <= k.TargetMs)
+	}
+	if c := res.Churn; c.Workers > 0 {
+		add(fmt.Sprintf("map fetches per epoch change, %d callers", c.Workers), "<= 1",
+			fmt.Sprintf("%d fetches / %d epoch changes", c.RefreshesPerformed, c.EpochChanges), int64(c.RefreshesPerformed) <= c.EpochChanges)
+		add("no acknowledged write lost under churn", "0 lost", verdict(c.Verified, c.Problem), c.Verified)
+	}
+	if s := res.Storm; s.Callers > 0 {
+		add(fmt.Sprintf("storm: every call ends within the backoff steps (+1 step), %d callers", s.Callers),
+			fmt.Sprintf("max <= %.0f ms", s.BoundMs+100), fmt.Sprintf("p99 %.0f ms, max %.0f ms", s.P99Ms, s.MaxMs), s.MaxMs <= s.BoundMs+100)
+		add("storm: map fetches per debounce window", "<= 1",
+			fmt.Sprintf("%d fetches in %.1f windows", s.Performed, s.Windows), float64(s.Performed) <= s.Windows+1)
+		add("storm: healthy throughput during over before", ">= 0.8", fmt.Sprintf("%.2f", s.HealthyRatio), s.HealthyRatio >= 0.8)
+	}
+	return ts
+}
+
+func verdict(ok bool, problem string) string {
+	if ok {
+		return "0 lost"
+	}
+	return problem
+}
+
+// writeTable prints res as the tables make bench shows.
+func writeTable(w io.Writer, res *results) {
+	m := res.Machine
+	fmt.Fprintf(w, "zarisbench %s: %s, %d CPUs (GOMAXPROCS %d) %s, load average %s before, %s after, %.0f s\n\n",
+		m.Date, m.GoVersion, m.CPUs, m.GOMAXPROCS, m.CPUModel, m.LoadBefore, m.LoadAfter, res.Seconds)
+	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', tabwriter.AlignRight)
+	section := func(title, header string) {
+		tw.Flush()
+		fmt.Fprintf(w, "%s\n", title)
+		fmt.Fprintln(tw, header)
+	}
+
+	section("1. stack overhead: typed client + default stack vs raw generated client (Get, binary/framed, 1 node, best of rounds)",
+		"callers\ttyped ops/s\traw ops/s\tratio\ttyped allocs\traw allocs\tadded allocs\tadded B\t")
+	for _, o := range res.Overhead {
+		fmt.Fprintf(tw, "%d\t%.0f\t%.0f\t%.3f\t%.1f\t%.1f\t%+.1f\t%+.0f\t\n", o.Callers, o.TypedOpsPerS, o.RawOpsPerS, o.Ratio,
+			o.TypedAllocs, o.RawAllocs, o.AddedAllocs, o.AddedBytes)
+	}
+	section("\n2. protocols: 50/50 Get/Put of a 100-byte value, 1 node; bytes on the wire per call",
+		"protocol\ttransport\tcallers\tops/s\tof best\tp99 ms\tPut B up/down\tGet B up/down\t")
+	for _, p := range res.Protocols {
+		fmt.Fprintf(tw, "%s\t%s\t%d\t%.0f\t%.2f\t%.2f\t%.0f/%.0f\t%.0f/%.0f\t\n", p.Protocol, p.Transport, p.Callers, p.OpsPerS, p.Ratio, p.P99Ms,
+			p.PutUp, p.PutDown, p.GetUp, p.GetDown)
+	}
+	section(fmt.Sprintf("\n3. scale: 50/50 Get/Put, pool %d per node; heap per pooled connection %.0f B (over %d)",
+		res.Scale.PoolSize, res.Scale.ConnBytes, res.Scale.ConnCount),
+		"nodes\tcallers\tops/s\tratio\tp50 ms\tp99 ms\terrors\t")
+	for _, r := range append(append([]scaleRow(nil), res.Scale.Callers...), res.Scale.Nodes...) {
+		fmt.Fprintf(tw, "%d\t%d\t%.0f\t%.2f\t%.2f\t%.2f\t%d\t\n", r.Nodes, r.Callers, r.OpsPerS, r.Ratio, r.P50Ms, r.P99Ms, r.Errors)
+	}
+	c := res.Churn
+	section(fmt.Sprintf("\n4. churn: demo engine, %d nodes, %d workers, schedule %s", c.Nodes, c.Workers, c.Schedule),
+		"phase\tat s\ttook ms\terrors\tzero window ms\tp99 ms\tp99 ratio\tduring ops/s\tduring ratio\tphase ops/s\trefreshes req/done\t")
+	for _, p := range append([]churnPhase{c.Steady}, c.Events...) {
+		fmt.Fprintf(tw, "%s\t%.1f\t%.0f\t%d\t%.0f\t%.1f\t%.1f\t%.0f\t%.2f\t%.0f\t%d/%d\t\n", p.Name, p.AtSec, p.TookMs, p.Errors, p.ZeroWindowMs,
+			p.P99Ms, p.P99Ratio, p.DuringOpsPerS, p.DuringRatio, p.OpsPerS, p.RefreshesRequested, p.RefreshesPerformed)
+	}
+	tw.Flush()
+	if k := c.Kill; k != nil {
+		fmt.Fprintf(w, "kill of %s (%d segments): first answer on one of them after %.0f ms, on all after %.0f ms (target %.0f ms)\n",
+			k.Node, k.Segments, k.FirstMs, k.AllMs, k.TargetMs)
+	}
+	fmt.Fprintf(w, "map: %d refreshes requested, %d performed (%d GetClusterMap calls incl. bootstrap) for %d epoch changes\n",
+		c.RefreshesRequested, c.RefreshesPerformed, c.MapFetches, c.EpochChanges)
+
+	s := res.Storm
+	fmt.Fprintf(w, "\n5. refresh storm: %d callers on an ownerless segment + %d healthy callers, %.1f s\n", s.Callers, s.Healthy, s.Seconds)
+	fmt.Fprintf(w, "storm calls %d (failed %d, by bound %v): p50 %.0f ms, p99 %.0f ms, max %.0f ms (backoff steps %.0f ms)\n",
+		s.Calls, s.Failed, s.Bounds, s.P50Ms, s.P99Ms, s.MaxMs, s.BoundMs)
+	fmt.Fprintf(w, "refreshes: %d requested, %d performed in %.1f debounce windows\n", s.Requested, s.Performed, s.Windows)
+	fmt.Fprintf(w, "healthy: %.0f ops/s before, %.0f during (ratio %.2f), %d errors, p99 %.1f ms\n",
+		s.HealthyBefore, s.HealthyDuring, s.HealthyRatio, s.HealthyErrors, s.HealthyP99Ms)
+
+	fmt.Fprintln(w, "\ntargets:")
+	for _, t := range res.Targets {
+		mark := "ok  "
+		if !t.Holds {
+			mark = "MISS"
+		}
+		fmt.Fprintf(w, "  %s %-62s want %-24s got %s\n", mark, t.Name, t.Want, t.Got)
+	}
+}
