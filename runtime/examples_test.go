@@ -1,0 +1,146 @@
+package runtime_test
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log"
+
+	"github.com/clustron/zaris-go/gen/zaris"
+	"github.com/clustron/zaris-go/gen/zarisclient"
+	"github.com/clustron/zaris-go/middleware"
+	"github.com/clustron/zaris-go/runtime"
+	"github.com/clustron/zaris-go/tools/store"
+)
+
+// newClient dials cluster and builds the typed client on the default stack.
+func newClient(ctx context.Context, cluster *store.Cluster, opts ...runtime.Option) (*zarisclient.Client, *runtime.Cluster) {
+	engine, err := runtime.Dial(ctx, append([]runtime.Option{runtime.WithSeeds(cluster.Seeds()...)}, opts...)...)
+	if err != nil {
+		log.Fatal(err)
+	}
+	return zarisclient.New(middleware.Default(engine.Invoke, engine.Refresher(), engine.Config())), engine
+}
+
+// Compare-and-set: IfMatchVersion applies a write only if the key is still at the version
+// the caller read; otherwise the answer is Conflict, with the current version, and a nil
+// error. IfAbsent creates a key only if it does not exist. A guarded write that the client
+// replays after a lost reply also comes back Conflict, never applied twice (rule R9).
+func Example_compareAndSet() {
+	ctx := context.Background()
+	cluster, err := store.NewCluster(ctx, store.ClusterConfig{Nodes: 3})
+	if err != nil {
+		log.Fatal(err)
+	}
+	defer cluster.Close()
+	kv, engine := newClient(ctx, cluster)
+	defer engine.Close()
+
+	key := []byte("account:7")
+	yes := true
+	created, err := kv.Put(ctx, &zaris.PutRequest{Key: key, Value: []byte("100"), IfAbsent: &yes})
+	if err != nil {
+		log.Fatal(err)
+	}
+	fmt.Println("create:", created.Status, "version", created.Version)
+
+	again, err := kv.Put(ctx, &zaris.PutRequest{Key: key, Value: []byte("0"), IfAbsent: &yes})
+	if err != nil {
+		log.Fatal(err)
+	}
+	fmt.Println("create again:", again.Status)
+
+	// Read, compute, write back only if nobody wrote in between.
+	read, err := kv.Get(ctx, &zaris.GetRequest{Key: key})
+	if err != nil {
+		log.Fatal(err)
+	}
+	v := read.Version
+	updated, err := kv.Put(ctx, &zaris.PutRequest{Key: key, Value: []byte("90"), IfMatchVersion: &v})
+	if err != nil {
+		log.Fatal(err)
+	}
+	fmt.Println("update at version", v, "->", updated.Status, "version", updated.Version)
+
+	// The same write again: the version has moved on.
+	stale, err := kv.Put(ctx, &zaris.PutRequest{Key: key, Value: []byte("80"), IfMatchVersion: &v})
+	if err != nil {
+		log.Fatal(err)
+	}
+	fmt.Println("update at version", v, "->", stale.Status, "current version", stale.Version)
+
+	cur := stale.Version
+	del, err := kv.Delete(ctx, &zaris.DeleteRequest{Key: key, IfMatchVersion: &cur})
+	if err != nil {
+		log.Fatal(err)
+	}
+	fmt.Println("delete at version", cur, "->", del.Status)
+	// Output:
+	// create: Ok version 1
+	// create again: Conflict
+	// update at version 1 -> Ok version 2
+	// update at version 1 -> Conflict current version 2
+	// delete at version 2 -> Ok
+}
+
+// A call that gets no answer returns a *runtime.CallError: the bound that stopped it and
+// every attempt's node, map epoch and outcome. Here the only node of a one-node cluster is
+// killed after the client has its map, so all three attempts (the default maxAttempts) go
+// to node 1 and find it gone, and the map refreshes between them find no node to ask.
+func ExampleCallError() {
+	ctx := context.Background()
+	cluster, err := store.NewCluster(ctx, store.ClusterConfig{Nodes: 1, ReplicationFactor: 1})
+	if err != nil {
+		log.Fatal(err)
+	}
+	defer cluster.Close()
+	kv, engine := newClient(ctx, cluster)
+	defer engine.Close()
+	if err := cluster.Kill(1); err != nil {
+		log.Fatal(err)
+	}
+
+	_, err = kv.Put(ctx, &zaris.PutRequest{Key: []byte("user:42"), Value: []byte("ada")})
+	var ce *runtime.CallError
+	if errors.As(err, &ce) {
+		fmt.Println("op:", ce.Op, "bound:", ce.Bound, "attempts:", len(ce.Attempts))
+		for _, a := range ce.Attempts {
+			fmt.Println("attempt", a.N, "node", a.Node, "answered:", a.Answered, "class:", a.Class)
+		}
+	}
+	// The error unwraps to the last attempt's cause.
+	fmt.Println("node unavailable:", errors.Is(err, runtime.ErrNodeUnavailable))
+	// Output:
+	// op: Put bound: maxAttempts attempts: 3
+	// attempt 1 node 1 answered: false class: refresh-retry
+	// attempt 2 node 1 answered: false class: refresh-retry
+	// attempt 3 node 1 answered: false class: refresh-retry
+	// node unavailable: true
+}
+
+// WithRetriesDisabled (or ZARIS_DISABLE_RETRIES=true) makes every call a single attempt:
+// the first failure is the call's error. runtime.WithMaxAttempts(1) does the same for one
+// call.
+func ExampleWithRetriesDisabled() {
+	ctx := context.Background()
+	cluster, err := store.NewCluster(ctx, store.ClusterConfig{Nodes: 1, ReplicationFactor: 1})
+	if err != nil {
+		log.Fatal(err)
+	}
+	defer cluster.Close()
+	kv, engine := newClient(ctx, cluster, runtime.WithRetriesDisabled())
+	defer engine.Close()
+	fmt.Println("max attempts:", engine.Config().Retry.MaxAttempts, "disabled:", engine.Config().Retry.Disabled)
+	if err := cluster.Kill(1); err != nil {
+		log.Fatal(err)
+	}
+
+	_, err = kv.Get(ctx, &zaris.GetRequest{Key: []byte("user:42")})
+	var ce *runtime.CallError
+	if errors.As(err, &ce) {
+		fmt.Println("bound:", ce.Bound, "attempts:", len(ce.Attempts), "refreshes:", engine.Refresher().Stats().Requested)
+	}
+	// Output:
+	// max attempts: 1 disabled: true
+	// bound: maxAttempts attempts: 1 refreshes: 0
+}
