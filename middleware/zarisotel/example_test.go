@@ -54,7 +54,7 @@ func ExampleTelemetry_Middleware() {
 		for _, e := range s.Events() {
 			fmt.Print("  event ", e.Name)
 			for _, kv := range e.Attributes {
-				fmt.Printf(" %s=%s", kv.Key, kv.Value.Emit())
+				fmt.Printf(" %s=%s", kv.Key, kv.Value.String())
 			}
 			fmt.Println()
 		}
