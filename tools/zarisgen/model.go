@@ -2,6 +2,7 @@ package main
 
 import (
 	"fmt"
+	"go/token"
 	"sort"
 	"strings"
 )
@@ -78,6 +79,9 @@ func buildModel(p *program, source, zarisImport string) (*model, error) {
 		return nil, &specError{Msg: fmt.Sprintf("the IDL must declare exactly one service, found %d", len(p.Services))}
 	}
 	svc := p.Services[0]
+	if !token.IsIdentifier(svc.Name) {
+		return nil, &specError{Msg: fmt.Sprintf("service name %q is not an identifier", svc.Name)}
+	}
 	m := &model{Source: source, Service: svc.Name, ZarisImport: zarisImport}
 	for _, fn := range svc.Functions {
 		op, data, err := buildOp(p, fn)
@@ -99,6 +103,9 @@ func buildModel(p *program, source, zarisImport string) (*model, error) {
 func buildOp(p *program, fn function) (op opModel, data bool, err error) {
 	fail := func(field, format string, args ...any) (opModel, bool, error) {
 		return opModel{}, false, &specError{Op: fn.Name, Field: field, Msg: fmt.Sprintf(format, args...)}
+	}
+	if !token.IsIdentifier(fn.Name) {
+		return opModel{}, false, &specError{Msg: fmt.Sprintf("operation name %q is not an identifier", fn.Name)}
 	}
 	names := make([]string, 0, len(fn.Annotations))
 	for k := range fn.Annotations {
@@ -127,7 +134,9 @@ func buildOp(p *program, fn function) (op opModel, data bool, err error) {
 		return fail("annotation "+annKind, `unknown value %q (want "read", "write" or "admin")`, kind)
 	}
 
-	op = opModel{Name: fn.Name, Doc: strings.TrimSpace(fn.Doc), Kind: kind}
+	// The doc becomes part of a one-line comment: a line break in it would end the comment
+	// and put the rest of the doc into the generated code.
+	op = opModel{Name: fn.Name, Doc: strings.Join(strings.Fields(fn.Doc), " "), Kind: kind}
 	idem, ok := fn.Annotations[annIdempotent]
 	if !ok {
 		return fail("annotation "+annIdempotent, `missing: a data operation needs zaris.idempotent = "true" or "false"`)
@@ -144,6 +153,9 @@ func buildOp(p *program, fn function) (op opModel, data bool, err error) {
 		return fail("arguments", "a data operation takes exactly one request struct")
 	}
 	req := p.structByName(fn.Arguments[0].Type.Class)
+	if req != nil && !token.IsIdentifier(req.Name) {
+		return fail("arguments", "request struct name %q is not an identifier", req.Name)
+	}
 	if req == nil {
 		return fail("arguments", "request struct %q is not declared in this IDL", fn.Arguments[0].Type.Class)
 	}
@@ -152,6 +164,9 @@ func buildOp(p *program, fn function) (op opModel, data bool, err error) {
 		return fail("response", "a data operation returns a response struct")
 	}
 	resp := p.structByName(fn.ReturnType.Class)
+	if resp != nil && !token.IsIdentifier(resp.Name) {
+		return fail("response", "response struct name %q is not an identifier", resp.Name)
+	}
 	if resp == nil {
 		return fail("response", "response struct %q is not declared in this IDL", fn.ReturnType.Class)
 	}
@@ -160,6 +175,9 @@ func buildOp(p *program, fn function) (op opModel, data bool, err error) {
 	routing, ok := fn.Annotations[annRouting]
 	if !ok || routing == "" {
 		return fail("annotation "+annRouting, "missing: a data operation needs zaris.routing naming its routing-key field of %s", req.Name)
+	}
+	if !token.IsIdentifier(routing) {
+		return fail("annotation "+annRouting, "%q is not a field name", routing)
 	}
 	rf := req.fieldByName(routing)
 	if rf == nil {
@@ -194,6 +212,9 @@ func buildOp(p *program, fn function) (op opModel, data bool, err error) {
 	if g := fn.Annotations[annGuards]; g != "" {
 		for _, name := range strings.Split(g, ",") {
 			name = strings.TrimSpace(name)
+			if !token.IsIdentifier(name) {
+				return fail("annotation "+annGuards, "%q is not a field name", name)
+			}
 			gf := req.fieldByName(name)
 			if gf == nil {
 				return fail("field "+name, "guard field not found in request struct %s", req.Name)
