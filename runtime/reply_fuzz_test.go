@@ -1,0 +1,151 @@
+package runtime_test
+
+import (
+	"context"
+	"encoding/binary"
+	"errors"
+	"net"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/apache/thrift/lib/go/thrift"
+
+	"github.com/clustron/zaris-go/gen/zaris"
+	"github.com/clustron/zaris-go/gen/zarisclient"
+	"github.com/clustron/zaris-go/middleware"
+	"github.com/clustron/zaris-go/runtime"
+)
+
+// replyNode is a fake node: it answers GetClusterMap with a map naming itself as the owner
+// of every segment, and every other request with the bytes in reply (prefixed with their
+// length when framed), written straight to the socket, then closes the connection.
+type replyNode struct {
+	ln      net.Listener
+	proto   runtime.Protocol
+	reply   []byte
+	framed  bool
+	wg      sync.WaitGroup
+	mapResp *zaris.ClusterMap
+}
+
+func startReplyNode(t *testing.T, proto runtime.Protocol, reply []byte, framed bool) *replyNode {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	addr := ln.Addr().(*net.TCPAddr)
+	owner := int32(1)
+	n := &replyNode{ln: ln, proto: proto, reply: reply, framed: framed, mapResp: &zaris.ClusterMap{
+		Epoch: 1, SegmentCount: 1,
+		Nodes:    []*zaris.NodeInfo{{ID: 1, Host: "127.0.0.1", Port: int32(addr.Port)}},
+		Segments: []*zaris.SegmentInfo{{ID: 0, Owner: &owner, Replicas: []int32{1}}},
+	}}
+	n.wg.Add(1)
+	go n.accept()
+	return n
+}
+
+func (n *replyNode) close() {
+	n.ln.Close()
+	n.wg.Wait()
+}
+
+func (n *replyNode) accept() {
+	defer n.wg.Done()
+	for {
+		c, err := n.ln.Accept()
+		if err != nil {
+			return
+		}
+		n.wg.Add(1)
+		go func() {
+			defer n.wg.Done()
+			defer c.Close()
+			n.serve(c)
+		}()
+	}
+}
+
+func (n *replyNode) serve(c net.Conn) {
+	_ = c.SetDeadline(time.Now().Add(5 * time.Second))
+	ctx := context.Background()
+	cfg := &thrift.TConfiguration{}
+	trans := thrift.NewTFramedTransportConf(thrift.NewTSocketFromConnConf(c, cfg), cfg)
+	var p thrift.TProtocol
+	if n.proto == runtime.ProtocolCompact {
+		p = thrift.NewTCompactProtocolConf(trans, cfg)
+	} else {
+		p = thrift.NewTBinaryProtocolConf(trans, cfg)
+	}
+	for {
+		name, _, seq, err := p.ReadMessageBegin(ctx)
+		if err != nil {
+			return
+		}
+		if p.Skip(ctx, thrift.STRUCT) != nil || p.ReadMessageEnd(ctx) != nil {
+			return
+		}
+		if name != "GetClusterMap" {
+			out := n.reply
+			if n.framed {
+				out = binary.BigEndian.AppendUint32(nil, uint32(len(n.reply)))
+				out = append(out, n.reply...)
+			}
+			_, _ = c.Write(out)
+			return
+		}
+		res := zaris.NewZarisKvGetClusterMapResult()
+		res.Success = n.mapResp
+		if p.WriteMessageBegin(ctx, name, thrift.REPLY, seq) != nil || res.Write(ctx, p) != nil ||
+			p.WriteMessageEnd(ctx) != nil || p.Flush(ctx) != nil {
+			return
+		}
+	}
+}
+
+// FuzzMalformedReply has a fake node answer a Get with arbitrary bytes, in the binary or the
+// compact protocol, framed or not. The client must never panic: the call either gets a
+// response (the bytes were a valid reply) or fails with a *runtime.CallError whose cause is a
+// transport failure (runtime.ErrTransport), an attempt timeout, a reply without a response
+// (runtime.ErrNoResponse) or the node's application exception. Fuzz for longer with
+//
+//	go test -run '^$' -fuzz '^FuzzMalformedReply$' -fuzztime 30s ./runtime
+func FuzzMalformedReply(f *testing.F) {
+	f.Add(false, true, []byte{0x80, 0x01, 0x00, 0x02, 0, 0, 0, 3, 'G', 'e', 't', 0, 0, 0, 1, 0})
+	f.Fuzz(func(t *testing.T, compact, framed bool, reply []byte) {
+		proto := runtime.ProtocolBinary
+		if compact {
+			proto = runtime.ProtocolCompact
+		}
+		node := startReplyNode(t, proto, reply, framed)
+		defer node.close()
+		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+		defer cancel()
+		engine, err := runtime.Dial(ctx, runtime.WithSeeds(node.ln.Addr().String()), runtime.WithProtocol(proto),
+			runtime.WithRetriesDisabled(), runtime.WithAttemptTimeout(2*time.Second))
+		if err != nil {
+			t.Fatalf("dial: %v", err)
+		}
+		defer engine.Close()
+		kv := zarisclient.New(middleware.Default(engine.Invoke, engine.Refresher(), engine.Config()))
+		resp, err := kv.Get(ctx, &zaris.GetRequest{Key: []byte("k")})
+		if err == nil {
+			if resp == nil {
+				t.Fatal("no error and no response")
+			}
+			return
+		}
+		var ce *runtime.CallError
+		if !errors.As(err, &ce) {
+			t.Fatalf("%T is not a *runtime.CallError: %v", err, err)
+		}
+		var appErr thrift.TApplicationException
+		switch {
+		case errors.Is(err, runtime.ErrTransport), errors.Is(err, runtime.ErrAttemptTimeout),
+			errors.Is(err, runtime.ErrNoResponse), errors.As(err, &appErr):
+		default:
+			t.Fatalf("the error is not typed: %v", err)
+		}
+	})
+}
