@@ -2,6 +2,7 @@ package zarisslog_test
 
 import (
 	"context"
+	"errors"
 	"log/slog"
 	"os"
 
@@ -42,4 +43,28 @@ func ExampleMiddleware() {
 	_, _ = handler(ctx, mwt.GetCall("user:43"))
 	// Output:
 	// {"level":"INFO","msg":"zaris call retried","op":"Get","key":"user:43","status":"NotFound","elapsed":100000000,"refreshes":{"requested":1,"performed":1},"backoff":100000000,"attempts":{"1":{"node":1,"addr":"node1:9090","map_epoch":0,"status":"Moved","answer_epoch":7,"class":"refresh-retry","duration":0},"2":{"node":1,"addr":"node1:9090","map_epoch":0,"status":"NotFound","answer_epoch":7,"class":"answer","duration":0}}}
+}
+
+// History logs the attempt history of a *runtime.CallError where the application handles
+// the error, with any slog handler.
+func ExampleHistory() {
+	logger := slog.New(slog.NewTextHandler(os.Stdout, &slog.HandlerOptions{
+		ReplaceAttr: func(groups []string, a slog.Attr) slog.Attr {
+			if len(groups) == 0 && a.Key == slog.TimeKey {
+				return slog.Attr{}
+			}
+			return a
+		},
+	}))
+	transport := mwt.Script(mwt.Fail(runtime.ErrNodeUnavailable, false))
+	cfg := runtime.Config{Retry: runtime.DefaultRetryPolicy, Clock: mwt.NewClock()}
+	handler := middleware.Default(transport.Invoke, mwt.NewRefresher(1), cfg)
+
+	_, err := handler(context.Background(), mwt.GetCall("user:42", runtime.WithMaxAttempts(2)))
+	var ce *runtime.CallError
+	if errors.As(err, &ce) {
+		logger.Warn("lookup failed", "bound", ce.Bound, "attempts", zarisslog.History(ce.Attempts))
+	}
+	// Output:
+	// level=WARN msg="lookup failed" bound=maxAttempts attempts.1.map_epoch=0 attempts.1.error="zaris: node unavailable" attempts.1.sent=false attempts.1.class=refresh-retry attempts.1.duration=0s attempts.2.map_epoch=0 attempts.2.error="zaris: node unavailable" attempts.2.sent=false attempts.2.class=refresh-retry attempts.2.duration=0s
 }
