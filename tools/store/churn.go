@@ -136,7 +136,9 @@ func (c *Coordinator) MigrateSegment(ctx context.Context, seg, to int32) error {
 }
 
 // Leave drains node id: every segment copy it holds moves to another node (ownership first to
-// an in-sync replica), then it is taken out of the map. It returns when the node holds
+// an in-sync replica), then it is taken out of the map. A segment left without owner whose
+// only copy is this process's (it was failed over while alive) counts as held: it comes back
+// to the node and moves on, rather than being lost with the node. It returns when the node holds
 // nothing; the node may then be stopped.
 func (c *Coordinator) Leave(ctx context.Context, id int32) error {
 	c.mu.Lock()
@@ -160,7 +162,10 @@ func (c *Coordinator) Leave(ctx context.Context, id int32) error {
 	}
 	for s := range c.want {
 		w := &c.want[s]
-		if !slices.Contains(w.members, id) && ownerOf(c.m.Segments[s]) != id {
+		// A segment left without owner whose last owner is this process holds its only copy
+		// here too: the segment comes back to it, then moves on like the others.
+		holds := ownerOf(c.m.Segments[s]) == id || c.lastOwner[s] == ownerRef{id, c.nodes[id].incarnation}
+		if !slices.Contains(w.members, id) && !holds {
 			continue
 		}
 		rest := remove(slices.Clone(w.members), id)
@@ -180,7 +185,7 @@ func (c *Coordinator) Leave(ctx context.Context, id int32) error {
 			return fmt.Errorf("store: node %d is the only node left; it cannot leave", id)
 		}
 		*w = segWant{members: rest, owner: noOwner}
-		if ownerOf(c.m.Segments[s]) == id {
+		if holds {
 			w.owner, w.kind = rest[0], kindMigrate
 		}
 	}
@@ -190,8 +195,9 @@ func (c *Coordinator) Leave(ctx context.Context, id int32) error {
 		if err := c.checkLiveLocked(id); err != nil {
 			return false, err
 		}
-		for _, sg := range c.m.Segments {
-			if isMember(sg, id) {
+		inc := c.nodes[id].incarnation
+		for s, sg := range c.m.Segments {
+			if isMember(sg, id) || c.lastOwner[s] == (ownerRef{id, inc}) {
 				return false, nil
 			}
 		}

@@ -1,6 +1,7 @@
 package store
 
 import (
+	"context"
 	"fmt"
 	"testing"
 	"time"
@@ -8,6 +9,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/clustron/zaris-go/gen/zaris"
+	"github.com/clustron/zaris-go/gen/zarispeer"
 )
 
 // slowCluster starts a cluster whose coordinator suspects a node after a short silence but
@@ -104,5 +106,54 @@ func TestFailover_SyncedLearnerTakesOverWhenItsOwnerDies(t *testing.T) {
 		require.NoError(t, err)
 		require.Equal(t, zaris.KvStatus_Ok, st, k)
 		require.Equal(t, v, val, k)
+	}
+}
+
+func TestLeave_WaitsForTheSegmentsWhoseOnlyCopyTheNodeHolds(t *testing.T) {
+	cfg := ClusterConfig{Nodes: 2, Segments: 16, ReplicationFactor: 1, FailureTimeout: time.Second, Logger: testLogger()}
+	cfg.Node.RejoinAfter = time.Hour // the test registers node 1 again itself
+	c := StartCluster(t, cfg)
+	ctx := testCtx(t)
+	r := newRouter(c.Seeds())
+	defer r.close()
+	acked := map[string]string{}
+	for i := range 50 {
+		k, v := fmt.Sprintf("k%d", i), fmt.Sprintf("v%d", i)
+		st, err := r.put1(k, v, nil)
+		require.NoError(t, err)
+		require.Equal(t, zaris.KvStatus_Ok, st)
+		acked[k] = v
+	}
+
+	// Node 1, the only copy of its segments, is failed over while it runs and registers
+	// again: its segments wait for it without owner. A Leave now must not count them as
+	// drained, or they would go with the node.
+	co := c.Coordinator()
+	n := c.Node(1)
+	co.mu.Lock()
+	co.failLocked(co.nodes[1], "test")
+	co.mu.Unlock()
+	host, port, err := splitHostPort(n.Addr())
+	require.NoError(t, err)
+	_, err = co.register(&zarispeer.RegisterRequest{NodeId: 1, Incarnation: n.incarnation, Host: host, Port: port, PeerAddr: n.PeerAddr()})
+	require.NoError(t, err)
+	done, cancel := context.WithCancel(ctx)
+	cancel()
+	require.ErrorIs(t, co.Leave(done, 1), context.Canceled, "Leave found nothing to drain")
+
+	require.NoError(t, co.Leave(ctx, 1))
+	require.NoError(t, c.WaitFor(ctx, func(m *zaris.ClusterMap) bool {
+		for _, s := range m.Segments {
+			if s.Owner == nil || *s.Owner != 2 {
+				return false
+			}
+		}
+		return true
+	}))
+	for k, v := range acked {
+		st, got, err := r.get1(k)
+		require.NoError(t, err)
+		require.Equal(t, zaris.KvStatus_Ok, st, k)
+		require.Equal(t, v, got, k)
 	}
 }
