@@ -110,10 +110,17 @@ struct PingResponse {
 
 /** Served by every node on its peer port. */
 service ZarisPeer {
-  /** The coordinator's heartbeat; coordinatorEpoch lets the node know whether it is behind. */
-  PingResponse Ping(1: i64 coordinatorEpoch, 2: string clusterId)
-  /** Installs the map if it is newer than the node's; returns the node's epoch afterwards. */
-  i64 PushMap(1: PeerMap newMap)
+  /**
+   * The coordinator's heartbeat; coordinatorEpoch lets the node know whether it is behind.
+   * leaseUntil (unix nanoseconds, 0 for none) extends the node's lease: it serves the segments
+   * it owns only until then, and the coordinator hands them to another node only after it.
+   */
+  PingResponse Ping(1: i64 coordinatorEpoch, 2: string clusterId, 3: i64 leaseUntil)
+  /**
+   * Installs the map if it is newer than the node's; returns the node's epoch afterwards.
+   * leaseUntil as in Ping.
+   */
+  i64 PushMap(1: PeerMap newMap, 2: i64 leaseUntil)
   /** Returns the node's current map. */
   PeerMap GetPeerMap()
   /** Applies one write of the segment's owner at a replica or learner. */

@@ -3598,16 +3598,21 @@ var _ thrift.TException = (*LeftCluster)(nil)
 type ZarisPeer interface { //Served by every node on its peer port.
 
 	// The coordinator's heartbeat; coordinatorEpoch lets the node know whether it is behind.
+	// leaseUntil (unix nanoseconds, 0 for none) extends the node's lease: it serves the segments
+	// it owns only until then, and the coordinator hands them to another node only after it.
 	//
 	// Parameters:
 	//  - CoordinatorEpoch
 	//  - ClusterId
-	Ping(ctx context.Context, coordinatorEpoch int64, clusterId string) (_r *PingResponse, _err error)
+	//  - LeaseUntil
+	Ping(ctx context.Context, coordinatorEpoch int64, clusterId string, leaseUntil int64) (_r *PingResponse, _err error)
 	// Installs the map if it is newer than the node's; returns the node's epoch afterwards.
+	// leaseUntil as in Ping.
 	//
 	// Parameters:
 	//  - NewMap_
-	PushMap(ctx context.Context, newMap *PeerMap) (_r int64, _err error)
+	//  - LeaseUntil
+	PushMap(ctx context.Context, newMap *PeerMap, leaseUntil int64) (_r int64, _err error)
 	// Returns the node's current map.
 	GetPeerMap(ctx context.Context) (_r *PeerMap, _err error)
 	// Applies one write of the segment's owner at a replica or learner.
@@ -3659,14 +3664,18 @@ func (p *ZarisPeerClient) SetLastResponseMeta_(meta thrift.ResponseMeta) {
 }
 
 // The coordinator's heartbeat; coordinatorEpoch lets the node know whether it is behind.
+// leaseUntil (unix nanoseconds, 0 for none) extends the node's lease: it serves the segments
+// it owns only until then, and the coordinator hands them to another node only after it.
 //
 // Parameters:
 //   - CoordinatorEpoch
 //   - ClusterId
-func (p *ZarisPeerClient) Ping(ctx context.Context, coordinatorEpoch int64, clusterId string) (_r *PingResponse, _err error) {
+//   - LeaseUntil
+func (p *ZarisPeerClient) Ping(ctx context.Context, coordinatorEpoch int64, clusterId string, leaseUntil int64) (_r *PingResponse, _err error) {
 	var _args10 ZarisPeerPingArgs
 	_args10.CoordinatorEpoch = coordinatorEpoch
 	_args10.ClusterId = clusterId
+	_args10.LeaseUntil = leaseUntil
 	var _result12 ZarisPeerPingResult
 	var _meta11 thrift.ResponseMeta
 	_meta11, _err = p.Client_().Call(ctx, "Ping", &_args10, &_result12)
@@ -3681,12 +3690,15 @@ func (p *ZarisPeerClient) Ping(ctx context.Context, coordinatorEpoch int64, clus
 }
 
 // Installs the map if it is newer than the node's; returns the node's epoch afterwards.
+// leaseUntil as in Ping.
 //
 // Parameters:
 //   - NewMap_
-func (p *ZarisPeerClient) PushMap(ctx context.Context, newMap *PeerMap) (_r int64, _err error) {
+//   - LeaseUntil
+func (p *ZarisPeerClient) PushMap(ctx context.Context, newMap *PeerMap, leaseUntil int64) (_r int64, _err error) {
 	var _args14 ZarisPeerPushMapArgs
 	_args14.NewMap_ = newMap
+	_args14.LeaseUntil = leaseUntil
 	var _result16 ZarisPeerPushMapResult
 	var _meta15 thrift.ResponseMeta
 	_meta15, _err = p.Client_().Call(ctx, "PushMap", &_args14, &_result16)
@@ -3846,7 +3858,7 @@ func (p *zarisPeerProcessorPing) Process(ctx context.Context, seqId int32, iprot
 	}
 
 	result := ZarisPeerPingResult{}
-	if retval, err2 := p.handler.Ping(ctx, args.CoordinatorEpoch, args.ClusterId); err2 != nil {
+	if retval, err2 := p.handler.Ping(ctx, args.CoordinatorEpoch, args.ClusterId, args.LeaseUntil); err2 != nil {
 		tickerCancel()
 		err = thrift.WrapTException(err2)
 		if errors.Is(err2, thrift.ErrAbandonRequest) {
@@ -3936,7 +3948,7 @@ func (p *zarisPeerProcessorPushMap) Process(ctx context.Context, seqId int32, ip
 	}
 
 	result := ZarisPeerPushMapResult{}
-	if retval, err2 := p.handler.PushMap(ctx, args.NewMap_); err2 != nil {
+	if retval, err2 := p.handler.PushMap(ctx, args.NewMap_, args.LeaseUntil); err2 != nil {
 		tickerCancel()
 		err = thrift.WrapTException(err2)
 		if errors.Is(err2, thrift.ErrAbandonRequest) {
@@ -4256,9 +4268,11 @@ func (p *zarisPeerProcessorFetch) Process(ctx context.Context, seqId int32, ipro
 // Attributes:
 //   - CoordinatorEpoch
 //   - ClusterId
+//   - LeaseUntil
 type ZarisPeerPingArgs struct {
 	CoordinatorEpoch int64  `thrift:"coordinatorEpoch,1" db:"coordinatorEpoch" json:"coordinatorEpoch"`
 	ClusterId        string `thrift:"clusterId,2" db:"clusterId" json:"clusterId"`
+	LeaseUntil       int64  `thrift:"leaseUntil,3" db:"leaseUntil" json:"leaseUntil"`
 }
 
 func NewZarisPeerPingArgs() *ZarisPeerPingArgs {
@@ -4271,6 +4285,10 @@ func (p *ZarisPeerPingArgs) GetCoordinatorEpoch() int64 {
 
 func (p *ZarisPeerPingArgs) GetClusterId() string {
 	return p.ClusterId
+}
+
+func (p *ZarisPeerPingArgs) GetLeaseUntil() int64 {
+	return p.LeaseUntil
 }
 func (p *ZarisPeerPingArgs) Read(ctx context.Context, iprot thrift.TProtocol) error {
 	if _, err := iprot.ReadStructBegin(ctx); err != nil {
@@ -4299,6 +4317,16 @@ func (p *ZarisPeerPingArgs) Read(ctx context.Context, iprot thrift.TProtocol) er
 		case 2:
 			if fieldTypeId == thrift.STRING {
 				if err := p.ReadField2(ctx, iprot); err != nil {
+					return err
+				}
+			} else {
+				if err := iprot.Skip(ctx, fieldTypeId); err != nil {
+					return err
+				}
+			}
+		case 3:
+			if fieldTypeId == thrift.I64 {
+				if err := p.ReadField3(ctx, iprot); err != nil {
 					return err
 				}
 			} else {
@@ -4339,6 +4367,15 @@ func (p *ZarisPeerPingArgs) ReadField2(ctx context.Context, iprot thrift.TProtoc
 	return nil
 }
 
+func (p *ZarisPeerPingArgs) ReadField3(ctx context.Context, iprot thrift.TProtocol) error {
+	if v, err := iprot.ReadI64(ctx); err != nil {
+		return thrift.PrependError("error reading field 3: ", err)
+	} else {
+		p.LeaseUntil = v
+	}
+	return nil
+}
+
 func (p *ZarisPeerPingArgs) Write(ctx context.Context, oprot thrift.TProtocol) error {
 	if err := oprot.WriteStructBegin(ctx, "Ping_args"); err != nil {
 		return thrift.PrependError(fmt.Sprintf("%T write struct begin error: ", p), err)
@@ -4348,6 +4385,9 @@ func (p *ZarisPeerPingArgs) Write(ctx context.Context, oprot thrift.TProtocol) e
 			return err
 		}
 		if err := p.writeField2(ctx, oprot); err != nil {
+			return err
+		}
+		if err := p.writeField3(ctx, oprot); err != nil {
 			return err
 		}
 	}
@@ -4382,6 +4422,19 @@ func (p *ZarisPeerPingArgs) writeField2(ctx context.Context, oprot thrift.TProto
 	}
 	if err := oprot.WriteFieldEnd(ctx); err != nil {
 		return thrift.PrependError(fmt.Sprintf("%T write field end error 2:clusterId: ", p), err)
+	}
+	return err
+}
+
+func (p *ZarisPeerPingArgs) writeField3(ctx context.Context, oprot thrift.TProtocol) (err error) {
+	if err := oprot.WriteFieldBegin(ctx, "leaseUntil", thrift.I64, 3); err != nil {
+		return thrift.PrependError(fmt.Sprintf("%T write field begin error 3:leaseUntil: ", p), err)
+	}
+	if err := oprot.WriteI64(ctx, int64(p.LeaseUntil)); err != nil {
+		return thrift.PrependError(fmt.Sprintf("%T.leaseUntil (3) field write error: ", p), err)
+	}
+	if err := oprot.WriteFieldEnd(ctx); err != nil {
+		return thrift.PrependError(fmt.Sprintf("%T write field end error 3:leaseUntil: ", p), err)
 	}
 	return err
 }
@@ -4504,8 +4557,10 @@ func (p *ZarisPeerPingResult) String() string {
 
 // Attributes:
 //   - NewMap_
+//   - LeaseUntil
 type ZarisPeerPushMapArgs struct {
-	NewMap_ *PeerMap `thrift:"newMap,1" db:"newMap" json:"newMap"`
+	NewMap_    *PeerMap `thrift:"newMap,1" db:"newMap" json:"newMap"`
+	LeaseUntil int64    `thrift:"leaseUntil,2" db:"leaseUntil" json:"leaseUntil"`
 }
 
 func NewZarisPeerPushMapArgs() *ZarisPeerPushMapArgs {
@@ -4519,6 +4574,10 @@ func (p *ZarisPeerPushMapArgs) GetNewMap_() *PeerMap {
 		return ZarisPeerPushMapArgs_NewMap__DEFAULT
 	}
 	return p.NewMap_
+}
+
+func (p *ZarisPeerPushMapArgs) GetLeaseUntil() int64 {
+	return p.LeaseUntil
 }
 func (p *ZarisPeerPushMapArgs) IsSetNewMap_() bool {
 	return p.NewMap_ != nil
@@ -4541,6 +4600,16 @@ func (p *ZarisPeerPushMapArgs) Read(ctx context.Context, iprot thrift.TProtocol)
 		case 1:
 			if fieldTypeId == thrift.STRUCT {
 				if err := p.ReadField1(ctx, iprot); err != nil {
+					return err
+				}
+			} else {
+				if err := iprot.Skip(ctx, fieldTypeId); err != nil {
+					return err
+				}
+			}
+		case 2:
+			if fieldTypeId == thrift.I64 {
+				if err := p.ReadField2(ctx, iprot); err != nil {
 					return err
 				}
 			} else {
@@ -4571,12 +4640,24 @@ func (p *ZarisPeerPushMapArgs) ReadField1(ctx context.Context, iprot thrift.TPro
 	return nil
 }
 
+func (p *ZarisPeerPushMapArgs) ReadField2(ctx context.Context, iprot thrift.TProtocol) error {
+	if v, err := iprot.ReadI64(ctx); err != nil {
+		return thrift.PrependError("error reading field 2: ", err)
+	} else {
+		p.LeaseUntil = v
+	}
+	return nil
+}
+
 func (p *ZarisPeerPushMapArgs) Write(ctx context.Context, oprot thrift.TProtocol) error {
 	if err := oprot.WriteStructBegin(ctx, "PushMap_args"); err != nil {
 		return thrift.PrependError(fmt.Sprintf("%T write struct begin error: ", p), err)
 	}
 	if p != nil {
 		if err := p.writeField1(ctx, oprot); err != nil {
+			return err
+		}
+		if err := p.writeField2(ctx, oprot); err != nil {
 			return err
 		}
 	}
@@ -4598,6 +4679,19 @@ func (p *ZarisPeerPushMapArgs) writeField1(ctx context.Context, oprot thrift.TPr
 	}
 	if err := oprot.WriteFieldEnd(ctx); err != nil {
 		return thrift.PrependError(fmt.Sprintf("%T write field end error 1:newMap: ", p), err)
+	}
+	return err
+}
+
+func (p *ZarisPeerPushMapArgs) writeField2(ctx context.Context, oprot thrift.TProtocol) (err error) {
+	if err := oprot.WriteFieldBegin(ctx, "leaseUntil", thrift.I64, 2); err != nil {
+		return thrift.PrependError(fmt.Sprintf("%T write field begin error 2:leaseUntil: ", p), err)
+	}
+	if err := oprot.WriteI64(ctx, int64(p.LeaseUntil)); err != nil {
+		return thrift.PrependError(fmt.Sprintf("%T.leaseUntil (2) field write error: ", p), err)
+	}
+	if err := oprot.WriteFieldEnd(ctx); err != nil {
+		return thrift.PrependError(fmt.Sprintf("%T write field end error 2:leaseUntil: ", p), err)
 	}
 	return err
 }

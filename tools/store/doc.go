@@ -23,6 +23,13 @@
 // lease-plus-probe scheme of many stores: a short timeout only raises suspicion, and the
 // verdict takes a direct question that a dead process cannot answer.
 //
+// Every heartbeat also grants the node a lease of FailureTimeout + ProbeTimeout, and a node
+// serves the segments it owns only while its lease runs. A node the coordinator gave up on
+// while it was alive (cut off, stalled) is failed over only once every lease it was granted
+// ran out, so it never answers a read from a copy the new owner has already moved past. The
+// lease is a wall-clock instant: the coordinator and the nodes must share a clock (one host,
+// as here, or clocks kept close by NTP).
+//
 // A node failed over while it was alive (a stall longer than both bounds) hears
 // nothing more from the coordinator, registers again after NodeConfig.RejoinAfter and catches
 // up like a restarted node; a segment whose only copy it held waits for it without owner
@@ -39,7 +46,8 @@
 // A Node answers every request from its own current map and puts that map's epoch in the
 // answer's mapEpoch, so a client learns of a newer map from any answer. The status, in this
 // order: no owner in the map → Unavailable; a write to a segment in migration cut-over →
-// Migrating; this node owns the segment → the operation is served (Ok, NotFound, Conflict);
+// Migrating; this node owns the segment → the operation is served (Ok, NotFound, Conflict),
+// or Unavailable if the node's lease from the coordinator ran out;
 // a write at a replica → ReplicaWriteRejected; the segment's ownership is being handed over
 // (failback) → OwnershipChanging; otherwise Moved. An empty key, a key over MaxKeySize or a
 // value over MaxValueSize answer InvalidRequest. A frame over the size limit, bytes that are

@@ -26,6 +26,11 @@ func (c *Coordinator) monitor(ctx context.Context, rec *nodeRec) {
 	defer t.Stop()
 	lastOK := time.Now()
 	known := int64(-1)
+	var granted int64 // the end of the latest lease sent to the node (unix nanoseconds)
+	grant := func() int64 {
+		granted = max(granted, time.Now().Add(c.cfg.FailureTimeout+c.cfg.ProbeTimeout).UnixNano())
+		return granted
+	}
 	for {
 		select {
 		case <-ctx.Done():
@@ -39,13 +44,13 @@ func (c *Coordinator) monitor(ctx context.Context, rec *nodeRec) {
 		var err error
 		if known < m.Epoch {
 			err = c.pool.call(rec.info.PeerAddr, c.cfg.FailureTimeout, func(cl thrift.TClient) error {
-				e, err := zarispeer.NewZarisPeerClient(cl).PushMap(ctx, m)
+				e, err := zarispeer.NewZarisPeerClient(cl).PushMap(ctx, m, grant())
 				known = e
 				return err
 			})
 		} else {
 			err = c.pool.call(rec.info.PeerAddr, c.cfg.FailureTimeout, func(cl thrift.TClient) error {
-				e, err := ping(ctx, cl, rec, m)
+				e, err := ping(ctx, cl, rec, m, grant())
 				known = e
 				return err
 			})
@@ -70,7 +75,7 @@ func (c *Coordinator) monitor(ctx context.Context, rec *nodeRec) {
 		fail := errors.Is(err, errIncarnation) || !probe(rec.dataAddr(), min(c.cfg.FailureTimeout/2, time.Second))
 		if !fail && time.Since(lastOK) > c.cfg.FailureTimeout {
 			// Suspected: silent past the failure timeout although its port accepts.
-			e, perr := c.probeNode(ctx, rec)
+			e, perr := c.probeNode(ctx, rec, grant())
 			if ctx.Err() != nil {
 				return
 			}
@@ -82,6 +87,11 @@ func (c *Coordinator) monitor(ctx context.Context, rec *nodeRec) {
 				continue
 			}
 			err, fail = perr, true
+			// The node may be alive, only cut off: it must stop serving before another node
+			// takes its segments over, so wait out the last lease it was granted.
+			if !sleepCtx(ctx, time.Until(time.Unix(0, granted))+time.Millisecond) {
+				return
+			}
 		}
 		if fail {
 			c.mu.Lock()
@@ -96,8 +106,8 @@ func (c *Coordinator) monitor(ctx context.Context, rec *nodeRec) {
 
 // ping sends the heartbeat and returns the epoch the node holds; a node that answers as
 // another process than rec yields errIncarnation.
-func ping(ctx context.Context, cl thrift.TClient, rec *nodeRec, m *zarispeer.PeerMap) (int64, error) {
-	resp, err := zarispeer.NewZarisPeerClient(cl).Ping(ctx, m.Epoch, m.ClusterId)
+func ping(ctx context.Context, cl thrift.TClient, rec *nodeRec, m *zarispeer.PeerMap, lease int64) (int64, error) {
+	resp, err := zarispeer.NewZarisPeerClient(cl).Ping(ctx, m.Epoch, m.ClusterId, lease)
 	if err != nil {
 		return -1, err
 	}
@@ -110,7 +120,7 @@ func ping(ctx context.Context, cl thrift.TClient, rec *nodeRec, m *zarispeer.Pee
 // probeNode pings a suspected node on a connection of its own (a pooled one may be the one
 // that hung) and waits up to ProbeTimeout for the answer. It returns the node's epoch, or why
 // the node counts as dead.
-func (c *Coordinator) probeNode(ctx context.Context, rec *nodeRec) (int64, error) {
+func (c *Coordinator) probeNode(ctx context.Context, rec *nodeRec, lease int64) (int64, error) {
 	c.mu.Lock()
 	m := c.m
 	c.mu.Unlock()
@@ -129,7 +139,20 @@ func (c *Coordinator) probeNode(ctx context.Context, rec *nodeRec) (int64, error
 	stop := context.AfterFunc(ctx, func() { sock.Close() })
 	defer stop()
 	proto := thrift.NewTBinaryProtocolConf(thrift.NewTFramedTransportConf(thrift.NewTBufferedTransport(sock, 512), cfg), cfg)
-	return ping(ctx, thrift.NewTStandardClient(proto, proto), rec, m)
+	return ping(ctx, thrift.NewTStandardClient(proto, proto), rec, m, lease)
+}
+
+// sleepCtx sleeps for d (nothing if d <= 0) and reports whether ctx is still live.
+func sleepCtx(ctx context.Context, d time.Duration) bool {
+	if d > 0 {
+		t := time.NewTimer(d)
+		defer t.Stop()
+		select {
+		case <-t.C:
+		case <-ctx.Done():
+		}
+	}
+	return ctx.Err() == nil
 }
 
 // probe reports whether something accepts connections at addr.

@@ -157,3 +157,38 @@ func TestLeave_WaitsForTheSegmentsWhoseOnlyCopyTheNodeHolds(t *testing.T) {
 		require.Equal(t, v, got, k)
 	}
 }
+
+func TestLease_OwnerCutOffFromTheCoordinatorStopsServingBeforeItIsReplaced(t *testing.T) {
+	cfg := fastCluster()
+	cfg.FailureTimeout = 100 * time.Millisecond
+	cfg.ProbeTimeout = time.Second
+	cfg.Node.RejoinAfter = time.Hour
+	c := StartCluster(t, cfg)
+	ctx := testCtx(t)
+	const seg = 0
+	key := keyIn(seg, 16, "k")
+	owner, replica, _ := roles(c, seg)
+	put := func(addr, value string) zaris.KvStatus {
+		cl := mustDial(t, addr)
+		defer cl.trans.Close()
+		resp, err := cl.Put(ctx, &zaris.PutRequest{Key: key, Value: []byte(value)})
+		require.NoError(t, err)
+		return resp.Status
+	}
+	require.Equal(t, zaris.KvStatus_Ok, put(c.Addr(owner), "old"))
+
+	// The owner stops answering the coordinator but still answers clients: the coordinator
+	// fails it over to the replica, which takes new writes. The cut-off owner must not go on
+	// answering reads with the value it holds.
+	c.Node(owner).slowness.Store(int64(time.Hour))
+	require.NoError(t, c.Coordinator().WaitNode(ctx, owner, false))
+	require.Eventually(t, func() bool { return put(c.Addr(replica), "new") == zaris.KvStatus_Ok },
+		20*time.Second, 10*time.Millisecond, "the replica never took the segment over")
+
+	cl := mustDial(t, c.Addr(owner))
+	defer cl.trans.Close()
+	resp, err := cl.Get(ctx, &zaris.GetRequest{Key: key})
+	require.NoError(t, err)
+	require.NotEqual(t, zaris.KvStatus_Ok, resp.Status, "the cut-off owner served a read: %q", resp.Value)
+	require.Equal(t, zaris.KvStatus_Unavailable, resp.Status)
+}

@@ -20,6 +20,16 @@ var _ zaris.ZarisKv = (*kvHandler)(nil)
 // validKey reports whether key is non-empty and within MaxKeySize.
 func (n *Node) validKey(key []byte) bool { return len(key) > 0 && len(key) <= n.cfg.MaxKeySize }
 
+// route is v.route for this node, except that an owner whose lease ran out answers
+// Unavailable: the coordinator may have given its segments to another node.
+func (n *Node) route(v *view, s int32, write bool) zaris.KvStatus {
+	st := v.route(s, n.cfg.ID, write)
+	if st == zaris.KvStatus_Ok && !n.leased() {
+		return zaris.KvStatus_Unavailable
+	}
+	return st
+}
+
 // Get reads a key at its owner.
 func (h *kvHandler) Get(_ context.Context, req *zaris.GetRequest) (*zaris.GetResponse, error) {
 	n := h.n
@@ -35,7 +45,7 @@ func (h *kvHandler) Get(_ context.Context, req *zaris.GetRequest) (*zaris.GetRes
 	}
 	resp.MapEpoch = v.epoch
 	s := runtime.Segment(req.Key, v.segCount)
-	if resp.Status = v.route(s, n.cfg.ID, false); resp.Status != zaris.KvStatus_Ok {
+	if resp.Status = n.route(v, s, false); resp.Status != zaris.KvStatus_Ok {
 		return resp, nil
 	}
 	seg := n.segments()[s]
@@ -91,7 +101,7 @@ func (n *Node) write(ctx context.Context, key []byte, decide func(cur entry, exi
 	seg.writeMu.Lock()
 	defer seg.writeMu.Unlock()
 	v = n.current.Load()
-	if st := v.route(s, n.cfg.ID, true); st != zaris.KvStatus_Ok {
+	if st := n.route(v, s, true); st != zaris.KvStatus_Ok {
 		return writeResult{status: st, epoch: v.epoch}
 	}
 	seg.mu.Lock()

@@ -51,8 +51,14 @@ type Node struct {
 	lastContact atomic.Int64 // unix nanoseconds of the coordinator's last ping or push
 	// slowness, in nanoseconds, delays every answer to the coordinator's ping and map push:
 	// tests make a live node slow with it, as a loaded machine or a long pause would.
-	slowness  atomic.Int64
-	clusterID atomic.Pointer[string] // the cluster this node registered with
+	slowness atomic.Int64
+	// leaseUntil (unix nanoseconds) is the end of the lease the coordinator last granted:
+	// the node serves the segments it owns only until then. The coordinator fails a node
+	// that stopped answering over only once every lease it granted has run out, so a node
+	// it gave up on while alive (a stall) cannot answer reads from a copy another owner has
+	// moved past.
+	leaseUntil atomic.Int64
+	clusterID  atomic.Pointer[string] // the cluster this node registered with
 }
 
 // errOtherCluster refuses peer traffic of another cluster (one whose node took over a port
@@ -267,6 +273,19 @@ func (n *Node) register() {
 	}
 }
 
+// extendLease moves the end of the node's lease to until (unix nanoseconds) if that is later.
+func (n *Node) extendLease(until int64) {
+	for {
+		cur := n.leaseUntil.Load()
+		if until <= cur || n.leaseUntil.CompareAndSwap(cur, until) {
+			return
+		}
+	}
+}
+
+// leased reports whether the node's lease runs: it may serve the segments it owns.
+func (n *Node) leased() bool { return time.Now().UnixNano() < n.leaseUntil.Load() }
+
 // slow waits for the injected slowness (none outside tests), or until the node closes.
 func (n *Node) slow() {
 	if d := time.Duration(n.slowness.Load()); d > 0 {
@@ -478,7 +497,7 @@ func (n *Node) reportSynced(s, owner int32, fetchEpoch int64) (refetch bool) {
 // pushMap sends pm to the peer at addr (a peer whose map is older than ours).
 func (n *Node) pushMap(addr string, pm *zarispeer.PeerMap) {
 	_ = n.pool.call(addr, peerCallTimeout, func(c thrift.TClient) error {
-		_, err := zarispeer.NewZarisPeerClient(c).PushMap(n.ctx, pm)
+		_, err := zarispeer.NewZarisPeerClient(c).PushMap(n.ctx, pm, 0)
 		return err
 	})
 }

@@ -17,17 +17,18 @@ type peerHandler struct{ n *Node }
 var _ zarispeer.ZarisPeer = (*peerHandler)(nil)
 
 // Ping answers the coordinator's heartbeat.
-func (h *peerHandler) Ping(_ context.Context, _ int64, clusterID string) (*zarispeer.PingResponse, error) {
+func (h *peerHandler) Ping(_ context.Context, _ int64, clusterID string, leaseUntil int64) (*zarispeer.PingResponse, error) {
 	if !h.n.sameCluster(clusterID) {
 		return nil, errOtherCluster
 	}
 	h.n.slow()
 	h.n.contact()
+	h.n.extendLease(leaseUntil)
 	return &zarispeer.PingResponse{NodeId: h.n.cfg.ID, Incarnation: h.n.incarnation, Epoch: h.n.Epoch()}, nil
 }
 
-// PushMap installs a newer map.
-func (h *peerHandler) PushMap(_ context.Context, pm *zarispeer.PeerMap) (int64, error) {
+// PushMap installs a newer map and extends the lease by leaseUntil (coordinator only).
+func (h *peerHandler) PushMap(_ context.Context, pm *zarispeer.PeerMap, leaseUntil int64) (int64, error) {
 	if pm == nil {
 		return 0, fmt.Errorf("store: PushMap without a map")
 	}
@@ -37,6 +38,7 @@ func (h *peerHandler) PushMap(_ context.Context, pm *zarispeer.PeerMap) (int64, 
 	h.n.slow()
 	h.n.contact()
 	h.n.install(pm)
+	h.n.extendLease(leaseUntil)
 	return h.n.Epoch(), nil
 }
 

@@ -237,7 +237,7 @@ func (c *Coordinator) pushAll(recs []*nodeRec, m *zarispeer.PeerMap) {
 			var e int64
 			err := c.pool.call(r.info.PeerAddr, c.cfg.FailureTimeout, func(cl thrift.TClient) error {
 				var err error
-				e, err = zarispeer.NewZarisPeerClient(cl).PushMap(c.ctx, m)
+				e, err = zarispeer.NewZarisPeerClient(cl).PushMap(c.ctx, m, 0)
 				return err
 			})
 			if err == nil {

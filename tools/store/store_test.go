@@ -58,7 +58,7 @@ func TestPeer_RefusesAnotherClustersTraffic(t *testing.T) {
 	pool := newConnPool(time.Second)
 	defer pool.close()
 	err := pool.call(na.PeerAddr(), time.Second, func(c thrift.TClient) error {
-		_, err := zarispeer.NewZarisPeerClient(c).PushMap(bg, foreign)
+		_, err := zarispeer.NewZarisPeerClient(c).PushMap(bg, foreign, 0)
 		return err
 	})
 	require.Error(t, err, "a node installed another cluster's map")
