@@ -14,7 +14,8 @@ import (
 	"github.com/clustron/zaris-go/tools/store"
 )
 
-// settleTimeout bounds the wait for the store to finish its churn before the read-back.
+// settleTimeout bounds one churn event, and the wait for the store to finish its churn
+// before the read-back.
 const settleTimeout = 30 * time.Second
 
 // maxErrorSamples is how many full error messages the report keeps.
@@ -82,7 +83,11 @@ func Run(ctx context.Context, cfg Config) (*Report, error) {
 		placeholder := string(e.Kind)
 		prog.phase.Store(&placeholder)
 		bounds = append(bounds, phaseBound{name: string(e.Kind), start: at, performed: client.Refresher().Stats().Performed})
-		label, err := ch.do(runCtx, e)
+		// The event gets its own time, not what is left of the workload's: an event still
+		// running when the workload ends completes before the read-back.
+		ectx, cancel := context.WithTimeout(ctx, settleTimeout)
+		label, err := ch.do(ectx, e)
+		cancel()
 		prog.phase.Store(&label)
 		bounds[len(bounds)-1].name = label
 		er := EventReport{Kind: e.Kind, Label: label, AtSec: at.Seconds(), TookMs: ms(time.Since(start) - at)}
@@ -93,7 +98,7 @@ func Run(ctx context.Context, cfg Config) (*Report, error) {
 	}
 	<-runCtx.Done()
 	wg.Wait()
-	end := time.Since(start)
+	end := min(time.Since(start), cfg.Duration) // the workers stopped at the duration
 	endPerformed := client.Refresher().Stats().Performed
 	close(progressDone)
 	progressWG.Wait()
