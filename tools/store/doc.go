@@ -30,10 +30,12 @@
 // lease is a wall-clock instant: the coordinator and the nodes must share a clock (one host,
 // as here, or clocks kept close by NTP).
 //
-// A node failed over while it was alive (a stall longer than both bounds) hears
-// nothing more from the coordinator, registers again after NodeConfig.RejoinAfter and catches
-// up like a restarted node; a segment whose only copy it held waits for it without owner
-// (Unavailable) and gets it back intact. A segment whose every copy died with its process
+// A node failed over while it was alive (a stall longer than both bounds) is admitted again
+// as soon as it answers the coordinator's probe (at the latest it registers again by itself
+// after NodeConfig.RejoinAfter) and catches up like a restarted node. A segment whose only
+// copy it held has no owner (Unavailable) from its failover until then, and gets it back
+// intact: the one ownerless window the store cannot avoid, short of keeping a hung node's
+// segments on it. A segment whose every copy died with its process
 // starts empty once a wanted node is back: with one node failure at a time and the default
 // replication factor of 2 that never happens.
 //

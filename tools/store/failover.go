@@ -86,12 +86,22 @@ func (c *Coordinator) monitor(ctx context.Context, rec *nodeRec) {
 				c.cfg.Logger.Warn("slow node answered the probe; kept", "node", rec.info.ID, "err", err)
 				continue
 			}
-			err, fail = perr, true
 			// The node may be alive, only cut off: it must stop serving before another node
 			// takes its segments over, so wait out the last lease it was granted.
 			if !sleepCtx(ctx, time.Until(time.Unix(0, granted))+time.Millisecond) {
 				return
 			}
+			c.mu.Lock()
+			failed := c.nodes[rec.info.ID] == rec && rec.alive
+			if failed {
+				c.failLocked(rec, perr.Error())
+			}
+			c.mu.Unlock()
+			if failed {
+				c.wg.Add(1)
+				go c.readmitWhenItAnswers(rec)
+			}
+			return
 		}
 		if fail {
 			c.mu.Lock()
@@ -101,6 +111,46 @@ func (c *Coordinator) monitor(ctx context.Context, rec *nodeRec) {
 			c.mu.Unlock()
 			return
 		}
+	}
+}
+
+// readmitWhenItAnswers watches a node that was failed over while its port still accepted
+// (it may be alive but starved, or stopped): every heartbeat it probes it, and as soon as the
+// same process answers, admits it again as if it had registered. A segment whose only copy
+// it holds is then given back at once instead of after the node's RejoinAfter. The watch
+// ends when the node answers, registers by itself, turns out dead or restarted, or the
+// coordinator closes.
+func (c *Coordinator) readmitWhenItAnswers(rec *nodeRec) {
+	defer c.wg.Done()
+	id := rec.info.ID
+	for sleepCtx(c.ctx, c.cfg.Heartbeat) {
+		c.mu.Lock()
+		current := c.nodes[id] == rec
+		c.mu.Unlock()
+		if !current || !probe(rec.dataAddr(), min(c.cfg.FailureTimeout/2, time.Second)) {
+			return
+		}
+		_, err := c.probeNode(c.ctx, rec, 0)
+		if errors.Is(err, errIncarnation) {
+			return
+		}
+		if err != nil {
+			continue
+		}
+		c.mu.Lock()
+		current = c.nodes[id] == rec && !rec.alive
+		c.mu.Unlock()
+		if !current {
+			return
+		}
+		c.cfg.Logger.Info("node failed over while alive answers again; admitting it", "node", id)
+		_, err = c.register(&zarispeer.RegisterRequest{
+			NodeId: id, Incarnation: rec.incarnation, Host: rec.info.Host, Port: rec.info.Port, PeerAddr: rec.info.PeerAddr,
+		})
+		if err != nil {
+			c.cfg.Logger.Warn("admitting the node again failed", "node", id, "err", err)
+		}
+		return
 	}
 }
 

@@ -192,3 +192,44 @@ func TestLease_OwnerCutOffFromTheCoordinatorStopsServingBeforeItIsReplaced(t *te
 	require.NotEqual(t, zaris.KvStatus_Ok, resp.Status, "the cut-off owner served a read: %q", resp.Value)
 	require.Equal(t, zaris.KvStatus_Unavailable, resp.Status)
 }
+
+func TestFailureDetector_NodeFailedOverWhileAliveIsAdmittedAgainWhenItAnswers(t *testing.T) {
+	cfg := ClusterConfig{Nodes: 2, Segments: 16, ReplicationFactor: 1, FailureTimeout: 100 * time.Millisecond,
+		ProbeTimeout: 200 * time.Millisecond, Logger: testLogger()}
+	cfg.Node.RejoinAfter = time.Hour // only the coordinator can bring the node back in time
+	c := StartCluster(t, cfg)
+	ctx := testCtx(t)
+	r := newRouter(c.Seeds())
+	defer r.close()
+	acked := map[string]string{}
+	for i := range 50 {
+		k, v := fmt.Sprintf("k%d", i), fmt.Sprintf("v%d", i)
+		st, err := r.put1(k, v, nil)
+		require.NoError(t, err)
+		require.Equal(t, zaris.KvStatus_Ok, st)
+		acked[k] = v
+	}
+
+	// Node 1, the only copy of its segments, stops answering the coordinator long enough to
+	// be failed over; its segments have no owner. Once it answers again, the coordinator
+	// admits it and gives them back, data intact.
+	co := c.Coordinator()
+	n := c.Node(1)
+	n.slowness.Store(int64(time.Hour))
+	require.NoError(t, co.WaitNode(ctx, 1, false))
+	n.slowness.Store(0)
+	require.NoError(t, c.WaitFor(ctx, func(m *zaris.ClusterMap) bool {
+		for _, s := range m.Segments {
+			if s.Owner == nil {
+				return false
+			}
+		}
+		return true
+	}))
+	for k, v := range acked {
+		st, got, err := r.get1(k)
+		require.NoError(t, err)
+		require.Equal(t, zaris.KvStatus_Ok, st, k)
+		require.Equal(t, v, got, k)
+	}
+}
