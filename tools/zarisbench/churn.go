@@ -45,11 +45,15 @@ type churnPhase struct {
 	MaxMs    float64 `json:"maxMs"`
 	OpsPerS  float64 `json:"phaseOpsPerSec"`
 	P99Ratio float64 `json:"p99RatioToSteady"`
-	// DuringOpsPerS is the answer rate over the event's own span (at least EventWindow),
-	// and DuringRatio is it over the steady rate (target >= 0.8 for migrate, join, failback
-	// and leave).
+	// DuringOpsPerS is the answer rate over the event's own span (at least eventWindow);
+	// BeforeOpsPerS is the rate over the eventWindow just before the event, the steady
+	// state next to it in time (the load of a shared machine drifts over a run).
+	// DuringRatio is during over before (target >= 0.8 for migrate, join, failback and
+	// leave); SteadyRatio is during over the steady phase's rate.
 	DuringOpsPerS float64 `json:"duringOpsPerSec"`
+	BeforeOpsPerS float64 `json:"beforeOpsPerSec"`
 	DuringRatio   float64 `json:"duringRatio"`
+	SteadyRatio   float64 `json:"steadyRatio"`
 	// ZeroWindowMs is the longest time in the phase with no answered call at all.
 	ZeroWindowMs       float64 `json:"zeroWindowMs"`
 	RefreshesRequested int     `json:"refreshesRequested"`
@@ -113,7 +117,8 @@ func churn(ctx context.Context, workers int, duration time.Duration, schedule st
 		if i == 0 {
 			warm := min(time.Second, stop/2)
 			cp.DuringOpsPerS = rate(answers, warm, stop)
-			cp.DuringRatio, cp.P99Ratio = 1, 1
+			cp.BeforeOpsPerS = cp.DuringOpsPerS
+			cp.DuringRatio, cp.SteadyRatio, cp.P99Ratio = 1, 1, 1
 			r.Steady = cp
 			continue
 		}
@@ -122,7 +127,9 @@ func churn(ctx context.Context, workers int, duration time.Duration, schedule st
 		}
 		span := max(time.Duration(cp.TookMs*float64(time.Millisecond)), eventWindow)
 		cp.DuringOpsPerS = rate(answers, start, min(start+span, end))
-		cp.DuringRatio = ratio(cp.DuringOpsPerS, r.Steady.DuringOpsPerS)
+		cp.BeforeOpsPerS = rate(answers, max(start-eventWindow, 0), start)
+		cp.DuringRatio = ratio(cp.DuringOpsPerS, cp.BeforeOpsPerS)
+		cp.SteadyRatio = ratio(cp.DuringOpsPerS, r.Steady.DuringOpsPerS)
 		cp.P99Ratio = ratio(cp.P99Ms, r.Steady.P99Ms)
 		r.Events = append(r.Events, cp)
 		if strings.HasPrefix(p.Name, "kill") {

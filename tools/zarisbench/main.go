@@ -10,6 +10,7 @@ import (
 	"os/signal"
 	"path/filepath"
 	goruntime "runtime"
+	"slices"
 	"strings"
 	"time"
 )
@@ -19,13 +20,15 @@ type config struct {
 	Duration time.Duration // one timed load
 	Rounds   int           // interleaved rounds where two sides are compared
 
-	OverheadCallers []int
-	ProtocolCallers int
-	WireOps         int
-	ScaleCallers    []int
-	ScaleNodes      []int
-	NodesCallers    int
-	ConnCount       int
+	OverheadCallers  []int
+	OverheadRounds   int           // interleaved rounds of overhead, typed then raw or raw then typed
+	OverheadDuration time.Duration // one side's run in a round
+	ProtocolCallers  int
+	WireOps          int
+	ScaleCallers     []int
+	ScaleNodes       []int
+	NodesCallers     int
+	ConnCount        int
 
 	ChurnWorkers  int
 	ChurnDuration time.Duration
@@ -34,13 +37,16 @@ type config struct {
 	StormCallers  int
 	StormHealthy  int
 	StormDuration time.Duration
+
+	// Sections names the sections to run; empty runs them all.
+	Sections []string
 }
 
 // defaultConfig is the full run: about two minutes.
 func defaultConfig() config {
 	return config{
-		Duration: time.Second, Rounds: 3,
-		OverheadCallers: []int{1, 16},
+		Duration: 500 * time.Millisecond, Rounds: 5,
+		OverheadCallers: []int{1, 16}, OverheadRounds: 12, OverheadDuration: 200 * time.Millisecond,
 		ProtocolCallers: 16, WireOps: 1000,
 		ScaleCallers: []int{1, 4, 16, 64, 256}, ScaleNodes: []int{1, 3, 5}, NodesCallers: 64, ConnCount: 64,
 		ChurnWorkers: 256, ChurnDuration: 22 * time.Second,
@@ -75,10 +81,14 @@ type machine struct {
 func main() {
 	out := flag.String("out", "bench-out", "directory for bench.json")
 	quick := flag.Bool("quick", false, "a tiny run that only checks the bench works")
+	only := flag.String("sections", "", "comma-separated sections to run (overhead, protocols, scale, churn, storm); default all")
 	flag.Parse()
 	cfg := defaultConfig()
 	if *quick {
 		cfg = quickConfig()
+	}
+	if *only != "" {
+		cfg.Sections = strings.Split(*only, ",")
 	}
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt)
 	defer stop()
@@ -99,7 +109,7 @@ func main() {
 func quickConfig() config {
 	return config{
 		Duration: 100 * time.Millisecond, Rounds: 1,
-		OverheadCallers: []int{1, 4},
+		OverheadCallers: []int{1, 4}, OverheadRounds: 2, OverheadDuration: 50 * time.Millisecond,
 		ProtocolCallers: 2, WireOps: 20,
 		ScaleCallers: []int{1, 4}, ScaleNodes: []int{1, 2}, NodesCallers: 4, ConnCount: 4,
 		ChurnWorkers: 8, ChurnDuration: 2 * time.Second,
@@ -128,7 +138,7 @@ func run(ctx context.Context, cfg config, log io.Writer) (*results, error) {
 		f    func() error
 	}{
 		{"overhead", func() error {
-			res.Overhead, err = overhead(ctx, cfg.OverheadCallers, cfg.Rounds, cfg.Duration)
+			res.Overhead, err = overhead(ctx, cfg.OverheadCallers, cfg.OverheadRounds, cfg.OverheadDuration)
 			return err
 		}},
 		{"protocols", func() error {
@@ -136,7 +146,7 @@ func run(ctx context.Context, cfg config, log io.Writer) (*results, error) {
 			return err
 		}},
 		{"scale", func() error {
-			res.Scale, err = scale(ctx, cfg.ScaleCallers, cfg.ScaleNodes, 3, cfg.NodesCallers, cfg.Duration, cfg.ConnCount)
+			res.Scale, err = scale(ctx, cfg.ScaleCallers, cfg.ScaleNodes, 3, cfg.NodesCallers, 2*cfg.Duration, cfg.ConnCount)
 			return err
 		}},
 		{"churn", func() error {
@@ -149,6 +159,9 @@ func run(ctx context.Context, cfg config, log io.Writer) (*results, error) {
 		}},
 	}
 	for _, s := range steps {
+		if len(cfg.Sections) > 0 && !slices.Contains(cfg.Sections, s.name) {
+			continue
+		}
 		if err := step(s.name, s.f); err != nil {
 			res.Seconds = time.Since(began).Seconds()
 			return res, err

@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	goruntime "runtime"
+	"slices"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -13,26 +14,39 @@ import (
 )
 
 // overheadResult compares the typed client through the default stack with the raw
-// generated client at one number of concurrent callers. Each side's figure is its best of
-// Rounds interleaved runs, so a burst of load from elsewhere on the machine hits one run,
-// not one side.
+// generated client at one number of concurrent callers. The sides run in turn, Rounds
+// times, the order swapped each round; a round's ratio compares two runs next to each
+// other in time, and the median of the rounds' ratios is the one reported, so that a burst
+// of load from elsewhere on a shared machine moves one round, not the result.
 type overheadResult struct {
 	Callers int `json:"callers"`
 	Rounds  int `json:"rounds"`
 	// TypedOpsPerS and RawOpsPerS are each side's best throughput.
 	TypedOpsPerS float64 `json:"typedOpsPerSec"`
 	RawOpsPerS   float64 `json:"rawOpsPerSec"`
-	// Ratio is TypedOpsPerS / RawOpsPerS (target >= 0.95).
-	Ratio float64 `json:"ratio"`
+	// Ratio is the median of the rounds' typed/raw throughput ratios (target >= 0.95);
+	// RoundRatios are the rounds' ratios, in order.
+	Ratio       float64   `json:"ratio"`
+	RoundRatios []float64 `json:"roundRatios"`
+	// TypedBackgroundOpsPerS and RatioBackground are the typed side's with
+	// context.Background(), which cannot be cancelled, so the engine arms no
+	// context.AfterFunc per call.
+	TypedBackgroundOpsPerS float64 `json:"typedBackgroundOpsPerSec"`
+	RatioBackground        float64 `json:"ratioBackground"`
 	// TypedAllocs, RawAllocs, TypedBytes and RawBytes are heap allocations and bytes per
 	// call in the whole process (client and in-process server), the fewest of the rounds.
 	TypedAllocs float64 `json:"typedAllocsPerOp"`
 	RawAllocs   float64 `json:"rawAllocsPerOp"`
 	TypedBytes  float64 `json:"typedBytesPerOp"`
 	RawBytes    float64 `json:"rawBytesPerOp"`
-	// AddedAllocs and AddedBytes are what the stack adds per call (target <= 3 allocs).
+	// AddedAllocs and AddedBytes are what the stack adds per call (target <= 3 allocs),
+	// with the run's context, which can be cancelled (as an application's request context
+	// can): the engine then arms a context.AfterFunc per call to abort the socket.
 	AddedAllocs float64 `json:"addedAllocsPerOp"`
 	AddedBytes  float64 `json:"addedBytesPerOp"`
+	// AddedAllocsBackground is AddedAllocs with context.Background(), which can never be
+	// cancelled, measured over one caller's sequential calls.
+	AddedAllocsBackground float64 `json:"addedAllocsPerOpBackground"`
 }
 
 // sideResult is one timed run of one side.
@@ -77,6 +91,10 @@ func overhead(ctx context.Context, callerCounts []int, rounds int, d time.Durati
 		_, err := cl.kv.Get(ctx, req)
 		return err
 	}
+	typedBackground := func(context.Context, int) error {
+		_, err := cl.kv.Get(context.Background(), req)
+		return err
+	}
 	rawCall := func(ctx context.Context, caller int) error {
 		_, err := raw[caller].Client().Get(ctx, req)
 		return err
@@ -85,14 +103,27 @@ func overhead(ctx context.Context, callerCounts []int, rounds int, d time.Durati
 	var out []overheadResult
 	for _, callers := range callerCounts {
 		// Warm both sides up: the pool fills, the heap grows to its working size.
-		timed(ctx, callers, d/4, typed)
-		timed(ctx, callers, d/4, rawCall)
+		if _, err := timed(ctx, callers, d, typed); err != nil {
+			return nil, err
+		}
+		if _, err := timed(ctx, callers, d, rawCall); err != nil {
+			return nil, err
+		}
 		r := overheadResult{Callers: callers, Rounds: rounds, TypedAllocs: -1, RawAllocs: -1}
-		for range rounds {
-			for _, side := range []bool{false, true} {
+		var bgRatios []float64
+		for round := range rounds {
+			// Each round runs the raw client, the typed client with the run's (cancellable)
+			// context and the typed client with context.Background(), in an order that
+			// rotates from round to round.
+			var got [3]float64 // raw, typed, typed with Background
+			for k := range 3 {
+				side := (round + k) % 3
 				f, ops, allocs, bytes := rawCall, &r.RawOpsPerS, &r.RawAllocs, &r.RawBytes
-				if side {
+				switch side {
+				case 1:
 					f, ops, allocs, bytes = typed, &r.TypedOpsPerS, &r.TypedAllocs, &r.TypedBytes
+				case 2:
+					f, ops, allocs, bytes = typedBackground, &r.TypedBackgroundOpsPerS, new(float64), new(float64)
 				}
 				s, err := timed(ctx, callers, d, f)
 				if err != nil {
@@ -102,10 +133,16 @@ func overhead(ctx context.Context, callerCounts []int, rounds int, d time.Durati
 				if *allocs < 0 || s.allocs < *allocs {
 					*allocs, *bytes = s.allocs, s.bytes
 				}
+				got[side] = s.opsPerS
 			}
+			r.RoundRatios = append(r.RoundRatios, ratio(got[1], got[0]))
+			bgRatios = append(bgRatios, ratio(got[2], got[0]))
 		}
-		r.Ratio = ratio(r.TypedOpsPerS, r.RawOpsPerS)
+		r.RatioBackground = median(bgRatios)
+		r.Ratio = median(r.RoundRatios)
 		r.AddedAllocs, r.AddedBytes = r.TypedAllocs-r.RawAllocs, r.TypedBytes-r.RawBytes
+		bg := context.Background()
+		r.AddedAllocsBackground = allocsPer(1000, func() { typed(bg, 0) }) - allocsPer(1000, func() { rawCall(bg, 0) })
 		out = append(out, r)
 	}
 	return out, nil
@@ -154,4 +191,29 @@ func timed(ctx context.Context, callers int, d time.Duration, f func(ctx context
 		allocs:  float64(after.Mallocs-before.Mallocs) / n,
 		bytes:   float64(after.TotalAlloc-before.TotalAlloc) / n,
 	}, nil
+}
+
+// median returns the median of xs (the mean of the middle two for an even count).
+func median(xs []float64) float64 {
+	if len(xs) == 0 {
+		return 0
+	}
+	s := slices.Clone(xs)
+	slices.Sort(s)
+	if len(s)%2 == 1 {
+		return s[len(s)/2]
+	}
+	return (s[len(s)/2-1] + s[len(s)/2]) / 2
+}
+
+// allocsPer returns the process's heap allocations per call of f over n sequential calls.
+func allocsPer(n int, f func()) float64 {
+	var before, after goruntime.MemStats
+	f()
+	goruntime.ReadMemStats(&before)
+	for range n {
+		f()
+	}
+	goruntime.ReadMemStats(&after)
+	return float64(after.Mallocs-before.Mallocs) / float64(n)
 }

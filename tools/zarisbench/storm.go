@@ -29,8 +29,13 @@ type stormResult struct {
 	P99Ms   float64 `json:"p99Ms"`
 	MaxMs   float64 `json:"maxMs"`
 	BoundMs float64 `json:"boundMs"`
-	// Bounds counts the failed calls by the bound that ended them.
+	// Bounds counts the failed calls by the bound that ended them; Sample is one of their
+	// errors in full (each attempt's node, outcome and epoch).
 	Bounds map[string]int `json:"bounds"`
+	Sample string         `json:"sample,omitempty"`
+	// Slowest breaks the slowest failed call down: its elapsed time, the time its attempts
+	// took and the rest (backoff sleeps and waits for a shared map refresh).
+	Slowest *slowCall `json:"slowest,omitempty"`
 	// Requested and Performed are the refresher's counts during the storm; Windows is the
 	// storm's length in debounce windows (target Performed <= Windows).
 	Requested uint64  `json:"refreshesRequested"`
@@ -114,9 +119,15 @@ func storm(ctx context.Context, callers, healthy int, d time.Duration) (stormRes
 				durs = append(durs, dt)
 				if err != nil {
 					r.Failed++
+					if r.Sample == "" {
+						r.Sample = err.Error()
+					}
 					var ce *runtime.CallError
 					if errors.As(err, &ce) {
 						r.Bounds[ce.Bound.String()]++
+						if r.Slowest == nil || ce.Elapsed > time.Duration(r.Slowest.ElapsedMs*float64(time.Millisecond)) {
+							r.Slowest = breakDown(ce)
+						}
 					} else {
 						r.Bounds["other"]++
 					}
@@ -142,4 +153,23 @@ func storm(ctx context.Context, callers, healthy int, d time.Duration) (stormRes
 	r.HealthyDuring, r.HealthyErrors, r.HealthyP99Ms = h.OpsPerS, h.Errors, h.P99Ms
 	r.HealthyRatio = ratio(r.HealthyDuring, r.HealthyBefore)
 	return r, nil
+}
+
+// slowCall is where one call's time went.
+type slowCall struct {
+	ElapsedMs  float64   `json:"elapsedMs"`
+	AttemptsMs []float64 `json:"attemptsMs"`
+	// OtherMs is the elapsed time outside the attempts: backoff sleeps and refresh waits.
+	OtherMs float64 `json:"otherMs"`
+}
+
+func breakDown(ce *runtime.CallError) *slowCall {
+	s := &slowCall{ElapsedMs: ms(ce.Elapsed)}
+	rest := ce.Elapsed
+	for _, a := range ce.Attempts {
+		s.AttemptsMs = append(s.AttemptsMs, ms(a.Duration))
+		rest -= a.Duration
+	}
+	s.OtherMs = ms(rest)
+	return s
 }
