@@ -24,7 +24,7 @@ const segments = 16
 var testKeys = []string{"k0", "k1", "k2", "k3", "k4", "k5", "k6", "k7"}
 
 // calls is how many calls the workload completes between two churn steps.
-const calls = 150
+const calls = 400
 
 func startCluster(t *testing.T) *store.Cluster {
 	return store.StartCluster(t, store.ClusterConfig{Nodes: 3, Segments: segments, FailureTimeout: time.Second})
