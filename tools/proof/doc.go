@@ -24,8 +24,10 @@
 //
 // The checker is shown to bite: the same workload through a deliberately broken store (a
 // connection wrapper that acknowledges some writes without sending them, or one that
-// serves stale reads) must be reported as not linearizable. On any failure the porcupine
-// visualization is written to the test's temporary directory and its path logged.
+// serves stale reads) must be reported as not linearizable. When a check does not come
+// out as expected, porcupine's visualization of the history is written to a new
+// zaris-proof-* directory under the system's temporary directory (kept after the test, so
+// it can be opened) and its path is logged.
 //
 // Run them with:
 //

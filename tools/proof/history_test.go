@@ -5,8 +5,10 @@ import (
 	"errors"
 	"fmt"
 	"math/rand/v2"
+	"os"
 	"path/filepath"
 	"strconv"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -286,8 +288,9 @@ func answer(st zaris.KvStatus, out kvOutput) (kvOutput, error) {
 // checkTimeout bounds one porcupine check; a check that runs out fails the test.
 const checkTimeout = 30 * time.Second
 
-// check runs porcupine on ops and returns the result, writing the visualization to the
-// test's temporary directory (and logging its path) unless the result is want.
+// check runs porcupine on ops and returns the result, writing the visualization (and
+// logging its path) unless the result is want. It goes to a directory of its own under the
+// system's temporary directory, not t.TempDir(), which is removed when the test ends.
 func check(t *testing.T, ops []porcupine.Operation, want porcupine.CheckResult) porcupine.CheckResult {
 	t.Helper()
 	model := kvModel.ToModel()
@@ -300,7 +303,12 @@ func check(t *testing.T, ops []porcupine.Operation, want porcupine.CheckResult) 
 	}
 	t.Logf("porcupine: %s on %d operations (%d possibly applied)", res, len(ops), unknown)
 	if res != want {
-		path := filepath.Join(t.TempDir(), "history.html")
+		dir, err := os.MkdirTemp("", "zaris-proof-")
+		if err != nil {
+			t.Logf("no directory for the visualization: %v", err)
+			return res
+		}
+		path := filepath.Join(dir, strings.ReplaceAll(t.Name(), "/", "_")+".html")
 		if err := porcupine.VisualizePath(model, info, path); err != nil {
 			t.Logf("writing the visualization: %v", err)
 		} else {
