@@ -41,10 +41,12 @@ type stormResult struct {
 	Requested uint64  `json:"refreshesRequested"`
 	Performed uint64  `json:"refreshesPerformed"`
 	Windows   float64 `json:"debounceWindows"`
-	// HealthyBefore and HealthyDuring are the healthy callers' throughput before the kill
-	// and during the storm; HealthyRatio is during over before.
+	// HealthyBefore, HealthyDuring and HealthyAfter are the healthy callers' throughput
+	// before the kill, during the storm and after it; HealthyRatio is during over the mean
+	// of before and after, which brackets the drift of a shared machine's load.
 	HealthyBefore float64 `json:"healthyOpsPerSecBefore"`
 	HealthyDuring float64 `json:"healthyOpsPerSecDuring"`
+	HealthyAfter  float64 `json:"healthyOpsPerSecAfter"`
 	HealthyRatio  float64 `json:"healthyRatio"`
 	HealthyErrors int     `json:"healthyErrors"`
 	HealthyP99Ms  float64 `json:"healthyP99MsDuring"`
@@ -141,6 +143,7 @@ func storm(ctx context.Context, callers, healthy int, d time.Duration) (stormRes
 	st1 := cl.engine.Refresher().Stats()
 	stop()
 	wg.Wait()
+	r.HealthyAfter = runLoad(ctx, healthy, d, mixed(cl.kv, alive)).OpsPerS
 
 	slices.Sort(durs)
 	r.Calls = len(durs)
@@ -151,7 +154,7 @@ func storm(ctx context.Context, callers, healthy int, d time.Duration) (stormRes
 	r.Requested, r.Performed = st1.Requested-st0.Requested, st1.Performed-st0.Performed
 	r.Windows = elapsed.Seconds() / cfg.RefreshDebounce.Seconds()
 	r.HealthyDuring, r.HealthyErrors, r.HealthyP99Ms = h.OpsPerS, h.Errors, h.P99Ms
-	r.HealthyRatio = ratio(r.HealthyDuring, r.HealthyBefore)
+	r.HealthyRatio = ratio(r.HealthyDuring, (r.HealthyBefore+r.HealthyAfter)/2)
 	return r, nil
 }
 

@@ -56,7 +56,7 @@ func targets(res *results) []target {
 			fmt.Sprintf("max <= %.0f ms", s.BoundMs+100), fmt.Sprintf("p99 %.0f ms, max %.0f ms", s.P99Ms, s.MaxMs), s.MaxMs <= s.BoundMs+100)
 		add("storm: map fetches per debounce window", "<= 1",
 			fmt.Sprintf("%d fetches in %.1f windows", s.Performed, s.Windows), float64(s.Performed) <= s.Windows+1)
-		add("storm: healthy throughput during over before", ">= 0.8", fmt.Sprintf("%.2f", s.HealthyRatio), s.HealthyRatio >= 0.8)
+		add("storm: healthy throughput during over before and after", ">= 0.8", fmt.Sprintf("%.2f", s.HealthyRatio), s.HealthyRatio >= 0.8)
 	}
 	return ts
 }
@@ -121,8 +121,8 @@ func writeTable(w io.Writer, res *results) {
 		fmt.Fprintf(w, "slowest storm call: %.0f ms, attempts %v ms, %.0f ms outside them (backoff and refresh waits)\n", sc.ElapsedMs, sc.AttemptsMs, sc.OtherMs)
 	}
 	fmt.Fprintf(w, "refreshes: %d requested, %d performed in %.1f debounce windows\n", s.Requested, s.Performed, s.Windows)
-	fmt.Fprintf(w, "healthy: %.0f ops/s before, %.0f during (ratio %.2f), %d errors, p99 %.1f ms\n",
-		s.HealthyBefore, s.HealthyDuring, s.HealthyRatio, s.HealthyErrors, s.HealthyP99Ms)
+	fmt.Fprintf(w, "healthy: %.0f ops/s before, %.0f during, %.0f after (during over before-and-after %.2f), %d errors, p99 %.1f ms\n",
+		s.HealthyBefore, s.HealthyDuring, s.HealthyAfter, s.HealthyRatio, s.HealthyErrors, s.HealthyP99Ms)
 
 	fmt.Fprintln(w, "\ntargets:")
 	for _, t := range res.Targets {
