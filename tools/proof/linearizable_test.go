@@ -36,12 +36,16 @@ func testCtx(t *testing.T) context.Context {
 	return ctx
 }
 
-// runChurn runs the workload of two clients with three workers each against a fresh
-// cluster while churn runs, and requires the history to be linearizable.
+// runChurn runs the workload of two clients with three workers each (one speaking framed
+// binary, the default, the other THeader) against a fresh cluster while churn runs, and
+// requires the history to be linearizable.
 func runChurn(t *testing.T, churn func(ctx context.Context, c *store.Cluster, w *workload)) {
 	c := startCluster(t)
 	ctx := testCtx(t)
-	clients := []*zarisclient.Client{newClient(t, c.Seeds()), newClient(t, c.Seeds())}
+	clients := []*zarisclient.Client{
+		newClient(t, c.Seeds()),
+		newClient(t, c.Seeds(), runtime.WithProtocol(runtime.ProtocolHeader)),
+	}
 	w := startWorkload(t, clients, 3, testKeys)
 	require.NoError(t, w.h.waitCalls(ctx, calls))
 	churn(ctx, c, w)
