@@ -3,6 +3,7 @@ package main
 import (
 	"fmt"
 	"io"
+	"slices"
 	"strings"
 	"text/tabwriter"
 )
@@ -81,9 +82,10 @@ func writeTable(w io.Writer, res *results) {
 	}
 
 	section("1. stack overhead: typed client + default stack vs raw generated client (Get, binary/framed, 1 node; ops/s best of rounds, ratio median of interleaved rounds; cancellable ctx)",
-		"callers\ttyped ops/s\traw ops/s\tratio (median)\tratio, Background ctx\ttyped allocs\traw allocs\tadded allocs\tadded B\tadded allocs, Background ctx\t")
+		"callers\ttyped ops/s\traw ops/s\tratio (median)\trounds' ratios p25-p75\tratio, Background ctx\ttyped allocs\traw allocs\tadded allocs\tadded B\tadded allocs, Background ctx\t")
 	for _, o := range res.Overhead {
-		fmt.Fprintf(tw, "%d\t%.0f\t%.0f\t%.3f\t%.3f\t%.1f\t%.1f\t%+.1f\t%+.0f\t%+.1f\t\n", o.Callers, o.TypedOpsPerS, o.RawOpsPerS, o.Ratio, o.RatioBackground,
+		fmt.Fprintf(tw, "%d\t%.0f\t%.0f\t%.3f\t%.2f-%.2f\t%.3f\t%.1f\t%.1f\t%+.1f\t%+.0f\t%+.1f\t\n", o.Callers, o.TypedOpsPerS, o.RawOpsPerS, o.Ratio,
+			quantileOf(o.RoundRatios, 0.25), quantileOf(o.RoundRatios, 0.75), o.RatioBackground,
 			o.TypedAllocs, o.RawAllocs, o.AddedAllocs, o.AddedBytes, o.AddedAllocsBackground)
 	}
 	section("\n2. protocols: 50/50 Get/Put of a 100-byte value, 1 node; bytes on the wire per call",
@@ -132,4 +134,15 @@ func writeTable(w io.Writer, res *results) {
 		}
 		fmt.Fprintf(w, "  %s %-62s want %-24s got %s\n", mark, t.Name, t.Want, t.Got)
 	}
+}
+
+// quantileOf returns the q-quantile of xs (nearest rank), 0 for none.
+func quantileOf(xs []float64, q float64) float64 {
+	if len(xs) == 0 {
+		return 0
+	}
+	s := slices.Clone(xs)
+	slices.Sort(s)
+	i := int(q*float64(len(s))+0.5) - 1
+	return s[min(max(i, 0), len(s)-1)]
 }
