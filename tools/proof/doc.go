@@ -41,6 +41,7 @@
 //	go test -run '^$' -fuzz '^FuzzNewConfigEnv$' -fuzztime 30s ./runtime
 //	go test -run '^$' -fuzz '^FuzzMalformedReply$' -fuzztime 30s ./runtime
 //	go test -run '^$' -fuzz '^FuzzParseProgram$' -fuzztime 30s ./tools/zarisgen
+//	go test -run '^$' -fuzz '^FuzzIDLNames$' -fuzztime 30s ./tools/zarisgen
 //	go test -run '^$' -fuzz '^FuzzNodeHeaderPort$' -fuzztime 30s ./tools/store
 //	go test -run '^$' -fuzz '^FuzzNodeJSONPort$' -fuzztime 30s ./tools/store
 //
