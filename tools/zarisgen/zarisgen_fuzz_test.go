@@ -66,10 +66,10 @@ func checkGenerated(t *testing.T, data []byte) {
 }
 
 // FuzzIDLNames starts from the JSON of idl/zaris.thrift (testdata/zaris.json, a snapshot of
-// `thrift --gen json` output; it need not track the IDL) and replaces
-// the names and the doc of its first operation with arbitrary strings: the service, the
-// operation, its doc, its routing and guard annotations and its request struct. The
-// property is FuzzParseProgram's. Fuzz for longer with
+// `thrift --gen json` output that need not track the IDL) and replaces the names and the doc
+// of its first operation with arbitrary strings: the service, the operation, its doc, its
+// routing and guard annotations and its request struct. The property is FuzzParseProgram's.
+// Fuzz for longer with
 //
 //	go test -run '^$' -fuzz '^FuzzIDLNames$' -fuzztime 30s ./tools/zarisgen
 func FuzzIDLNames(f *testing.F) {
