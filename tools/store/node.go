@@ -58,6 +58,8 @@ type Node struct {
 	// it gave up on while alive (a stall) cannot answer reads from a copy another owner has
 	// moved past.
 	leaseUntil atomic.Int64
+	leaseMu    sync.Mutex             // serializes changes of leaseUntil and rejoining
+	rejoining  bool                   // registering with the coordinator: leases are ignored
 	clusterID  atomic.Pointer[string] // the cluster this node registered with
 }
 
@@ -229,6 +231,12 @@ func (n *Node) register() {
 	}
 	first := true
 	for {
+		// Registering (again) means this node counts itself out of the cluster: it stops
+		// serving, and takes no lease, until it holds the map the coordinator answers with.
+		n.leaseMu.Lock()
+		n.rejoining = true
+		n.leaseUntil.Store(0)
+		n.leaseMu.Unlock()
 		var pm *zarispeer.PeerMap
 		err := n.pool.call(n.cfg.Coordinator, 2*time.Second, func(c thrift.TClient) error {
 			var err error
@@ -257,6 +265,9 @@ func (n *Node) register() {
 			seg.mu.Unlock()
 		}
 		n.install(pm)
+		n.leaseMu.Lock()
+		n.rejoining = false
+		n.leaseMu.Unlock()
 		n.cfg.Logger.Info("registered", "node", n.cfg.ID, "epoch", pm.Epoch)
 		if first {
 			close(n.registered)
@@ -275,11 +286,10 @@ func (n *Node) register() {
 
 // extendLease moves the end of the node's lease to until (unix nanoseconds) if that is later.
 func (n *Node) extendLease(until int64) {
-	for {
-		cur := n.leaseUntil.Load()
-		if until <= cur || n.leaseUntil.CompareAndSwap(cur, until) {
-			return
-		}
+	n.leaseMu.Lock()
+	defer n.leaseMu.Unlock()
+	if !n.rejoining && until > n.leaseUntil.Load() {
+		n.leaseUntil.Store(until)
 	}
 }
 
