@@ -23,6 +23,7 @@ type config struct {
 	OverheadCallers  []int
 	OverheadRounds   int           // interleaved rounds of overhead, typed then raw or raw then typed
 	OverheadDuration time.Duration // one side's run in a round
+	AllocCalls       int           // sequential calls the Background-context allocations are counted over
 	ProtocolCallers  int
 	WireOps          int
 	ScaleCallers     []int
@@ -46,7 +47,7 @@ type config struct {
 func defaultConfig() config {
 	return config{
 		Duration: 500 * time.Millisecond, Rounds: 5,
-		OverheadCallers: []int{1, 16}, OverheadRounds: 12, OverheadDuration: 200 * time.Millisecond,
+		OverheadCallers: []int{1, 16}, OverheadRounds: 12, OverheadDuration: 200 * time.Millisecond, AllocCalls: 2000,
 		ProtocolCallers: 16, WireOps: 1000,
 		ScaleCallers: []int{1, 4, 16, 64, 256}, ScaleNodes: []int{1, 3, 5}, NodesCallers: 64, ConnCount: 64,
 		ChurnWorkers: 256, ChurnDuration: 22 * time.Second,
@@ -109,7 +110,7 @@ func main() {
 func quickConfig() config {
 	return config{
 		Duration: 100 * time.Millisecond, Rounds: 1,
-		OverheadCallers: []int{1, 4}, OverheadRounds: 2, OverheadDuration: 50 * time.Millisecond,
+		OverheadCallers: []int{1, 4}, OverheadRounds: 2, OverheadDuration: 50 * time.Millisecond, AllocCalls: 100,
 		ProtocolCallers: 2, WireOps: 20,
 		ScaleCallers: []int{1, 4}, ScaleNodes: []int{1, 2}, NodesCallers: 4, ConnCount: 4,
 		ChurnWorkers: 8, ChurnDuration: 2 * time.Second,
@@ -138,7 +139,7 @@ func run(ctx context.Context, cfg config, log io.Writer) (*results, error) {
 		f    func() error
 	}{
 		{"overhead", func() error {
-			res.Overhead, err = overhead(ctx, cfg.OverheadCallers, cfg.OverheadRounds, cfg.OverheadDuration)
+			res.Overhead, err = overhead(ctx, cfg.OverheadCallers, cfg.OverheadRounds, cfg.OverheadDuration, cfg.AllocCalls)
 			return err
 		}},
 		{"protocols", func() error {

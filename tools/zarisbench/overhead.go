@@ -56,7 +56,7 @@ type sideResult struct {
 
 // overhead measures section 1 against a one-node store: Get of a present key, binary over
 // framed (the default), for each number of callers.
-func overhead(ctx context.Context, callerCounts []int, rounds int, d time.Duration) ([]overheadResult, error) {
+func overhead(ctx context.Context, callerCounts []int, rounds int, d time.Duration, allocCalls int) ([]overheadResult, error) {
 	cluster, err := startCluster(ctx, 1, 1)
 	if err != nil {
 		return nil, err
@@ -142,7 +142,7 @@ func overhead(ctx context.Context, callerCounts []int, rounds int, d time.Durati
 		r.Ratio = median(r.RoundRatios)
 		r.AddedAllocs, r.AddedBytes = r.TypedAllocs-r.RawAllocs, r.TypedBytes-r.RawBytes
 		bg := context.Background()
-		r.AddedAllocsBackground = allocsPer(1000, func() { typed(bg, 0) }) - allocsPer(1000, func() { rawCall(bg, 0) })
+		r.AddedAllocsBackground = allocsPer(allocCalls, func() { typed(bg, 0) }) - allocsPer(allocCalls, func() { rawCall(bg, 0) })
 		out = append(out, r)
 	}
 	return out, nil
