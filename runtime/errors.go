@@ -44,7 +44,16 @@ type StatusError struct {
 }
 
 // Error names the status.
-func (e *StatusError) Error() string { return "zaris: status " + e.Status.String() }
+func (e *StatusError) Error() string { return "zaris: status " + statusName(e.Status) }
+
+// statusName names a status, or gives its number when this client does not know it (a
+// newer store's status: Thrift's String says only "<UNSET>" then).
+func statusName(s zaris.KvStatus) string {
+	if _, err := zaris.KvStatusFromString(s.String()); err == nil {
+		return s.String()
+	}
+	return fmt.Sprintf("KvStatus(%d)", int64(s))
+}
 
 // Bound names what ended a call that did not get an answer.
 type Bound int
@@ -130,7 +139,7 @@ func (a Attempt) String() string {
 	out := "no outcome"
 	switch {
 	case a.Answered:
-		out = fmt.Sprintf("%s (node epoch %d)", a.Status, a.AnswerEpoch)
+		out = fmt.Sprintf("%s (node epoch %d)", statusName(a.Status), a.AnswerEpoch)
 	case a.Err != nil:
 		out = a.Err.Error()
 	}

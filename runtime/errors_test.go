@@ -32,3 +32,11 @@ func TestCallErrorMessage(t *testing.T) {
 	e.Bound = BoundDeadline
 	assert.Equal(t, "zaris: Put: deadline passed after 1 attempt in 301ms; attempt 1 node 2 epoch 7: Moved (node epoch 8): zaris: status Moved", e.Error())
 }
+
+// A status this client does not know (a newer store's) is named by its number.
+func TestStatusErrorNamesAnUnknownStatus(t *testing.T) {
+	assert.Equal(t, "zaris: status Moved", (&StatusError{Status: zaris.KvStatus_Moved}).Error())
+	assert.Equal(t, "zaris: status KvStatus(42)", (&StatusError{Status: 42}).Error())
+	a := Attempt{N: 1, Node: 1, Answered: true, Status: 42, AnswerEpoch: 3}
+	assert.Equal(t, "attempt 1 node 1 epoch 0: KvStatus(42) (node epoch 3)", a.String())
+}
