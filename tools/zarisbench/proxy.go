@@ -2,7 +2,6 @@ package main
 
 import (
 	"context"
-	"io"
 	"net"
 	"sync"
 	"sync/atomic"
@@ -68,10 +67,7 @@ func copyCounting(dst, src net.Conn, n *atomic.Int64) {
 			}
 		}
 		if err != nil {
-			if err != io.EOF {
-				return
-			}
-			return
+			return // io.EOF or a closed connection: either way the stream is over
 		}
 	}
 }
