@@ -1,0 +1,164 @@
+package store
+
+import (
+	"bytes"
+	"net"
+	"testing"
+	"time"
+
+	"github.com/apache/thrift/lib/go/thrift"
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/clustron/zaris-go/gen/zaris"
+)
+
+// requireServes puts and reads back key through cl, which must be connected to key's owner.
+func requireServes(t *testing.T, cl *rawClient, key []byte) {
+	t.Helper()
+	put, err := cl.Put(bg, &zaris.PutRequest{Key: key, Value: []byte("fine")})
+	require.NoError(t, err)
+	require.Equal(t, zaris.KvStatus_Ok, put.Status)
+	get, err := cl.Get(bg, &zaris.GetRequest{Key: key})
+	require.NoError(t, err)
+	require.Equal(t, zaris.KvStatus_Ok, get.Status)
+	require.Equal(t, []byte("fine"), get.Value)
+}
+
+// TestBadInput_InvalidKeyOrValueAnswersInvalidRequestAndKeepsServing sends each invalid
+// key or value (empty key, key one byte over the limit, value one byte over the limit) to
+// the segment's owner. The node answers InvalidRequest, stores nothing, and keeps serving
+// both the connection that sent it and another client.
+func TestBadInput_InvalidKeyOrValueAnswersInvalidRequestAndKeepsServing(t *testing.T) {
+	c := StartCluster(t, fastCluster())
+	owner, _, _ := roles(c, 0)
+	addr := c.Addr(owner)
+	bad, other := mustDial(t, addr), mustDial(t, addr)
+	good := keyIn(0, 16, "good")
+	bigKey := bytes.Repeat([]byte("k"), DefaultMaxKeySize+1)
+	bigValue := bytes.Repeat([]byte("v"), DefaultMaxValueSize+1)
+	valueKey := keyIn(0, 16, "big-value")
+
+	tests := []struct {
+		name string
+		call func() (zaris.KvStatus, error)
+	}{
+		{"put empty key", func() (zaris.KvStatus, error) {
+			r, err := bad.Put(bg, &zaris.PutRequest{Key: []byte{}, Value: []byte("v")})
+			return r.GetStatus(), err
+		}},
+		{"get empty key", func() (zaris.KvStatus, error) {
+			r, err := bad.Get(bg, &zaris.GetRequest{Key: nil})
+			return r.GetStatus(), err
+		}},
+		{"put key over the limit", func() (zaris.KvStatus, error) {
+			r, err := bad.Put(bg, &zaris.PutRequest{Key: bigKey, Value: []byte("v")})
+			return r.GetStatus(), err
+		}},
+		{"delete key over the limit", func() (zaris.KvStatus, error) {
+			r, err := bad.Delete(bg, &zaris.DeleteRequest{Key: bigKey})
+			return r.GetStatus(), err
+		}},
+		{"put value over the limit", func() (zaris.KvStatus, error) {
+			r, err := bad.Put(bg, &zaris.PutRequest{Key: valueKey, Value: bigValue})
+			return r.GetStatus(), err
+		}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			st, err := tt.call()
+			require.NoError(t, err)
+			assert.Equal(t, zaris.KvStatus_InvalidRequest, st)
+			requireServes(t, bad, good)
+			requireServes(t, other, good)
+		})
+	}
+	// Nothing of the refused writes was stored.
+	get, err := other.Get(bg, &zaris.GetRequest{Key: valueKey})
+	require.NoError(t, err)
+	assert.Equal(t, zaris.KvStatus_NotFound, get.Status)
+}
+
+// slowConn is a net.Conn that writes one byte at a time with a pause before each. After
+// holdAfter bytes it closes held and waits for release, so the test knows the node holds
+// a half-received request.
+type slowConn struct {
+	net.Conn
+	pause     time.Duration
+	holdAfter int
+	held      chan struct{}
+	release   chan struct{}
+	written   int
+}
+
+func (c *slowConn) Write(p []byte) (int, error) {
+	for i := range p {
+		if c.written == c.holdAfter {
+			close(c.held)
+			<-c.release
+		}
+		time.Sleep(c.pause)
+		if _, err := c.Conn.Write(p[i : i+1]); err != nil {
+			return i, err
+		}
+		c.written++
+	}
+	return len(p), nil
+}
+
+// TestBadInput_SlowAndIdleClientsDoNotHoldUpOthers opens, on one node, a client that sends
+// its request a byte at a time (each pause shorter than the idle timeout) and stops halfway
+// until the test lets it go on, and a client that connects and says nothing. While the
+// slow request is half received and the idle connection is open, other clients are served;
+// the slow client gets its answer in the end; the idle one is closed by the node after the
+// idle timeout, and the node goes on serving.
+func TestBadInput_SlowAndIdleClientsDoNotHoldUpOthers(t *testing.T) {
+	cfg := fastCluster()
+	cfg.Node.IdleTimeout = 2 * time.Second
+	c := StartCluster(t, cfg)
+	owner, _, _ := roles(c, 0)
+	addr := c.Addr(owner)
+	key := keyIn(0, 16, "slow")
+
+	idle, err := net.Dial("tcp", addr)
+	require.NoError(t, err)
+	defer idle.Close()
+
+	raw, err := net.Dial("tcp", addr)
+	require.NoError(t, err)
+	slow := &slowConn{Conn: raw, pause: time.Millisecond, holdAfter: 20,
+		held: make(chan struct{}), release: make(chan struct{})}
+	tcfg := &thrift.TConfiguration{SocketTimeout: 30 * time.Second}
+	trans := thrift.NewTFramedTransportConf(thrift.NewTSocketFromConnConf(slow, tcfg), tcfg)
+	defer trans.Close()
+	slowClient := zaris.NewZarisKvClientFactory(trans, thrift.NewTBinaryProtocolFactoryConf(tcfg))
+	type result struct {
+		resp *zaris.PutResponse
+		err  error
+	}
+	done := make(chan result, 1)
+	go func() {
+		r, err := slowClient.Put(bg, &zaris.PutRequest{Key: key, Value: []byte("slowly")})
+		done <- result{r, err}
+	}()
+	<-slow.held
+
+	// The slow request is half received and the idle connection is open: other clients
+	// are served, on the same node and key.
+	other := mustDial(t, addr)
+	for range 5 {
+		requireServes(t, other, keyIn(0, 16, "other"))
+	}
+	close(slow.release)
+	r := <-done
+	require.NoError(t, r.err, "a slow client that keeps sending is served")
+	assert.Equal(t, zaris.KvStatus_Ok, r.resp.Status)
+	get, err := other.Get(bg, &zaris.GetRequest{Key: key})
+	require.NoError(t, err)
+	assert.Equal(t, []byte("slowly"), get.Value)
+
+	requireClosedByNode(t, idle)
+	fresh := mustDial(t, addr)
+	_, err = fresh.GetClusterMap(bg)
+	require.NoError(t, err)
+}
