@@ -273,12 +273,8 @@ func (n *Node) register() {
 			close(n.registered)
 			first = false
 		}
-		for time.Since(time.Unix(0, n.lastContact.Load())) < n.cfg.RejoinAfter {
-			select {
-			case <-n.ctx.Done():
-				return
-			case <-time.After(n.cfg.RejoinAfter / 4):
-			}
+		if !n.awaitSilence() {
+			return
 		}
 		n.cfg.Logger.Warn("no word from the coordinator; registering again", "node", n.cfg.ID)
 	}
@@ -302,6 +298,33 @@ func (n *Node) slow() {
 		select {
 		case <-time.After(d):
 		case <-n.ctx.Done():
+		}
+	}
+}
+
+// awaitSilence returns once the coordinator has not contacted the node for RejoinAfter, or
+// false when the node closes. Silence seen once is confirmed after a further RejoinAfter/4: a
+// stall of the whole process (a loaded machine) holds back the coordinator's pings as well as
+// this check, and the pings come in as soon as it ends; registering again would fail a live
+// node over.
+func (n *Node) awaitSilence() bool {
+	silent := func() bool { return time.Since(time.Unix(0, n.lastContact.Load())) >= n.cfg.RejoinAfter }
+	for {
+		select {
+		case <-n.ctx.Done():
+			return false
+		case <-time.After(n.cfg.RejoinAfter / 4):
+		}
+		if !silent() {
+			continue
+		}
+		select {
+		case <-n.ctx.Done():
+			return false
+		case <-time.After(n.cfg.RejoinAfter / 4):
+		}
+		if silent() {
+			return true
 		}
 	}
 }
