@@ -33,6 +33,23 @@
 //
 //	go test -race ./tools/proof
 //
+// # Network faults
+//
+// A TCP proxy in front of every node of an in-process cluster (faultproxy_test.go) can be
+// switched at run time to delay every chunk, blackhole (read and never answer), drop
+// (close connections, new ones at once) or reset (RST) the connections through it; it
+// counts connections and requests by Thrift method. A client whose dialer goes through the
+// proxies, with maxAttempts 3, a 300 ms attempt timeout and a 1.5 s request timeout, calls
+// a key owned by the faulted node (faults_test.go). Every call returns within its deadline
+// plus a generous slack (asserted only as an upper bound); a delay below the attempt
+// timeout still answers; otherwise the call returns a *runtime.CallError naming the bound
+// that tripped and unwrapping to runtime.ErrAttemptTimeout (blackhole, long delay) or
+// runtime.ErrTransport (drop, reset), with the deadline's context.DeadlineExceeded allowed
+// for an attempt it cut short. The proxy sees no more requests or connections than
+// maxAttempts; an Increment (not idempotent, not guarded) is never replayed and fails with
+// runtime.ErrInDoubt. Once the fault is lifted the same client answers again, and closing
+// it leaves no connection open at the proxy.
+//
 // # Fuzzing
 //
 // Fuzz targets live next to the code they fuzz, each with a committed seed corpus under
