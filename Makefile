@@ -9,7 +9,7 @@ MOCKGEN   := $(GO) run github.com/golang/mock/mockgen@v1.6.0
 MODULE    := github.com/clustron/zaris-go
 IDL       := $(wildcard idl/*.thrift)
 
-.PHONY: help generate check-generate check-thrift test lint bench bench-go demo
+.PHONY: help generate check-generate check-thrift test lint bench bench-go demo soak
 
 help: ## list the targets
 	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | sed 's/:.*## /\t/'
@@ -48,3 +48,19 @@ bench: ## measure overhead, protocols, scale, churn and the refresh storm; print
 
 bench-go: ## run the go test benchmarks
 	$(GO) test -run '^$$' -bench . -benchmem ./...
+
+# SOAK_FUZZTIME is how long `make soak` runs each fuzz target; SOAK_COUNT how often it
+# repeats the proof tests.
+SOAK_FUZZTIME ?= 60s
+SOAK_COUNT    ?= 20
+SOAK_FUZZ     := runtime:FuzzNewConfigEnv runtime:FuzzMalformedReply \
+	tools/zarisgen:FuzzParseProgram tools/zarisgen:FuzzIDLNames \
+	tools/store:FuzzNodeHeaderPort tools/store:FuzzNodeJSONPort
+
+soak: ## long run: each fuzz target for SOAK_FUZZTIME (60s), then the proof tests SOAK_COUNT (20) times with -race
+	@for t in $(SOAK_FUZZ); do \
+		pkg=$${t%%:*}; fn=$${t#*:}; \
+		echo "fuzz $$fn ./$$pkg for $(SOAK_FUZZTIME)"; \
+		$(GO) test -run '^$$' -fuzz "^$$fn\$$" -fuzztime $(SOAK_FUZZTIME) ./$$pkg || exit 1; \
+	done
+	$(GO) test -race -count=$(SOAK_COUNT) -timeout 60m ./tools/proof
