@@ -9,7 +9,7 @@ MOCKGEN   := $(GO) run github.com/golang/mock/mockgen@v1.6.0
 MODULE    := github.com/clustron/zaris-go
 IDL       := $(wildcard idl/*.thrift)
 
-.PHONY: help generate check-generate check-thrift test lint bench bench-go demo soak
+.PHONY: help generate check-generate check-thrift test lint bench bench-go demo fuzz soak
 
 help: ## list the targets
 	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | sed 's/:.*## /\t/'
@@ -32,8 +32,9 @@ check-generate: generate ## regenerate and fail if gen/ differs from what is com
 	@git diff --exit-code --stat -- gen || { echo "gen/ is stale: run make generate and commit the result"; exit 1; }
 	@test -z "$$(git status --porcelain -- gen)" || { git status --porcelain -- gen; echo "gen/ has files git does not track: run make generate and commit the result"; exit 1; }
 
-test: lint ## lint, then run every test with the race detector
+test: lint ## lint, run every test with the race detector, then fuzz each target briefly
 	$(GO) test -race -count=1 -timeout 10m ./...
+	$(MAKE) fuzz
 
 lint: ## gofmt check, go vet, and staticcheck (pinned; not on the generated gen/)
 	@out=$$(gofmt -l $$(git ls-files '*.go')); test -z "$$out" || { echo "gofmt would change:"; echo "$$out"; exit 1; }
@@ -49,18 +50,22 @@ bench: ## measure overhead, protocols, scale, churn and the refresh storm; print
 bench-go: ## run the go test benchmarks
 	$(GO) test -run '^$$' -bench . -benchmem ./...
 
-# SOAK_FUZZTIME is how long `make soak` runs each fuzz target; SOAK_COUNT how often it
-# repeats the proof tests.
-SOAK_FUZZTIME ?= 60s
-SOAK_COUNT    ?= 20
-SOAK_FUZZ     := runtime:FuzzNewConfigEnv runtime:FuzzMalformedReply \
+# FUZZ_TARGETS are the fuzz targets, as package:Function. `make fuzz` runs each for FUZZTIME;
+# `make test` runs it with the default, `make soak` for SOAK_FUZZTIME.
+FUZZ_TARGETS := runtime:FuzzNewConfigEnv runtime:FuzzMalformedReply \
 	tools/zarisgen:FuzzParseProgram tools/zarisgen:FuzzIDLNames \
 	tools/store:FuzzNodeHeaderPort tools/store:FuzzNodeJSONPort
+FUZZTIME      ?= 3s
+SOAK_FUZZTIME ?= 60s
+SOAK_COUNT    ?= 20
+
+fuzz: ## run each fuzz target for FUZZTIME (3s) beyond its committed seeds
+	@for t in $(FUZZ_TARGETS); do \
+		pkg=$${t%%:*}; fn=$${t#*:}; \
+		echo "fuzz $$fn ./$$pkg for $(FUZZTIME)"; \
+		$(GO) test -run '^$$' -fuzz "^$$fn\$$" -fuzztime $(FUZZTIME) ./$$pkg || exit 1; \
+	done
 
 soak: ## long run: each fuzz target for SOAK_FUZZTIME (60s), then the proof tests SOAK_COUNT (20) times with -race
-	@for t in $(SOAK_FUZZ); do \
-		pkg=$${t%%:*}; fn=$${t#*:}; \
-		echo "fuzz $$fn ./$$pkg for $(SOAK_FUZZTIME)"; \
-		$(GO) test -run '^$$' -fuzz "^$$fn\$$" -fuzztime $(SOAK_FUZZTIME) ./$$pkg || exit 1; \
-	done
+	$(MAKE) fuzz FUZZTIME=$(SOAK_FUZZTIME)
 	$(GO) test -race -count=$(SOAK_COUNT) -timeout 60m ./tools/proof
