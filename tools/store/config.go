@@ -32,7 +32,9 @@ const (
 	// closes it.
 	DefaultIdleTimeout = 60 * time.Second
 	// DefaultRejoinAfter is how long a node waits without hearing from the coordinator before
-	// it registers again (it may have been failed over while it was stalled).
+	// it registers again (it may have been failed over while it was stalled). The silence is
+	// confirmed after a further quarter of it, so a stall of the node's whole process is not
+	// taken for the coordinator's silence.
 	DefaultRejoinAfter = 2 * time.Second
 	// DefaultReplicationTimeout bounds how long an owner keeps a write waiting for an
 	// unreachable replica to be removed from the map before it answers Unavailable.
@@ -63,8 +65,8 @@ type NodeConfig struct {
 	IdleTimeout time.Duration
 	// ReplicationTimeout: see DefaultReplicationTimeout.
 	ReplicationTimeout time.Duration
-	// RejoinAfter: see DefaultRejoinAfter. Keep it well above the coordinator's failure
-	// timeout.
+	// RejoinAfter: see DefaultRejoinAfter. Keep it well above the coordinator's
+	// FailureTimeout + ProbeTimeout.
 	RejoinAfter time.Duration
 	// Logger receives the node's log; default discards.
 	Logger *slog.Logger
