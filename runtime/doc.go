@@ -33,9 +33,10 @@
 // reused. When a refresh installs a map without a node, that node's pool is closed; Close
 // closes every connection. The built-in Dialer (DefaultDialer) speaks binary, compact, JSON
 // or header over framed or buffered transport, with TLS when configured, on a buffered
-// socket; replace it with WithDialer. The attempt timeout and the caller's cancellation are
-// enforced on the socket, because the generated code does not watch its context and the
-// Thrift protocols retry a timed-out read while their context has time left.
+// socket; replace it with WithDialer. The attempt timeout (or the call's deadline,
+// Call.Deadline, when it comes first) and the caller's cancellation are enforced on the
+// socket, because the generated code does not watch its context and the Thrift protocols
+// retry a timed-out read while their context has time left.
 //
 // # The refresher
 //
@@ -44,7 +45,9 @@
 // the last completed fetch is a no-op unless an answer showed a newer epoch; each caller
 // waits at most the refresh wait or its own context while the fetch, which runs on the
 // refresher's own context, completes for the others. The Cluster's refresher asks the nodes
-// of the current map, then the seeds.
+// of the current map, then the seeds, and takes the first map at least as new as the epoch
+// an answer showed (nodes learn a map one by one), else the newest it got. The bootstrap
+// fetch in Dial is not a refresh: it opens no debounce window.
 //
 // # Calls and errors
 //
