@@ -2,7 +2,6 @@ package store
 
 import (
 	"context"
-	"fmt"
 	"testing"
 	"time"
 
@@ -163,14 +162,7 @@ func TestSpuriousFailover_SoleCopyComesBackIntact(t *testing.T) {
 	ctx := testCtx(t)
 	r := newRouter(c.Seeds())
 	defer r.close()
-	acked := map[string]string{}
-	for i := range 50 {
-		k, v := fmt.Sprintf("k%d", i), fmt.Sprintf("v%d", i)
-		st, err := r.put1(k, v, nil)
-		require.NoError(t, err)
-		require.Equal(t, zaris.KvStatus_Ok, st)
-		acked[k] = v
-	}
+	acked := r.putKeys(t, 50)
 
 	// The coordinator gives up on node 1, the only copy of its segments, while it runs: the
 	// segments have no owner until the same process registers again, data intact.

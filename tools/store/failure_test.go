@@ -116,14 +116,7 @@ func TestLeave_WaitsForTheSegmentsWhoseOnlyCopyTheNodeHolds(t *testing.T) {
 	ctx := testCtx(t)
 	r := newRouter(c.Seeds())
 	defer r.close()
-	acked := map[string]string{}
-	for i := range 50 {
-		k, v := fmt.Sprintf("k%d", i), fmt.Sprintf("v%d", i)
-		st, err := r.put1(k, v, nil)
-		require.NoError(t, err)
-		require.Equal(t, zaris.KvStatus_Ok, st)
-		acked[k] = v
-	}
+	acked := r.putKeys(t, 50)
 
 	// Node 1, the only copy of its segments, is failed over while it runs and registers
 	// again: its segments wait for it without owner. A Leave now must not count them as
@@ -201,14 +194,7 @@ func TestFailureDetector_NodeFailedOverWhileAliveIsAdmittedAgainWhenItAnswers(t 
 	ctx := testCtx(t)
 	r := newRouter(c.Seeds())
 	defer r.close()
-	acked := map[string]string{}
-	for i := range 50 {
-		k, v := fmt.Sprintf("k%d", i), fmt.Sprintf("v%d", i)
-		st, err := r.put1(k, v, nil)
-		require.NoError(t, err)
-		require.Equal(t, zaris.KvStatus_Ok, st)
-		acked[k] = v
-	}
+	acked := r.putKeys(t, 50)
 
 	// Node 1, the only copy of its segments, stops answering the coordinator long enough to
 	// be failed over; its segments have no owner. Once it answers again, the coordinator

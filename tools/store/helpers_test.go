@@ -228,6 +228,21 @@ func (r *router) put1(key, value string, seen *epochSeen) (zaris.KvStatus, error
 	})
 }
 
+// putKeys writes keys k0..k(n-1) with values v0..v(n-1) through r, requiring each to be
+// acknowledged, and returns them.
+func (r *router) putKeys(t testing.TB, n int) map[string]string {
+	t.Helper()
+	acked := make(map[string]string, n)
+	for i := range n {
+		k, v := fmt.Sprintf("k%d", i), fmt.Sprintf("v%d", i)
+		st, err := r.put1(k, v, nil)
+		require.NoError(t, err)
+		require.Equal(t, zaris.KvStatus_Ok, st)
+		acked[k] = v
+	}
+	return acked
+}
+
 func (r *router) get1(key string) (zaris.KvStatus, string, error) {
 	var value string
 	st, err := r.do([]byte(key), nil, func(c *rawClient) (zaris.KvStatus, int64, error) {
