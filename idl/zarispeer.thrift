@@ -40,7 +40,11 @@ struct PeerSegment {
   5: required bool transitioning,
   /** The segment is being copied to a new owner (scale-out or migration). */
   6: required bool migrating,
-  /** Migration cut-over: writes answer Migrating, reads are still served by the owner. */
+  /**
+   * Handoff fence (migration, join, leave, failback): the owner's right to serve the segment
+   * is revoked; it answers writes Migrating and reads Unavailable until a map names the new
+   * owner.
+   */
   7: required bool cutover,
 }
 
@@ -57,7 +61,10 @@ struct PeerMap {
   5: required string clusterId,
 }
 
-/** One key's state. A deleted entry carries the version of the delete and no value. */
+/**
+ * One key's state. A deleted entry (a tombstone) carries the version of the delete and no
+ * value; it replicates and is copied like a write.
+ */
 struct Entry {
   1: required binary key,
   2: optional binary value,
@@ -74,6 +81,11 @@ struct ReplicateRequest {
   4: required Entry entry,
   /** The sender's cluster (PeerMap.clusterId). */
   5: required string clusterId,
+  /**
+   * The version of the owner's latest write of the segment that every copy applied (0 for
+   * none): a copy may collect its tombstones up to it, and refuses any entry at or below it.
+   */
+  6: optional i64 stable,
 }
 
 struct ReplicateResponse {
@@ -96,7 +108,10 @@ struct FetchResponse {
   1: required PeerStatus status,
   /** The owner's map epoch. */
   2: required i64 epoch,
-  /** The segment's version counter when the copy was taken. */
+  /**
+   * The segment's version counter when the copy was taken: the copy holds every entry up to
+   * it, so the learner refuses any forwarded entry at or below it.
+   */
   3: required i64 counter,
   4: required list<Entry> entries,
 }

@@ -359,7 +359,10 @@ func (p *PeerNode) String() string {
 //   - Learners: Copies being filled (catch-up or migration); they receive writes once they fetched.
 //   - Transitioning: Ownership is being handed back (failback).
 //   - Migrating: The segment is being copied to a new owner (scale-out or migration).
-//   - Cutover: Migration cut-over: writes answer Migrating, reads are still served by the owner.
+//   - Cutover: Handoff fence (migration, join, leave, failback): the owner's right to serve the segment
+//
+// is revoked; it answers writes Migrating and reads Unavailable until a map names the new
+// owner.
 type PeerSegment struct {
 	ID            int32   `thrift:"id,1,required" db:"id" json:"id"`
 	Owner         *int32  `thrift:"owner,2" db:"owner" json:"owner,omitempty"`
@@ -1195,7 +1198,8 @@ func (p *PeerMap) String() string {
 	return fmt.Sprintf("PeerMap(%+v)", *p)
 }
 
-// One key's state. A deleted entry carries the version of the delete and no value.
+// One key's state. A deleted entry (a tombstone) carries the version of the delete and no
+// value; it replicates and is copied like a write.
 //
 // Attributes:
 //   - Key
@@ -1470,12 +1474,16 @@ func (p *Entry) String() string {
 //   - Segment
 //   - Entry
 //   - ClusterId: The sender's cluster (PeerMap.clusterId).
+//   - Stable: The version of the owner's latest write of the segment that every copy applied (0 for
+//
+// none): a copy may collect its tombstones up to it, and refuses any entry at or below it.
 type ReplicateRequest struct {
 	Sender    int32  `thrift:"sender,1,required" db:"sender" json:"sender"`
 	Epoch     int64  `thrift:"epoch,2,required" db:"epoch" json:"epoch"`
 	Segment   int32  `thrift:"segment,3,required" db:"segment" json:"segment"`
 	Entry     *Entry `thrift:"entry,4,required" db:"entry" json:"entry"`
 	ClusterId string `thrift:"clusterId,5,required" db:"clusterId" json:"clusterId"`
+	Stable    *int64 `thrift:"stable,6" db:"stable" json:"stable,omitempty"`
 }
 
 func NewReplicateRequest() *ReplicateRequest {
@@ -1506,8 +1514,21 @@ func (p *ReplicateRequest) GetEntry() *Entry {
 func (p *ReplicateRequest) GetClusterId() string {
 	return p.ClusterId
 }
+
+var ReplicateRequest_Stable_DEFAULT int64
+
+func (p *ReplicateRequest) GetStable() int64 {
+	if !p.IsSetStable() {
+		return ReplicateRequest_Stable_DEFAULT
+	}
+	return *p.Stable
+}
 func (p *ReplicateRequest) IsSetEntry() bool {
 	return p.Entry != nil
+}
+
+func (p *ReplicateRequest) IsSetStable() bool {
+	return p.Stable != nil
 }
 
 func (p *ReplicateRequest) Read(ctx context.Context, iprot thrift.TProtocol) error {
@@ -1580,6 +1601,16 @@ func (p *ReplicateRequest) Read(ctx context.Context, iprot thrift.TProtocol) err
 					return err
 				}
 				issetClusterId = true
+			} else {
+				if err := iprot.Skip(ctx, fieldTypeId); err != nil {
+					return err
+				}
+			}
+		case 6:
+			if fieldTypeId == thrift.I64 {
+				if err := p.ReadField6(ctx, iprot); err != nil {
+					return err
+				}
 			} else {
 				if err := iprot.Skip(ctx, fieldTypeId); err != nil {
 					return err
@@ -1659,6 +1690,15 @@ func (p *ReplicateRequest) ReadField5(ctx context.Context, iprot thrift.TProtoco
 	return nil
 }
 
+func (p *ReplicateRequest) ReadField6(ctx context.Context, iprot thrift.TProtocol) error {
+	if v, err := iprot.ReadI64(ctx); err != nil {
+		return thrift.PrependError("error reading field 6: ", err)
+	} else {
+		p.Stable = &v
+	}
+	return nil
+}
+
 func (p *ReplicateRequest) Write(ctx context.Context, oprot thrift.TProtocol) error {
 	if err := oprot.WriteStructBegin(ctx, "ReplicateRequest"); err != nil {
 		return thrift.PrependError(fmt.Sprintf("%T write struct begin error: ", p), err)
@@ -1677,6 +1717,9 @@ func (p *ReplicateRequest) Write(ctx context.Context, oprot thrift.TProtocol) er
 			return err
 		}
 		if err := p.writeField5(ctx, oprot); err != nil {
+			return err
+		}
+		if err := p.writeField6(ctx, oprot); err != nil {
 			return err
 		}
 	}
@@ -1754,6 +1797,21 @@ func (p *ReplicateRequest) writeField5(ctx context.Context, oprot thrift.TProtoc
 	return err
 }
 
+func (p *ReplicateRequest) writeField6(ctx context.Context, oprot thrift.TProtocol) (err error) {
+	if p.IsSetStable() {
+		if err := oprot.WriteFieldBegin(ctx, "stable", thrift.I64, 6); err != nil {
+			return thrift.PrependError(fmt.Sprintf("%T write field begin error 6:stable: ", p), err)
+		}
+		if err := oprot.WriteI64(ctx, int64(*p.Stable)); err != nil {
+			return thrift.PrependError(fmt.Sprintf("%T.stable (6) field write error: ", p), err)
+		}
+		if err := oprot.WriteFieldEnd(ctx); err != nil {
+			return thrift.PrependError(fmt.Sprintf("%T write field end error 6:stable: ", p), err)
+		}
+	}
+	return err
+}
+
 func (p *ReplicateRequest) Equals(other *ReplicateRequest) bool {
 	if p == other {
 		return true
@@ -1774,6 +1832,14 @@ func (p *ReplicateRequest) Equals(other *ReplicateRequest) bool {
 	}
 	if p.ClusterId != other.ClusterId {
 		return false
+	}
+	if p.Stable != other.Stable {
+		if p.Stable == nil || other.Stable == nil {
+			return false
+		}
+		if (*p.Stable) != (*other.Stable) {
+			return false
+		}
 	}
 	return true
 }
@@ -2219,7 +2285,9 @@ func (p *FetchRequest) String() string {
 // Attributes:
 //   - Status
 //   - Epoch: The owner's map epoch.
-//   - Counter: The segment's version counter when the copy was taken.
+//   - Counter: The segment's version counter when the copy was taken: the copy holds every entry up to
+//
+// it, so the learner refuses any forwarded entry at or below it.
 //   - Entries
 type FetchResponse struct {
 	Status  PeerStatus `thrift:"status,1,required" db:"status" json:"status"`

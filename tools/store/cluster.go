@@ -42,6 +42,10 @@ type ClusterConfig struct {
 	// Logger receives the coordinator's and the nodes' log unless Node.Logger is set;
 	// default discards.
 	Logger *slog.Logger
+	// PeerFront, when set, is called with each node's id and peer address before the node
+	// starts (again on a restart, with the same address) and returns the address the node
+	// advertises for peer traffic (NodeConfig.PeerAdvertise): a test puts a proxy there.
+	PeerFront func(id int32, peerAddr string) string
 }
 
 // Cluster is a Zaris store in one process: a coordinator and nodes on loopback TCP, each node
@@ -132,6 +136,9 @@ func (c *Cluster) startNode(id int32) (*Node, error) {
 			cfg.Listen, cfg.PeerListen = a[0], a[1]
 		} else {
 			cfg.Listen, cfg.PeerListen = stablePort(), stablePort()
+		}
+		if c.cfg.PeerFront != nil {
+			cfg.PeerAdvertise = c.cfg.PeerFront(id, cfg.PeerListen)
 		}
 		n, err = StartNode(cfg)
 		if err == nil || !errors.Is(err, syscall.EADDRINUSE) {
@@ -239,6 +246,17 @@ func (c *Cluster) WaitSettled(ctx context.Context) error { return c.coord.WaitSe
 
 // HoldChurn: see Coordinator.HoldChurn.
 func (c *Cluster) HoldChurn() (release func()) { return c.coord.HoldChurn() }
+
+// SlowDown delays every answer of node id to the coordinator's pings and map pushes by d (0
+// restores it), as a loaded machine or a long pause would; for tests. It reports whether the
+// node is running.
+func (c *Cluster) SlowDown(id int32, d time.Duration) bool {
+	n := c.Node(id)
+	if n != nil {
+		n.slowness.Store(int64(d))
+	}
+	return n != nil
+}
 
 // Kill stops node id abruptly (listeners and connections closed at once, data gone), like
 // kill -9. The coordinator notices on its next heartbeat and fails the node over. Kill returns

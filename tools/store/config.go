@@ -49,6 +49,10 @@ type NodeConfig struct {
 	Listen string
 	// PeerListen is the address of the node's internal ZarisPeer service; default "127.0.0.1:0".
 	PeerListen string
+	// PeerAdvertise is the peer address the node registers with the coordinator, the one
+	// the coordinator and the other nodes dial; default the address PeerListen bound. Tests
+	// put a fault-injecting proxy in front of the peer port with it.
+	PeerAdvertise string
 	// Coordinator is the coordinator's address, host:port. Required.
 	Coordinator string
 	// Protocol selects the data port's protocols; default ProtocolHeader.

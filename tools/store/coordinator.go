@@ -59,8 +59,13 @@ type nodeRec struct {
 	alive       bool
 	leaving     bool
 	known       int64 // the newest epoch the node confirmed
-	cancel      context.CancelFunc
-	kick        chan struct{} // wakes the node's heartbeat loop to push a new map
+	// granted is the end (unix nanoseconds) of the latest lease sent to the node. It is
+	// set under c.mu together with the choice of map sent with it, so a lease granted after
+	// a map was published travels only with that map or a later one (or in a ping to a node
+	// that confirmed it).
+	granted int64
+	cancel  context.CancelFunc
+	kick    chan struct{} // wakes the node's heartbeat loop to push a new map
 }
 
 func (r *nodeRec) dataAddr() string {

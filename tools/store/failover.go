@@ -26,11 +26,6 @@ func (c *Coordinator) monitor(ctx context.Context, rec *nodeRec) {
 	defer t.Stop()
 	lastOK := time.Now()
 	known := int64(-1)
-	var granted int64 // the end of the latest lease sent to the node (unix nanoseconds)
-	grant := func() int64 {
-		granted = max(granted, time.Now().Add(c.cfg.FailureTimeout+c.cfg.ProbeTimeout).UnixNano())
-		return granted
-	}
 	for {
 		select {
 		case <-ctx.Done():
@@ -40,17 +35,18 @@ func (c *Coordinator) monitor(ctx context.Context, rec *nodeRec) {
 		}
 		c.mu.Lock()
 		m := c.m
+		lease := c.grantLocked(rec)
 		c.mu.Unlock()
 		var err error
 		if known < m.Epoch {
 			err = c.pool.call(rec.info.PeerAddr, c.cfg.FailureTimeout, func(cl thrift.TClient) error {
-				e, err := zarispeer.NewZarisPeerClient(cl).PushMap(ctx, m, grant())
+				e, err := zarispeer.NewZarisPeerClient(cl).PushMap(ctx, m, lease)
 				known = e
 				return err
 			})
 		} else {
 			err = c.pool.call(rec.info.PeerAddr, c.cfg.FailureTimeout, func(cl thrift.TClient) error {
-				e, err := ping(ctx, cl, rec, m, grant())
+				e, err := ping(ctx, cl, rec, m, lease)
 				known = e
 				return err
 			})
@@ -75,7 +71,7 @@ func (c *Coordinator) monitor(ctx context.Context, rec *nodeRec) {
 		fail := errors.Is(err, errIncarnation) || !probe(rec.dataAddr(), min(c.cfg.FailureTimeout/2, time.Second))
 		if !fail && time.Since(lastOK) > c.cfg.FailureTimeout {
 			// Suspected: silent past the failure timeout although its port accepts.
-			e, perr := c.probeNode(ctx, rec, grant())
+			e, perr := c.probeNode(ctx, rec, true)
 			if ctx.Err() != nil {
 				return
 			}
@@ -88,7 +84,7 @@ func (c *Coordinator) monitor(ctx context.Context, rec *nodeRec) {
 			}
 			// The node may be alive, only cut off: it must stop serving before another node
 			// takes its segments over, so wait out the last lease it was granted.
-			if !sleepCtx(ctx, time.Until(time.Unix(0, granted))+time.Millisecond) {
+			if !sleepCtx(ctx, c.leaseLeft(rec)+time.Millisecond) {
 				return
 			}
 			c.mu.Lock()
@@ -130,7 +126,7 @@ func (c *Coordinator) readmitWhenItAnswers(rec *nodeRec) {
 		if !current || !probe(rec.dataAddr(), min(c.cfg.FailureTimeout/2, time.Second)) {
 			return
 		}
-		_, err := c.probeNode(c.ctx, rec, 0)
+		_, err := c.probeNode(c.ctx, rec, false)
 		if errors.Is(err, errIncarnation) {
 			return
 		}
@@ -167,12 +163,31 @@ func ping(ctx context.Context, cl thrift.TClient, rec *nodeRec, m *zarispeer.Pee
 	return resp.Epoch, nil
 }
 
+// grantLocked extends the lease of rec by FailureTimeout + ProbeTimeout from now and returns
+// its end (unix nanoseconds). Callers hold c.mu and send it with the map they read under the
+// same hold.
+func (c *Coordinator) grantLocked(rec *nodeRec) int64 {
+	rec.granted = max(rec.granted, time.Now().Add(c.cfg.FailureTimeout+c.cfg.ProbeTimeout).UnixNano())
+	return rec.granted
+}
+
+// leaseLeft returns how long the latest lease granted to rec still runs (<= 0: ran out).
+func (c *Coordinator) leaseLeft(rec *nodeRec) time.Duration {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return time.Until(time.Unix(0, rec.granted))
+}
+
 // probeNode pings a suspected node on a connection of its own (a pooled one may be the one
-// that hung) and waits up to ProbeTimeout for the answer. It returns the node's epoch, or why
-// the node counts as dead.
-func (c *Coordinator) probeNode(ctx context.Context, rec *nodeRec, lease int64) (int64, error) {
+// that hung) and waits up to ProbeTimeout for the answer; withLease extends its lease. It
+// returns the node's epoch, or why the node counts as dead.
+func (c *Coordinator) probeNode(ctx context.Context, rec *nodeRec, withLease bool) (int64, error) {
 	c.mu.Lock()
 	m := c.m
+	var lease int64
+	if withLease {
+		lease = c.grantLocked(rec)
+	}
 	c.mu.Unlock()
 	cfg := &thrift.TConfiguration{
 		ConnectTimeout:    c.cfg.ProbeTimeout,

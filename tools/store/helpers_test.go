@@ -319,7 +319,7 @@ func (w *workload) where(key string) string {
 		n := w.cluster.Node(id)
 		sg := n.segments()[seg]
 		sg.mu.Lock()
-		e, ok := sg.data[key]
+		e, ok := sg.lookup([]byte(key))
 		sg.mu.Unlock()
 		out += fmt.Sprintf("\n  node %d (epoch %d): has %v version %d", id, n.Epoch(), ok, e.version)
 	}

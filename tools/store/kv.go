@@ -50,7 +50,7 @@ func (h *kvHandler) Get(_ context.Context, req *zaris.GetRequest) (*zaris.GetRes
 	}
 	seg := n.segments()[s]
 	seg.mu.Lock()
-	e, ok := seg.data[string(req.Key)]
+	e, ok := seg.lookup(req.Key)
 	seg.mu.Unlock()
 	if !ok {
 		resp.Status = zaris.KvStatus_NotFound
@@ -105,7 +105,7 @@ func (n *Node) write(ctx context.Context, key []byte, decide func(cur entry, exi
 		return writeResult{status: st, epoch: v.epoch}
 	}
 	seg.mu.Lock()
-	cur, exists := seg.data[string(key)]
+	cur, exists := seg.lookup(key)
 	version := seg.counter + 1
 	seg.mu.Unlock()
 	c := decide(cur, exists)
@@ -124,6 +124,8 @@ func (n *Node) write(ctx context.Context, key []byte, decide func(cur entry, exi
 	}
 	seg.mu.Lock()
 	seg.apply(e)
+	// Every copy applied this write and all before it: its version is stable.
+	seg.collect(version)
 	seg.mu.Unlock()
 	return writeResult{status: zaris.KvStatus_Ok, version: version, prev: cur, epoch: v.epoch}
 }

@@ -73,10 +73,11 @@ func (n *Node) sameCluster(id string) bool {
 	return mine != nil && *mine == id
 }
 
-// entry is one key's value and version.
+// entry is one key's value and version, or a tombstone: the version of its delete.
 type entry struct {
 	value   []byte
 	version int64
+	deleted bool
 }
 
 // segment is a node's copy of one segment.
@@ -91,6 +92,13 @@ type segment struct {
 	// counter is the highest version the segment has seen (writes and deletes); it never goes
 	// back, so a key deleted and written again gets a higher version.
 	counter int64
+	// stable is the version of the owner's latest write of the segment that every copy
+	// applied (at the owner: acknowledged; at a copy: as the owner last said). Tombstones up
+	// to it are collected, and an entry at or below it is never applied: every copy holds
+	// that state or a later one, so such an entry is a late or duplicated message.
+	stable int64
+	// tombs lists the keys of the tombstones in data, for collection.
+	tombs []string
 	// registered holds the learners that fetched a copy from this node as owner; they receive
 	// every later write.
 	registered map[int32]bool
@@ -111,22 +119,70 @@ func (s *segment) resetSync() {
 	s.registered = nil
 }
 
-// apply writes e into the segment unless the key already holds a newer version (a write of
-// a later owner that overtook this one). Callers hold s.mu.
+// apply writes e (a value or a tombstone) into the segment unless it is not newer than what
+// the segment holds: the key has a later version (tombstones included), or e is at or below
+// the stable version. So a late, resent or duplicated entry is a no-op. Callers hold s.mu.
 func (s *segment) apply(e *zarispeer.Entry) {
 	if s.data == nil {
 		s.data = make(map[string]entry)
 	}
-	s.counter = max(s.counter, e.Version)
+	if e.Version <= s.stable {
+		return
+	}
 	if cur, ok := s.data[string(e.Key)]; ok && cur.version > e.Version {
 		return
 	}
 	if e.Deleted {
-		delete(s.data, string(e.Key))
+		s.data[string(e.Key)] = entry{version: e.Version, deleted: true}
+		s.tombs = append(s.tombs, string(e.Key))
 	} else {
 		s.data[string(e.Key)] = entry{value: e.Value, version: e.Version}
 	}
 	s.counter = max(s.counter, e.Version)
+}
+
+// lookup returns the live entry of key: a tombstone counts as absent. Callers hold s.mu.
+func (s *segment) lookup(key []byte) (entry, bool) {
+	e, ok := s.data[string(key)]
+	if !ok || e.deleted {
+		return entry{}, false
+	}
+	return e, true
+}
+
+// collect raises the stable version to stable and drops the tombstones at or below it: every
+// copy of the segment applied that state or a later one. Callers hold s.mu.
+func (s *segment) collect(stable int64) {
+	if stable <= s.stable {
+		return
+	}
+	s.stable = stable
+	s.counter = max(s.counter, stable)
+	kept := s.tombs[:0]
+	for _, k := range s.tombs {
+		e, ok := s.data[k]
+		switch {
+		case !ok || !e.deleted:
+			// written again (or already gone): nothing to collect
+		case e.version <= stable:
+			delete(s.data, k)
+		default:
+			kept = append(kept, k)
+		}
+	}
+	clear(s.tombs[len(kept):])
+	s.tombs = kept
+}
+
+// tombstones returns how many tombstones the segment holds.
+func (s *segment) tombstones() int {
+	n := 0
+	for _, e := range s.data {
+		if e.deleted {
+			n++
+		}
+	}
+	return n
 }
 
 // StartNode starts a node: it binds the data and peer ports, then registers with the
@@ -175,7 +231,8 @@ func (n *Node) ID() int32 { return n.cfg.ID }
 // Addr returns the node's data address (host:port), the one clients dial.
 func (n *Node) Addr() string { return advertise(n.data.addr()) }
 
-// PeerAddr returns the address of the node's internal peer service.
+// PeerAddr returns the address the node's internal peer service is bound to (see
+// NodeConfig.PeerAdvertise for the one it registers).
 func (n *Node) PeerAddr() string { return advertise(n.peer.addr()) }
 
 // Registered is closed once the coordinator accepted the node and the node holds a map.
@@ -228,6 +285,9 @@ func (n *Node) register() {
 	}
 	req := &zarispeer.RegisterRequest{
 		NodeId: n.cfg.ID, Incarnation: n.incarnation, Host: host, Port: port, PeerAddr: n.PeerAddr(),
+	}
+	if n.cfg.PeerAdvertise != "" {
+		req.PeerAddr = n.cfg.PeerAdvertise
 	}
 	first := true
 	for {
@@ -488,18 +548,18 @@ func (n *Node) fetch(v *view, s int32, seg *segment) error {
 		seg.buffer = nil
 		return err
 	}
-	data := make(map[string]entry, len(resp.Entries))
+	// The copy holds every entry up to resp.Counter: the segment is stable there, so a
+	// late or duplicated forwarded entry at or below it is refused.
+	seg.data = make(map[string]entry, len(resp.Entries))
+	seg.tombs = nil
+	seg.stable = 0
 	for _, e := range resp.Entries {
-		if !e.Deleted {
-			data[string(e.Key)] = entry{value: e.Value, version: e.Version}
-		}
+		seg.apply(e)
 	}
-	seg.data = data
 	seg.counter = max(seg.counter, resp.Counter)
+	seg.collect(resp.Counter)
 	for _, e := range seg.buffer {
-		if e.Version > resp.Counter {
-			seg.apply(e)
-		}
+		seg.apply(e)
 	}
 	seg.fetching = false
 	seg.buffer = nil

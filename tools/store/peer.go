@@ -16,14 +16,18 @@ type peerHandler struct{ n *Node }
 
 var _ zarispeer.ZarisPeer = (*peerHandler)(nil)
 
-// Ping answers the coordinator's heartbeat.
-func (h *peerHandler) Ping(_ context.Context, _ int64, clusterID string, leaseUntil int64) (*zarispeer.PingResponse, error) {
+// Ping answers the coordinator's heartbeat. The lease is taken only by a node that holds the
+// coordinator's map (coordinatorEpoch) or a newer one: a lease granted after a map revoked a
+// segment must not let a node that has not installed that map serve it.
+func (h *peerHandler) Ping(_ context.Context, coordinatorEpoch int64, clusterID string, leaseUntil int64) (*zarispeer.PingResponse, error) {
 	if !h.n.sameCluster(clusterID) {
 		return nil, errOtherCluster
 	}
 	h.n.slow()
 	h.n.contact()
-	h.n.extendLease(leaseUntil)
+	if h.n.Epoch() >= coordinatorEpoch {
+		h.n.extendLease(leaseUntil)
+	}
 	return &zarispeer.PingResponse{NodeId: h.n.cfg.ID, Incarnation: h.n.incarnation, Epoch: h.n.Epoch()}, nil
 }
 
@@ -38,7 +42,9 @@ func (h *peerHandler) PushMap(_ context.Context, pm *zarispeer.PeerMap, leaseUnt
 	h.n.slow()
 	h.n.contact()
 	h.n.install(pm)
-	h.n.extendLease(leaseUntil)
+	if h.n.Epoch() >= pm.Epoch {
+		h.n.extendLease(leaseUntil)
+	}
 	return h.n.Epoch(), nil
 }
 
@@ -107,6 +113,7 @@ func (h *peerHandler) Replicate(_ context.Context, req *zarispeer.ReplicateReque
 		seg.buffer = append(seg.buffer, req.Entry)
 	} else {
 		seg.apply(req.Entry)
+		seg.collect(req.GetStable())
 	}
 	return &zarispeer.ReplicateResponse{Status: zarispeer.PeerStatus_Ok, Epoch: v.epoch}, nil
 }
@@ -147,7 +154,7 @@ func (h *peerHandler) Fetch(_ context.Context, req *zarispeer.FetchRequest) (*za
 	defer seg.mu.Unlock()
 	entries := make([]*zarispeer.Entry, 0, len(seg.data))
 	for k, e := range seg.data {
-		entries = append(entries, &zarispeer.Entry{Key: []byte(k), Value: e.value, Version: e.version})
+		entries = append(entries, &zarispeer.Entry{Key: []byte(k), Value: e.value, Version: e.version, Deleted: e.deleted})
 	}
 	if seg.registered == nil {
 		seg.registered = make(map[int32]bool)
@@ -204,7 +211,10 @@ func (n *Node) replicate(ctx context.Context, s int32, seg *segment, e *zarispee
 			resp   *zarispeer.ReplicateResponse
 			err    error
 		}
-		req := &zarispeer.ReplicateRequest{Sender: me, Epoch: v.epoch, Segment: s, Entry: e, ClusterId: v.pm.ClusterId}
+		seg.mu.Lock()
+		stable := seg.stable
+		seg.mu.Unlock()
+		req := &zarispeer.ReplicateRequest{Sender: me, Epoch: v.epoch, Segment: s, Entry: e, ClusterId: v.pm.ClusterId, Stable: &stable}
 		results := make(chan result, len(targets))
 		for _, t := range targets {
 			n.wg.Add(1)

@@ -150,13 +150,20 @@ func (c *Coordinator) handoffReadyLocked(s int32) bool {
 		slices.Contains(sg.Replicas, w.owner) && !sg.Cutover && !sg.Transitioning
 }
 
-// handoff moves segment s to its wanted owner in two maps. Migration: first a cut-over
-// (writes answer Migrating while the owner finishes those in flight), then the new owner;
-// the old owner keeps a copy only if it is still wanted, else it answers Moved. Failback:
-// first the new owner with the segment marked transitioning (non-owners answer
-// OwnershipChanging) pushed to every node, then the mark cleared. The target is an in-sync
-// replica, and a replica only applies writes from the owner its own map names, so no
-// acknowledged write is lost whichever order the nodes learn the maps in.
+// handoff moves segment s to its wanted owner, fenced: no map names the new owner before the
+// old one stopped serving the segment. The steps, each a map (or a wait) of its own:
+//
+//  1. revoke: the segment goes into cut-over; its owner answers writes Migrating and reads
+//     Unavailable (revokeLocked);
+//  2. confirm: the old owner installed that map, or every lease granted to it before ran out
+//     (awaitRevoked);
+//  3. publish: migration (join, leave, MigrateSegment) names the new owner and ends the
+//     cut-over; the old owner keeps a copy only if it is still wanted, else it answers Moved.
+//     Failback names the new owner with the segment marked transitioning (non-owners answer
+//     OwnershipChanging), pushes that to every node, then clears the mark.
+//
+// The target is an in-sync replica, and a replica only applies writes from the owner its own
+// map names, so no acknowledged write is lost whichever order the nodes learn the maps in.
 func (c *Coordinator) handoff(s int32) {
 	c.mu.Lock()
 	if !c.handoffReadyLocked(s) {
@@ -165,30 +172,15 @@ func (c *Coordinator) handoff(s int32) {
 	}
 	w := c.want[s]
 	from, to := ownerOf(c.m.Segments[s]), w.owner
-	m1 := cloneMap(c.m)
-	s1 := m1.Segments[s]
-	if w.kind == kindFailback {
-		setOwner(s1, to)
-		s1.Replicas = append(remove(s1.Replicas, to), from)
-		s1.Transitioning = true
-	} else {
-		s1.Cutover = true
-	}
-	c.publishLocked(m1)
-	recs := []*nodeRec{c.nodes[from]}
-	if w.kind == kindFailback {
-		recs = nil
-		for _, r := range c.nodes {
-			if r.alive {
-				recs = append(recs, r)
-			}
-		}
-	}
+	old := c.nodes[from]
+	revoked, leaseEnd := c.revokeLocked(s, old)
 	hold := c.hold
 	c.mu.Unlock()
 
-	c.pushAll(recs, m1)
-	if hold != nil {
+	if !c.awaitRevoked(old, revoked, leaseEnd) {
+		return
+	}
+	if w.kind == kindMigrate && hold != nil {
 		select {
 		case <-hold:
 		case <-c.ctx.Done():
@@ -197,33 +189,79 @@ func (c *Coordinator) handoff(s int32) {
 	}
 
 	c.mu.Lock()
-	defer c.mu.Unlock()
 	sg := c.m.Segments[s]
-	if w.kind == kindFailback {
-		if ownerOf(sg) != to || !sg.Transitioning {
-			return // a failover intervened and already cleared the mark
-		}
-		m2 := cloneMap(c.m)
-		m2.Segments[s].Transitioning = false
-		c.want[s].owner = noOwner
-		c.publishLocked(m2)
-		return
-	}
 	if ownerOf(sg) != from || !sg.Cutover {
+		c.mu.Unlock()
+		return // a failover intervened and already ended the cut-over
+	}
+	m := cloneMap(c.m)
+	ms := m.Segments[s]
+	ms.Cutover = false
+	moved := c.liveLocked(to) && slices.Contains(ms.Replicas, to)
+	if moved {
+		setOwner(ms, to)
+		ms.Replicas = remove(ms.Replicas, to)
+		if w.kind == kindFailback || slices.Contains(c.want[s].members, from) {
+			ms.Replicas = append(ms.Replicas, from)
+		}
+		ms.Transitioning = w.kind == kindFailback
+		if w.kind == kindMigrate {
+			c.want[s].owner = noOwner
+		}
+	}
+	c.publishLocked(m)
+	if !moved || w.kind != kindFailback {
+		c.mu.Unlock()
 		return
 	}
-	m2 := cloneMap(c.m)
-	s2 := m2.Segments[s]
-	s2.Cutover = false
-	if c.liveLocked(to) && slices.Contains(s2.Replicas, to) {
-		setOwner(s2, to)
-		s2.Replicas = remove(s2.Replicas, to)
-		if slices.Contains(c.want[s].members, from) {
-			s2.Replicas = append(s2.Replicas, from)
+	var recs []*nodeRec
+	for _, r := range c.nodes {
+		if r.alive {
+			recs = append(recs, r)
 		}
-		c.want[s].owner = noOwner
 	}
-	c.publishLocked(m2)
+	c.mu.Unlock()
+
+	c.pushAll(recs, m)
+	if hold != nil {
+		select {
+		case <-hold:
+		case <-c.ctx.Done():
+			return
+		}
+	}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if sg := c.m.Segments[s]; ownerOf(sg) != to || !sg.Transitioning {
+		return // a failover intervened and already cleared the mark
+	}
+	m3 := cloneMap(c.m)
+	m3.Segments[s].Transitioning = false
+	c.want[s].owner = noOwner
+	c.publishLocked(m3)
+}
+
+// revokeLocked is the first step of a handoff: it publishes a map that puts segment s in
+// cut-over, revoking its owner's right to serve it, and returns that map with the end of the
+// latest lease granted to the owner before it. Every lease granted later goes out with this
+// map or a newer one, and a node takes a lease only with a map at least as new as the one it
+// came with (Ping, PushMap). Callers hold c.mu.
+func (c *Coordinator) revokeLocked(s int32, owner *nodeRec) (*zarispeer.PeerMap, int64) {
+	m := cloneMap(c.m)
+	m.Segments[s].Cutover = true
+	c.publishLocked(m)
+	return m, owner.granted
+}
+
+// awaitRevoked is the second step of a handoff: it pushes the revoking map m to the old owner
+// and returns once the owner confirmed m or a newer map, or once leaseEnd (the last lease it
+// may serve under with an older map) ran out, or once the owner was failed over (which waits
+// out its leases itself). It reports false when the coordinator closes.
+func (c *Coordinator) awaitRevoked(owner *nodeRec, m *zarispeer.PeerMap, leaseEnd int64) bool {
+	c.pushAll([]*nodeRec{owner}, m)
+	return c.waitUntil(c.ctx, func() (bool, error) {
+		return owner.known >= m.Epoch || !owner.alive || time.Now().UnixNano() > leaseEnd, nil
+	}) == nil
 }
 
 // pushAll pushes m to the given nodes in parallel and waits (each at most FailureTimeout).

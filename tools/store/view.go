@@ -64,10 +64,10 @@ func newView(pm *zarispeer.PeerMap) *view {
 	return v
 }
 
-// route answers the data-path question "may node me serve this op on segment seg?" in the
-// order DESIGN.md fixes: no owner → Unavailable; a write in cut-over → Migrating; the owner →
-// Ok (serve); a write at a replica → ReplicaWriteRejected; a handoff in flight →
-// OwnershipChanging; otherwise Moved.
+// route answers the data-path question "may node me serve this op on segment seg?" in this
+// order: no owner → Unavailable; a write in cut-over → Migrating; a read at an owner whose
+// right to serve was revoked (cut-over) → Unavailable; the owner → Ok (serve); a write at a
+// replica → ReplicaWriteRejected; a handoff in flight → OwnershipChanging; otherwise Moved.
 func (v *view) route(seg int32, me int32, write bool) zaris.KvStatus {
 	s := &v.segs[seg]
 	switch {
@@ -75,6 +75,8 @@ func (v *view) route(seg int32, me int32, write bool) zaris.KvStatus {
 		return zaris.KvStatus_Unavailable
 	case write && s.cutover:
 		return zaris.KvStatus_Migrating
+	case s.owner == me && s.cutover:
+		return zaris.KvStatus_Unavailable
 	case s.owner == me:
 		return zaris.KvStatus_Ok
 	case write && s.isReplica(me):

@@ -1,0 +1,119 @@
+package store
+
+import (
+	"fmt"
+	"slices"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/clustron/zaris-go/gen/zaris"
+)
+
+// The second reproduction: a segment migrates to a node that was not its replica while the
+// old owner answers the coordinator's map pushes a few milliseconds late. As soon as the new
+// owner acknowledges a write, the old owner must not answer a read with the value before it.
+func TestCutover_SlowOldOwnerServesNoStaleRead(t *testing.T) {
+	for _, d := range []time.Duration{2 * time.Millisecond, 10 * time.Millisecond} {
+		t.Run(d.String(), func(t *testing.T) {
+			c := StartCluster(t, fastCluster())
+			ctx := testCtx(t)
+			for seg := range int32(4) {
+				sg := c.Map().Segments[seg]
+				from := *sg.Owner
+				to := int32(-1)
+				for _, id := range c.Nodes() {
+					if id != from && !slices.Contains(sg.Replicas, id) {
+						to = id
+					}
+				}
+				require.NotEqual(t, int32(-1), to)
+				key := keyIn(seg, 16, "fence")
+				old, neu := mustDial(t, c.Addr(from)), mustDial(t, c.Addr(to))
+				put, err := old.Put(ctx, &zaris.PutRequest{Key: key, Value: []byte("v1")})
+				require.NoError(t, err)
+				require.Equal(t, zaris.KvStatus_Ok, put.Status)
+
+				c.Node(from).slowness.Store(int64(d))
+				require.NoError(t, c.MigrateSegment(ctx, seg, to))
+				deadline := time.Now().Add(5 * time.Second)
+				for {
+					put, err = neu.Put(ctx, &zaris.PutRequest{Key: key, Value: []byte("v2")})
+					require.NoError(t, err)
+					if put.Status == zaris.KvStatus_Ok {
+						break
+					}
+					require.True(t, retryable(put.Status), "put at the new owner: %s", put.Status)
+					require.True(t, time.Now().Before(deadline), "the new owner never took the write")
+					time.Sleep(time.Millisecond)
+				}
+				get, err := old.Get(ctx, &zaris.GetRequest{Key: key})
+				require.NoError(t, err)
+				c.Node(from).slowness.Store(0)
+				if get.Status == zaris.KvStatus_Ok {
+					require.Equal(t, "v2", string(get.Value), fmt.Sprintf("segment %d: the old owner served a stale read at epoch %d after the new owner acknowledged v2 at epoch %d", seg, get.MapEpoch, put.MapEpoch))
+				} else {
+					require.True(t, retryable(get.Status), "get at the old owner: %s", get.Status)
+				}
+			}
+		})
+	}
+}
+
+// The same at a failback: while the returning node takes its segments back, the node that
+// owned them in the meantime answers the coordinator slow by d; once the returning node
+// acknowledged a write, the old owner must not answer a read with the value before it.
+func TestCutover_SlowOldOwnerServesNoStaleReadAtFailback(t *testing.T) {
+	c := StartCluster(t, fastCluster())
+	ctx := testCtx(t)
+	var segs []int32
+	for _, sg := range c.Map().Segments {
+		if *sg.Owner == 2 {
+			segs = append(segs, sg.ID)
+		}
+	}
+	require.NotEmpty(t, segs)
+	require.NoError(t, c.Kill(2))
+	require.NoError(t, c.Coordinator().WaitNode(ctx, 2, false))
+	require.NoError(t, c.Restart(ctx, 2))
+	require.NoError(t, c.WaitSettled(ctx))
+
+	seg := segs[0]
+	from := *c.Map().Segments[seg].Owner
+	key := keyIn(seg, 16, "fence")
+	old, back := mustDial(t, c.Addr(from)), mustDial(t, c.Addr(2))
+	put, err := old.Put(ctx, &zaris.PutRequest{Key: key, Value: []byte("v1")})
+	require.NoError(t, err)
+	require.Equal(t, zaris.KvStatus_Ok, put.Status)
+
+	for _, id := range c.Nodes() {
+		if id != 2 {
+			c.Node(id).slowness.Store(int64(10 * time.Millisecond))
+		}
+	}
+	done := make(chan error, 1)
+	go func() { done <- c.Failback(ctx, 2) }()
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		put, err = back.Put(ctx, &zaris.PutRequest{Key: key, Value: []byte("v2")})
+		require.NoError(t, err)
+		if put.Status == zaris.KvStatus_Ok {
+			break
+		}
+		require.True(t, retryable(put.Status), "put at the returning node: %s", put.Status)
+		require.True(t, time.Now().Before(deadline), "the returning node never took the write")
+		time.Sleep(time.Millisecond)
+	}
+	get, err := old.Get(ctx, &zaris.GetRequest{Key: key})
+	require.NoError(t, err)
+	for _, id := range c.Nodes() {
+		c.Node(id).slowness.Store(0)
+	}
+	require.NoError(t, <-done)
+	if get.Status == zaris.KvStatus_Ok {
+		require.Equal(t, "v2", string(get.Value), "the old owner served a stale read at epoch %d after the returning node acknowledged v2 at epoch %d", get.MapEpoch, put.MapEpoch)
+	} else {
+		require.True(t, retryable(get.Status), "get at the old owner: %s", get.Status)
+	}
+}
