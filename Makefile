@@ -66,6 +66,11 @@ fuzz: ## run each fuzz target for FUZZTIME (3s) beyond its committed seeds
 		$(GO) test -run '^$$' -fuzz "^$$fn\$$" -fuzztime $(FUZZTIME) ./$$pkg || exit 1; \
 	done
 
-soak: ## long run: each fuzz target for SOAK_FUZZTIME (60s), then the proof tests SOAK_COUNT (20) times with -race
+# STORE_FAULT_TESTS are the store's own fault tests (fenced cut-over, tombstones) that `make
+# soak` repeats with the proof tests; `make test` runs them once with everything else.
+STORE_FAULT_TESTS := ^(TestCutover_|TestTombstone_|TestSegment_AppliesOnlyNewerEntries)
+
+soak: ## long run: each fuzz target for SOAK_FUZZTIME (60s), then the proof tests and the store's fault tests SOAK_COUNT (20) times with -race
 	$(MAKE) fuzz FUZZTIME=$(SOAK_FUZZTIME)
 	$(GO) test -race -count=$(SOAK_COUNT) -timeout 60m ./tools/proof
+	$(GO) test -race -count=$(SOAK_COUNT) -timeout 30m -run '$(STORE_FAULT_TESTS)' ./tools/store

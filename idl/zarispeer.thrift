@@ -128,12 +128,13 @@ service ZarisPeer {
   /**
    * The coordinator's heartbeat; coordinatorEpoch lets the node know whether it is behind.
    * leaseUntil (unix nanoseconds, 0 for none) extends the node's lease: it serves the segments
-   * it owns only until then, and the coordinator hands them to another node only after it.
+   * it owns only until then, and the coordinator hands them to another node only after it. A
+   * node takes the lease only if it holds the map of coordinatorEpoch or a newer one.
    */
   PingResponse Ping(1: i64 coordinatorEpoch, 2: string clusterId, 3: i64 leaseUntil)
   /**
    * Installs the map if it is newer than the node's; returns the node's epoch afterwards.
-   * leaseUntil as in Ping.
+   * leaseUntil as in Ping, taken only if the node then holds newMap or a newer map.
    */
   i64 PushMap(1: PeerMap newMap, 2: i64 leaseUntil)
   /** Returns the node's current map. */

@@ -3667,7 +3667,8 @@ type ZarisPeer interface { //Served by every node on its peer port.
 
 	// The coordinator's heartbeat; coordinatorEpoch lets the node know whether it is behind.
 	// leaseUntil (unix nanoseconds, 0 for none) extends the node's lease: it serves the segments
-	// it owns only until then, and the coordinator hands them to another node only after it.
+	// it owns only until then, and the coordinator hands them to another node only after it. A
+	// node takes the lease only if it holds the map of coordinatorEpoch or a newer one.
 	//
 	// Parameters:
 	//  - CoordinatorEpoch
@@ -3675,7 +3676,7 @@ type ZarisPeer interface { //Served by every node on its peer port.
 	//  - LeaseUntil
 	Ping(ctx context.Context, coordinatorEpoch int64, clusterId string, leaseUntil int64) (_r *PingResponse, _err error)
 	// Installs the map if it is newer than the node's; returns the node's epoch afterwards.
-	// leaseUntil as in Ping.
+	// leaseUntil as in Ping, taken only if the node then holds newMap or a newer map.
 	//
 	// Parameters:
 	//  - NewMap_
@@ -3733,7 +3734,8 @@ func (p *ZarisPeerClient) SetLastResponseMeta_(meta thrift.ResponseMeta) {
 
 // The coordinator's heartbeat; coordinatorEpoch lets the node know whether it is behind.
 // leaseUntil (unix nanoseconds, 0 for none) extends the node's lease: it serves the segments
-// it owns only until then, and the coordinator hands them to another node only after it.
+// it owns only until then, and the coordinator hands them to another node only after it. A
+// node takes the lease only if it holds the map of coordinatorEpoch or a newer one.
 //
 // Parameters:
 //   - CoordinatorEpoch
@@ -3758,7 +3760,7 @@ func (p *ZarisPeerClient) Ping(ctx context.Context, coordinatorEpoch int64, clus
 }
 
 // Installs the map if it is newer than the node's; returns the node's epoch afterwards.
-// leaseUntil as in Ping.
+// leaseUntil as in Ping, taken only if the node then holds newMap or a newer map.
 //
 // Parameters:
 //   - NewMap_

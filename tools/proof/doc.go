@@ -50,6 +50,23 @@
 // runtime.ErrInDoubt. Once the fault is lifted the same client answers again, and closing
 // it leaves no connection open at the proxy.
 //
+// # Faults on the store's own paths
+//
+// The store's peer traffic is attacked too (peerproxy_test.go, peerfaults_test.go): a proxy
+// in front of every node's peer port (store.ClusterConfig.PeerFront) delays, drops or
+// duplicates request frames by Thrift method, a duplicate landing on a connection of its own
+// up to 300 ms later, after newer frames (a reordering). The tests run the porcupine-checked
+// workload while Replicate, Fetch and PushMap frames are faulted at random through a
+// migration, a failover, a restart and a failback; while every map push and ping reaches
+// each node up to 40 ms late (a delayed coordinator) through migrations and a join; and with
+// the old owner answering the coordinator 2 or 10 ms late (store.Cluster.SlowDown) at a
+// migration, a join, a failback and a leave. One test replays the ghost after a delete: the
+// first Replicate of a Put is held 1.2 s, past the owner's 500 ms peer timeout, so it lands
+// after the owner resent it, acknowledged it and the key was deleted; once the owner is
+// killed the replica must still answer NotFound. The store's own tests (tools/store,
+// TestCutover_*, TestTombstone_*) attack the fenced cut-over and tombstone collection on the
+// raw protocol.
+//
 // # Fuzzing
 //
 // Fuzz targets live next to the code they fuzz, each with a committed seed corpus under

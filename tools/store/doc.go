@@ -39,6 +39,23 @@
 // starts empty once a wanted node is back: with one node failure at a time and the default
 // replication factor of 2 that never happens.
 //
+// # Known limits
+//
+// What the tests show the store does not do:
+//
+//   - Leases are wall-clock instants: the coordinator and the nodes must share a clock (one
+//     host, or clocks kept close). A node whose clock runs behind could serve past its lease.
+//   - A cut-over whose old owner hangs waits for that owner's lease (FailureTimeout +
+//     ProbeTimeout, 1.25 s by default); the segment answers Unavailable or Migrating
+//     meanwhile (TestCutover_HungOldOwner_NewOwnerWritesOnlyAfterItsLeaseRanOut).
+//   - A tombstone on a replica is collected only when the owner next writes to the segment,
+//     so a segment that is deleted from and then left alone keeps its tombstones on its
+//     replicas (TestTombstone_ReplicatedThenCollectedWhenEveryCopyMovedPast holds one until
+//     the next write).
+//   - Data lives in memory: a restarted node process comes back empty and catches up, and a
+//     segment whose every copy died starts empty (TestRestart_SoleCopyLostStartsAfresh).
+//   - The coordinator is a single process with its state in memory (below).
+//
 // The coordinator is the one component the cluster needs to stay up. Without it nodes keep
 // serving from their last map, but nothing is failed over, no learner is promoted and no churn
 // completes. Its state lives in memory; a restarted coordinator is a new, empty cluster.
@@ -47,8 +64,9 @@
 //
 // A Node answers every request from its own current map and puts that map's epoch in the
 // answer's mapEpoch, so a client learns of a newer map from any answer. The status, in this
-// order: no owner in the map → Unavailable; a write to a segment in migration cut-over →
-// Migrating; this node owns the segment → the operation is served (Ok, NotFound, Conflict),
+// order: no owner in the map → Unavailable; a write to a segment in cut-over → Migrating; a
+// read at the owner of a segment in cut-over (its right to serve is revoked) → Unavailable;
+// this node owns the segment → the operation is served (Ok, NotFound, Conflict),
 // or Unavailable if the node's lease from the coordinator ran out;
 // a write at a replica → ReplicaWriteRejected; the segment's ownership is being handed over
 // (failback) → OwnershipChanging; otherwise Moved. An empty key, a key over MaxKeySize or a
@@ -57,7 +75,9 @@
 // handler closes the connection that carried its request. Nothing a client sends stops a node.
 //
 // Every key has a version, drawn from a per-segment counter that never goes back, so it grows
-// on every write, deletes included: a key deleted and written again gets a higher version.
+// on every write, deletes included: a key deleted and written again gets a higher version. A
+// delete leaves a tombstone carrying its version; a read of it answers NotFound, a Delete of
+// it NotFound.
 // Put's ifMatchVersion and ifAbsent and Delete's ifMatchVersion answer Conflict with the
 // current version when they fail. Increment reads the value as a decimal int64 (missing = 0).
 //
@@ -68,6 +88,15 @@
 // the write until the coordinator's next map drops that replica. A replica applies writes only
 // from the owner its own map names. So after a single node failure every acknowledged write is
 // on the new owner, whichever order the nodes learn the new map in.
+//
+// Replication cannot reorder. Tombstones replicate and are copied to learners like writes, and
+// a copy applies an entry only if its version is newer than what the key holds, tombstones
+// included, and above the segment's stable version: the version of the owner's latest write
+// every copy applied, which the owner sends with each Replicate (a learner's copy is stable up
+// to the counter it was taken at). So a Replicate that arrives late, twice, or after its
+// resend on a new connection is a no-op and never lands over a newer write or a delete.
+// Tombstones are collected at the stable version, that is only once every copy of the
+// segment applied the delete or a later write.
 //
 // A node that joins or returns gets its segments as a learner: it fetches a copy from the
 // owner (taken between two writes) while receiving every later write, reports to the
@@ -80,6 +109,16 @@
 //     transitioning, and until every node has that map non-owners answer OwnershipChanging;
 //   - leave: the leaving node's copies move to other nodes, ownership first, then it leaves
 //     the map; a node process that left is refused if it registers again.
+//
+// Every handoff is fenced, and this is the invariant: the old owner stops serving a segment,
+// reads included, before any map names a new owner, so no node acknowledges a write to the
+// segment while another still answers reads from an older copy, however slow the old owner is.
+// The coordinator does it in three steps: revoke (a map puts the segment in cut-over: the
+// owner answers writes Migrating and reads Unavailable), confirm (the old owner installed that
+// map, or every lease it was granted with an older map ran out; a node takes a lease only with
+// a map at least as new as the one it was granted with), publish (the map naming the new
+// owner; a failback marks it transitioning until every node has it). Failover of a live node
+// is fenced the same way by its lease.
 //
 // # Running one
 //

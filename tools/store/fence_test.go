@@ -2,6 +2,7 @@ package store
 
 import (
 	"fmt"
+	"net"
 	"slices"
 	"testing"
 	"time"
@@ -9,6 +10,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/clustron/zaris-go/gen/zaris"
+	"github.com/clustron/zaris-go/gen/zarispeer"
 )
 
 // The second reproduction: a segment migrates to a node that was not its replica while the
@@ -116,4 +118,76 @@ func TestCutover_SlowOldOwnerServesNoStaleReadAtFailback(t *testing.T) {
 	} else {
 		require.True(t, retryable(get.Status), "get at the old owner: %s", get.Status)
 	}
+}
+
+// An old owner that hangs is fenced by its lease: the new owner acknowledges a write only once
+// every lease the old owner was granted ran out.
+func TestCutover_HungOldOwner_NewOwnerWritesOnlyAfterItsLeaseRanOut(t *testing.T) {
+	cfg := fastCluster()
+	cfg.FailureTimeout = 100 * time.Millisecond
+	cfg.ProbeTimeout = 300 * time.Millisecond
+	cfg.Node.RejoinAfter = time.Hour
+	c := StartCluster(t, cfg)
+	ctx := testCtx(t)
+	const seg = 0
+	key := keyIn(seg, 16, "hung")
+	from, _, to := roles(c, seg)
+	old := c.Node(from)
+
+	old.slowness.Store(int64(time.Hour))
+	done := make(chan error, 1)
+	go func() { done <- c.MigrateSegment(ctx, seg, to) }()
+	neu := mustDial(t, c.Addr(to))
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		put, err := neu.Put(ctx, &zaris.PutRequest{Key: key, Value: []byte("v")})
+		require.NoError(t, err)
+		if put.Status == zaris.KvStatus_Ok {
+			break
+		}
+		require.True(t, retryable(put.Status), "put at the new owner: %s", put.Status)
+		require.True(t, time.Now().Before(deadline), "the new owner never took the write")
+		time.Sleep(time.Millisecond)
+	}
+	lease := time.Unix(0, old.leaseUntil.Load())
+	require.True(t, time.Now().After(lease), "the new owner took a write while the old owner's lease ran until %v", lease)
+	require.NoError(t, <-done)
+}
+
+// The fence's second step: it ends when the old owner confirms the revoking map, or when the
+// last lease granted to it with an older map runs out although it never answers.
+func TestCutover_AwaitRevokedEndsOnConfirmationOrLeaseExpiry(t *testing.T) {
+	co, err := StartCoordinator(CoordinatorConfig{FailureTimeout: 100 * time.Millisecond, Heartbeat: 10 * time.Millisecond})
+	require.NoError(t, err)
+	t.Cleanup(func() { co.Close() })
+	// A peer that accepts and never answers: a hung old owner.
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	require.NoError(t, err)
+	t.Cleanup(func() { ln.Close() })
+	go func() {
+		var conns []net.Conn
+		for {
+			c, err := ln.Accept()
+			if err != nil {
+				for _, c := range conns {
+					c.Close()
+				}
+				return
+			}
+			conns = append(conns, c)
+		}
+	}()
+	m := cloneMap(co.m)
+	m.Epoch = 7
+	hung := &nodeRec{info: &zarispeer.PeerNode{ID: 1, PeerAddr: ln.Addr().String()}, alive: true}
+
+	leaseEnd := time.Now().Add(300 * time.Millisecond).UnixNano()
+	require.True(t, co.awaitRevoked(hung, m, leaseEnd))
+	require.Greater(t, time.Now().UnixNano(), leaseEnd, "the fence ended before the old owner's lease ran out")
+
+	co.mu.Lock()
+	hung.known = 7
+	co.mu.Unlock()
+	far := time.Now().Add(time.Hour).UnixNano()
+	require.True(t, co.awaitRevoked(hung, m, far), "a confirmed revoke ends the fence")
 }
