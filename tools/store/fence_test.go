@@ -1,6 +1,7 @@
 package store
 
 import (
+	"context"
 	"fmt"
 	"net"
 	"slices"
@@ -39,17 +40,7 @@ func TestCutover_SlowOldOwnerServesNoStaleRead(t *testing.T) {
 
 				c.Node(from).slowness.Store(int64(d))
 				require.NoError(t, c.MigrateSegment(ctx, seg, to))
-				deadline := time.Now().Add(5 * time.Second)
-				for {
-					put, err = neu.Put(ctx, &zaris.PutRequest{Key: key, Value: []byte("v2")})
-					require.NoError(t, err)
-					if put.Status == zaris.KvStatus_Ok {
-						break
-					}
-					require.True(t, retryable(put.Status), "put at the new owner: %s", put.Status)
-					require.True(t, time.Now().Before(deadline), "the new owner never took the write")
-					time.Sleep(time.Millisecond)
-				}
+				put = putUntilOk(t, neu, key, "v2", "new owner")
 				get, err := old.Get(ctx, &zaris.GetRequest{Key: key})
 				require.NoError(t, err)
 				c.Node(from).slowness.Store(0)
@@ -96,17 +87,7 @@ func TestCutover_SlowOldOwnerServesNoStaleReadAtFailback(t *testing.T) {
 	}
 	done := make(chan error, 1)
 	go func() { done <- c.Failback(ctx, 2) }()
-	deadline := time.Now().Add(10 * time.Second)
-	for {
-		put, err = back.Put(ctx, &zaris.PutRequest{Key: key, Value: []byte("v2")})
-		require.NoError(t, err)
-		if put.Status == zaris.KvStatus_Ok {
-			break
-		}
-		require.True(t, retryable(put.Status), "put at the returning node: %s", put.Status)
-		require.True(t, time.Now().Before(deadline), "the returning node never took the write")
-		time.Sleep(time.Millisecond)
-	}
+	put = putUntilOk(t, back, key, "v2", "returning node")
 	get, err := old.Get(ctx, &zaris.GetRequest{Key: key})
 	require.NoError(t, err)
 	for _, id := range c.Nodes() {
@@ -138,17 +119,7 @@ func TestCutover_HungOldOwner_NewOwnerWritesOnlyAfterItsLeaseRanOut(t *testing.T
 	done := make(chan error, 1)
 	go func() { done <- c.MigrateSegment(ctx, seg, to) }()
 	neu := mustDial(t, c.Addr(to))
-	deadline := time.Now().Add(10 * time.Second)
-	for {
-		put, err := neu.Put(ctx, &zaris.PutRequest{Key: key, Value: []byte("v")})
-		require.NoError(t, err)
-		if put.Status == zaris.KvStatus_Ok {
-			break
-		}
-		require.True(t, retryable(put.Status), "put at the new owner: %s", put.Status)
-		require.True(t, time.Now().Before(deadline), "the new owner never took the write")
-		time.Sleep(time.Millisecond)
-	}
+	putUntilOk(t, neu, key, "v", "new owner")
 	lease := time.Unix(0, old.leaseUntil.Load())
 	require.True(t, time.Now().After(lease), "the new owner took a write while the old owner's lease ran until %v", lease)
 	require.NoError(t, <-done)
@@ -190,4 +161,21 @@ func TestCutover_AwaitRevokedEndsOnConfirmationOrLeaseExpiry(t *testing.T) {
 	co.mu.Unlock()
 	far := time.Now().Add(time.Hour).UnixNano()
 	require.True(t, co.awaitRevoked(hung, m, far), "a confirmed revoke ends the fence")
+}
+
+// putUntilOk writes value to key through cl until the node acknowledges it (10 s at most),
+// failing the test on an error or a status a client would not retry; who names the node.
+func putUntilOk(t *testing.T, cl *rawClient, key []byte, value, who string) *zaris.PutResponse {
+	t.Helper()
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		put, err := cl.Put(context.Background(), &zaris.PutRequest{Key: key, Value: []byte(value)})
+		require.NoError(t, err)
+		if put.Status == zaris.KvStatus_Ok {
+			return put
+		}
+		require.True(t, retryable(put.Status), "put at the %s: %s", who, put.Status)
+		require.True(t, time.Now().Before(deadline), "the %s never took the write", who)
+		time.Sleep(time.Millisecond)
+	}
 }

@@ -120,6 +120,12 @@ func (n *Node) write(ctx context.Context, key []byte, decide func(cur entry, exi
 	}
 	v, st, inDoubt := n.replicate(ctx, s, seg, e)
 	if st != zaris.KvStatus_Ok {
+		if inDoubt {
+			// Some copy may hold this version: it is never handed out again.
+			seg.mu.Lock()
+			seg.counter = max(seg.counter, version)
+			seg.mu.Unlock()
+		}
 		return writeResult{status: st, epoch: v.epoch, inDoubt: inDoubt}
 	}
 	seg.mu.Lock()
