@@ -174,17 +174,6 @@ func (s *segment) collect(stable int64) {
 	s.tombs = kept
 }
 
-// tombstones returns how many tombstones the segment holds.
-func (s *segment) tombstones() int {
-	n := 0
-	for _, e := range s.data {
-		if e.deleted {
-			n++
-		}
-	}
-	return n
-}
-
 // StartNode starts a node: it binds the data and peer ports, then registers with the
 // coordinator in the background (retrying until the coordinator answers). Until it holds a
 // map it answers Unavailable.

@@ -11,6 +11,17 @@ import (
 	"github.com/clustron/zaris-go/gen/zarispeer"
 )
 
+// tombstones returns how many tombstones the segment holds.
+func (s *segment) tombstones() int {
+	n := 0
+	for _, e := range s.data {
+		if e.deleted {
+			n++
+		}
+	}
+	return n
+}
+
 func put(key string, v int64, value string) *zarispeer.Entry {
 	return &zarispeer.Entry{Key: []byte(key), Value: []byte(value), Version: v}
 }
