@@ -78,9 +78,9 @@ func TestGaveUp_CallError(t *testing.T) {
 	})
 }
 
-// TestGaveUp_Migrating: a write to a segment held in its cut-over is answered Migrating;
-// with ZARIS_DISABLE_RETRIES=true that single answer ends the call (exit 5) and --stats
-// shows it.
+// TestGaveUp_Migrating: a write to a segment held in its cut-over is answered Migrating (a
+// read Unavailable); with ZARIS_DISABLE_RETRIES=true that single answer ends the call (exit
+// 5) and --stats shows it.
 func TestGaveUp_Migrating(t *testing.T) {
 	c := store.StartCluster(t, store.ClusterConfig{Nodes: 3, Segments: 16})
 	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
@@ -118,14 +118,18 @@ func TestGaveUp_Migrating(t *testing.T) {
 	assert.Contains(t, o.stderr, "statuses=Migrating")
 	assert.Contains(t, o.stderr, "[retry]")
 
-	get := runZaris(t, env, "get", key)
-	assert.Equal(t, exitOK, get.code, "reads are served during the cut-over")
-	assert.Equal(t, want+"\n", get.stdout)
+	// The cut-over revoked the old owner's right to serve: reads are not served either.
+	get := runZaris(t, env, "get", key, "--stats")
+	assert.Equal(t, exitGaveUp, get.code, "a read was served during the cut-over: %s", get.stdout)
+	assert.Contains(t, get.stderr, "Unavailable")
 
 	release()
 	require.NoError(t, <-done)
 	// With retries on, a seed's stale map (Moved) is refreshed away.
 	delete(env, "ZARIS_DISABLE_RETRIES")
+	get = runZaris(t, env, "get", key)
+	assert.Equal(t, exitOK, get.code, get.stderr)
+	assert.Equal(t, want+"\n", get.stdout)
 	put := runZaris(t, env, "put", key, "after")
 	assert.Equal(t, exitOK, put.code, put.stderr)
 }
