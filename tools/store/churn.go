@@ -207,8 +207,8 @@ func (c *Coordinator) Leave(ctx context.Context, id int32) error {
 		return err
 	}
 	c.mu.Lock()
-	defer c.mu.Unlock()
-	if rec := c.nodes[id]; rec != nil {
+	rec := c.nodes[id]
+	if rec != nil {
 		rec.alive = false
 		rec.cancel()
 		delete(c.nodes, id)
@@ -217,6 +217,11 @@ func (c *Coordinator) Leave(ctx context.Context, id int32) error {
 	m := cloneMap(c.m)
 	m.Nodes = slices.DeleteFunc(m.Nodes, func(n *zarispeer.PeerNode) bool { return n.ID == id })
 	c.publishLocked(m)
+	c.mu.Unlock()
+	// The node's heartbeat loop has stopped: hand it the map without it, so it answers Moved
+	// for every segment rather than whatever its last map said (a revoked segment it would
+	// answer Unavailable, which sends no client to a newer map).
+	c.pushAll([]*nodeRec{rec}, m)
 	return nil
 }
 
