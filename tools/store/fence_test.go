@@ -33,14 +33,14 @@ func TestCutover_SlowOldOwnerServesNoStaleRead(t *testing.T) {
 				}
 				require.NotEqual(t, int32(-1), to)
 				key := keyIn(seg, 16, "fence")
-				old, neu := mustDial(t, c.Addr(from)), mustDial(t, c.Addr(to))
+				old := mustDial(t, c.Addr(from))
 				put, err := old.Put(ctx, &zaris.PutRequest{Key: key, Value: []byte("v1")})
 				require.NoError(t, err)
 				require.Equal(t, zaris.KvStatus_Ok, put.Status)
 
 				c.Node(from).slowness.Store(int64(d))
 				require.NoError(t, c.MigrateSegment(ctx, seg, to))
-				put = putUntilOk(t, neu, key, "v2", "new owner")
+				put = putUntilOk(t, c.Addr(to), key, "v2", "new owner")
 				get, err := old.Get(ctx, &zaris.GetRequest{Key: key})
 				require.NoError(t, err)
 				c.Node(from).slowness.Store(0)
@@ -75,7 +75,7 @@ func TestCutover_SlowOldOwnerServesNoStaleReadAtFailback(t *testing.T) {
 	seg := segs[0]
 	from := *c.Map().Segments[seg].Owner
 	key := keyIn(seg, 16, "fence")
-	old, back := mustDial(t, c.Addr(from)), mustDial(t, c.Addr(2))
+	old := mustDial(t, c.Addr(from))
 	put, err := old.Put(ctx, &zaris.PutRequest{Key: key, Value: []byte("v1")})
 	require.NoError(t, err)
 	require.Equal(t, zaris.KvStatus_Ok, put.Status)
@@ -87,7 +87,7 @@ func TestCutover_SlowOldOwnerServesNoStaleReadAtFailback(t *testing.T) {
 	}
 	done := make(chan error, 1)
 	go func() { done <- c.Failback(ctx, 2) }()
-	put = putUntilOk(t, back, key, "v2", "returning node")
+	put = putUntilOk(t, c.Addr(2), key, "v2", "returning node")
 	get, err := old.Get(ctx, &zaris.GetRequest{Key: key})
 	require.NoError(t, err)
 	for _, id := range c.Nodes() {
@@ -118,8 +118,7 @@ func TestCutover_HungOldOwner_NewOwnerWritesOnlyAfterItsLeaseRanOut(t *testing.T
 	old.slowness.Store(int64(time.Hour))
 	done := make(chan error, 1)
 	go func() { done <- c.MigrateSegment(ctx, seg, to) }()
-	neu := mustDial(t, c.Addr(to))
-	putUntilOk(t, neu, key, "v", "new owner")
+	putUntilOk(t, c.Addr(to), key, "v", "new owner")
 	lease := time.Unix(0, old.leaseUntil.Load())
 	require.True(t, time.Now().After(lease), "the new owner took a write while the old owner's lease ran until %v", lease)
 	require.NoError(t, <-done)
@@ -163,19 +162,37 @@ func TestCutover_AwaitRevokedEndsOnConfirmationOrLeaseExpiry(t *testing.T) {
 	require.True(t, co.awaitRevoked(hung, m, far), "a confirmed revoke ends the fence")
 }
 
-// putUntilOk writes value to key through cl until the node acknowledges it (10 s at most),
-// failing the test on an error or a status a client would not retry; who names the node.
-func putUntilOk(t *testing.T, cl *rawClient, key []byte, value, who string) *zaris.PutResponse {
+// putUntilOk writes value to key at the node at addr until it acknowledges the write (10 s
+// at most), failing the test on a status a client would not retry; who names the node. A
+// call that fails (a timeout on a loaded machine, a write in doubt) is sent again on a new
+// connection: the value is the same.
+func putUntilOk(t *testing.T, addr string, key []byte, value, who string) *zaris.PutResponse {
 	t.Helper()
 	deadline := time.Now().Add(10 * time.Second)
-	for {
+	var cl *rawClient
+	defer func() {
+		if cl != nil {
+			cl.trans.Close()
+		}
+	}()
+	for ; ; time.Sleep(time.Millisecond) {
+		require.True(t, time.Now().Before(deadline), "the %s never took the write", who)
+		if cl == nil {
+			var err error
+			if cl, err = dialRaw(addr); err != nil {
+				cl = nil
+				continue
+			}
+		}
 		put, err := cl.Put(context.Background(), &zaris.PutRequest{Key: key, Value: []byte(value)})
-		require.NoError(t, err)
+		if err != nil {
+			cl.trans.Close()
+			cl = nil
+			continue
+		}
 		if put.Status == zaris.KvStatus_Ok {
 			return put
 		}
 		require.True(t, retryable(put.Status), "put at the %s: %s", who, put.Status)
-		require.True(t, time.Now().Before(deadline), "the %s never took the write", who)
-		time.Sleep(time.Millisecond)
 	}
 }
