@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"math/rand/v2"
+	"slices"
 	"sync"
 	"testing"
 	"time"
@@ -212,10 +213,20 @@ func TestPeerFaults_DelayedMapPushes(t *testing.T) {
 	require.Positive(t, pp.faults("PushMap"), "no PushMap was delayed")
 }
 
-// slowOldOwner runs churn with the old owners answering the coordinator's pushes slow by d:
-// before each step, slow(c) names the nodes to slow down; they are restored after the step.
-func slowOldOwner(t *testing.T, d time.Duration, churn func(ctx context.Context, c *store.Cluster) (slow []int32, step func() error)) {
-	runChurn(t, func(ctx context.Context, c *store.Cluster, w *workload) {
+// slowOldOwner runs the workload of four clients (each with its own map, so some go on
+// routing by an older one) with two workers each against a fresh cluster; rounds times,
+// churn names the nodes to slow down by d (the old owners) and the step to run, after which
+// they are restored. The history must be linearizable.
+func slowOldOwner(t *testing.T, d time.Duration, rounds int, churn func(ctx context.Context, c *store.Cluster) (slow []int32, step func() error)) {
+	c := startCluster(t)
+	ctx := testCtx(t)
+	var clients []*zarisclient.Client
+	for range 4 {
+		clients = append(clients, newClient(t, c.Seeds()))
+	}
+	w := startWorkload(t, clients, 2, testKeys)
+	require.NoError(t, w.h.waitCalls(ctx, calls))
+	for range rounds {
 		slow, step := churn(ctx, c)
 		for _, id := range slow {
 			require.True(t, c.SlowDown(id, d), "node %d is not running", id)
@@ -225,8 +236,35 @@ func slowOldOwner(t *testing.T, d time.Duration, churn func(ctx context.Context,
 			c.SlowDown(id, 0)
 		}
 		require.NoError(t, err)
-		require.NoError(t, w.h.waitCalls(ctx, calls))
-	})
+		require.NoError(t, w.h.waitCalls(ctx, calls/4))
+	}
+	require.NoError(t, w.h.waitCalls(ctx, calls))
+	ops := w.finish()
+	require.Equal(t, porcupine.Ok, check(t, ops, porcupine.Ok), "the history is not linearizable")
+}
+
+// migrateOff moves the segment of each of keys to a node that holds no copy of it, so the old
+// owner drops its copy and the new owner takes writes without it.
+func migrateOff(c *store.Cluster, ctx context.Context, keys ...string) func() error {
+	return func() error {
+		for _, k := range keys {
+			seg := runtime.Segment([]byte(k), segments)
+			m := c.Map()
+			to := int32(-1)
+			for _, id := range c.Nodes() {
+				if id != ownerIn(m, seg) && !slices.Contains(m.Segments[seg].Replicas, id) {
+					to = id
+				}
+			}
+			if to < 0 {
+				return fmt.Errorf("no node without a copy of segment %d", seg)
+			}
+			if err := c.MigrateSegment(ctx, seg, to); err != nil {
+				return fmt.Errorf("migrating segment %d to node %d: %w", seg, to, err)
+			}
+		}
+		return nil
+	}
 }
 
 // The second reproduction: a migration cut-over whose old owner installs maps a few
@@ -234,25 +272,25 @@ func slowOldOwner(t *testing.T, d time.Duration, churn func(ctx context.Context,
 func TestCutover_SlowOldOwner_Migrate(t *testing.T) {
 	for _, d := range []time.Duration{2 * time.Millisecond, 10 * time.Millisecond} {
 		t.Run(d.String(), func(t *testing.T) {
-			slowOldOwner(t, d, func(ctx context.Context, c *store.Cluster) ([]int32, func() error) {
+			slowOldOwner(t, d, 3, func(ctx context.Context, c *store.Cluster) ([]int32, func() error) {
 				var slow []int32
 				for _, k := range testKeys {
 					slow = append(slow, ownerOf(c, runtime.Segment([]byte(k), segments)))
 				}
-				return slow, migrate(c, ctx, testKeys...)
+				return slow, migrateOff(c, ctx, testKeys...)
 			})
 		})
 	}
 }
 
 func TestCutover_SlowOldOwner_Join(t *testing.T) {
-	slowOldOwner(t, 10*time.Millisecond, func(ctx context.Context, c *store.Cluster) ([]int32, func() error) {
+	slowOldOwner(t, 10*time.Millisecond, 1, func(ctx context.Context, c *store.Cluster) ([]int32, func() error) {
 		return c.Nodes(), join(c, ctx)
 	})
 }
 
 func TestCutover_SlowOldOwner_Failback(t *testing.T) {
-	slowOldOwner(t, 10*time.Millisecond, func(ctx context.Context, c *store.Cluster) ([]int32, func() error) {
+	slowOldOwner(t, 10*time.Millisecond, 1, func(ctx context.Context, c *store.Cluster) ([]int32, func() error) {
 		require.NoError(t, kill(c, ctx, 2)())
 		require.NoError(t, restart(c, ctx, 2)())
 		return []int32{1, 3}, failback(c, ctx, 2)
@@ -260,7 +298,7 @@ func TestCutover_SlowOldOwner_Failback(t *testing.T) {
 }
 
 func TestCutover_SlowOldOwner_Leave(t *testing.T) {
-	slowOldOwner(t, 10*time.Millisecond, func(ctx context.Context, c *store.Cluster) ([]int32, func() error) {
+	slowOldOwner(t, 10*time.Millisecond, 1, func(ctx context.Context, c *store.Cluster) ([]int32, func() error) {
 		return []int32{1}, leave(c, ctx, 1)
 	})
 }
