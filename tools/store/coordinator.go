@@ -166,9 +166,10 @@ func (c *Coordinator) Close() error {
 	return nil
 }
 
-// HoldChurn makes every handoff stop at its midpoint, once its first map is out (the
-// old owner answering Migrating to writes in a cut-over, or non-owners answering
-// OwnershipChanging in a failback), until release is called. Failover is never held. It
+// HoldChurn makes every handoff stop at its midpoint, until release is called: a migration
+// once its old owner confirmed the cut-over (it answers writes Migrating, reads
+// Unavailable), a failback once every node has the map that marks it transitioning
+// (non-owners answer OwnershipChanging). Failover is never held. It
 // lets a test or a demo observe those states for as long as it needs.
 func (c *Coordinator) HoldChurn() (release func()) {
 	c.mu.Lock()
