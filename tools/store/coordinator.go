@@ -168,7 +168,7 @@ func (c *Coordinator) Close() error {
 
 // HoldChurn makes every handoff stop at its midpoint, until release is called: a migration
 // once its old owner confirmed the cut-over (it answers writes Migrating, reads
-// Unavailable), a failback once every node has the map that marks it transitioning
+// Unavailable), a failback once the map that marks it transitioning was pushed to every node
 // (non-owners answer OwnershipChanging). Failover is never held. It
 // lets a test or a demo observe those states for as long as it needs.
 func (c *Coordinator) HoldChurn() (release func()) {
