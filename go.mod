@@ -3,6 +3,7 @@ module github.com/clustron/zaris-go
 go 1.26.0
 
 require (
+	github.com/HdrHistogram/hdrhistogram-go v1.4.0
 	github.com/anishathalye/porcupine v1.3.1
 	github.com/apache/thrift v0.25.0
 	github.com/golang/mock v1.6.0
