@@ -126,22 +126,14 @@ func (r *Report) WriteTable(w io.Writer) {
 		fmt.Fprintln(w, "retried attempts: none")
 	} else {
 		fmt.Fprintln(w, "retried attempts, by phase and what the attempt saw:")
-		for _, p := range r.Phases {
-			for _, why := range slices.Sorted(maps.Keys(p.Retries)) {
-				fmt.Fprintf(w, "  %-22s %6d  %s\n", p.Name, p.Retries[why], why)
-			}
-		}
+		writeByPhase(w, r.Phases, func(p PhaseReport) map[string]int { return p.Retries })
 	}
 	fmt.Fprintln(w)
 	if r.Total.ErrorCount == 0 {
 		fmt.Fprintln(w, "errors seen by the application: none")
 	} else {
 		fmt.Fprintln(w, "errors seen by the application, by phase and why:")
-		for _, p := range r.Phases {
-			for _, class := range slices.Sorted(maps.Keys(p.Errors)) {
-				fmt.Fprintf(w, "  %-22s %6d  %s\n", p.Name, p.Errors[class], class)
-			}
-		}
+		writeByPhase(w, r.Phases, func(p PhaseReport) map[string]int { return p.Errors })
 		fmt.Fprintln(w, "for example:")
 		for _, e := range r.ErrorSamples {
 			fmt.Fprintln(w, "  "+e)
@@ -169,6 +161,16 @@ func (r *Report) WriteTable(w io.Writer) {
 		}
 	default:
 		fmt.Fprintf(w, "OK: all %d keys read back their last acknowledged write; no answer was misreported\n", v.Keys)
+	}
+}
+
+// writeByPhase prints one line per phase and key of the counts count picks from it.
+func writeByPhase(w io.Writer, phases []PhaseReport, count func(PhaseReport) map[string]int) {
+	for _, p := range phases {
+		counts := count(p)
+		for _, k := range slices.Sorted(maps.Keys(counts)) {
+			fmt.Fprintf(w, "  %-22s %6d  %s\n", p.Name, counts[k], k)
+		}
 	}
 }
 
