@@ -37,10 +37,17 @@ type panel struct {
 // band is one cause's share of the stacked retries panel: a filled polygon between the
 // causes below it and its own top.
 type band struct {
-	Cause, Color string
-	Points       string
-	LegendX      int
+	Cause, Color     string
+	Points           string
+	LegendX, LegendY int
 }
+
+// Legend entries of the retries panel: legendPerRow to a row, legendWidth apart.
+const (
+	legendPerRow = 5
+	legendWidth  = 175
+	legendRow    = 16
+)
 
 // causeColors colours the causes a reader most needs to tell apart; others take the
 // fallback colours in turn.
@@ -97,7 +104,10 @@ func writeTimeline(w io.Writer, r *Report) error {
 		mk("ops", "operations per second", "ops/s", "#1f77b4", marginTop, func(s Second) float64 { return float64(s.Ops) }),
 		mk("p99", "p99 latency per second", "ms", "#d62728", marginTop+panelHeight+panelGap, func(s Second) float64 { return s.P99Ms }),
 	}
-	bands, retriesMax := retryBands(r.Timeline, x, marginTop+2*(panelHeight+panelGap))
+	retriesTop := marginTop + 2*(panelHeight+panelGap)
+	chartBottom := retriesTop + panelHeight
+	axisY := chartBottom + 18
+	bands, retriesMax := retryBands(r.Timeline, x, retriesTop, axisY+12)
 	var markers []marker
 	for i, e := range r.Events {
 		markers = append(markers, marker{Kind: string(e.Kind), Label: e.Label, X: x(e.AtSec), LabelY: marginTop - 16 + (i%2)*12})
@@ -106,21 +116,19 @@ func writeTimeline(w io.Writer, r *Report) error {
 	for t := 0; t < seconds; t += 5 {
 		ticks = append(ticks, tick{X: x(float64(t)), Label: fmt.Sprintf("%ds", t)})
 	}
-	retriesTop := marginTop + 2*(panelHeight+panelGap)
-	chartBottom := retriesTop + panelHeight
-	height := chartBottom + 40
+	height := axisY + 12 + (len(bands)+legendPerRow-1)/legendPerRow*legendRow + 8
 	return timelineTemplate.Execute(w, map[string]any{
 		"Report": r, "Panels": panels, "Markers": markers, "Ticks": ticks, "Bands": bands,
-		"RetriesTop": retriesTop, "RetriesBottom": chartBottom, "RetriesMax": retriesMax, "LegendY": chartBottom + 14,
+		"RetriesTop": retriesTop, "RetriesBottom": chartBottom, "RetriesMax": retriesMax,
 		"Width": chartWidth, "Height": height, "Left": marginLeft, "Right": chartWidth - marginRight,
-		"AxisY": height - 8, "ChartBottom": chartBottom,
+		"AxisY": axisY, "ChartBottom": chartBottom,
 	})
 }
 
 // retryBands stacks the retried attempts per second by cause (in name order) into one
-// band per cause, in a panel whose top is at top; it returns the bands and the highest
-// per-second total.
-func retryBands(seconds []Second, x func(float64) float64, top int) ([]band, int) {
+// band per cause, in a panel whose top is at top, with the legend from legendTop down; it
+// returns the bands and the highest per-second total.
+func retryBands(seconds []Second, x func(float64) float64, top, legendTop int) ([]band, int) {
 	causes := map[string]bool{}
 	highest := 0
 	for _, s := range seconds {
@@ -150,7 +158,7 @@ func retryBands(seconds []Second, x func(float64) float64, top int) ([]band, int
 		}
 		slices.Reverse(lower)
 		bands = append(bands, band{Cause: c, Color: color, Points: strings.Join(append(upper, lower...), " "),
-			LegendX: marginLeft + i*150})
+			LegendX: marginLeft + i%legendPerRow*legendWidth, LegendY: legendTop + i/legendPerRow*legendRow})
 	}
 	return bands, highest
 }
