@@ -68,7 +68,6 @@ func captureCallInfo(next middleware.Handler) middleware.Handler {
 			ci.refReq = call.Stats.RefreshesRequested
 			if len(call.Attempts) > 1 {
 				ci.history = slices.Clone(call.Attempts)
-				ci.retries = ci.retries[:0]
 				for _, a := range call.Attempts[:len(call.Attempts)-1] {
 					ci.retries = append(ci.retries, attemptCause(a))
 				}
