@@ -152,7 +152,7 @@ func sleepUntil(ctx context.Context, t time.Time) bool {
 	defer timer.Stop()
 	select {
 	case <-timer.C:
-		return true
+		return ctx.Err() == nil // both may be ready: an ended ctx wins
 	case <-ctx.Done():
 		return false
 	}

@@ -153,3 +153,14 @@ func TestParseSchedule(t *testing.T) {
 	d := DefaultConfig()
 	assert.Len(t, d.Schedule, 5)
 }
+
+// An event due after the workload ended does not start, even when its time has long passed
+// (both the timer and the end are ready at once).
+func TestSleepUntilAfterTheEnd(t *testing.T) {
+	ctx, cancel := context.WithCancel(context.Background())
+	cancel()
+	for range 100 {
+		assert.False(t, sleepUntil(ctx, time.Now().Add(-time.Second)))
+	}
+	assert.True(t, sleepUntil(context.Background(), time.Now().Add(-time.Second)))
+}
