@@ -51,7 +51,7 @@ func WithClassifiers(c ...Classifier) Option {
 }
 
 // Default returns the client's default stack around invoke, the transport that makes one
-// attempt (runtime.Cluster.Invoke). It is built once, here; calls only run it. The order,
+// attempt (runtime.Engine.Invoke). It is built once, here; calls only run it. The order,
 // outermost first:
 //
 //	call-level middleware (WithCallMiddleware)
@@ -103,7 +103,7 @@ func stack(o *options, p runtime.RetryPolicy, clock runtime.Clock, refresher Map
 	return Chain(call...)
 }
 
-// Engine is what the client engine (runtime.Cluster) offers the default stack: the
+// Engine is what the client engine (runtime.Engine) offers the default stack: the
 // transport that makes one attempt, and the configuration.
 type Engine interface {
 	// Invoke makes one attempt of call (see Handler).

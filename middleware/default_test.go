@@ -95,7 +95,7 @@ func TestDefault_BudgetIsOutermostAttemptLayer(t *testing.T) {
 
 // The runtime's engine and refresher plug into the default stack.
 var (
-	_ middleware.Engine       = (*runtime.Cluster)(nil)
+	_ middleware.Engine       = (*runtime.Engine)(nil)
 	_ middleware.MapRefresher = (*runtime.Refresher)(nil)
 )
 

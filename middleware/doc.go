@@ -43,7 +43,7 @@
 //	    RefreshOnMoved
 //	    Classify
 //	    attempt-level middleware   WithAttemptMiddleware: once per attempt, raw outcome
-//	transport                  runtime.Cluster.Invoke: one attempt on one pooled connection
+//	transport                  runtime.Engine.Invoke: one attempt on one pooled connection
 //
 // User middleware plugs in at the two named places: in front of the retry layer (logging,
 // tracing, metrics of calls) and behind it (per-attempt logging, fault injection). ForOps

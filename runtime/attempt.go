@@ -20,11 +20,11 @@ import (
 //   - a Thrift transport or protocol failure: ErrTransport and the cause, sent;
 //   - anything else (the caller's context ended, an application exception): a *NodeError
 //     wrapping it without a kind, so errors.Is(err, context.Canceled) still works;
-//   - the Cluster is closed: ErrClosed.
+//   - the Engine is closed: ErrClosed.
 //
 // Any error closes the connection. Invoke does not refresh the map itself: the refresh
 // layer above it decides when (rules R2, R3, B1) and asks Refresher.
-func (c *Cluster) Invoke(ctx context.Context, call *Call) (Response, error) {
+func (c *Engine) Invoke(ctx context.Context, call *Call) (Response, error) {
 	a := call.Current()
 	start := c.clock.Now()
 	resp, err := c.invoke(ctx, call, a)
@@ -33,7 +33,7 @@ func (c *Cluster) Invoke(ctx context.Context, call *Call) (Response, error) {
 	return resp, err
 }
 
-func (c *Cluster) invoke(ctx context.Context, call *Call, a *Attempt) (Response, error) {
+func (c *Engine) invoke(ctx context.Context, call *Call, a *Attempt) (Response, error) {
 	a.Sent = false
 	if c.closed.Load() {
 		return nil, ErrClosed
@@ -87,7 +87,7 @@ var errNoConnInTime = errors.New("no free connection within the attempt timeout"
 // callBound is true. It covers waiting for a connection and the call, and it is a socket
 // deadline, so it is wall-clock time whatever the Clock: the call's deadline is carried
 // over as the time left until it on the Clock.
-func (c *Cluster) attemptDeadline(call *Call) (deadline time.Time, callBound bool) {
+func (c *Engine) attemptDeadline(call *Call) (deadline time.Time, callBound bool) {
 	now := time.Now()
 	deadline = now.Add(c.cfg.AttemptTimeout)
 	if !call.Deadline.IsZero() {
@@ -100,7 +100,7 @@ func (c *Cluster) attemptDeadline(call *Call) (deadline time.Time, callBound boo
 
 // borrow gets a connection from p, an idle one at once if it can, else waiting or dialing
 // until deadline; a nil p (the node is not in the map) has none.
-func (c *Cluster) borrow(ctx context.Context, p *pool, deadline time.Time) (Conn, error) {
+func (c *Engine) borrow(ctx context.Context, p *pool, deadline time.Time) (Conn, error) {
 	if p == nil {
 		return nil, errPoolClosed
 	}

@@ -44,7 +44,7 @@
 // ride one fetch (golang.org/x/sync/singleflight); a request within the debounce window of
 // the last completed fetch is a no-op unless an answer showed a newer epoch; each caller
 // waits at most the refresh wait or its own context while the fetch, which runs on the
-// refresher's own context, completes for the others. The Cluster's refresher asks the nodes
+// refresher's own context, completes for the others. The Engine's refresher asks the nodes
 // of the current map, then the seeds, and takes the first map at least as new as the epoch
 // an answer showed (nodes learn a map one by one), else the newest it got. The bootstrap
 // fetch in Dial is not a refresh: it opens no debounce window.
@@ -52,7 +52,7 @@
 // # Calls and errors
 //
 // The typed client makes a Call per application call; the middleware adds Attempts to it;
-// Cluster.Invoke, the end of the chain, routes one attempt, sends it and records the node,
+// Engine.Invoke, the end of the chain, routes one attempt, sends it and records the node,
 // the map epoch, whether the request may have been sent, and the answer's status and epoch
 // or the error. Any status comes back as a response with a nil error. Errors carry a
 // sentinel kind for errors.Is: ErrPartitionUnavailable (no owner), ErrNodeUnavailable (no
@@ -64,7 +64,7 @@
 //
 // # Concurrency
 //
-// Cluster, Router, RoutingTable and Refresher are safe for concurrent use; a Call belongs to
+// Engine, Router, RoutingTable and Refresher are safe for concurrent use; a Call belongs to
 // one goroutine at a time. Time is read through Config.Clock (debounce, refresh wait,
 // attempt durations), so tests inject a fake clock; socket deadlines are wall-clock time.
 package runtime

@@ -10,11 +10,11 @@ import (
 	"github.com/clustron/zaris-go/gen/zaris"
 )
 
-// Cluster is the client engine: the configuration, the current cluster map and its
+// Engine is the client engine: the configuration, the current cluster map and its
 // routing table, a connection pool per node, and the shared map refresher. Its Invoke is
 // the terminal handler of the middleware stack: it sends one attempt to the key's owner
-// and records what happened. A Cluster is safe for concurrent use.
-type Cluster struct {
+// and records what happened. An Engine is safe for concurrent use.
+type Engine struct {
 	cfg       Config
 	dial      Dialer
 	clock     Clock
@@ -32,12 +32,12 @@ type Cluster struct {
 // seeds in order (the first that answers with a valid map wins) and returns the engine.
 // If no seed answers, the error wraps ErrNoSeeds and each seed's error. ctx bounds the
 // bootstrap only.
-func Dial(ctx context.Context, opts ...Option) (*Cluster, error) {
+func Dial(ctx context.Context, opts ...Option) (*Engine, error) {
 	cfg, err := NewConfig(opts...)
 	if err != nil {
 		return nil, err
 	}
-	c := &Cluster{cfg: cfg, dial: cfg.Dialer, clock: cfg.Clock}
+	c := &Engine{cfg: cfg, dial: cfg.Dialer, clock: cfg.Clock}
 	if c.dial == nil {
 		c.dial = DefaultDialer(cfg)
 	}
@@ -68,22 +68,22 @@ func Dial(ctx context.Context, opts ...Option) (*Cluster, error) {
 }
 
 // Config returns the client's configuration.
-func (c *Cluster) Config() Config { return c.cfg }
+func (c *Engine) Config() Config { return c.cfg }
 
 // Refresher returns the client's shared map refresher, which the refresh middleware asks
 // for refreshes (rules R2, R3, R6, B1).
-func (c *Cluster) Refresher() *Refresher { return c.refresher }
+func (c *Engine) Refresher() *Refresher { return c.refresher }
 
 // Map returns a copy of the current cluster map.
-func (c *Cluster) Map() *zaris.ClusterMap { return c.router.Table().Map() }
+func (c *Engine) Map() *zaris.ClusterMap { return c.router.Table().Map() }
 
 // Route returns where key goes under the current map (see RoutingTable.Route).
-func (c *Cluster) Route(key []byte) (Route, error) { return c.router.Route(key) }
+func (c *Engine) Route(key []byte) (Route, error) { return c.router.Route(key) }
 
 // Close closes every connection (failing the calls in flight on them), stops the
 // refresher and waits for its fetch, so nothing of the client is left running. After
 // Close, Invoke returns ErrClosed. Close is idempotent and always returns nil.
-func (c *Cluster) Close() error {
+func (c *Engine) Close() error {
 	if !c.closed.CompareAndSwap(false, true) {
 		return nil
 	}

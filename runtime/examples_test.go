@@ -14,7 +14,7 @@ import (
 )
 
 // newClient dials cluster and builds the typed client on the default stack.
-func newClient(ctx context.Context, cluster *store.Cluster, opts ...runtime.Option) (*zarisclient.Client, *runtime.Cluster) {
+func newClient(ctx context.Context, cluster *store.Cluster, opts ...runtime.Option) (*zarisclient.Client, *runtime.Engine) {
 	engine, err := runtime.Dial(ctx, append([]runtime.Option{runtime.WithSeeds(cluster.Seeds()...)}, opts...)...)
 	if err != nil {
 		log.Fatal(err)

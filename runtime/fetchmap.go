@@ -11,7 +11,7 @@ import (
 // fetchMap asks the nodes of the current map, then the seeds, for a cluster map, and
 // returns the first whose epoch is at least minEpoch, or else the newest it got: a node
 // that has not yet learnt the map an answer showed (B1) is passed over for one that has.
-func (c *Cluster) fetchMap(ctx context.Context, minEpoch int64) (*zaris.ClusterMap, error) {
+func (c *Engine) fetchMap(ctx context.Context, minEpoch int64) (*zaris.ClusterMap, error) {
 	var addrs []string
 	if t := c.router.Table(); t != nil {
 		for _, n := range t.Nodes() {
@@ -60,7 +60,7 @@ func contains(s []string, v string) bool {
 
 // fetchFrom asks the node at addr for its cluster map within one attempt timeout, over a
 // pooled connection if the node is in the map, else over a connection of its own.
-func (c *Cluster) fetchFrom(ctx context.Context, addr string) (*zaris.ClusterMap, error) {
+func (c *Engine) fetchFrom(ctx context.Context, addr string) (*zaris.ClusterMap, error) {
 	ctx, cancel := context.WithTimeout(ctx, c.cfg.AttemptTimeout)
 	defer cancel()
 	p := c.poolFor(addr)

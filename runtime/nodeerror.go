@@ -9,7 +9,7 @@ import (
 )
 
 // noConnError describes a failure to get a connection: nothing was sent.
-func (c *Cluster) noConnError(ctx context.Context, call *Call, r Route, err error) error {
+func (c *Engine) noConnError(ctx context.Context, call *Call, r Route, err error) error {
 	e := &NodeError{Op: call.Op.Name, Node: r.Node, Addr: r.Addr, Err: err}
 	switch {
 	case c.closed.Load():
@@ -23,7 +23,7 @@ func (c *Cluster) noConnError(ctx context.Context, call *Call, r Route, err erro
 }
 
 // callError describes a call that was sent and got no response.
-func (c *Cluster) callError(ctx context.Context, call *Call, r Route, o outcome) error {
+func (c *Engine) callError(ctx context.Context, call *Call, r Route, o outcome) error {
 	err := o.err
 	e := &NodeError{Op: call.Op.Name, Node: r.Node, Addr: r.Addr, Err: err}
 	var (

@@ -5,8 +5,8 @@ import (
 )
 
 // poolFor returns the pool of the node at addr, making it on first use, or nil when no
-// node of the current map listens there (it left the map) or the Cluster is closed.
-func (c *Cluster) poolFor(addr string) *pool {
+// node of the current map listens there (it left the map) or the Engine is closed.
+func (c *Engine) poolFor(addr string) *pool {
 	if p := (*c.pools.Load())[addr]; p != nil {
 		return p
 	}
@@ -31,7 +31,7 @@ func (c *Cluster) poolFor(addr string) *pool {
 
 // retirePools closes the pools of nodes that are not in the newly installed map cur:
 // idle connections now, borrowed ones when they come back.
-func (c *Cluster) retirePools(_, cur *RoutingTable) {
+func (c *Engine) retirePools(_, cur *RoutingTable) {
 	c.poolMu.Lock()
 	defer c.poolMu.Unlock()
 	kept := c.retired[:0]

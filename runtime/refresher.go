@@ -52,7 +52,7 @@ type RefreshStats struct {
 // FetchFunc fetches a cluster map from the cluster; ctx bounds it. minEpoch is the epoch
 // an answer has shown to exist (0 when none): nodes learn a new map one by one, so a fetch
 // should keep asking until a node has one at least that new, and otherwise return the
-// newest it got. The Cluster's asks the nodes of its current map, then its seeds.
+// newest it got. The Engine's asks the nodes of its current map, then its seeds.
 type FetchFunc func(ctx context.Context, minEpoch int64) (*zaris.ClusterMap, error)
 
 // flightKey is the one singleflight key: there is one map per client.
@@ -107,7 +107,7 @@ type Refresher struct {
 
 // NewRefresher returns a refresher that fetches maps with fetch and installs them in
 // router, with cfg's RefreshWait, RefreshDebounce and Clock (and DialTimeout plus
-// AttemptTimeout as the least time a fetch gets). A Cluster makes its own; this is for
+// AttemptTimeout as the least time a fetch gets). An Engine makes its own; this is for
 // using the rules with another map source. Close it when done.
 func NewRefresher(cfg Config, router *Router, fetch FetchFunc) *Refresher {
 	clock := cfg.Clock

@@ -57,7 +57,7 @@ func (s *sockTransport) WriteString(str string) (int, error) {
 func (s *sockTransport) Flush(context.Context) error { return wrapTransport(s.w.Flush()) }
 
 // wrapTransport types a socket error as a thrift.TTransportException, as TSocket does, so
-// the layers above (and Cluster.Invoke) see one error type for every transport failure.
+// the layers above (and Engine.Invoke) see one error type for every transport failure.
 func wrapTransport(err error) error {
 	if err == nil {
 		return nil

@@ -5,7 +5,7 @@
 // # Linearizability
 //
 // The tests record concurrent histories of zaris-go clients (the typed client over
-// middleware.Default over a runtime.Cluster) running Get, Put, guarded Put (ifMatchVersion,
+// middleware.Default over a runtime.Engine) running Get, Put, guarded Put (ifMatchVersion,
 // ifAbsent), Delete, guarded Delete and Increment against an in-process store
 // (store.StartCluster) while the store goes through each kind of churn: kill and failover,
 // scale-out (join), restart and failback, leave, segment migration, and all of them in one

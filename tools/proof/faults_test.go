@@ -32,7 +32,7 @@ const (
 
 // faultClient is a client whose connections to the store's nodes go through proxies.
 type faultClient struct {
-	engine *runtime.Cluster
+	engine *runtime.Engine
 	kv     *zarisclient.Client
 }
 

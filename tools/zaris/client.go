@@ -16,7 +16,7 @@ import (
 
 // session is a client connected to the cluster for one command.
 type session struct {
-	cluster *runtime.Cluster
+	cluster *runtime.Engine
 	kv      *zarisclient.Client
 	// stats is what the last call cost, recorded by the call-level middleware.
 	stats *callStats

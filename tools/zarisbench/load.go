@@ -97,7 +97,7 @@ func ratio(a, b float64) float64 {
 
 // client is a connected engine with the typed client over the default stack.
 type client struct {
-	engine *runtime.Cluster
+	engine *runtime.Engine
 	kv     *zarisclient.Client
 }
 
@@ -112,7 +112,7 @@ func dial(ctx context.Context, cluster *store.Cluster, opts ...runtime.Option) (
 }
 
 // clientFor builds the typed client over the default stack on engine.
-func clientFor(engine *runtime.Cluster) *zarisclient.Client {
+func clientFor(engine *runtime.Engine) *zarisclient.Client {
 	return zarisclient.New(middleware.Default(engine.Invoke, engine.Refresher(), engine.Config()))
 }
 
