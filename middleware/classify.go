@@ -11,25 +11,11 @@ import (
 	"github.com/clustron/zaris-go/runtime"
 )
 
-// Outcome is what one attempt produced, as a Classifier sees it.
-type Outcome struct {
-	// Ctx is the call's context (with the call's deadline), not the transport's per-attempt one.
-	Ctx context.Context
-	// Call is the call; Call.Op says what the operation is.
-	Call *runtime.Call
-	// Attempt is the attempt being judged (Call.Current()), as the transport filled it.
-	Attempt *runtime.Attempt
-	// Response is the response, set when the node answered.
-	Response runtime.Response
-	// Err is the transport's error, set when no response arrived.
-	Err error
-}
+// Outcome is what one attempt produced, as a Classifier sees it; see runtime.Outcome.
+type Outcome = runtime.Outcome
 
-// Classifier judges one attempt's outcome. It returns the class and true when it knows the
-// answer, or false to leave the outcome to the next classifier. Classifiers are small and
-// each knows one kind of outcome, like aws-sdk-go-v2's retryables: the first definite answer
-// in a chain wins.
-type Classifier func(o Outcome) (class runtime.Class, decided bool)
+// Classifier judges one attempt's outcome; see runtime.Classifier.
+type Classifier = runtime.Classifier
 
 // DefaultClassifiers is the chain Classify uses when given none: the caller's context and a
 // closed client first, then statuses (R1, R2, R8), Thrift application exceptions, the runtime's transport

@@ -8,18 +8,17 @@ import (
 
 	"github.com/clustron/zaris-go/gen/zaris"
 	"github.com/clustron/zaris-go/gen/zarisclient"
-	"github.com/clustron/zaris-go/middleware"
 	"github.com/clustron/zaris-go/runtime"
 	"github.com/clustron/zaris-go/tools/store"
 )
 
-// newClient dials cluster and builds the typed client on the default stack.
-func newClient(ctx context.Context, cluster *store.Cluster, opts ...runtime.Option) (*zarisclient.Client, *runtime.Engine) {
-	engine, err := runtime.Dial(ctx, append([]runtime.Option{runtime.WithSeeds(cluster.Seeds()...)}, opts...)...)
+// newClient dials cluster and returns the typed client on the default stack.
+func newClient(ctx context.Context, cluster *store.Cluster, opts ...runtime.Option) *zarisclient.Client {
+	kv, err := zarisclient.Dial(ctx, append([]runtime.Option{runtime.WithSeeds(cluster.Seeds()...)}, opts...)...)
 	if err != nil {
 		log.Fatal(err)
 	}
-	return zarisclient.New(middleware.Default(engine.Invoke, engine.Refresher(), engine.Config())), engine
+	return kv
 }
 
 // Compare-and-set: IfMatchVersion applies a write only if the key is still at the version
@@ -33,8 +32,8 @@ func Example_compareAndSet() {
 		log.Fatal(err)
 	}
 	defer cluster.Close()
-	kv, engine := newClient(ctx, cluster)
-	defer engine.Close()
+	kv := newClient(ctx, cluster)
+	defer kv.Close()
 
 	key := []byte("account:7")
 	yes := true
@@ -94,8 +93,8 @@ func ExampleCallError() {
 		log.Fatal(err)
 	}
 	defer cluster.Close()
-	kv, engine := newClient(ctx, cluster)
-	defer engine.Close()
+	kv := newClient(ctx, cluster)
+	defer kv.Close()
 	if err := cluster.Kill(1); err != nil {
 		log.Fatal(err)
 	}
@@ -128,8 +127,9 @@ func ExampleWithRetriesDisabled() {
 		log.Fatal(err)
 	}
 	defer cluster.Close()
-	kv, engine := newClient(ctx, cluster, runtime.WithRetriesDisabled())
-	defer engine.Close()
+	kv := newClient(ctx, cluster, runtime.WithRetriesDisabled())
+	defer kv.Close()
+	engine := kv.Engine()
 	fmt.Println("max attempts:", engine.Config().Retry.MaxAttempts, "disabled:", engine.Config().Retry.Disabled)
 	if err := cluster.Kill(1); err != nil {
 		log.Fatal(err)

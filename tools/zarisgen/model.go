@@ -89,6 +89,9 @@ func buildModel(p *program, source, zarisImport string) (*model, error) {
 			return nil, err
 		}
 		if data {
+			if clientMethods[op.Name] {
+				return nil, &specError{Op: fn.Name, Msg: fmt.Sprintf("operation name %s is taken by the client's own method %s", op.Name, op.Name)}
+			}
 			m.Ops = append(m.Ops, op)
 		}
 	}
@@ -97,6 +100,10 @@ func buildModel(p *program, source, zarisImport string) (*model, error) {
 	}
 	return m, nil
 }
+
+// clientMethods are the generated Client's methods besides the operations; an operation
+// of the same name would not compile.
+var clientMethods = map[string]bool{"Close": true, "Engine": true}
 
 // buildOp checks one function. It reports data=false for admin operations, which get no
 // typed method.

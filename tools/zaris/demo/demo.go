@@ -9,7 +9,6 @@ import (
 	"time"
 
 	"github.com/clustron/zaris-go/gen/zarisclient"
-	"github.com/clustron/zaris-go/middleware"
 	"github.com/clustron/zaris-go/runtime"
 	"github.com/clustron/zaris-go/tools/store"
 )
@@ -41,13 +40,12 @@ func Run(ctx context.Context, cfg Config) (*Report, error) {
 	defer cluster.Close()
 
 	opts := append([]runtime.Option{runtime.WithSeeds(cluster.Seeds()...), runtime.WithProtocol(cfg.Protocol)}, cfg.ClientOptions...)
-	client, err := runtime.Dial(ctx, opts...)
+	kv, err := zarisclient.Dial(ctx, append(opts, runtime.WithCallMiddleware(captureCallInfo))...)
 	if err != nil {
 		return nil, fmt.Errorf("demo: connecting the client: %w", err)
 	}
-	defer client.Close()
-	kv := zarisclient.New(middleware.Default(client.Invoke, client.Refresher(), client.Config(),
-		middleware.WithCallMiddleware(captureCallInfo)))
+	defer kv.Close()
+	refresher := kv.Engine().Refresher()
 
 	var ops, errs atomic.Int64
 	start := time.Now()
@@ -70,7 +68,7 @@ func Run(ctx context.Context, cfg Config) (*Report, error) {
 	}
 
 	ch := &churner{cluster: cluster, initial: cluster.Nodes()}
-	bounds := []phaseBound{{name: "steady", start: 0, performed: client.Refresher().Stats().Performed}}
+	bounds := []phaseBound{{name: "steady", start: 0, performed: refresher.Stats().Performed}}
 	var events []EventReport
 	for _, e := range cfg.Schedule {
 		if e.At >= cfg.Duration {
@@ -82,7 +80,7 @@ func Run(ctx context.Context, cfg Config) (*Report, error) {
 		at := time.Since(start)
 		placeholder := string(e.Kind)
 		prog.phase.Store(&placeholder)
-		bounds = append(bounds, phaseBound{name: string(e.Kind), start: at, performed: client.Refresher().Stats().Performed})
+		bounds = append(bounds, phaseBound{name: string(e.Kind), start: at, performed: refresher.Stats().Performed})
 		// The event gets its own time, not what is left of the workload's: an event still
 		// running when the workload ends completes before the read-back.
 		ectx, cancel := context.WithTimeout(ctx, settleTimeout)
@@ -99,7 +97,7 @@ func Run(ctx context.Context, cfg Config) (*Report, error) {
 	<-runCtx.Done()
 	wg.Wait()
 	end := min(time.Since(start), cfg.Duration) // the workers stopped at the duration
-	endPerformed := client.Refresher().Stats().Performed
+	endPerformed := refresher.Stats().Performed
 	close(progressDone)
 	progressWG.Wait()
 
