@@ -53,6 +53,55 @@
 // An attempt-level middleware can end a call before its attempt is sent by returning a
 // *StopError; Budget and Backoff use it.
 //
+// # Rules
+//
+// The client's behaviour is a numbered set of rules; comments and tests throughout the
+// module cite them by number, and this is where each is defined. R1 to R9 are the retry
+// rules:
+//
+//   - R1 retry set: retry only Moved, ReplicaWriteRejected, Unavailable, Migrating and
+//     OwnershipChanging; every other status is returned at once.
+//   - R2 refresh set: before retrying Moved, ReplicaWriteRejected or OwnershipChanging,
+//     refresh the cluster map (not for Unavailable or Migrating).
+//   - R3 transport failures: node unavailable, partition unavailable (no owner in the
+//     map), transport and protocol failures, socket and per-attempt timeout errors are
+//     retried, each after a map refresh; any other error (the caller's context cancelled,
+//     an application exception, a bug) is returned at once, never swallowed.
+//   - R4 two bounds: attempts <= maxAttempts and now < deadline, whichever trips first.
+//     Defaults: maxAttempts 3, backoff 100 ms, the deadline from ZARIS_REQUEST_TIMEOUT (60 s;
+//     "infinite" disables it). maxAttempts 3 against an always-Moved node makes 3 attempts
+//     and at most 3 refresh requests, not 60 s of them.
+//   - R5 backoff: before attempt n+1 wait backoff*n; x8 when the last status was Migrating;
+//     capped at 2 s; clamped to the time left before the deadline (0 if none is left); a
+//     cancelled context ends the sleep.
+//   - R6 one refresh: concurrent refresh requests ride one in-flight refresh; a refresh
+//     within 500 ms of the last completed one is a no-op; a caller waits at most
+//     ZARIS_CLIENT_MAP_REFRESH_WAIT_MS (15000) and then goes on without cancelling the
+//     refresh that others still wait for; clearing the shared slot never takes a lock that
+//     a completion could convoy on; an older map never replaces a newer epoch.
+//   - R7 off switch: ZARIS_DISABLE_RETRIES=true makes every call a single attempt.
+//   - R8 answers: Conflict and NotFound are answers: returned at once, no retry, no refresh.
+//   - R9 safe replays: retries are at-least-once; ifMatchVersion and ifAbsent make a
+//     replayed write come back Conflict, which R8 hands to the caller.
+//
+// B1 to B5 are the rules beyond those:
+//
+//   - B1 epoch evidence: every response carries the answering node's map epoch
+//     (mapEpoch); an answer whose epoch is newer than the client's map triggers a refresh
+//     that skips R6's debounce (still one shared flight); without newer evidence, R6's
+//     debounce holds.
+//   - B2 in-doubt: a request that provably never left (dial refused, no pooled connection)
+//     is always safe to retry; one written with no reply is retried only for idempotent or
+//     guarded operations; a non-idempotent unguarded operation returns an in-doubt error
+//     (errors.Is(err, runtime.ErrInDoubt)).
+//   - B3 retry budget: an opt-in token bucket per client: retries capped to a fraction of
+//     calls plus a floor per second (runtime.WithRetryBudget, NewRetryBudget).
+//   - B4 terminal error: a call that runs out of attempts or time returns an error naming
+//     the bound that tripped and each attempt's node, status or error, and map epoch
+//     (runtime.CallError).
+//   - B5 per-attempt timeout: a socket and attempt timeout distinct from the whole-call
+//     deadline (runtime.WithAttemptTimeout, 5 s by default).
+//
 // # Time
 //
 // Every layer reads time and waits through the runtime.Clock it is given (cfg.Clock in
