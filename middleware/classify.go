@@ -130,20 +130,12 @@ func ThriftTransport(o Outcome) (runtime.Class, bool) {
 	return runtime.Unclassified, false
 }
 
-// Classify returns the middleware that judges every attempt: it runs the classifiers
-// (DefaultClassifiers when none are given) in order on the outcome of next, takes the
-// first definite answer (Fatal when none decides), and records it in call.Current().Class.
-// It also records the answer's status and epoch and the error in the attempt when the
-// transport did not.
-//
-// After the chain it applies rule B2, which no classifier can override: a failure that
-// would be retried (or that ended with the caller's context) after the request may have
-// been sent (Attempt.Sent), on an operation that is neither idempotent nor guarded, is Fatal
-// and its error wraps runtime.ErrInDoubt and the cause. A request that provably never left
-// (Sent false) stays retryable.
-//
-// Classify is the only layer that looks at statuses and raw errors; the layers above it
-// act on the Class and use errors.Is.
+// Classify returns the middleware that judges every attempt: the first definite answer of
+// classifiers (DefaultClassifiers when none are given; Fatal when none decides) becomes
+// call.Current().Class. Rule B2 then applies and no classifier can override it: a failure
+// that would be retried after the request may have been sent (Attempt.Sent), on an
+// operation neither idempotent nor guarded, is Fatal with an error that wraps
+// runtime.ErrInDoubt and the cause.
 func Classify(classifiers ...Classifier) Middleware {
 	if len(classifiers) == 0 {
 		classifiers = DefaultClassifiers

@@ -33,25 +33,50 @@
 //
 // # The default stack
 //
-// Default builds the stack, in one function, in this order (outermost first):
+// Default builds the stack from a runtime.Config, in one function, in this order
+// (outermost first); the generated zarisclient.Dial builds it with ForEngine, from the
+// runtime options given to Dial:
 //
-//	call-level middleware      WithCallMiddleware: once per call, sees the final outcome
+//	call-level middleware      runtime.WithCallMiddleware: once per call, final outcome
 //	Deadline
 //	Retry                      the attempt loop; per attempt:
-//	    Budget                 WithRetryBudget only
+//	    Budget                 runtime.WithRetryBudget only
 //	    Backoff
 //	    RefreshOnMoved
-//	    Classify
-//	    attempt-level middleware   WithAttemptMiddleware: once per attempt, raw outcome
+//	    Classify               DefaultClassifiers, or runtime.WithClassifiers
+//	    attempt-level middleware   runtime.WithAttemptMiddleware: once per attempt, raw outcome
 //	transport                  runtime.Engine.Invoke: one attempt on one pooled connection
 //
 // User middleware plugs in at the two named places: in front of the retry layer (logging,
 // tracing, metrics of calls) and behind it (per-attempt logging, fault injection). ForOps
 // limits a middleware to some operations, named by their generated descriptors. The
-// built-ins are exported, so a stack in another order is a Chain of them.
+// built-ins are exported, so a stack in another order is a Chain of them, given to the
+// generated zarisclient.New. Handler, Middleware and Chain are defined in package runtime
+// (so options can carry middleware) and aliased here.
 //
 // An attempt-level middleware can end a call before its attempt is sent by returning a
-// *StopError; Budget and Backoff use it.
+// *StopError; Budget and Backoff use it. The retry layer then drops the attempt that was
+// never made and ends the call with the StopError's bound and its last outcome.
+//
+// # The attempt loop
+//
+// Retry makes attempts while both bounds of rule R4 allow, and acts on each attempt's
+// Class. An Answer is returned with a nil error (unless a custom classifier called an
+// error an answer, which is then returned as it is). Retry and RefreshRetry go on; the
+// layers below wait and refresh. Fatal ends the call with a *runtime.CallError of Bound
+// BoundNone, or BoundDeadline when the call's deadline ended it, also wrapping the
+// context's error when the call's context ended during the attempt. A call out of attempts
+// or time returns the last response, if any, and a *runtime.CallError naming the bound,
+// with a copy of every attempt, the elapsed time, and the last cause (a
+// *runtime.StatusError for a status) as Err (B4). An attempt left Unclassified (a stack
+// without Classify) is an answer without an error and fatal with one.
+//
+// RefreshOnMoved refreshes just before the retry, after the backoff, rather than just
+// after the failure: the refresh then sees the newest map the store has, and a call that
+// will not be retried (out of attempts, time or budget) never waits for one. A Moved from a
+// node with a newer map is already being fetched during the backoff (Observe), and the
+// refresh before the retry joins that fetch or finds it done. Answer and Retry outcomes
+// never cause a refresh any other way (R2, R8).
 //
 // # Rules
 //
@@ -103,6 +128,12 @@
 //     deadline (runtime.WithAttemptTimeout, 5 s by default).
 //
 // # Time
+//
+// The whole-call deadline lives on the call (Call.Deadline, set by Deadline), not on a
+// derived context, so a call costs no timer: every layer that waits stops at it itself.
+// Retry makes no attempt after it, Backoff clamps its sleep to it, RefreshOnMoved bounds
+// its wait by it, and the transport puts it on the socket when it comes before the attempt
+// timeout. Attempt-level middleware that waits should read Call.Deadline too.
 //
 // Every layer reads time and waits through the runtime.Clock it is given (cfg.Clock in
 // Default), so the timing rules are tested with middlewaretest.Clock, exactly and without

@@ -23,28 +23,13 @@ func MaxAttempts(p runtime.RetryPolicy, call *runtime.Call) int {
 	return max(n, 1)
 }
 
-// Retry returns the call-level middleware that runs the attempt loop of rule R4: while
-// attempts remain (MaxAttempts) and the clock is before call.Deadline, it checks the
-// context, starts an attempt (call.StartAttempt) and runs it through the attempt-level
-// middleware attempt (first listed outermost; the chain is built once, when Retry wraps its
-// next handler) and then next, the transport. It then acts on the attempt's Class:
-//
-//   - Answer: the response is returned, with a nil error (unless a custom classifier called
-//     an error an answer, which is then returned as it is).
-//   - Retry, RefreshRetry: the loop goes on; the layers below it wait and refresh.
-//   - Fatal: the call ends with a *runtime.CallError wrapping the error, of Bound
-//     runtime.BoundNone, or BoundDeadline when the call's deadline ended it. When the
-//     call's context ended during the attempt, the error also wraps the context's error.
-//
-// An attempt-level layer that returns a *StopError ends the call before its attempt is
-// sent; that attempt is dropped from call.Attempts and the call ends with the StopError's
-// bound and its last outcome.
-//
-// A call that runs out of attempts or time returns the last response, if any, and a
-// *runtime.CallError naming the bound, with a copy of every attempt, the elapsed time on
-// clock, and the last cause (a *runtime.StatusError for a status) as Err (rule B4). An
-// attempt left Unclassified (no Classify layer) is an answer when it has no error and fatal
-// when it has one.
+// Retry returns the call-level middleware that runs the attempt loop of rules R4 and R7:
+// it makes attempts through the attempt-level middleware attempt (first listed outermost)
+// and next while attempts remain and the call's deadline has not passed, and acts on each
+// attempt's Class: an Answer is returned, Retry and RefreshRetry go on, Fatal ends the
+// call. A call that ends without an answer returns the last response, if any, and a
+// *runtime.CallError naming the bound and carrying every attempt (B4); a *StopError from
+// an attempt-level layer ends the call before its attempt is sent.
 func Retry(p runtime.RetryPolicy, clock runtime.Clock, attempt ...Middleware) Middleware {
 	if clock == nil {
 		clock = runtime.SystemClock

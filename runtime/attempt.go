@@ -6,24 +6,12 @@ import (
 	"time"
 )
 
-// Invoke sends one attempt of call: it routes call.Key with the current map, borrows a
-// connection to the owner, and runs call.Op.Invoke on it within the attempt timeout. It
-// records the facts on call.Current() (node, address, map epoch, whether the request may
-// have been sent, the status and the answering node's epoch, the error, the duration) and
-// leaves judging them to the classify layer. A response is returned with a nil error
-// whatever its status. The errors:
-//
-//   - no owner for the segment: a *PartitionError (ErrPartitionUnavailable), not sent;
-//   - no connection (dial failed, node left the map, none free within the attempt
-//     timeout): a *NodeError with ErrNodeUnavailable, not sent;
-//   - the attempt timeout fired: ErrAttemptTimeout, sent;
-//   - a Thrift transport or protocol failure: ErrTransport and the cause, sent;
-//   - anything else (the caller's context ended, an application exception): a *NodeError
-//     wrapping it without a kind, so errors.Is(err, context.Canceled) still works;
-//   - the Engine is closed: ErrClosed.
-//
-// Any error closes the connection. Invoke does not refresh the map itself: the refresh
-// layer above it decides when (rules R2, R3, B1) and asks Refresher.
+// Invoke sends one attempt of call to the owner of call.Key under the current map, within
+// the attempt timeout, and records the facts on call.Current() for the classify layer to
+// judge. Any status comes back as a response with a nil error; a failure is a
+// *PartitionError, a *NodeError whose kind (ErrNodeUnavailable, ErrTransport,
+// ErrAttemptTimeout, ErrClosed, or none for the caller's context and application
+// exceptions) says what happened, or ErrClosed. It never refreshes the map itself.
 func (c *Engine) Invoke(ctx context.Context, call *Call) (Response, error) {
 	a := call.Current()
 	start := c.clock.Now()
