@@ -4,10 +4,10 @@
 //
 // # Linearizability
 //
-// The tests record concurrent histories of zaris-go clients (the typed client over
-// middleware.Default over a runtime.Engine) running Get, Put, guarded Put (ifMatchVersion,
-// ifAbsent), Delete, guarded Delete and Increment against an in-process store
-// (store.StartCluster) while the store goes through each kind of churn: kill and failover,
+// The tests record concurrent histories of zaris-go clients (made by zarisclient.Dial:
+// the typed client over the default stack over a runtime.Engine) running Get, Put, guarded
+// Put (ifMatchVersion, ifAbsent), Delete, guarded Delete and Increment against an
+// in-process store (store.StartCluster) while the store goes through each kind of churn: kill and failover,
 // scale-out (join), restart and failback, leave, segment migration, and all of them in one
 // run. Each history is checked with porcupine (github.com/anishathalye/porcupine) against a
 // key-value model partitioned per key. The model carries each key's value and version and

@@ -1,6 +1,6 @@
 // Command zaris is the command line of the Zaris key-value store: it reads and writes keys
 // and prints the cluster map, through the same client an application uses
-// (runtime.Dial, the middleware.Default stack and the generated zarisclient), so every
+// (zarisclient.Dial: the engine, the default stack and the typed client), so every
 // call is routed to the key's owner and ownership churn is retried away.
 //
 // Usage:
