@@ -13,7 +13,8 @@ import (
 // Engine is the client engine: the configuration, the current cluster map and its
 // routing table, a connection pool per node, and the shared map refresher. Its Invoke is
 // the terminal handler of the middleware stack: it sends one attempt to the key's owner
-// and records what happened. An Engine is safe for concurrent use.
+// and records what happened. The generated zarisclient.Dial makes one per client (reach
+// it with Client.Engine). An Engine is safe for concurrent use.
 type Engine struct {
 	cfg       Config
 	dial      Dialer
@@ -31,7 +32,7 @@ type Engine struct {
 // Dial builds a Config from opts (see NewConfig), fetches the first cluster map from the
 // seeds in order (the first that answers with a valid map wins) and returns the engine.
 // If no seed answers, the error wraps ErrNoSeeds and each seed's error. ctx bounds the
-// bootstrap only.
+// bootstrap only. Close the engine when done.
 func Dial(ctx context.Context, opts ...Option) (*Engine, error) {
 	cfg, err := NewConfig(opts...)
 	if err != nil {
