@@ -15,6 +15,10 @@
 // options in order, then validation. An explicit option beats the environment, which beats
 // the default; ZARIS_DISABLE_RETRIES=true wins over everything (rule R7). A value that does
 // not parse, or makes no sense, is a *ConfigError naming the variable or field and the value.
+// The Config also carries the parts of the middleware stack a user chooses (call-level
+// and attempt-level middleware, a retry budget, classifiers), which middleware.Default
+// reads, so one option type configures the whole client. A per-call CallOption is not an
+// Option.
 //
 // # The map and routing
 //
