@@ -7,7 +7,38 @@ import (
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+	clientv3 "go.etcd.io/etcd/client/v3"
 )
+
+// candidates returns two candidates "a" and "b" (sessions of ttlSeconds) of one cluster in
+// the shared etcd, with its client and prefix; b is closed when the test ends, a too unless
+// the test orphans it.
+func candidates(t *testing.T, ttlSeconds int, closeA bool) (cli *clientv3.Client, prefix string, a, b *Elector) {
+	t.Helper()
+	cli, prefix = ForTest(t)
+	a, err := NewElector(cli, prefix, "a", ttlSeconds)
+	require.NoError(t, err)
+	if closeA {
+		t.Cleanup(func() { _ = a.Close() })
+	}
+	b, err = NewElector(cli, prefix, "b", ttlSeconds)
+	require.NoError(t, err)
+	t.Cleanup(func() { _ = b.Close() })
+	return cli, prefix, a, b
+}
+
+// awaitLeadership waits for the campaign behind standby to win and returns its fence.
+func awaitLeadership(ctx context.Context, t *testing.T, standby <-chan Fence) Fence {
+	t.Helper()
+	select {
+	case f, ok := <-standby:
+		require.True(t, ok, "the standby's campaign failed")
+		return f
+	case <-ctx.Done():
+		t.Fatal("the standby did not take over")
+		return Fence{}
+	}
+}
 
 // campaignAsync campaigns in the background and delivers the fence (or error) on the channel.
 func campaignAsync(ctx context.Context, e *Elector) <-chan Fence {
@@ -29,13 +60,7 @@ func TestElector_StandbyTakesOverAndFencesTheDeposedLeader(t *testing.T) {
 	t.Parallel()
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
-	cli, prefix := ForTest(t)
-	a, err := NewElector(cli, prefix, "coordinator-a", 5)
-	require.NoError(t, err)
-	defer a.Close()
-	b, err := NewElector(cli, prefix, "coordinator-b", 5)
-	require.NoError(t, err)
-	defer b.Close()
+	cli, prefix, a, b := candidates(t, 5, true)
 
 	fa, err := a.Campaign(ctx)
 	require.NoError(t, err)
@@ -43,7 +68,7 @@ func TestElector_StandbyTakesOverAndFencesTheDeposedLeader(t *testing.T) {
 	standby := campaignAsync(ctx, b)
 	leader, err := a.Leader(ctx)
 	require.NoError(t, err)
-	assert.Equal(t, "coordinator-a", leader)
+	assert.Equal(t, "a", leader)
 
 	states := NewStateStore(cli, prefix)
 	st, err := states.Commit(ctx, fa, State{}, sampleState(1))
@@ -56,14 +81,7 @@ func TestElector_StandbyTakesOverAndFencesTheDeposedLeader(t *testing.T) {
 	assert.False(t, b.Leading())
 
 	require.NoError(t, a.Close())
-	var fb Fence
-	select {
-	case f, ok := <-standby:
-		require.True(t, ok, "the standby's campaign failed")
-		fb = f
-	case <-ctx.Done():
-		t.Fatal("the standby did not take over")
-	}
+	fb := awaitLeadership(ctx, t, standby)
 	assert.True(t, b.Leading())
 	assert.False(t, a.Leading())
 	_, leads := a.Fence()
@@ -84,23 +102,13 @@ func TestElector_LeaderThatVanishesIsReplacedAfterItsTTL(t *testing.T) {
 	t.Parallel()
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
-	cli, prefix := ForTest(t)
-	a, err := NewElector(cli, prefix, "a", 1)
-	require.NoError(t, err)
-	b, err := NewElector(cli, prefix, "b", 1)
-	require.NoError(t, err)
-	defer b.Close()
+	cli, prefix, a, b := candidates(t, 1, false)
 	fa, err := a.Campaign(ctx)
 	require.NoError(t, err)
 	standby := campaignAsync(ctx, b)
 
 	a.session.Orphan() // stop the keep-alives; the lease is left to expire
-	select {
-	case _, ok := <-standby:
-		require.True(t, ok, "the standby's campaign failed")
-	case <-ctx.Done():
-		t.Fatal("the standby did not take over")
-	}
+	awaitLeadership(ctx, t, standby)
 	_, err = NewStateStore(cli, prefix).Commit(ctx, fa, State{}, sampleState(1))
 	require.ErrorIs(t, err, ErrNotLeader)
 }
@@ -109,24 +117,13 @@ func TestElector_ResignHandsOver(t *testing.T) {
 	t.Parallel()
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
-	cli, prefix := ForTest(t)
-	a, err := NewElector(cli, prefix, "a", 5)
-	require.NoError(t, err)
-	defer a.Close()
-	b, err := NewElector(cli, prefix, "b", 5)
-	require.NoError(t, err)
-	defer b.Close()
-	_, err = a.Campaign(ctx)
+	_, _, a, b := candidates(t, 5, true)
+	_, err := a.Campaign(ctx)
 	require.NoError(t, err)
 	standby := campaignAsync(ctx, b)
 	require.NoError(t, a.Resign(ctx))
 	assert.False(t, a.Leading())
-	select {
-	case _, ok := <-standby:
-		require.True(t, ok)
-	case <-ctx.Done():
-		t.Fatal("the standby did not take over")
-	}
+	awaitLeadership(ctx, t, standby)
 	leader, err := b.Leader(ctx)
 	require.NoError(t, err)
 	assert.Equal(t, "b", leader)
