@@ -11,7 +11,7 @@ import (
 
 func TestOpen_EmbedsWhenNoEndpointsAreGiven(t *testing.T) {
 	ctx := context.Background()
-	b, err := Open(ctx, Options{Embed: EmbedConfig{NoFsync: true, Tick: 10 * time.Millisecond, Election: 100 * time.Millisecond}})
+	b, err := Open(ctx, Options{Embed: EmbedConfig{NoFsync: true}})
 	require.NoError(t, err)
 	require.NotNil(t, b.Embedded())
 	assert.Equal(t, "/zaris/", b.Prefix)

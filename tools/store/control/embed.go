@@ -1,6 +1,7 @@
 package control
 
 import (
+	"cmp"
 	"errors"
 	"fmt"
 	"net/url"
@@ -33,8 +34,10 @@ type EmbedConfig struct {
 	// NoFsync skips every fsync: only for throwaway data (tests, demos), since a crash of
 	// the machine can lose acknowledged writes.
 	NoFsync bool
-	// Tick and Election are raft's heartbeat interval and election timeout (defaults 100ms
-	// and 1s). A single member may use much shorter ones to start faster.
+	// Tick and Election are raft's heartbeat interval and election timeout. The defaults
+	// are etcd's (100ms and 1s) for a member of a multi-member cluster, and 10ms and 100ms
+	// for a single member, which has no peer to lose and so starts in tens of milliseconds
+	// instead of about a second.
 	Tick, Election time.Duration
 	// StartTimeout bounds the wait for the member to join its cluster and serve (default 30s).
 	StartTimeout time.Duration
@@ -87,11 +90,15 @@ func embedConfig(cfg EmbedConfig) (*embed.Config, string, error) {
 	ec.InitialClusterToken = orDefault(cfg.Token, "zaris")
 	ec.LogLevel = orDefault(cfg.LogLevel, "error")
 	ec.UnsafeNoFsync = cfg.NoFsync
-	if cfg.Tick > 0 {
-		ec.TickMs = uint(cfg.Tick / time.Millisecond)
+	tick, election := cfg.Tick, cfg.Election
+	if len(cfg.Peers) == 0 {
+		tick, election = cmp.Or(tick, 10*time.Millisecond), cmp.Or(election, 100*time.Millisecond)
 	}
-	if cfg.Election > 0 {
-		ec.ElectionMs = uint(cfg.Election / time.Millisecond)
+	if tick > 0 {
+		ec.TickMs = uint(tick / time.Millisecond)
+	}
+	if election > 0 {
+		ec.ElectionMs = uint(election / time.Millisecond)
 	}
 	// The v2 store's periodic snapshot is of no use to the small state kept here.
 	ec.SnapshotCount = 10000

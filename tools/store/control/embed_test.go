@@ -35,7 +35,7 @@ func TestMain(m *testing.M) {
 }
 
 func TestStartEmbedded_ServesAndCleansUp(t *testing.T) {
-	e, err := StartEmbedded(EmbedConfig{NoFsync: true, Tick: 10 * time.Millisecond, Election: 100 * time.Millisecond})
+	e, err := StartEmbedded(EmbedConfig{NoFsync: true})
 	require.NoError(t, err)
 	dir := e.tempDir
 	require.DirExists(t, dir)
@@ -131,4 +131,21 @@ func TestStartEmbedded_PeerURLMustMatchTheInitialCluster(t *testing.T) {
 	require.Error(t, err)
 	_, err = StartEmbedded(EmbedConfig{Name: "x", PeerURL: "http://127.0.0.1:1", Peers: map[string]string{"a": "http://127.0.0.1:1"}})
 	require.Error(t, err)
+}
+
+func TestEmbedConfig_TimingsAndFsync(t *testing.T) {
+	single, dir, err := embedConfig(EmbedConfig{NoFsync: true})
+	require.NoError(t, err)
+	defer removeTemp(dir)
+	assert.Equal(t, []uint{10, 100}, []uint{single.TickMs, single.ElectionMs}, "a single member starts fast")
+	assert.True(t, single.UnsafeNoFsync)
+	assert.Equal(t, "zaris=http://127.0.0.1:0", single.InitialCluster)
+
+	peers := map[string]string{"a": "http://127.0.0.1:2380", "b": "http://127.0.0.1:2381", "c": "http://127.0.0.1:2382"}
+	member, dir2, err := embedConfig(EmbedConfig{Name: "b", PeerURL: peers["b"], Peers: peers, Dir: t.TempDir()})
+	require.NoError(t, err)
+	assert.Empty(t, dir2, "a given data directory is not temporary")
+	assert.Equal(t, []uint{100, 1000}, []uint{member.TickMs, member.ElectionMs}, "etcd's defaults in a multi-member cluster")
+	assert.False(t, member.UnsafeNoFsync)
+	assert.Equal(t, InitialCluster(peers), member.InitialCluster)
 }

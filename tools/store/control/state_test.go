@@ -57,7 +57,7 @@ func TestStateStore_NewCoordinatorLoadsWhatWasCommitted(t *testing.T) {
 // The state survives a restart of etcd itself from its data directory.
 func TestStateStore_ReloadAfterEtcdRestart(t *testing.T) {
 	ctx := context.Background()
-	cfg := EmbedConfig{Dir: t.TempDir(), NoFsync: true, Tick: 10 * time.Millisecond, Election: 100 * time.Millisecond}
+	cfg := EmbedConfig{Dir: t.TempDir(), NoFsync: true}
 	e, err := StartEmbedded(cfg)
 	require.NoError(t, err)
 	cli, err := Connect(ctx, e.Endpoints(), 5*time.Second)
