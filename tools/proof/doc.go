@@ -31,7 +31,7 @@
 //
 // Run them with:
 //
-//	go test -race ./tools/proof
+//	go -C tools test -race ./proof
 //
 // # Network faults
 //
@@ -57,10 +57,10 @@
 //
 //	go test -run '^$' -fuzz '^FuzzNewConfigEnv$' -fuzztime 30s ./runtime
 //	go test -run '^$' -fuzz '^FuzzMalformedReply$' -fuzztime 30s ./runtime
-//	go test -run '^$' -fuzz '^FuzzParseProgram$' -fuzztime 30s ./tools/zarisgen
-//	go test -run '^$' -fuzz '^FuzzIDLNames$' -fuzztime 30s ./tools/zarisgen
-//	go test -run '^$' -fuzz '^FuzzNodeHeaderPort$' -fuzztime 30s ./tools/store
-//	go test -run '^$' -fuzz '^FuzzNodeJSONPort$' -fuzztime 30s ./tools/store
+//	go -C tools test -run '^$' -fuzz '^FuzzParseProgram$' -fuzztime 30s ./zarisgen
+//	go -C tools test -run '^$' -fuzz '^FuzzIDLNames$' -fuzztime 30s ./zarisgen
+//	go -C tools test -run '^$' -fuzz '^FuzzNodeHeaderPort$' -fuzztime 30s ./store
+//	go -C tools test -run '^$' -fuzz '^FuzzNodeJSONPort$' -fuzztime 30s ./store
 //
 // Go runs one fuzz target at a time, so each needs its own command.
 package proof

@@ -1,4 +1,4 @@
-package runtime_test
+package clientexamples_test
 
 import (
 	"context"

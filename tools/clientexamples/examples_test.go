@@ -1,4 +1,4 @@
-package runtime_test
+package clientexamples_test
 
 import (
 	"context"
@@ -86,7 +86,7 @@ func Example_compareAndSet() {
 // every attempt's node, map epoch and outcome. Here the only node of a one-node cluster is
 // killed after the client has its map, so all three attempts (the default maxAttempts) go
 // to node 1 and find it gone, and the map refreshes between them find no node to ask.
-func ExampleCallError() {
+func Example_callError() {
 	ctx := context.Background()
 	cluster, err := store.NewCluster(ctx, store.ClusterConfig{Nodes: 1, ReplicationFactor: 1})
 	if err != nil {
@@ -120,7 +120,7 @@ func ExampleCallError() {
 // WithRetriesDisabled (or ZARIS_DISABLE_RETRIES=true) makes every call a single attempt:
 // the first failure is the call's error. runtime.WithMaxAttempts(1) does the same for one
 // call.
-func ExampleWithRetriesDisabled() {
+func Example_withRetriesDisabled() {
 	ctx := context.Background()
 	cluster, err := store.NewCluster(ctx, store.ClusterConfig{Nodes: 1, ReplicationFactor: 1})
 	if err != nil {
