@@ -159,13 +159,18 @@ func readmeSnippet(t *testing.T, readme string) (snippet string, endLine int) {
 // go.sum files.
 func writeSnippetModule(t *testing.T, root, dir, snippet string) {
 	t.Helper()
-	rootMod, err := os.ReadFile(filepath.Join(root, "go.mod"))
-	require.NoError(t, err)
-	gl := goleakLine.FindStringSubmatch(string(rootMod))
-	require.NotNil(t, gl, "go.mod requires no go.uber.org/goleak")
+	var gl []string
+	for _, mod := range []string{"go.mod", "tools/go.mod"} {
+		data, err := os.ReadFile(filepath.Join(root, mod))
+		require.NoError(t, err)
+		if gl = goleakLine.FindStringSubmatch(string(data)); gl != nil {
+			break
+		}
+	}
+	require.NotNil(t, gl, "neither go.mod nor tools/go.mod requires go.uber.org/goleak")
 	var gomod, gosum strings.Builder
 	gomod.WriteString("module example.com/readmesnippet\n\ngo 1.26.0\n\nrequire go.uber.org/goleak " + gl[1] + "\n")
-	err = filepath.WalkDir(root, func(p string, d fs.DirEntry, err error) error {
+	err := filepath.WalkDir(root, func(p string, d fs.DirEntry, err error) error {
 		if err != nil {
 			return err
 		}
