@@ -64,8 +64,8 @@ func newView(pm *zarispeer.PeerMap) *view {
 	return v
 }
 
-// route answers the data-path question "may node me serve this op on segment seg?" in the
-// order DESIGN.md fixes: no owner → Unavailable; a write in cut-over → Migrating; the owner →
+// route answers the data-path question "may node me serve this op on segment seg?" in
+// this order: no owner → Unavailable; a write in cut-over → Migrating; the owner →
 // Ok (serve); a write at a replica → ReplicaWriteRejected; a handoff in flight →
 // OwnershipChanging; otherwise Moved.
 func (v *view) route(seg int32, me int32, write bool) zaris.KvStatus {

@@ -9,7 +9,6 @@ import (
 	"time"
 
 	"github.com/clustron/zaris-go/gen/zarisclient"
-	"github.com/clustron/zaris-go/middleware"
 	"github.com/clustron/zaris-go/runtime"
 	"github.com/clustron/zaris-go/tools/store"
 )
@@ -41,18 +40,17 @@ func Run(ctx context.Context, cfg Config) (*Report, error) {
 	defer cluster.Close()
 
 	opts := append([]runtime.Option{runtime.WithSeeds(cluster.Seeds()...), runtime.WithProtocol(cfg.Protocol)}, cfg.ClientOptions...)
-	client, err := runtime.Dial(ctx, opts...)
+	kv, err := zarisclient.Dial(ctx, append(opts, runtime.WithCallMiddleware(captureCallInfo))...)
 	if err != nil {
 		return nil, fmt.Errorf("demo: connecting the client: %w", err)
 	}
-	defer client.Close()
-	kv := zarisclient.New(middleware.Default(client.Invoke, client.Refresher(), client.Config(),
-		middleware.WithCallMiddleware(captureCallInfo)))
+	defer kv.Close()
+	refresher := kv.Engine().Refresher()
 
 	var ops, errs atomic.Int64
 	start := time.Now()
 	rec := newRecorder(start, cfg.Workers)
-	rec.startPhase("steady", client.Refresher().Stats().Performed)
+	rec.startPhase("steady", refresher.Stats().Performed)
 	workers := make([]*worker, cfg.Workers)
 	for i := range workers {
 		workers[i] = newWorker(i, cfg.KeysPerWorker, kv, start, &ops, &errs, rec)
@@ -82,7 +80,7 @@ func Run(ctx context.Context, cfg Config) (*Report, error) {
 		}
 		placeholder := string(e.Kind)
 		prog.phase.Store(&placeholder)
-		at := rec.startPhase(placeholder, client.Refresher().Stats().Performed)
+		at := rec.startPhase(placeholder, refresher.Stats().Performed)
 		// The event gets its own time, not what is left of the workload's: an event still
 		// running when the workload ends completes before the read-back.
 		ectx, cancel := context.WithTimeout(ctx, settleTimeout)
@@ -99,7 +97,7 @@ func Run(ctx context.Context, cfg Config) (*Report, error) {
 	<-runCtx.Done()
 	wg.Wait()
 	end := min(time.Since(start), cfg.Duration) // the workers stopped at the duration
-	endPerformed := client.Refresher().Stats().Performed
+	endPerformed := refresher.Stats().Performed
 	close(progressDone)
 	progressWG.Wait()
 
