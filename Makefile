@@ -8,6 +8,9 @@ THRIFT_VERSION := 0.17.0
 MOCKGEN   := $(GO) run github.com/golang/mock/mockgen@v1.6.0
 MODULE    := github.com/clustron/zaris-go
 IDL       := $(wildcard idl/*.thrift)
+# The client (gen, runtime, middleware) is the root module; tools/ is its own module, so the
+# store's dependencies never enter the client's build. Targets that cover code run over both.
+TOOLS     := tools
 
 .PHONY: help generate check-generate check-thrift test lint bench bench-go demo fuzz soak
 
@@ -25,7 +28,9 @@ generate: check-thrift ## regenerate gen/ from idl/ (thrift, then zarisgen, then
 		$(THRIFT) --gen go:package_prefix=$(MODULE)/gen/,skip_remote -out $(GEN) $$f || exit 1; \
 	done
 	gofmt -w $(GEN)
-	$(GO) run ./tools/zarisgen -thrift $(THRIFT) -idl idl/zaris.thrift -out $(GEN)/zarisclient
+	@bin=$$(mktemp -d) && $(GO) -C $(TOOLS) build -o $$bin/zarisgen ./zarisgen && \
+		$$bin/zarisgen -thrift $(THRIFT) -idl idl/zaris.thrift -out $(GEN)/zarisclient; \
+		status=$$?; rm -rf $$bin; exit $$status
 	cd $(GEN) && $(MOCKGEN) -source=zaris/zaris.go -destination=zarismock/zaris_mock.go -package=zarismock
 
 check-generate: generate ## regenerate and fail if gen/ differs from what is committed
@@ -34,23 +39,28 @@ check-generate: generate ## regenerate and fail if gen/ differs from what is com
 
 test: lint ## lint, run every test with the race detector, then fuzz each target briefly
 	$(GO) test -race -count=1 -timeout 10m ./...
+	$(GO) -C $(TOOLS) test -race -count=1 -timeout 10m ./...
 	$(MAKE) fuzz
 
 lint: ## gofmt check, go vet, and staticcheck (pinned; not on the generated gen/)
 	@out=$$(gofmt -l $$(git ls-files '*.go')); test -z "$$out" || { echo "gofmt would change:"; echo "$$out"; exit 1; }
 	$(GO) vet ./...
+	$(GO) -C $(TOOLS) vet ./...
 	$(GO) run honnef.co/go/tools/cmd/staticcheck@v0.8.2 $$($(GO) list ./... | grep -v '/gen/')
+	$(GO) -C $(TOOLS) run honnef.co/go/tools/cmd/staticcheck@v0.8.2 ./...
 
 demo: ## run the churn demo on an embedded cluster; writes demo-out/report.json and timeline.html
-	$(GO) run ./tools/zaris demo --out demo-out
+	$(GO) -C $(TOOLS) run ./zaris demo --out $(CURDIR)/demo-out
 
 bench: ## measure overhead, protocols, scale, churn and the refresh storm; prints a table, writes bench-out/bench.json
-	$(GO) run ./tools/zarisbench -out bench-out
+	$(GO) -C $(TOOLS) run ./zarisbench -out $(CURDIR)/bench-out
 
 bench-go: ## run the go test benchmarks
 	$(GO) test -run '^$$' -bench . -benchmem ./...
+	$(GO) -C $(TOOLS) test -run '^$$' -bench . -benchmem ./...
 
-# FUZZ_TARGETS are the fuzz targets, as package:Function. `make fuzz` runs each for FUZZTIME;
+# FUZZ_TARGETS are the fuzz targets, as package:Function (a package under tools/ is run in the
+# tools module). `make fuzz` runs each for FUZZTIME;
 # `make test` runs it with the default, `make soak` for SOAK_FUZZTIME.
 FUZZ_TARGETS := runtime:FuzzNewConfigEnv runtime:FuzzMalformedReply \
 	tools/zarisgen:FuzzParseProgram tools/zarisgen:FuzzIDLNames \
@@ -61,9 +71,10 @@ SOAK_COUNT    ?= 20
 
 fuzz: ## run each fuzz target for FUZZTIME (3s) beyond its committed seeds
 	@for t in $(FUZZ_TARGETS); do \
-		pkg=$${t%%:*}; fn=$${t#*:}; \
-		echo "fuzz $$fn ./$$pkg for $(FUZZTIME)"; \
-		$(GO) test -run '^$$' -fuzz "^$$fn\$$" -fuzztime $(FUZZTIME) ./$$pkg || exit 1; \
+		pkg=$${t%%:*}; fn=$${t#*:}; dir=.; \
+		case $$pkg in $(TOOLS)/*) dir=$(TOOLS); pkg=$${pkg#$(TOOLS)/};; esac; \
+		echo "fuzz $$fn ./$$pkg in $$dir for $(FUZZTIME)"; \
+		$(GO) -C $$dir test -run '^$$' -fuzz "^$$fn\$$" -fuzztime $(FUZZTIME) ./$$pkg || exit 1; \
 	done
 
 # STORE_FAULT_TESTS are the store's own fault tests (fenced cut-over, tombstones) that `make
@@ -72,5 +83,5 @@ STORE_FAULT_TESTS := ^(TestCutover_|TestTombstone_|TestSegment_AppliesOnlyNewerE
 
 soak: ## long run: each fuzz target for SOAK_FUZZTIME (60s), then the proof tests and the store's fault tests SOAK_COUNT (20) times with -race
 	$(MAKE) fuzz FUZZTIME=$(SOAK_FUZZTIME)
-	$(GO) test -race -count=$(SOAK_COUNT) -timeout 60m ./tools/proof
-	$(GO) test -race -count=$(SOAK_COUNT) -timeout 30m -run '$(STORE_FAULT_TESTS)' ./tools/store
+	$(GO) -C $(TOOLS) test -race -count=$(SOAK_COUNT) -timeout 60m ./proof
+	$(GO) -C $(TOOLS) test -race -count=$(SOAK_COUNT) -timeout 30m -run '$(STORE_FAULT_TESTS)' ./store

@@ -3,7 +3,6 @@ module github.com/clustron/zaris-go
 go 1.26.0
 
 require (
-	github.com/anishathalye/porcupine v1.3.1
 	github.com/apache/thrift v0.25.0
 	github.com/golang/mock v1.6.0
 	github.com/stretchr/testify v1.12.1
@@ -12,7 +11,6 @@ require (
 	go.opentelemetry.io/otel/sdk v1.47.0
 	go.opentelemetry.io/otel/sdk/metric v1.47.0
 	go.opentelemetry.io/otel/trace v1.47.0
-	go.uber.org/goleak v1.3.0
 	golang.org/x/sync v0.25.0
 )
 

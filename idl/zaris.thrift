@@ -21,7 +21,7 @@ namespace go zaris
 /**
  * The outcome of a data operation. Ok, NotFound, Conflict and InvalidRequest are answers the
  * client returns to the application at once; the other statuses are ownership churn the client
- * absorbs by retrying (rules R1, R2, R8 of DESIGN.md).
+ * absorbs by retrying (rules R1, R2, R8).
  */
 enum KvStatus {
   /** The operation was applied (or the read served). Returned to the caller. */

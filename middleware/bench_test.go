@@ -66,6 +66,8 @@ func BenchmarkDefault(b *testing.B) {
 		benchCall(b, context.Background(), middleware.Default(noopTransport(), refresher, noTimeout))
 	})
 	b.Run("with retry budget", func(b *testing.B) {
-		benchCall(b, context.Background(), middleware.Default(noopTransport(), refresher, cfg, middleware.WithRetryBudget(budget)))
+		budgeted := cfg
+		budgeted.RetryBudget = budget
+		benchCall(b, context.Background(), middleware.Default(noopTransport(), refresher, budgeted))
 	})
 }

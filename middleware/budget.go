@@ -123,7 +123,7 @@ func (b *RetryBudget) Withdraw() bool {
 // runtime.ErrRetryBudgetExhausted, and the retry layer ends the call with its last outcome.
 // It goes outermost among the attempt-level layers, so an attempt refused by the budget
 // neither backs off nor refreshes the map.
-func Budget(b *RetryBudget) Middleware {
+func Budget(b runtime.RetryBudget) Middleware {
 	return func(next Handler) Handler {
 		return func(ctx context.Context, call *runtime.Call) (runtime.Response, error) {
 			if len(call.Attempts) <= 1 {

@@ -74,7 +74,7 @@ func TestB3_RetryBudget(t *testing.T) {
 		clock := mwt.NewClock()
 		b, err := middleware.NewRetryBudget(middleware.BudgetPolicy{Ratio: 0.2, MaxBanked: 100}, clock)
 		require.NoError(t, err)
-		s := newStack(t, runtime.DefaultRetryPolicy, []mwt.Outcome{mwt.Answer(zaris.KvStatus_Unavailable)}, middleware.WithRetryBudget(b))
+		s := newStack(t, runtime.DefaultRetryPolicy, []mwt.Outcome{mwt.Answer(zaris.KvStatus_Unavailable)}, withBudget(b))
 		const calls = 100
 		var exhausted int
 		for range calls {
@@ -99,7 +99,7 @@ func TestB3_RetryBudget(t *testing.T) {
 	t.Run("empty budget: no backoff, no refresh", func(t *testing.T) {
 		b, err := middleware.NewRetryBudget(middleware.BudgetPolicy{}, mwt.NewClock())
 		require.NoError(t, err)
-		s := newStack(t, runtime.DefaultRetryPolicy, []mwt.Outcome{mwt.Answer(zaris.KvStatus_Moved)}, middleware.WithRetryBudget(b))
+		s := newStack(t, runtime.DefaultRetryPolicy, []mwt.Outcome{mwt.Answer(zaris.KvStatus_Moved)}, withBudget(b))
 		call := mwt.GetCall("k")
 		_, err = s.do(call)
 		var ce *runtime.CallError

@@ -11,25 +11,11 @@ import (
 	"github.com/clustron/zaris-go/runtime"
 )
 
-// Outcome is what one attempt produced, as a Classifier sees it.
-type Outcome struct {
-	// Ctx is the call's context (with the call's deadline), not the transport's per-attempt one.
-	Ctx context.Context
-	// Call is the call; Call.Op says what the operation is.
-	Call *runtime.Call
-	// Attempt is the attempt being judged (Call.Current()), as the transport filled it.
-	Attempt *runtime.Attempt
-	// Response is the response, set when the node answered.
-	Response runtime.Response
-	// Err is the transport's error, set when no response arrived.
-	Err error
-}
+// Outcome is what one attempt produced, as a Classifier sees it; see runtime.Outcome.
+type Outcome = runtime.Outcome
 
-// Classifier judges one attempt's outcome. It returns the class and true when it knows the
-// answer, or false to leave the outcome to the next classifier. Classifiers are small and
-// each knows one kind of outcome, like aws-sdk-go-v2's retryables: the first definite answer
-// in a chain wins.
-type Classifier func(o Outcome) (class runtime.Class, decided bool)
+// Classifier judges one attempt's outcome; see runtime.Classifier.
+type Classifier = runtime.Classifier
 
 // DefaultClassifiers is the chain Classify uses when given none: the caller's context and a
 // closed client first, then statuses (R1, R2, R8), Thrift application exceptions, the runtime's transport
@@ -144,20 +130,12 @@ func ThriftTransport(o Outcome) (runtime.Class, bool) {
 	return runtime.Unclassified, false
 }
 
-// Classify returns the middleware that judges every attempt: it runs the classifiers
-// (DefaultClassifiers when none are given) in order on the outcome of next, takes the
-// first definite answer (Fatal when none decides), and records it in call.Current().Class.
-// It also records the answer's status and epoch and the error in the attempt when the
-// transport did not.
-//
-// After the chain it applies rule B2, which no classifier can override: a failure that
-// would be retried (or that ended with the caller's context) after the request may have
-// been sent (Attempt.Sent), on an operation that is neither idempotent nor guarded, is Fatal
-// and its error wraps runtime.ErrInDoubt and the cause. A request that provably never left
-// (Sent false) stays retryable.
-//
-// Classify is the only layer that looks at statuses and raw errors; the layers above it
-// act on the Class and use errors.Is.
+// Classify returns the middleware that judges every attempt: the first definite answer of
+// classifiers (DefaultClassifiers when none are given; Fatal when none decides) becomes
+// call.Current().Class. Rule B2 then applies and no classifier can override it: a failure
+// that would be retried after the request may have been sent (Attempt.Sent), on an
+// operation neither idempotent nor guarded, is Fatal with an error that wraps
+// runtime.ErrInDoubt and the cause.
 func Classify(classifiers ...Classifier) Middleware {
 	if len(classifiers) == 0 {
 		classifiers = DefaultClassifiers

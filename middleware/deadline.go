@@ -8,15 +8,10 @@ import (
 )
 
 // Deadline returns the call-level middleware that sets the whole-call deadline of rule R4:
-// call.Deadline = the earliest of the context's deadline, an earlier call.Deadline, and
-// now + the call's timeout (call.Options.Timeout, else p.RequestTimeout; zero means no
-// bound, ZARIS_REQUEST_TIMEOUT=infinite). Time is read on clock.
-//
-// The deadline lives on the call, not on a derived context, so a call costs no timer: every
-// layer that waits stops at call.Deadline itself. Retry makes no attempt after it, Backoff
-// clamps its sleep to it, RefreshOnMoved bounds its wait by it, and the transport puts it
-// on the socket when it comes before the attempt timeout. Attempt-level middleware that
-// waits should read call.Deadline too.
+// call.Deadline becomes the earliest of the context's deadline, an earlier call.Deadline,
+// and now on clock plus the call's timeout (call.Options.Timeout, else p.RequestTimeout;
+// zero means no bound). Every layer that waits stops at call.Deadline itself (see the
+// package doc's Time section).
 func Deadline(p runtime.RetryPolicy, clock runtime.Clock) Middleware {
 	if clock == nil {
 		clock = runtime.SystemClock

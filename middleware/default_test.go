@@ -49,12 +49,14 @@ func TestDefault_Order(t *testing.T) {
 			}
 		}
 	}
-	h := middleware.Default(transport, refresher, runtime.Config{Retry: runtime.DefaultRetryPolicy, Clock: clock},
-		middleware.WithCallMiddleware(layer("call1"), layer("call2")),
-		middleware.WithAttemptMiddleware(layer("attempt1")),
-		middleware.WithAttemptMiddleware(layer("attempt2")),
-		middleware.WithClassifiers(append([]middleware.Classifier{classify}, middleware.DefaultClassifiers...)...),
+	cfg, err := runtime.NewConfig(runtime.WithEnv(nil), runtime.WithSeeds("127.0.0.1:1"), runtime.WithClock(clock),
+		runtime.WithCallMiddleware(layer("call1"), layer("call2")),
+		runtime.WithAttemptMiddleware(layer("attempt1")),
+		runtime.WithAttemptMiddleware(layer("attempt2")),
+		runtime.WithClassifiers(append([]middleware.Classifier{classify}, middleware.DefaultClassifiers...)...),
 	)
+	require.NoError(t, err)
+	h := middleware.Default(transport, refresher, cfg)
 	resp, err := h(context.Background(), mwt.PutCall("k", "v"))
 	require.NoError(t, err)
 	assert.Equal(t, zaris.KvStatus_Ok, resp.GetStatus())
@@ -85,7 +87,7 @@ func TestDefault_BudgetIsOutermostAttemptLayer(t *testing.T) {
 		}
 	}
 	s := newStack(t, runtime.DefaultRetryPolicy, []mwt.Outcome{mwt.Answer(zaris.KvStatus_Moved)},
-		middleware.WithRetryBudget(b), middleware.WithAttemptMiddleware(counter))
+		withBudget(b), withAttemptMW(counter))
 	_, err = s.do(mwt.GetCall("k"))
 	require.Error(t, err)
 	assert.Equal(t, 1, attempts)
@@ -93,33 +95,8 @@ func TestDefault_BudgetIsOutermostAttemptLayer(t *testing.T) {
 	assert.Empty(t, s.refresher.Requests())
 }
 
-// The runtime's engine and refresher plug into the default stack.
-var (
-	_ middleware.Engine       = (*runtime.Cluster)(nil)
-	_ middleware.MapRefresher = (*runtime.Refresher)(nil)
-)
-
-type fakeEngine struct {
-	*mwt.Transport
-	cfg runtime.Config
-}
-
-func (e fakeEngine) Config() runtime.Config { return e.cfg }
-
-// TestForEngine: the engine's transport and configuration make the default stack.
-func TestForEngine(t *testing.T) {
-	clock := mwt.NewClock()
-	e := fakeEngine{
-		Transport: mwt.Script(mwt.Answer(zaris.KvStatus_Unavailable)),
-		cfg:       runtime.Config{Retry: policy(func(p *runtime.RetryPolicy) { p.MaxAttempts = 2 }), Clock: clock},
-	}
-	h := middleware.ForEngine(e, mwt.NewRefresher(1))
-	_, err := h(context.Background(), mwt.GetCall("k"))
-	var ce *runtime.CallError
-	require.ErrorAs(t, err, &ce)
-	assert.Equal(t, 2, ce.MaxAttempts)
-	assert.Equal(t, []time.Duration{100 * time.Millisecond}, clock.Sleeps(), "the engine's clock")
-}
+// The runtime's refresher plugs into the default stack.
+var _ middleware.MapRefresher = (*runtime.Refresher)(nil)
 
 // TestDefault_Concurrent runs one stack from many goroutines (for the race detector).
 func TestDefault_Concurrent(t *testing.T) {
@@ -127,7 +104,7 @@ func TestDefault_Concurrent(t *testing.T) {
 	require.NoError(t, err)
 	s := newStack(t, runtime.DefaultRetryPolicy, []mwt.Outcome{
 		mwt.AnswerAt(zaris.KvStatus_Moved, 2), mwt.AnswerAt(zaris.KvStatus_Ok, 3),
-	}, middleware.WithRetryBudget(b))
+	}, withBudget(b))
 	done := make(chan error)
 	for range 16 {
 		go func() {

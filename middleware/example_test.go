@@ -39,7 +39,7 @@ func ExampleDefault() {
 // A call-level middleware runs once per call, in front of the retry layer: it sees the
 // final outcome and the whole attempt history, which makes it the place for logging,
 // tracing and metrics. ForOps limits it to the operations named.
-func ExampleWithCallMiddleware() {
+func ExampleDefault_callMiddleware() {
 	logCalls := func(next middleware.Handler) middleware.Handler {
 		return func(ctx context.Context, call *runtime.Call) (runtime.Response, error) {
 			resp, err := next(ctx, call)
@@ -54,9 +54,9 @@ func ExampleWithCallMiddleware() {
 		}
 	}
 	transport := mwt.Script(mwt.Answer(zaris.KvStatus_Unavailable), mwt.Answer(zaris.KvStatus_Ok), mwt.Answer(zaris.KvStatus_Moved))
-	cfg := runtime.Config{Retry: runtime.DefaultRetryPolicy, Clock: mwt.NewClock()}
-	handler := middleware.Default(transport.Invoke, mwt.NewRefresher(1), cfg,
-		middleware.WithCallMiddleware(middleware.ForOps(logCalls, mwt.OpPut)))
+	cfg := runtime.Config{Retry: runtime.DefaultRetryPolicy, Clock: mwt.NewClock(),
+		CallMiddleware: []runtime.Middleware{middleware.ForOps(logCalls, mwt.OpPut)}}
+	handler := middleware.Default(transport.Invoke, mwt.NewRefresher(1), cfg)
 
 	ctx := context.Background()
 	_, _ = handler(ctx, mwt.PutCall("k", "v"))                             // logged
@@ -69,7 +69,7 @@ func ExampleWithCallMiddleware() {
 
 // An attempt-level middleware runs once per attempt, between Classify and the transport:
 // it sees every attempt's raw outcome, with the node it went to.
-func ExampleWithAttemptMiddleware() {
+func ExampleDefault_attemptMiddleware() {
 	logAttempts := func(next middleware.Handler) middleware.Handler {
 		return func(ctx context.Context, call *runtime.Call) (runtime.Response, error) {
 			resp, err := next(ctx, call)
@@ -87,9 +87,9 @@ func ExampleWithAttemptMiddleware() {
 		mwt.Answer(zaris.KvStatus_Migrating),
 		mwt.Answer(zaris.KvStatus_Ok),
 	)
-	cfg := runtime.Config{Retry: runtime.DefaultRetryPolicy, Clock: mwt.NewClock()}
-	handler := middleware.Default(transport.Invoke, mwt.NewRefresher(1), cfg,
-		middleware.WithAttemptMiddleware(logAttempts))
+	cfg := runtime.Config{Retry: runtime.DefaultRetryPolicy, Clock: mwt.NewClock(),
+		AttemptMiddleware: []runtime.Middleware{logAttempts}}
+	handler := middleware.Default(transport.Invoke, mwt.NewRefresher(1), cfg)
 
 	call := mwt.PutCall("k", "v")
 	resp, err := handler(context.Background(), call)

@@ -18,7 +18,7 @@ type stack struct {
 }
 
 // newStack builds middleware.Default with policy p around a transport that plays script.
-func newStack(t testing.TB, p runtime.RetryPolicy, script []mwt.Outcome, opts ...middleware.Option) *stack {
+func newStack(t testing.TB, p runtime.RetryPolicy, script []mwt.Outcome, edits ...func(*runtime.Config)) *stack {
 	t.Helper()
 	s := &stack{
 		clock:     mwt.NewClock(),
@@ -28,7 +28,10 @@ func newStack(t testing.TB, p runtime.RetryPolicy, script []mwt.Outcome, opts ..
 	s.transport.Clock = s.clock
 	s.transport.MapEpoch = 1
 	cfg := runtime.Config{Retry: p, Clock: s.clock}
-	s.handler = middleware.Default(s.transport.Invoke, s.refresher, cfg, opts...)
+	for _, edit := range edits {
+		edit(&cfg)
+	}
+	s.handler = middleware.Default(s.transport.Invoke, s.refresher, cfg)
 	return s
 }
 
@@ -52,4 +55,14 @@ func repeat(o mwt.Outcome, n int) []mwt.Outcome {
 		out[i] = o
 	}
 	return out
+}
+
+// withBudget sets the stack's retry budget.
+func withBudget(b runtime.RetryBudget) func(*runtime.Config) {
+	return func(c *runtime.Config) { c.RetryBudget = b }
+}
+
+// withAttemptMW adds attempt-level middleware to the stack.
+func withAttemptMW(mw ...middleware.Middleware) func(*runtime.Config) {
+	return func(c *runtime.Config) { c.AttemptMiddleware = append(c.AttemptMiddleware, mw...) }
 }

@@ -7,30 +7,14 @@ import (
 	"github.com/clustron/zaris-go/runtime"
 )
 
-// Handler handles one call: the transport at the bottom of a stack, or a stack of middleware
-// around it. A Handler returns either a response or an error; the call it is given records
-// what happened (attempts, classes, stats) for the layers above it to read.
-type Handler func(ctx context.Context, call *runtime.Call) (runtime.Response, error)
+// Handler handles one call; see runtime.Handler.
+type Handler = runtime.Handler
 
-// Middleware wraps a Handler in one concern (classification, backoff, logging, ...) and
-// returns the wrapped Handler. It is applied once, when a stack is built; the Handler it
-// returns runs on every call and must be safe for concurrent use.
-type Middleware func(next Handler) Handler
+// Middleware wraps a Handler in one concern; see runtime.Middleware.
+type Middleware = runtime.Middleware
 
-// Chain composes mw into one Middleware. The first listed is the outermost: it sees a call
-// first and its outcome last. Nil entries are skipped. Chain copies mw, so later changes to
-// the slice do not affect the result.
-func Chain(mw ...Middleware) Middleware {
-	mw = slices.Clone(mw)
-	return func(next Handler) Handler {
-		for i := len(mw) - 1; i >= 0; i-- {
-			if mw[i] != nil {
-				next = mw[i](next)
-			}
-		}
-		return next
-	}
-}
+// Chain composes mw into one Middleware, the first listed outermost; see runtime.Chain.
+func Chain(mw ...Middleware) Middleware { return runtime.Chain(mw...) }
 
 // ForOps applies mw only to calls of the given operations and passes every other call
 // straight to the next handler. Pass the generated operation descriptors (for example

@@ -21,23 +21,11 @@ type MapRefresher interface {
 	Epoch() int64
 }
 
-// RefreshOnMoved returns the attempt-level middleware of rules R2, R3 and B1.
-//
-// Before an attempt that follows a RefreshRetry attempt (Moved, ReplicaWriteRejected,
-// OwnershipChanging, a transport failure) it requests one shared map refresh from r, with
-// the previous attempt's answer epoch as evidence, waits for it (r bounds the wait), and
-// counts it in call.Stats.RefreshesRequested, and in RefreshesPerformed when a fetch ran for
-// it. Refreshing just before the retry, after the backoff, rather than just after the
-// failure, means the refresh sees the newest map the store has, and a call that will not be
-// retried (out of attempts, time or budget) never waits for one.
-//
-// After every answered attempt whose answer epoch is newer than r's map, whatever its
-// class, it calls r.Observe, which starts a shared fetch without making the call wait (B1):
-// a Moved from a node with a newer map is being fetched during the backoff, and the refresh
-// before the retry joins that fetch or finds it done. Answer and Retry outcomes never cause
-// a refresh any other way (R2, R8).
-//
-// RefreshOnMoved sits above Classify, so it reads the class of the attempt it ran.
+// RefreshOnMoved returns the attempt-level middleware of rules R2, R3 and B1: before an
+// attempt that follows a RefreshRetry attempt it asks r for one shared refresh, with the
+// previous answer's epoch as evidence, and waits for it (counted in call.Stats); after an
+// answer whose epoch is newer than r's map it calls r.Observe without waiting. It sits
+// above Classify, so it reads the class of the attempt it ran.
 func RefreshOnMoved(r MapRefresher, clock runtime.Clock) Middleware {
 	if clock == nil {
 		clock = runtime.SystemClock

@@ -9,30 +9,6 @@ import (
 	"github.com/clustron/zaris-go/runtime"
 )
 
-// StopError is returned by an attempt-level middleware that decides, before the current
-// attempt is sent, that the call must end (the retry budget is empty, the deadline passed
-// during the backoff, the context ended during a wait). The retry layer drops the attempt
-// that was never made from call.Attempts and ends the call with a *runtime.CallError whose
-// Bound is Bound and whose Err wraps Err and the last attempt's cause.
-type StopError struct {
-	// Bound is the bound that stopped the call (runtime.BoundNone for a cancelled context).
-	Bound runtime.Bound
-	// Err is why, if there is more to say than the bound (for example
-	// runtime.ErrRetryBudgetExhausted or context.Canceled); it may be nil.
-	Err error
-}
-
-// Error names the bound and the reason.
-func (e *StopError) Error() string {
-	if e.Err == nil {
-		return "zaris: call stopped by its " + e.Bound.String() + " bound"
-	}
-	return "zaris: call stopped: " + e.Err.Error()
-}
-
-// Unwrap returns the reason.
-func (e *StopError) Unwrap() error { return e.Err }
-
 // MaxAttempts returns the attempt cap of call under p (R4, R7): one when retries are
 // disabled, whatever else says; else the call's own cap if set, else the policy's; never
 // less than one.
@@ -47,28 +23,13 @@ func MaxAttempts(p runtime.RetryPolicy, call *runtime.Call) int {
 	return max(n, 1)
 }
 
-// Retry returns the call-level middleware that runs the attempt loop of rule R4: while
-// attempts remain (MaxAttempts) and the clock is before call.Deadline, it checks the
-// context, starts an attempt (call.StartAttempt) and runs it through the attempt-level
-// middleware attempt (first listed outermost; the chain is built once, when Retry wraps its
-// next handler) and then next, the transport. It then acts on the attempt's Class:
-//
-//   - Answer: the response is returned, with a nil error (unless a custom classifier called
-//     an error an answer, which is then returned as it is).
-//   - Retry, RefreshRetry: the loop goes on; the layers below it wait and refresh.
-//   - Fatal: the call ends with a *runtime.CallError wrapping the error, of Bound
-//     runtime.BoundNone, or BoundDeadline when the call's deadline ended it. When the
-//     call's context ended during the attempt, the error also wraps the context's error.
-//
-// An attempt-level layer that returns a *StopError ends the call before its attempt is
-// sent; that attempt is dropped from call.Attempts and the call ends with the StopError's
-// bound and its last outcome.
-//
-// A call that runs out of attempts or time returns the last response, if any, and a
-// *runtime.CallError naming the bound, with a copy of every attempt, the elapsed time on
-// clock, and the last cause (a *runtime.StatusError for a status) as Err (rule B4). An
-// attempt left Unclassified (no Classify layer) is an answer when it has no error and fatal
-// when it has one.
+// Retry returns the call-level middleware that runs the attempt loop of rules R4 and R7:
+// it makes attempts through the attempt-level middleware attempt (first listed outermost)
+// and next while attempts remain and the call's deadline has not passed, and acts on each
+// attempt's Class: an Answer is returned, Retry and RefreshRetry go on, Fatal ends the
+// call. A call that ends without an answer returns the last response, if any, and a
+// *runtime.CallError naming the bound and carrying every attempt (B4); a *StopError from
+// an attempt-level layer ends the call before its attempt is sent.
 func Retry(p runtime.RetryPolicy, clock runtime.Clock, attempt ...Middleware) Middleware {
 	if clock == nil {
 		clock = runtime.SystemClock

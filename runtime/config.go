@@ -85,4 +85,16 @@ type Config struct {
 	// Dialer opens connections to nodes. Nil (the default) means the built-in dialer
 	// (DefaultDialer), which speaks Protocol over Transport, with TLS when TLS is set.
 	Dialer Dialer
+	// CallMiddleware runs once per call, in front of the deadline and retry layers, and
+	// sees the call's final outcome. The first listed is the outermost.
+	CallMiddleware []Middleware
+	// AttemptMiddleware runs once per attempt, between the classify layer and the
+	// transport, and sees the transport's raw outcome. The first listed is the outermost.
+	AttemptMiddleware []Middleware
+	// RetryBudget, when set, charges every call to it (rule B3). Nil: retries are bounded
+	// by rule R4 only.
+	RetryBudget RetryBudget
+	// Classifiers, when set, replace the default classifier chain
+	// (middleware.DefaultClassifiers).
+	Classifiers []Classifier
 }

@@ -2,7 +2,10 @@
 // routing, per-node connection pools over every supported Thrift protocol and transport,
 // the shared map refresher, the call model the middleware works on, and the typed errors.
 // The middleware package decides what to do with an attempt's outcome (classify, refresh,
-// back off, retry); this package makes attempts and records the facts.
+// back off, retry); this package makes attempts and records the facts. The rules cited by
+// number (R1 to R9, B1 to B5) are defined in the Rules section of the middleware package's
+// documentation. Most programs use neither package directly: the generated
+// zarisclient.Dial builds an Engine and the default stack from runtime options.
 //
 // # Configuration
 //
@@ -12,6 +15,10 @@
 // options in order, then validation. An explicit option beats the environment, which beats
 // the default; ZARIS_DISABLE_RETRIES=true wins over everything (rule R7). A value that does
 // not parse, or makes no sense, is a *ConfigError naming the variable or field and the value.
+// The Config also carries the parts of the middleware stack a user chooses (call-level
+// and attempt-level middleware, a retry budget, classifiers), which middleware.Default
+// reads, so one option type configures the whole client. A per-call CallOption is not an
+// Option.
 //
 // # The map and routing
 //
@@ -44,27 +51,37 @@
 // ride one fetch (golang.org/x/sync/singleflight); a request within the debounce window of
 // the last completed fetch is a no-op unless an answer showed a newer epoch; each caller
 // waits at most the refresh wait or its own context while the fetch, which runs on the
-// refresher's own context, completes for the others. The Cluster's refresher asks the nodes
+// refresher's own context, completes for the others. The Engine's refresher asks the nodes
 // of the current map, then the seeds, and takes the first map at least as new as the epoch
 // an answer showed (nodes learn a map one by one), else the newest it got. The bootstrap
 // fetch in Dial is not a refresh: it opens no debounce window.
 //
+// No lock of the Refresher's is held while a fetch runs or while callers wait. The flight
+// clears its own singleflight slot with Forget as soon as the map is installed; Forget and
+// singleflight's completion take only singleflight's internal mutex, held for a map delete
+// and for handing results to buffered channels, so a completion never convoys behind a
+// waiter or a new request, nor the other way round. A failed fetch opens no debounce
+// window; a fetch runs on the refresher's own context, bounded by the refresh wait (at
+// least a dial plus an attempt timeout), never on a caller's.
+//
 // # Calls and errors
 //
 // The typed client makes a Call per application call; the middleware adds Attempts to it;
-// Cluster.Invoke, the end of the chain, routes one attempt, sends it and records the node,
+// Engine.Invoke, the end of the chain, routes one attempt, sends it and records the node,
 // the map epoch, whether the request may have been sent, and the answer's status and epoch
 // or the error. Any status comes back as a response with a nil error. Errors carry a
-// sentinel kind for errors.Is: ErrPartitionUnavailable (no owner), ErrNodeUnavailable (no
-// connection: nothing was sent), ErrTransport (a Thrift transport or protocol failure),
-// ErrAttemptTimeout (the per-attempt timeout, rule B5), ErrClosed. An error the client does
+// sentinel kind for errors.Is: ErrPartitionUnavailable (no owner: not sent),
+// ErrNodeUnavailable (no connection: the dial failed, the node left the map, or none was
+// free within the attempt timeout; not sent), ErrTransport (a Thrift transport or protocol
+// failure: sent), ErrAttemptTimeout (the per-attempt timeout, rule B5: sent), ErrClosed.
+// Any error closes the connection it happened on. An error the client does
 // not judge (the caller's context ended, an application exception) is wrapped without a
 // kind, so errors.Is(err, context.Canceled) and errors.As(err, &thrift.TApplicationException)
 // still work. Transport failures are told apart by type, never by message.
 //
 // # Concurrency
 //
-// Cluster, Router, RoutingTable and Refresher are safe for concurrent use; a Call belongs to
+// Engine, Router, RoutingTable and Refresher are safe for concurrent use; a Call belongs to
 // one goroutine at a time. Time is read through Config.Clock (debounce, refresh wait,
 // attempt durations), so tests inject a fake clock; socket deadlines are wall-clock time.
 package runtime

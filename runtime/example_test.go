@@ -22,7 +22,7 @@ func ExampleNewConfig() {
 		runtime.WithEnv(func(k string) (string, bool) { v, ok := environment[k]; return v, ok }),
 		runtime.WithSeeds("10.0.0.1:7000", "10.0.0.2:7000"),
 		runtime.WithRefreshWait(5*time.Second),
-		runtime.WithMaxAttempts(5),
+		runtime.WithDefaultMaxAttempts(5),
 	)
 	if err != nil {
 		panic(err)
@@ -76,7 +76,7 @@ func ExampleRoutingTable_Route() {
 // on top of Invoke, and the generated zarisclient on top of that.
 func ExampleDial() {
 	ctx := context.Background()
-	cluster, err := runtime.Dial(ctx,
+	engine, err := runtime.Dial(ctx,
 		runtime.WithSeeds("127.0.0.1:7000"),
 		runtime.WithProtocol(runtime.ProtocolCompact),
 		runtime.WithAttemptTimeout(2*time.Second),
@@ -85,6 +85,6 @@ func ExampleDial() {
 		fmt.Println(errors.Is(err, runtime.ErrNoSeeds))
 		return
 	}
-	defer cluster.Close()
-	fmt.Println("map epoch", cluster.Map().Epoch)
+	defer engine.Close()
+	fmt.Println("map epoch", engine.Map().Epoch)
 }

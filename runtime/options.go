@@ -7,6 +7,7 @@ import (
 	"math"
 	"net"
 	"os"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -41,13 +42,12 @@ const (
 	DefaultRefreshDebounce = 500 * time.Millisecond
 )
 
-// Option sets one part of a client's configuration; pass options to Dial or NewConfig.
-// Options are applied in order after the defaults and the environment, so an explicit
-// option beats the environment, which beats the default. The one exception is rule R7:
-// ZARIS_DISABLE_RETRIES=true wins over every option.
-//
-// Every CallOption is also an Option: passed to Dial it applies to every call
-// (WithMaxAttempts sets Retry.MaxAttempts, WithTimeout sets Retry.RequestTimeout).
+// Option sets one part of a client's configuration; pass options to Dial (or the
+// generated zarisclient.Dial) or NewConfig. Options are applied in order after the
+// defaults and the environment, so an explicit option beats the environment, which beats
+// the default; ZARIS_DISABLE_RETRIES=true wins over every option (rule R7). A per-call
+// CallOption is not an Option: the client-wide counterparts of WithMaxAttempts and
+// WithTimeout are WithDefaultMaxAttempts and WithRequestTimeout.
 type Option interface {
 	applyOption(*configBuilder)
 }
@@ -368,24 +368,53 @@ func WithEnv(lookup func(string) (string, bool)) Option {
 	return envOption{lookup: lookup}
 }
 
-// unsetAttempts and unsetTimeout mark the CallOptions fields no CallOption touched.
-const (
-	unsetAttempts = math.MinInt
-	unsetTimeout  = time.Duration(math.MinInt64)
-)
+// WithDefaultMaxAttempts caps the attempts of every call, the first included (rule R4),
+// in place of the default 3; a call's own WithMaxAttempts overrides it. n must be at least
+// 1. ZARIS_DISABLE_RETRIES and WithRetriesDisabled still make every call a single attempt.
+func WithDefaultMaxAttempts(n int) Option {
+	return optionFunc(func(b *configBuilder) { b.cfg.Retry.MaxAttempts = n })
+}
 
-// applyOption makes a CallOption usable as a client-wide Option: WithMaxAttempts(n) sets
-// Retry.MaxAttempts and WithTimeout(d) sets Retry.RequestTimeout for every call.
-func (o CallOption) applyOption(b *configBuilder) {
-	if o == nil {
-		return
-	}
-	co := CallOptions{MaxAttempts: unsetAttempts, Timeout: unsetTimeout}
-	o(&co)
-	if co.MaxAttempts != unsetAttempts {
-		b.cfg.Retry.MaxAttempts = co.MaxAttempts
-	}
-	if co.Timeout != unsetTimeout {
-		WithRequestTimeout(co.Timeout).applyOption(b)
-	}
+// WithRetryPolicy replaces every number of the retry rules at once (rules R4, R5, R7);
+// start from DefaultRetryPolicy. p.RequestTimeout zero means no whole-call bound, and
+// p.Disabled true acts as WithRetriesDisabled.
+func WithRetryPolicy(p RetryPolicy) Option {
+	return optionFunc(func(b *configBuilder) {
+		b.cfg.Retry = p
+		if p.Disabled {
+			b.disableRetries = true
+		}
+	})
+}
+
+// WithCallMiddleware adds call-level middleware to the default stack, in front of the
+// deadline and retry layers: it runs once per call and sees the call's final outcome (the
+// answer, or the *CallError with every attempt). The first listed is the outermost;
+// repeated options append. Wrap one in middleware.ForOps to apply it to some operations.
+func WithCallMiddleware(mw ...Middleware) Option {
+	mw = slices.Clone(mw)
+	return optionFunc(func(b *configBuilder) { b.cfg.CallMiddleware = append(b.cfg.CallMiddleware, mw...) })
+}
+
+// WithAttemptMiddleware adds attempt-level middleware to the default stack, between the
+// classify layer and the transport: it runs once per attempt and sees the transport's raw
+// outcome before it is classified. The first listed is the outermost; repeated options
+// append.
+func WithAttemptMiddleware(mw ...Middleware) Option {
+	mw = slices.Clone(mw)
+	return optionFunc(func(b *configBuilder) { b.cfg.AttemptMiddleware = append(b.cfg.AttemptMiddleware, mw...) })
+}
+
+// WithRetryBudget charges every call of the client to budget (rule B3), normally one made
+// by middleware.NewRetryBudget. Share one budget between the stacks of one client.
+func WithRetryBudget(budget RetryBudget) Option {
+	return optionFunc(func(b *configBuilder) { b.cfg.RetryBudget = budget })
+}
+
+// WithClassifiers replaces the default classifier chain (middleware.DefaultClassifiers)
+// with c. To extend the default chain, pass your classifiers followed by
+// middleware.DefaultClassifiers.
+func WithClassifiers(c ...Classifier) Option {
+	c = slices.Clone(c)
+	return optionFunc(func(b *configBuilder) { b.cfg.Classifiers = c })
 }

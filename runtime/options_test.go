@@ -50,7 +50,7 @@ func TestNewConfigOptions(t *testing.T) {
 		WithPoolSize(4),
 		WithDialTimeout(2*time.Second),
 		WithAttemptTimeout(3*time.Second),
-		WithMaxAttempts(5),
+		WithDefaultMaxAttempts(5),
 		WithBackoff(50*time.Millisecond),
 		WithRequestTimeout(9*time.Second),
 		WithRefreshWait(7*time.Second),
@@ -75,10 +75,10 @@ func TestNewConfigOptions(t *testing.T) {
 	assert.False(t, cfg.Retry.Disabled)
 
 	// WithTimeout, a CallOption, is also a client-wide Option; later options win.
-	cfg, err = NewConfig(WithEnv(env(nil)), WithSeeds("a:1"), WithTimeout(4*time.Second), WithoutRequestTimeout())
+	cfg, err = NewConfig(WithEnv(env(nil)), WithSeeds("a:1"), WithRequestTimeout(4*time.Second), WithoutRequestTimeout())
 	require.NoError(t, err)
 	assert.Zero(t, cfg.Retry.RequestTimeout)
-	cfg, err = NewConfig(WithEnv(env(nil)), WithSeeds("a:1"), WithoutRequestTimeout(), WithTimeout(4*time.Second))
+	cfg, err = NewConfig(WithEnv(env(nil)), WithSeeds("a:1"), WithoutRequestTimeout(), WithRequestTimeout(4*time.Second))
 	require.NoError(t, err)
 	assert.Equal(t, 4*time.Second, cfg.Retry.RequestTimeout)
 }
@@ -130,13 +130,13 @@ func TestNewConfigEnv(t *testing.T) {
 			}},
 		{name: "disable garbage", env: map[string]string{EnvDisableRetries: "yes please"}, wantVar: EnvDisableRetries},
 		{name: "R7 env true wins over an explicit max attempts", env: map[string]string{EnvDisableRetries: "TRUE"},
-			opts: []Option{WithMaxAttempts(7)},
+			opts: []Option{WithDefaultMaxAttempts(7)},
 			check: func(t *testing.T, c Config) {
 				assert.True(t, c.Retry.Disabled)
 				assert.Equal(t, 1, c.Retry.MaxAttempts)
 			}},
 		{name: "R7 option disables with env false", env: map[string]string{EnvDisableRetries: "false"},
-			opts: []Option{WithRetriesDisabled(), WithMaxAttempts(7)},
+			opts: []Option{WithRetriesDisabled(), WithDefaultMaxAttempts(7)},
 			check: func(t *testing.T, c Config) {
 				assert.True(t, c.Retry.Disabled)
 				assert.Equal(t, 1, c.Retry.MaxAttempts)
@@ -207,9 +207,9 @@ func TestNewConfigValidation(t *testing.T) {
 		{"dial timeout zero", []Option{WithDialTimeout(0)}, "DialTimeout"},
 		{"attempt timeout negative", []Option{WithAttemptTimeout(-time.Second)}, "AttemptTimeout"},
 		{"backoff negative", []Option{WithBackoff(-time.Millisecond)}, "Retry.Backoff"},
-		{"max attempts zero", []Option{WithMaxAttempts(0)}, "Retry.MaxAttempts"},
+		{"max attempts zero", []Option{WithDefaultMaxAttempts(0)}, "Retry.MaxAttempts"},
 		{"request timeout zero", []Option{WithRequestTimeout(0)}, "Retry.RequestTimeout"},
-		{"call timeout as option zero", []Option{WithTimeout(0)}, "Retry.RequestTimeout"},
+		{"call timeout as option zero", []Option{WithRequestTimeout(0)}, "Retry.RequestTimeout"},
 		{"refresh wait negative", []Option{WithRefreshWait(-1)}, "RefreshWait"},
 		{"refresh debounce negative", []Option{WithRefreshDebounce(-1)}, "RefreshDebounce"},
 		{"nil clock", []Option{WithClock(nil)}, "Clock"},
@@ -241,3 +241,58 @@ func TestNewConfigReportsEveryProblem(t *testing.T) {
 	}
 	assert.ElementsMatch(t, []string{"RefreshWait", "Seeds", "PoolSize"}, fields)
 }
+
+// A per-call option is not a client option: WithMaxAttempts and WithTimeout cannot be
+// passed to NewConfig or Dial, whose counterparts are WithDefaultMaxAttempts and
+// WithRequestTimeout.
+func TestCallOptionIsNotAnOption(t *testing.T) {
+	_, isOption := any(WithMaxAttempts(5)).(Option)
+	assert.False(t, isOption)
+	_, isOption = any(WithTimeout(time.Second)).(Option)
+	assert.False(t, isOption)
+}
+
+// The stack options land in the Config the default stack is built from; repeated
+// middleware options append, classifiers replace.
+func TestStackOptions(t *testing.T) {
+	mw := func(next Handler) Handler { return next }
+	cls := func(Outcome) (Class, bool) { return Answer, true }
+	budget := countingBudget{}
+	cfg, err := NewConfig(WithEnv(nil), WithSeeds("127.0.0.1:1"),
+		WithCallMiddleware(mw), WithCallMiddleware(mw, mw),
+		WithAttemptMiddleware(mw),
+		WithClassifiers(cls, cls), WithClassifiers(cls),
+		WithRetryBudget(budget),
+		WithDefaultMaxAttempts(7))
+	require.NoError(t, err)
+	assert.Len(t, cfg.CallMiddleware, 3)
+	assert.Len(t, cfg.AttemptMiddleware, 1)
+	assert.Len(t, cfg.Classifiers, 1)
+	assert.Equal(t, budget, cfg.RetryBudget)
+	assert.Equal(t, 7, cfg.Retry.MaxAttempts)
+
+	_, err = NewConfig(WithEnv(nil), WithSeeds("127.0.0.1:1"), WithDefaultMaxAttempts(0))
+	var ce *ConfigError
+	require.ErrorAs(t, err, &ce)
+	assert.Equal(t, "Retry.MaxAttempts", ce.Field)
+}
+
+// WithRetryPolicy sets every number at once; Disabled acts as WithRetriesDisabled.
+func TestWithRetryPolicy(t *testing.T) {
+	p := DefaultRetryPolicy
+	p.MaxAttempts, p.Backoff, p.MigratingFactor = 4, time.Second, 2
+	cfg, err := NewConfig(WithEnv(nil), WithSeeds("127.0.0.1:1"), WithRetryPolicy(p))
+	require.NoError(t, err)
+	assert.Equal(t, p, cfg.Retry)
+
+	p.Disabled = true
+	cfg, err = NewConfig(WithEnv(nil), WithSeeds("127.0.0.1:1"), WithRetryPolicy(p))
+	require.NoError(t, err)
+	assert.Equal(t, 1, cfg.Retry.MaxAttempts)
+	assert.True(t, cfg.Retry.Disabled)
+}
+
+type countingBudget struct{}
+
+func (countingBudget) Deposit()       {}
+func (countingBudget) Withdraw() bool { return true }

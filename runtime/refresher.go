@@ -52,33 +52,17 @@ type RefreshStats struct {
 // FetchFunc fetches a cluster map from the cluster; ctx bounds it. minEpoch is the epoch
 // an answer has shown to exist (0 when none): nodes learn a new map one by one, so a fetch
 // should keep asking until a node has one at least that new, and otherwise return the
-// newest it got. The Cluster's asks the nodes of its current map, then its seeds.
+// newest it got. The Engine's asks the nodes of its current map, then its seeds.
 type FetchFunc func(ctx context.Context, minEpoch int64) (*zaris.ClusterMap, error)
 
 // flightKey is the one singleflight key: there is one map per client.
 const flightKey = "map"
 
-// Refresher refreshes a client's cluster map under rules R6 and B1:
-//
-//   - All concurrent requests ride one in-flight fetch (golang.org/x/sync/singleflight).
-//   - A request within the debounce window after the last fetch that returned a map (a
-//     failed fetch does not count) is a no-op,
-//     unless it carries evidence (an answer's mapEpoch) newer than the current map that no
-//     completed fetch has yet set out to satisfy (B1): that one skips the debounce, and
-//     still rides the shared flight.
-//   - A caller waits at most the refresh wait or until its own context ends, then goes on
-//     (TimedOut) while the fetch continues for the others: the fetch runs on the
-//     refresher's own context, bounded by the refresh wait (at least a dial plus an
-//     attempt timeout), never on a caller's.
-//   - A fetched map is installed only if its epoch is newer (Router.Install).
-//
-// No lock of the Refresher's is held while a fetch runs or while callers wait. The flight
-// clears its own singleflight slot with Forget as soon as the map is installed; Forget and
-// singleflight's completion take only singleflight's internal mutex, held for a map
-// delete and for handing results to buffered channels, so a completion never convoys
-// behind a waiter or a new request, nor the other way round.
-//
-// A Refresher is safe for concurrent use.
+// Refresher refreshes a client's cluster map on request, under rules R6 and B1:
+// concurrent requests share one fetch, a request inside the debounce window is a no-op
+// unless it carries a newer epoch, a caller waits at most the refresh wait while the fetch
+// goes on for the others, and only a newer map is installed. It is safe for concurrent
+// use; the package doc says how it avoids holding locks across a fetch.
 type Refresher struct {
 	router       *Router
 	fetch        FetchFunc
@@ -107,7 +91,7 @@ type Refresher struct {
 
 // NewRefresher returns a refresher that fetches maps with fetch and installs them in
 // router, with cfg's RefreshWait, RefreshDebounce and Clock (and DialTimeout plus
-// AttemptTimeout as the least time a fetch gets). A Cluster makes its own; this is for
+// AttemptTimeout as the least time a fetch gets). An Engine makes its own; this is for
 // using the rules with another map source. Close it when done.
 func NewRefresher(cfg Config, router *Router, fetch FetchFunc) *Refresher {
 	clock := cfg.Clock

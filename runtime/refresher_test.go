@@ -17,7 +17,7 @@ import (
 
 // blockingMaps makes node id answer GetClusterMap with the maps sent on the returned
 // channel, one per call, counting calls.
-func (mc *mockCluster) blockingMaps(id int) (maps chan *zaris.ClusterMap, calls *atomic.Int32) {
+func (mc *mockEngine) blockingMaps(id int) (maps chan *zaris.ClusterMap, calls *atomic.Int32) {
 	maps = make(chan *zaris.ClusterMap)
 	calls = new(atomic.Int32)
 	mc.node(id).EXPECT().GetClusterMap(gomock.Any()).AnyTimes().DoAndReturn(func(ctx context.Context) (*zaris.ClusterMap, error) {
@@ -33,7 +33,7 @@ func (mc *mockCluster) blockingMaps(id int) (maps chan *zaris.ClusterMap, calls 
 }
 
 func TestR6_ConcurrentRequestsRideOneFetch(t *testing.T) {
-	mc := newMockCluster(t, testMap(1, 16, 1))
+	mc := newMockEngine(t, testMap(1, 16, 1))
 	maps, calls := mc.blockingMaps(1)
 	mc.clock.Advance(time.Second) // past the bootstrap's debounce window
 	r := mc.Refresher()
@@ -68,7 +68,7 @@ func TestR6_ConcurrentRequestsRideOneFetch(t *testing.T) {
 }
 
 func TestR6_CallerWhoseWaitExpiresReturnsWhileTheRefreshCompletesForOthers(t *testing.T) {
-	mc := newMockCluster(t, testMap(1, 16, 1), WithRefreshWait(15*time.Second))
+	mc := newMockEngine(t, testMap(1, 16, 1), WithRefreshWait(15*time.Second))
 	maps, calls := mc.blockingMaps(1)
 	mc.clock.Advance(time.Second)
 	r := mc.Refresher()
@@ -110,7 +110,7 @@ func TestR6_CallerWhoseWaitExpiresReturnsWhileTheRefreshCompletesForOthers(t *te
 }
 
 func TestR6_SlowRefreshDoesNotBlockHealthyCalls(t *testing.T) {
-	mc := newMockCluster(t, testMap(1, 16, 2))
+	mc := newMockEngine(t, testMap(1, 16, 2))
 	maps, _ := mc.blockingMaps(1)
 	mc.clock.Advance(time.Second)
 	for id := 1; id <= 2; id++ {
@@ -135,7 +135,7 @@ func TestR6_SlowRefreshDoesNotBlockHealthyCalls(t *testing.T) {
 }
 
 func TestR6_DebounceWithinHalfASecondOfTheLastRefresh(t *testing.T) {
-	mc := newMockCluster(t, testMap(1, 16, 1))
+	mc := newMockEngine(t, testMap(1, 16, 1))
 	var calls atomic.Int32
 	epoch := int64(1)
 	mc.node(1).EXPECT().GetClusterMap(gomock.Any()).AnyTimes().DoAndReturn(func(context.Context) (*zaris.ClusterMap, error) {
@@ -175,7 +175,7 @@ func TestR6_DebounceWithinHalfASecondOfTheLastRefresh(t *testing.T) {
 }
 
 func TestB1_NewerEpochSkipsTheDebounce(t *testing.T) {
-	mc := newMockCluster(t, testMap(1, 16, 1))
+	mc := newMockEngine(t, testMap(1, 16, 1))
 	var calls atomic.Int32
 	var serve atomic.Int64
 	serve.Store(1)
@@ -203,7 +203,7 @@ func TestB1_NewerEpochSkipsTheDebounce(t *testing.T) {
 }
 
 func TestB1_ObserveRefreshesInTheBackground(t *testing.T) {
-	mc := newMockCluster(t, testMap(5, 16, 1))
+	mc := newMockEngine(t, testMap(5, 16, 1))
 	maps, calls := mc.blockingMaps(1)
 	r := mc.Refresher()
 
@@ -231,7 +231,7 @@ func TestB1_ObserveRefreshesInTheBackground(t *testing.T) {
 }
 
 func TestR6_OlderEpochIsIgnored(t *testing.T) {
-	mc := newMockCluster(t, testMap(5, 16, 1))
+	mc := newMockEngine(t, testMap(5, 16, 1))
 	mc.node(1).EXPECT().GetClusterMap(gomock.Any()).Return(testMap(4, 16, 1), nil)
 	mc.node(1).EXPECT().GetClusterMap(gomock.Any()).Return(testMap(5, 16, 1), nil)
 	mc.clock.Advance(time.Second)
@@ -245,7 +245,7 @@ func TestR6_OlderEpochIsIgnored(t *testing.T) {
 }
 
 func TestRefreshTriesTheMapNodesThenTheSeeds(t *testing.T) {
-	mc := newMockCluster(t, testMap(1, 16, 3))
+	mc := newMockEngine(t, testMap(1, 16, 3))
 	mc.clock.Advance(time.Second)
 	// Node 1 (also the seed) is down, node 2 answers with a map, node 3 is never asked.
 	mc.dialer.fail = func(addr string) error {
@@ -278,7 +278,7 @@ func TestRefreshTriesTheMapNodesThenTheSeeds(t *testing.T) {
 }
 
 func TestNodesLeavingTheMapHaveTheirPoolsClosed(t *testing.T) {
-	mc := newMockCluster(t, testMap(1, 16, 2))
+	mc := newMockEngine(t, testMap(1, 16, 2))
 	mc.clock.Advance(time.Second)
 	for id := 1; id <= 2; id++ {
 		mc.node(id).EXPECT().Get(gomock.Any(), gomock.Any()).AnyTimes().Return(&zaris.GetResponse{MapEpoch: 1}, nil)
@@ -308,13 +308,13 @@ func TestNodesLeavingTheMapHaveTheirPoolsClosed(t *testing.T) {
 	_, ok := (*mc.pools.Load())["127.0.0.1:7002"]
 	assert.False(t, ok)
 	// A call routed with the old map to the departed node gets no connection: not sent.
-	_, err = mc.Cluster.Invoke(context.Background(), getCall(toNode2))
+	_, err = mc.Engine.Invoke(context.Background(), getCall(toNode2))
 	require.NoError(t, err, "now routed to node 1")
 	assert.Nil(t, mc.poolFor("127.0.0.1:7002"), "no pool is made for a node outside the map")
 }
 
 func TestR6_ZeroRefreshWaitDoesNotWaitButStillRefreshes(t *testing.T) {
-	mc := newMockCluster(t, testMap(1, 16, 1), WithRefreshWait(0))
+	mc := newMockEngine(t, testMap(1, 16, 1), WithRefreshWait(0))
 	maps, calls := mc.blockingMaps(1)
 	mc.clock.Advance(time.Second)
 	res := mc.Refresher().Refresh(context.Background(), 0)
@@ -330,7 +330,7 @@ func TestR6_ZeroRefreshWaitDoesNotWaitButStillRefreshes(t *testing.T) {
 // over nodes that still serve an older map; with no node that new it takes the newest; with
 // no evidence the first map wins.
 func TestB1_FetchPassesOverANodeWithAnOlderMap(t *testing.T) {
-	mc := newMockCluster(t, testMap(1, 16, 3))
+	mc := newMockEngine(t, testMap(1, 16, 3))
 	mc.node(1).EXPECT().GetClusterMap(gomock.Any()).Return(testMap(2, 16, 3), nil)
 	mc.node(2).EXPECT().GetClusterMap(gomock.Any()).Return(testMap(4, 16, 3), nil)
 	res := mc.Refresher().Refresh(context.Background(), 4)

@@ -13,7 +13,6 @@ import (
 
 	"github.com/clustron/zaris-go/gen/zaris"
 	"github.com/clustron/zaris-go/gen/zarisclient"
-	"github.com/clustron/zaris-go/middleware"
 	"github.com/clustron/zaris-go/runtime"
 )
 
@@ -137,13 +136,12 @@ func FuzzMalformedReply(f *testing.F) {
 		node.answer(proto, reply, framed)
 		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 		defer cancel()
-		engine, err := runtime.Dial(ctx, runtime.WithSeeds(node.ln.Addr().String()), runtime.WithProtocol(proto),
+		kv, err := zarisclient.Dial(ctx, runtime.WithSeeds(node.ln.Addr().String()), runtime.WithProtocol(proto),
 			runtime.WithRetriesDisabled(), runtime.WithAttemptTimeout(2*time.Second))
 		if err != nil {
 			t.Fatalf("dial: %v", err)
 		}
-		defer engine.Close()
-		kv := zarisclient.New(middleware.Default(engine.Invoke, engine.Refresher(), engine.Config()))
+		defer kv.Close()
 		resp, err := kv.Get(ctx, &zaris.GetRequest{Key: []byte("k")})
 		if err == nil {
 			if resp == nil {

@@ -16,7 +16,6 @@ import (
 
 	"github.com/clustron/zaris-go/gen/zaris"
 	"github.com/clustron/zaris-go/gen/zarisclient"
-	"github.com/clustron/zaris-go/middleware"
 	mwt "github.com/clustron/zaris-go/middleware/middlewaretest"
 	"github.com/clustron/zaris-go/runtime"
 )
@@ -127,12 +126,11 @@ func TestB1_LateFailoverIsFoundThroughOtherTraffic(t *testing.T) {
 				}
 				return churnConn{nodes[addr]}, nil
 			}
-			cluster, err := runtime.Dial(context.Background(), runtime.WithEnv(func(string) (string, bool) { return "", false }),
+			client, err := zarisclient.Dial(context.Background(), runtime.WithEnv(func(string) (string, bool) { return "", false }),
 				runtime.WithSeeds("node1:7001", "node2:7002"), runtime.WithDialer(dial), runtime.WithClock(clock))
 			require.NoError(t, err)
-			defer cluster.Close()
-			stack := middleware.Default(cluster.Invoke, cluster.Refresher(), cluster.Config())
-			client := zarisclient.New(stack)
+			defer client.Close()
+			engine := client.Engine()
 
 			clock.Advance(t0.Sub(clock.Now()))
 			dead.Store(true)
@@ -149,7 +147,7 @@ func TestB1_LateFailoverIsFoundThroughOtherTraffic(t *testing.T) {
 					require.Equal(t, int64(2), resp.MapEpoch)
 					// Observe refreshes in the background; wait for it (synchronisation only).
 					deadline := time.Now().Add(10 * time.Second)
-					for cluster.Refresher().Epoch() != 2 && time.Now().Before(deadline) {
+					for engine.Refresher().Epoch() != 2 && time.Now().Before(deadline) {
 						time.Sleep(time.Millisecond)
 					}
 				}
@@ -160,7 +158,7 @@ func TestB1_LateFailoverIsFoundThroughOtherTraffic(t *testing.T) {
 				require.NoError(t, err)
 				assert.Equal(t, zaris.KvStatus_Ok, resp.Status)
 				assert.Equal(t, "2", string(resp.Value), "served by the new owner")
-				assert.Equal(t, int64(2), cluster.Map().Epoch)
+				assert.Equal(t, int64(2), engine.Map().Epoch)
 				assert.Equal(t, []time.Duration{100 * time.Millisecond, 200 * time.Millisecond}, clock.Sleeps())
 				return
 			}
@@ -173,7 +171,7 @@ func TestB1_LateFailoverIsFoundThroughOtherTraffic(t *testing.T) {
 				assert.ErrorIs(t, a.Err, runtime.ErrNodeUnavailable)
 				assert.False(t, a.Sent)
 			}
-			st := cluster.Refresher().Stats()
+			st := engine.Refresher().Stats()
 			assert.Equal(t, uint64(1), st.Performed, "the refresh at t0+100ms")
 			assert.Equal(t, uint64(1), st.Debounced, "the refresh at t0+300ms")
 		})
@@ -205,11 +203,11 @@ func TestR6_ThousandCallsHittingMovedRideOneMapFetch(t *testing.T) {
 	}}
 	nodes := map[string]*churnNode{"node1:7001": node1, "node2:7002": {id: 2, view: view}}
 	dial := func(_ context.Context, addr string) (runtime.Conn, error) { return churnConn{nodes[addr]}, nil }
-	cluster, err := runtime.Dial(context.Background(), runtime.WithEnv(func(string) (string, bool) { return "", false }),
+	client, err := zarisclient.Dial(context.Background(), runtime.WithEnv(func(string) (string, bool) { return "", false }),
 		runtime.WithSeeds("node2:7002"), runtime.WithDialer(dial), runtime.WithClock(clock), runtime.WithPoolSize(n))
 	require.NoError(t, err)
-	defer cluster.Close()
-	client := zarisclient.New(middleware.Default(cluster.Invoke, cluster.Refresher(), cluster.Config()))
+	defer client.Close()
+	engine := client.Engine()
 	clock.set(mwt.Epoch.Add(time.Second)) // past the bootstrap's debounce window
 	// The segments move to node 2; the client's map still says node 1.
 	moved.Store(true)
@@ -232,7 +230,7 @@ func TestR6_ThousandCallsHittingMovedRideOneMapFetch(t *testing.T) {
 	assert.Equal(t, int32(n), arrived.Load(), "every call hit Moved at the old owner")
 	fetches := node1.maps.Load() + nodes["node2:7002"].maps.Load() - maps0
 	assert.Equal(t, int32(1), fetches, "one map fetch for 1000 calls")
-	st := cluster.Refresher().Stats()
+	st := engine.Refresher().Stats()
 	assert.Equal(t, uint64(n), st.Requested)
 	assert.Equal(t, uint64(1), st.Performed)
 	// The fetch was led by one of the requests or by the middleware's Observe of the first
@@ -293,11 +291,10 @@ func loopbackNode(b *testing.B) string {
 // framed on loopback. Compare BenchmarkRawGeneratedClient.
 func BenchmarkTypedClientDefaultStack(b *testing.B) {
 	addr := loopbackNode(b)
-	cluster, err := runtime.Dial(context.Background(), runtime.WithEnv(func(string) (string, bool) { return "", false }),
+	client, err := zarisclient.Dial(context.Background(), runtime.WithEnv(func(string) (string, bool) { return "", false }),
 		runtime.WithSeeds(addr))
 	require.NoError(b, err)
-	defer cluster.Close()
-	client := zarisclient.New(middleware.Default(cluster.Invoke, cluster.Refresher(), cluster.Config()))
+	defer client.Close()
 	req := &zaris.GetRequest{Key: []byte("bench")}
 	ctx := context.Background()
 	b.ReportAllocs()

@@ -193,7 +193,7 @@ func putCall(key, value string) *Call {
 }
 
 // roundTrip puts and gets a key through c and checks the value came back.
-func roundTrip(t *testing.T, c *Cluster, key string) {
+func roundTrip(t *testing.T, c *Engine, key string) {
 	t.Helper()
 	ctx := context.Background()
 	resp, err := c.Invoke(ctx, putCall(key, "v-"+key))
@@ -461,7 +461,7 @@ func TestIdleConnectionClosedByTheNodeIsNotLent(t *testing.T) {
 }
 
 // firstIdle peeks at the idle connection of the cluster's only pool, leaving it there.
-func firstIdle(t *testing.T, cl *Cluster) *thriftConn {
+func firstIdle(t *testing.T, cl *Engine) *thriftConn {
 	t.Helper()
 	for _, p := range *cl.pools.Load() {
 		select {
@@ -552,7 +552,7 @@ func clientGoroutines() int {
 	n := 0
 	for _, g := range strings.Split(string(buf), "\n\n") {
 		if strings.Contains(g, "singleflight") || strings.Contains(g, "runtime.(*Refresher)") ||
-			strings.Contains(g, "runtime.(*Cluster)") || strings.Contains(g, "runtime.(*pool)") {
+			strings.Contains(g, "runtime.(*Engine)") || strings.Contains(g, "runtime.(*pool)") {
 			n++
 		}
 	}
@@ -600,7 +600,7 @@ func TestCloseLeavesNoGoroutineOrSocket(t *testing.T) {
 	})
 }
 
-// BenchmarkInvoke measures Cluster.Invoke (route, pooled connection, per-attempt timeout,
+// BenchmarkInvoke measures Engine.Invoke (route, pooled connection, per-attempt timeout,
 // generated client) over loopback, binary over framed; compare BenchmarkRawClient.
 func BenchmarkInvoke(b *testing.B) {
 	srv := startServer(b, headerServer, nil)

@@ -22,7 +22,7 @@ var _ = bytes.Equal
 
 // The outcome of a data operation. Ok, NotFound, Conflict and InvalidRequest are answers the
 // client returns to the application at once; the other statuses are ownership churn the client
-// absorbs by retrying (rules R1, R2, R8 of DESIGN.md).
+// absorbs by retrying (rules R1, R2, R8).
 type KvStatus int64
 
 const (

@@ -2,8 +2,8 @@
 
 // Package zarisclient is the typed client of the ZarisKv service: one method per data
 // operation of idl/zaris.thrift, and one descriptor per operation (read or write, idempotent or not,
-// routing field) that middleware can match on. Each method builds a runtime.Call and sends it
-// through a middleware.Handler, normally the stack from middleware.Default, which routes it,
+// routing field) that middleware can match on. Dial returns a client on the default stack;
+// each method builds a runtime.Call and sends it through that stack, which routes it,
 // retries ownership churn away and returns answers unchanged.
 package zarisclient
 
@@ -71,16 +71,42 @@ var (
 )
 
 // Client is the typed ZarisKv client. It is safe for concurrent use when its handler
-// is (the middleware.Default stack is).
+// is (the default stack is).
 type Client struct {
-	handler middleware.Handler
+	handler runtime.Handler
+	engine  *runtime.Engine // nil for a client made with New
 }
 
-// New returns a client that sends every call through handler, normally the stack built by
-// middleware.Default.
-func New(handler middleware.Handler) *Client {
+// Dial connects to the cluster and returns a ready client: it builds the engine from opts
+// (runtime.Dial, which fetches the first cluster map from the seeds) and the default stack
+// around it (middleware.ForEngine). ctx bounds the bootstrap only. Close the client when
+// done with it.
+func Dial(ctx context.Context, opts ...runtime.Option) (*Client, error) {
+	engine, err := runtime.Dial(ctx, opts...)
+	if err != nil {
+		return nil, err
+	}
+	return &Client{handler: middleware.ForEngine(engine), engine: engine}, nil
+}
+
+// New returns a client that sends every call through handler, a stack you built (for
+// example with middleware.Default). It owns nothing: its Close does nothing.
+func New(handler runtime.Handler) *Client {
 	return &Client{handler: handler}
 }
+
+// Close closes the engine of a client made by Dial, with every connection it pooled; see
+// runtime.Engine.Close. For a client made by New it does nothing. It returns nil.
+func (c *Client) Close() error {
+	if c.engine == nil {
+		return nil
+	}
+	return c.engine.Close()
+}
+
+// Engine returns the engine of a client made by Dial (its cluster map, routing and
+// refresher counters), or nil for a client made by New.
+func (c *Client) Engine() *runtime.Engine { return c.engine }
 
 // Get calls Get through the client's stack: reads a key.
 // Answers come back as the response with a nil error; a call that gets no answer returns a

@@ -71,7 +71,7 @@ type Seen struct {
 	CtxDeadline time.Time
 }
 
-// Transport is a scripted fake of the client's transport (runtime.Cluster.Invoke): its
+// Transport is a scripted fake of the client's transport (runtime.Engine.Invoke): its
 // i-th attempt, counted over all calls, plays Script[i], and once the script runs out the
 // last outcome repeats. Like the real transport it fills the current attempt's Node, Addr,
 // MapEpoch, Sent and, for an answer, Answered, Status and AnswerEpoch, and Duration. Use

@@ -8,15 +8,18 @@
 // # Model
 //
 // New creates a Telemetry: a tracer and the metric instruments, once per client. Its
-// Middleware is a call-level middleware (install it with middleware.WithCallMiddleware):
+// Middleware is a call-level middleware (install it with runtime.WithCallMiddleware):
 // it runs once per call, in front of the retry layer, so it sees the call's final outcome
 // and its whole attempt history (runtime.Call.Attempts and .Stats).
 //
-//	tel, err := zarisotel.New(zarisotel.WithRefresher(engine.Refresher()))
+//	tel, err := zarisotel.New()
 //	if err != nil { ... }
 //	defer tel.Close()
-//	kv := zarisclient.New(middleware.Default(engine.Invoke, engine.Refresher(), engine.Config(),
-//		middleware.WithCallMiddleware(tel.Middleware())))
+//	kv, err := zarisclient.Dial(ctx, runtime.WithSeeds(seeds...),
+//		runtime.WithCallMiddleware(tel.Middleware()))
+//	if err != nil { ... }
+//	defer kv.Close()
+//	err = tel.ObserveRefresher(kv.Engine().Refresher())
 //
 // # Spans
 //
@@ -57,7 +60,7 @@
 //	zaris.client.call.duration              histogram seconds per call, all attempts and backoff
 //	                                                  included, by zaris.outcome (DurationBuckets)
 //
-// With WithRefresher, three observable counters also report the client's shared map
+// With ObserveRefresher, three observable counters also report the client's shared map
 // refresher (runtime.Refresher.Stats), which sees refreshes no call asked for (a newer
 // epoch seen in an answer) and how many requests rode another's fetch (rule R6), without
 // zaris.op:

@@ -25,8 +25,8 @@ import (
 // otel.SetTracerProvider and otel.SetMeterProvider and passes no provider); here an
 // in-memory span recorder and a manual metric reader stand in for them, and a scripted
 // transport on a fake clock for the cluster, so that the output is the same on every run.
-// In a service: zarisotel.New(zarisotel.WithRefresher(engine.Refresher())), and
-// middleware.Default(engine.Invoke, engine.Refresher(), engine.Config(), ...).
+// In a service: zarisclient.Dial(ctx, ..., runtime.WithCallMiddleware(tel.Middleware())),
+// then tel.ObserveRefresher(kv.Engine().Refresher()).
 func ExampleTelemetry_Middleware() {
 	spans := tracetest.NewSpanRecorder()
 	tp := sdktrace.NewTracerProvider(sdktrace.WithSpanProcessor(spans))
@@ -42,9 +42,9 @@ func ExampleTelemetry_Middleware() {
 	defer tel.Close()
 
 	transport := mwt.Script(mwt.AnswerAt(zaris.KvStatus_Moved, 7), mwt.AnswerAt(zaris.KvStatus_Ok, 7))
-	cfg := runtime.Config{Retry: runtime.DefaultRetryPolicy, Clock: clock}
-	handler := middleware.Default(transport.Invoke, mwt.NewRefresher(6), cfg,
-		middleware.WithCallMiddleware(tel.Middleware()))
+	cfg := runtime.Config{Retry: runtime.DefaultRetryPolicy, Clock: clock,
+		CallMiddleware: []runtime.Middleware{tel.Middleware()}}
+	handler := middleware.Default(transport.Invoke, mwt.NewRefresher(6), cfg)
 	if _, err := handler(context.Background(), mwt.PutCall("user:42", "ada")); err != nil {
 		log.Fatal(err)
 	}

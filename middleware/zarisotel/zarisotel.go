@@ -61,8 +61,8 @@ const (
 // AttemptEvent is the name of the span event recorded for each attempt.
 const AttemptEvent = "zaris.attempt"
 
-// StatsSource is what WithRefresher observes; *runtime.Refresher (engine.Refresher())
-// is one.
+// StatsSource is what ObserveRefresher observes; *runtime.Refresher
+// (kv.Engine().Refresher()) is one.
 type StatsSource interface {
 	Stats() runtime.RefreshStats
 }
@@ -77,11 +77,10 @@ type optionFunc func(*config)
 func (f optionFunc) apply(c *config) { f(c) }
 
 type config struct {
-	tp        trace.TracerProvider
-	mp        metric.MeterProvider
-	refresher StatsSource
-	clock     runtime.Clock
-	keys      bool
+	tp    trace.TracerProvider
+	mp    metric.MeterProvider
+	clock runtime.Clock
+	keys  bool
 }
 
 // WithTracerProvider sets where spans go (default otel.GetTracerProvider(), at New).
@@ -92,14 +91,6 @@ func WithTracerProvider(tp trace.TracerProvider) Option {
 // WithMeterProvider sets where metrics go (default otel.GetMeterProvider(), at New).
 func WithMeterProvider(mp metric.MeterProvider) Option {
 	return optionFunc(func(c *config) { c.mp = mp })
-}
-
-// WithRefresher also observes r's counters, the client's shared map refresher
-// (engine.Refresher()), as the zaris.client.map.refresher.* counters: every request and
-// fetch, including those no call caused (a newer epoch seen in an answer). Close stops
-// observing it.
-func WithRefresher(r StatsSource) Option {
-	return optionFunc(func(c *config) { c.refresher = r })
 }
 
 // WithClock measures call durations on clock instead of runtime.SystemClock; give it the
@@ -126,6 +117,7 @@ type Telemetry struct {
 	refreshesReq  metric.Int64Counter
 	refreshesPerf metric.Int64Counter
 	duration      metric.Float64Histogram
+	meter         metric.Meter
 	registration  metric.Registration
 }
 
@@ -172,17 +164,21 @@ func New(opts ...Option) (*Telemetry, error) {
 		metric.WithDescription("Whole-call duration, all attempts and backoff included, by operation and outcome."),
 		metric.WithExplicitBucketBoundaries(DurationBuckets...))
 	err = errors.Join(err, e)
-	if c.refresher != nil {
-		err = errors.Join(err, t.observe(m, c.refresher))
-	}
+	t.meter = m
 	if err != nil {
 		return nil, fmt.Errorf("zarisotel: %w", err)
 	}
 	return t, nil
 }
 
-// observe registers the observable counters of the shared refresher.
-func (t *Telemetry) observe(m metric.Meter, r StatsSource) error {
+// ObserveRefresher reports r's counters, the client's shared map refresher
+// (kv.Engine().Refresher()), as the zaris.client.map.refresher.* counters, until Close.
+// Call it once, after the client is made; a second call is an error.
+func (t *Telemetry) ObserveRefresher(r StatsSource) error {
+	if t.registration != nil {
+		return errors.New("zarisotel: already observing a refresher")
+	}
+	m := t.meter
 	requests, err1 := m.Int64ObservableCounter("zaris.client.map.refresher.requests", metric.WithUnit("{request}"),
 		metric.WithDescription("Refresh requests the client's shared map refresher received."))
 	fetches, err2 := m.Int64ObservableCounter("zaris.client.map.refresher.fetches", metric.WithUnit("{fetch}"),
@@ -214,7 +210,7 @@ func (t *Telemetry) observe(m metric.Meter, r StatsSource) error {
 	return nil
 }
 
-// Close stops observing the refresher given to WithRefresher. The middleware goes on
+// Close stops observing the refresher given to ObserveRefresher. The middleware goes on
 // recording calls.
 func (t *Telemetry) Close() error {
 	if t.registration == nil {
@@ -224,7 +220,7 @@ func (t *Telemetry) Close() error {
 }
 
 // Middleware returns the call-level middleware that records each call's span and metrics.
-// Install it with middleware.WithCallMiddleware, in front of the retry layer: there it
+// Install it with runtime.WithCallMiddleware, in front of the retry layer: there it
 // sees each call once, with its final outcome and every attempt. The span is the context's
 // current span for the layers below, so attempt-level middleware can add to it.
 func (t *Telemetry) Middleware() middleware.Middleware {

@@ -50,9 +50,9 @@ func newFixture(t *testing.T, script []mwt.Outcome, opts ...zarisotel.Option) *f
 	require.NoError(t, err)
 	t.Cleanup(func() { assert.NoError(t, tel.Close()) })
 	f.tel = tel
-	cfg := runtime.Config{Retry: runtime.DefaultRetryPolicy, Clock: clock}
-	f.handler = middleware.Default(transport.Invoke, mwt.NewRefresher(6), cfg,
-		middleware.WithCallMiddleware(tel.Middleware()))
+	cfg := runtime.Config{Retry: runtime.DefaultRetryPolicy, Clock: clock,
+		CallMiddleware: []runtime.Middleware{tel.Middleware()}}
+	f.handler = middleware.Default(transport.Invoke, mwt.NewRefresher(6), cfg)
 	return f
 }
 
@@ -247,7 +247,9 @@ func (s refreshStats) Stats() runtime.RefreshStats { return runtime.RefreshStats
 
 func TestRefresherCounters(t *testing.T) {
 	stats := refreshStats{Requested: 10, Performed: 3, Failed: 1, Coalesced: 4, Debounced: 2}
-	f := newFixture(t, []mwt.Outcome{mwt.Answer(zaris.KvStatus_Ok)}, zarisotel.WithRefresher(stats))
+	f := newFixture(t, []mwt.Outcome{mwt.Answer(zaris.KvStatus_Ok)})
+	require.NoError(t, f.tel.ObserveRefresher(stats))
+	require.Error(t, f.tel.ObserveRefresher(stats), "one refresher per Telemetry")
 	m := f.metrics(t)
 	assert.Equal(t, map[string]int64{attrs(): 10}, sums(t, m["zaris.client.map.refresher.requests"]))
 	assert.Equal(t, map[string]int64{

@@ -3,7 +3,7 @@
 // # Model
 //
 // Middleware returns a call-level middleware (install it with
-// middleware.WithCallMiddleware): it runs once per call, in front of the retry layer, so it
+// runtime.WithCallMiddleware): it runs once per call, in front of the retry layer, so it
 // sees the call's final outcome and its whole attempt history. It writes one structured
 // line per call that needed more than one attempt or got no answer, and nothing for a call
 // answered at its first attempt, so a healthy service's log stays quiet while ownership

@@ -34,9 +34,9 @@ func ExampleMiddleware() {
 		mwt.AnswerAt(zaris.KvStatus_Moved, 7),    // the second: the node has a newer map
 		mwt.AnswerAt(zaris.KvStatus_NotFound, 7), // and the new owner answers
 	)
-	cfg := runtime.Config{Retry: runtime.DefaultRetryPolicy, Clock: clock}
-	handler := middleware.Default(transport.Invoke, mwt.NewRefresher(6), cfg,
-		middleware.WithCallMiddleware(zarisslog.Middleware(logger, zarisslog.WithClock(clock))))
+	cfg := runtime.Config{Retry: runtime.DefaultRetryPolicy, Clock: clock,
+		CallMiddleware: []runtime.Middleware{zarisslog.Middleware(logger, zarisslog.WithClock(clock))}}
+	handler := middleware.Default(transport.Invoke, mwt.NewRefresher(6), cfg)
 
 	ctx := context.Background()
 	_, _ = handler(ctx, mwt.PutCall("user:42", "ada"))

@@ -66,7 +66,7 @@ func WithClock(clock runtime.Clock) Option {
 // Middleware returns a call-level middleware that writes one line to logger for each call
 // that needed more than one attempt or got no answer (see the package documentation for
 // the line). A nil logger means slog.Default(), looked up when the middleware is built.
-// Install it with middleware.WithCallMiddleware; placed behind the retry layer it would
+// Install it with runtime.WithCallMiddleware; placed behind the retry layer it would
 // see single attempts only.
 func Middleware(logger *slog.Logger, opts ...Option) middleware.Middleware {
 	c := config{levels: DefaultLevels, clock: runtime.SystemClock}

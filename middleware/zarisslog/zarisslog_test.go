@@ -36,10 +36,10 @@ func stack(t *testing.T, script []mwt.Outcome, opts ...zarisslog.Option) (middle
 	clock := mwt.NewClock()
 	transport := mwt.Script(script...)
 	transport.Clock = clock
-	cfg := runtime.Config{Retry: runtime.DefaultRetryPolicy, Clock: clock}
 	opts = append([]zarisslog.Option{zarisslog.WithClock(clock)}, opts...)
-	h := middleware.Default(transport.Invoke, mwt.NewRefresher(6), cfg,
-		middleware.WithCallMiddleware(zarisslog.Middleware(logger, opts...)))
+	cfg := runtime.Config{Retry: runtime.DefaultRetryPolicy, Clock: clock,
+		CallMiddleware: []runtime.Middleware{zarisslog.Middleware(logger, opts...)}}
+	h := middleware.Default(transport.Invoke, mwt.NewRefresher(6), cfg)
 	return h, &buf
 }
 

@@ -4,10 +4,10 @@
 //
 // # Linearizability
 //
-// The tests record concurrent histories of zaris-go clients (the typed client over
-// middleware.Default over a runtime.Cluster) running Get, Put, guarded Put (ifMatchVersion,
-// ifAbsent), Delete, guarded Delete and Increment against an in-process store
-// (store.StartCluster) while the store goes through each kind of churn: kill and failover,
+// The tests record concurrent histories of zaris-go clients (made by zarisclient.Dial:
+// the typed client over the default stack over a runtime.Engine) running Get, Put, guarded
+// Put (ifMatchVersion, ifAbsent), Delete, guarded Delete and Increment against an
+// in-process store (store.StartCluster) while the store goes through each kind of churn: kill and failover,
 // scale-out (join), restart and failback, leave, segment migration, and all of them in one
 // run. Each history is checked with porcupine (github.com/anishathalye/porcupine) against a
 // key-value model partitioned per key. The model carries each key's value and version and
@@ -31,7 +31,7 @@
 //
 // Run them with:
 //
-//	go test -race ./tools/proof
+//	go -C tools test -race ./proof
 //
 // # Network faults
 //
@@ -77,10 +77,10 @@
 //
 //	go test -run '^$' -fuzz '^FuzzNewConfigEnv$' -fuzztime 30s ./runtime
 //	go test -run '^$' -fuzz '^FuzzMalformedReply$' -fuzztime 30s ./runtime
-//	go test -run '^$' -fuzz '^FuzzParseProgram$' -fuzztime 30s ./tools/zarisgen
-//	go test -run '^$' -fuzz '^FuzzIDLNames$' -fuzztime 30s ./tools/zarisgen
-//	go test -run '^$' -fuzz '^FuzzNodeHeaderPort$' -fuzztime 30s ./tools/store
-//	go test -run '^$' -fuzz '^FuzzNodeJSONPort$' -fuzztime 30s ./tools/store
+//	go -C tools test -run '^$' -fuzz '^FuzzParseProgram$' -fuzztime 30s ./zarisgen
+//	go -C tools test -run '^$' -fuzz '^FuzzIDLNames$' -fuzztime 30s ./zarisgen
+//	go -C tools test -run '^$' -fuzz '^FuzzNodeHeaderPort$' -fuzztime 30s ./store
+//	go -C tools test -run '^$' -fuzz '^FuzzNodeJSONPort$' -fuzztime 30s ./store
 //
 // Go runs one fuzz target at a time, so each needs its own command.
 package proof

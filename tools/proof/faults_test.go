@@ -13,7 +13,6 @@ import (
 
 	"github.com/clustron/zaris-go/gen/zaris"
 	"github.com/clustron/zaris-go/gen/zarisclient"
-	"github.com/clustron/zaris-go/middleware"
 	"github.com/clustron/zaris-go/runtime"
 	"github.com/clustron/zaris-go/tools/store"
 )
@@ -32,7 +31,7 @@ const (
 
 // faultClient is a client whose connections to the store's nodes go through proxies.
 type faultClient struct {
-	engine *runtime.Cluster
+	engine *runtime.Engine
 	kv     *zarisclient.Client
 }
 
@@ -45,7 +44,7 @@ func dialThroughProxies(t *testing.T, c *store.Cluster, proxies map[string]*faul
 		runtime.WithAttemptTimeout(faultAttemptTimeout),
 		runtime.WithRequestTimeout(faultRequestTimeout),
 		runtime.WithBackoff(faultBackoff),
-		runtime.WithMaxAttempts(3),
+		runtime.WithDefaultMaxAttempts(3),
 		runtime.WithPoolSize(4),
 		runtime.WithEnv(nil),
 	}
@@ -60,11 +59,10 @@ func dialThroughProxies(t *testing.T, c *store.Cluster, proxies map[string]*faul
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
-	engine, err := runtime.Dial(ctx, append(opts, runtime.WithDialer(dialer))...)
+	kv, err := zarisclient.Dial(ctx, append(opts, runtime.WithDialer(dialer))...)
 	require.NoError(t, err)
-	t.Cleanup(func() { engine.Close() })
-	kv := zarisclient.New(middleware.Default(engine.Invoke, engine.Refresher(), engine.Config()))
-	return &faultClient{engine: engine, kv: kv}
+	t.Cleanup(func() { kv.Close() })
+	return &faultClient{engine: kv.Engine(), kv: kv}
 }
 
 // victim picks the node to fault: the last of the client's map, so that a map refresh,

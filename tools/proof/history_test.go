@@ -130,11 +130,10 @@ func newClient(t *testing.T, seeds []string, opts ...runtime.Option) *zarisclien
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
 	opts = append([]runtime.Option{runtime.WithSeeds(seeds...), runtime.WithAttemptTimeout(2 * time.Second)}, opts...)
-	engine, err := runtime.Dial(ctx, opts...)
+	kv, err := zarisclient.Dial(ctx, append(opts, runtime.WithCallMiddleware(captureCall))...)
 	require.NoError(t, err)
-	t.Cleanup(func() { engine.Close() })
-	return zarisclient.New(middleware.Default(engine.Invoke, engine.Refresher(), engine.Config(),
-		middleware.WithCallMiddleware(captureCall)))
+	t.Cleanup(func() { kv.Close() })
+	return kv
 }
 
 // workload runs workers that each loop over random operations on a few keys through

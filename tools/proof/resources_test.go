@@ -18,7 +18,6 @@ import (
 
 	"github.com/clustron/zaris-go/gen/zaris"
 	"github.com/clustron/zaris-go/gen/zarisclient"
-	"github.com/clustron/zaris-go/middleware"
 	"github.com/clustron/zaris-go/runtime"
 	"github.com/clustron/zaris-go/tools/store"
 )
@@ -141,15 +140,14 @@ func TestResources_PoolsStayBoundedThroughFiftyKillsAndRestarts(t *testing.T) {
 	cfg, err := runtime.NewConfig(opts...)
 	require.NoError(t, err)
 	tr := &connTracker{dial: runtime.DefaultDialer(cfg)}
-	engine, err := runtime.Dial(ctx, append(opts, runtime.WithDialer(tr.dialer))...)
+	kv, err := zarisclient.Dial(ctx, append(opts, runtime.WithDialer(tr.dialer))...)
 	require.NoError(t, err)
-	engineClosed := false
+	closed := false
 	defer func() {
-		if !engineClosed {
-			engine.Close()
+		if !closed {
+			kv.Close()
 		}
 	}()
-	kv := zarisclient.New(middleware.Default(engine.Invoke, engine.Refresher(), engine.Config()))
 
 	var (
 		stop     = make(chan struct{})
@@ -207,8 +205,8 @@ func TestResources_PoolsStayBoundedThroughFiftyKillsAndRestarts(t *testing.T) {
 	assert.Greater(t, tr.dials.Load(), int64(nodes*poolSize), "killed connections were dialed again")
 
 	// Close the client: no connection it dialed, no socket it opened, no goroutine of it.
-	require.NoError(t, engine.Close())
-	engineClosed = true
+	require.NoError(t, kv.Close())
+	closed = true
 	assert.Zero(t, tr.live.Load(), "connections left open by Close")
 	eventually(t, func() bool { return len(clientGoroutines()) == 0 }, func() string {
 		return strings.Join(clientGoroutines(), "\n\n")

@@ -39,6 +39,11 @@ const (
 	// DefaultReplicationTimeout bounds how long an owner keeps a write waiting for an
 	// unreachable replica to be removed from the map before it answers Unavailable.
 	DefaultReplicationTimeout = 2 * time.Second
+	// DefaultLeaseWait is how long a request that finds the node's lease run out waits for
+	// the coordinator's next heartbeat to extend it before it answers Unavailable. A stall of
+	// the whole process (a loaded machine) runs the lease out without any failure, and the
+	// heartbeat comes as soon as the stall ends; five default heartbeats are ample for it.
+	DefaultLeaseWait = 5 * DefaultHeartbeat
 )
 
 // NodeConfig configures one storage node.
@@ -72,6 +77,8 @@ type NodeConfig struct {
 	// RejoinAfter: see DefaultRejoinAfter. Keep it well above the coordinator's
 	// FailureTimeout + ProbeTimeout.
 	RejoinAfter time.Duration
+	// LeaseWait: see DefaultLeaseWait. Keep it above the coordinator's Heartbeat.
+	LeaseWait time.Duration
 	// Logger receives the node's log; default discards.
 	Logger *slog.Logger
 }
@@ -103,6 +110,9 @@ func (c NodeConfig) withDefaults() (NodeConfig, error) {
 	}
 	if c.RejoinAfter <= 0 {
 		c.RejoinAfter = DefaultRejoinAfter
+	}
+	if c.LeaseWait <= 0 {
+		c.LeaseWait = DefaultLeaseWait
 	}
 	if c.Logger == nil {
 		c.Logger = discardLogger()

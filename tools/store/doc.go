@@ -26,7 +26,11 @@
 // Every heartbeat also grants the node a lease of FailureTimeout + ProbeTimeout, and a node
 // serves the segments it owns only while its lease runs. A node the coordinator gave up on
 // while it was alive (cut off, stalled) is failed over only once every lease it was granted
-// ran out, so it never answers a read from a copy the new owner has already moved past. The
+// ran out, so it never answers a read from a copy the new owner has already moved past. A
+// request that finds the lease run out waits up to NodeConfig.LeaseWait (DefaultLeaseWait,
+// 250 ms) for the next heartbeat to extend it before it answers Unavailable: a stall of the
+// whole process (a loaded machine), coordinator included, runs the lease out without any
+// failure, and the heartbeat comes as soon as the stall ends. The
 // lease is a wall-clock instant: the coordinator and the nodes must share a clock (one host,
 // as here, or clocks kept close by NTP).
 //
@@ -67,7 +71,8 @@
 // order: no owner in the map → Unavailable; a write to a segment in cut-over → Migrating; a
 // read at the owner of a segment in cut-over (its right to serve is revoked) → Unavailable;
 // this node owns the segment → the operation is served (Ok, NotFound, Conflict),
-// or Unavailable if the node's lease from the coordinator ran out;
+// or Unavailable if the node's lease from the coordinator ran out and no heartbeat extended
+// it within LeaseWait;
 // a write at a replica → ReplicaWriteRejected; the segment's ownership is being handed over
 // (failback) → OwnershipChanging; otherwise Moved. An empty key, a key over MaxKeySize or a
 // value over MaxValueSize answer InvalidRequest. A frame over the size limit, bytes that are

@@ -21,10 +21,11 @@ var _ zaris.ZarisKv = (*kvHandler)(nil)
 func (n *Node) validKey(key []byte) bool { return len(key) > 0 && len(key) <= n.cfg.MaxKeySize }
 
 // route is v.route for this node, except that an owner whose lease ran out answers
-// Unavailable: the coordinator may have given its segments to another node.
+// Unavailable unless the lease is extended within LeaseWait (awaitLease): the coordinator
+// may have given its segments to another node.
 func (n *Node) route(v *view, s int32, write bool) zaris.KvStatus {
 	st := v.route(s, n.cfg.ID, write)
-	if st == zaris.KvStatus_Ok && !n.leased() {
+	if st == zaris.KvStatus_Ok && !n.leased() && !n.awaitLease(v) {
 		return zaris.KvStatus_Unavailable
 	}
 	return st

@@ -61,6 +61,11 @@ type Node struct {
 	leaseMu    sync.Mutex             // serializes changes of leaseUntil and rejoining
 	rejoining  bool                   // registering with the coordinator: leases are ignored
 	clusterID  atomic.Pointer[string] // the cluster this node registered with
+
+	// leaseRenewed is closed (and replaced) whenever the lease is extended; leaseWaiters
+	// counts the requests waiting for that (awaitLease).
+	leaseRenewed atomic.Pointer[chan struct{}]
+	leaseWaiters atomic.Int32
 }
 
 // errOtherCluster refuses peer traffic of another cluster (one whose node took over a port
@@ -335,6 +340,7 @@ func (n *Node) extendLease(until int64) {
 	defer n.leaseMu.Unlock()
 	if !n.rejoining && until > n.leaseUntil.Load() {
 		n.leaseUntil.Store(until)
+		n.noteLeaseRenewed()
 	}
 }
 

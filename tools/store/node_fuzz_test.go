@@ -44,7 +44,7 @@ func sendBytes(t *testing.T, addr string, data []byte) {
 // crash, must close that connection, and must go on serving other clients. Seeds:
 // testdata/fuzz/FuzzNodeHeaderPort. Fuzz for longer with
 //
-//	go test -run '^$' -fuzz '^FuzzNodeHeaderPort$' -fuzztime 30s ./tools/store
+//	go -C tools test -run '^$' -fuzz '^FuzzNodeHeaderPort$' -fuzztime 30s ./store
 func FuzzNodeHeaderPort(f *testing.F) {
 	f.Add(binary.BigEndian.AppendUint32(nil, 64<<20))
 	addr := fuzzNodeAddr(f, ProtocolHeader)
@@ -59,7 +59,7 @@ func FuzzNodeHeaderPort(f *testing.F) {
 // FuzzNodeJSONPort is FuzzNodeHeaderPort for a node serving the JSON protocol, framed or
 // not. Fuzz for longer with
 //
-//	go test -run '^$' -fuzz '^FuzzNodeJSONPort$' -fuzztime 30s ./tools/store
+//	go -C tools test -run '^$' -fuzz '^FuzzNodeJSONPort$' -fuzztime 30s ./store
 func FuzzNodeJSONPort(f *testing.F) {
 	f.Add([]byte(`[1,"GetClusterMap",1,0,{}]`))
 	addr := fuzzNodeAddr(f, ProtocolJSON)

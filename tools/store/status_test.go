@@ -14,7 +14,7 @@ import (
 	"github.com/clustron/zaris-go/gen/zaris"
 )
 
-// Each status a node answers, produced in the situation DESIGN.md gives it, over a real
+// Each status a node answers, produced in the situation that calls for it, over a real
 // socket with the generated client. Every answer carries the node's own map epoch.
 
 var bg = context.Background()

@@ -31,6 +31,7 @@ type cli struct {
 	tlsCert   string
 	tlsKey    string
 	timeout   time.Duration
+	attempts  int
 	stats     bool
 	json      bool
 }
@@ -62,6 +63,7 @@ func (c *cli) clientFlags(fs *flag.FlagSet) {
 	fs.StringVar(&c.tlsCert, "tls-cert", c.tlsCert, "PEM `file` of the client certificate, for mutual TLS (with --tls-key); enables TLS")
 	fs.StringVar(&c.tlsKey, "tls-key", c.tlsKey, "PEM `file` of the client certificate's private key (with --tls-cert)")
 	fs.DurationVar(&c.timeout, "timeout", c.timeout, "bound on the whole call, all attempts included, and on fetching the first map (0: ZARIS_REQUEST_TIMEOUT, default 60s)")
+	fs.IntVar(&c.attempts, "max-attempts", c.attempts, "cap on the attempts of the call, the first included (0: the default, 3; ZARIS_DISABLE_RETRIES=true still makes it 1)")
 	fs.BoolVar(&c.stats, "stats", c.stats, "report attempts, map refreshes and the statuses seen (on stderr, or in the --json object)")
 	fs.BoolVar(&c.json, "json", c.json, "print one JSON object per command on stdout")
 }

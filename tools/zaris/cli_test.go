@@ -42,6 +42,8 @@ func TestUsageErrors(t *testing.T) {
 		{"map with an argument", nil, []string{"map", "x"}, "map: too many arguments"},
 		{"bad timeout", nil, []string{"--timeout", "soon", "get", "k"}, `invalid value "soon" for flag -timeout`},
 		{"negative timeout", nil, []string{"--timeout=-1s", seeds, "get", "k"}, "--timeout -1s: must not be negative"},
+		{"negative max attempts", nil, []string{"--max-attempts=-1", seeds, "get", "k"}, "--max-attempts -1: must not be negative"},
+		{"bad max attempts", nil, []string{"--max-attempts", "many", "get", "k"}, `invalid value "many" for flag -max-attempts`},
 		{"bad protocol", nil, []string{"--protocol", "xml", seeds, "get", "k"}, `Protocol "xml": unknown protocol`},
 		{"bad transport", nil, []string{"get", "k", "--transport", "pigeon", seeds}, `Transport "pigeon": unknown transport`},
 		{"bad seed", nil, []string{"--seeds", "nowhere", "get", "k"}, `Seeds "nowhere": not a host:port address`},
@@ -81,7 +83,7 @@ func TestHelp(t *testing.T) {
 	}{
 		{"help", []string{"help"}, []string{"Commands:", "get KEY", "put KEY VALUE [--if-version N] [--if-absent]",
 			"delete KEY [--if-version N]", "incr KEY [DELTA]", "map", "--seeds", "--protocol", "--transport",
-			"--tls-ca", "--tls-cert", "--tls-key", "--timeout", "--stats", "--json", "ZARIS_SEEDS",
+			"--tls-ca", "--tls-cert", "--tls-key", "--timeout", "--max-attempts", "--stats", "--json", "ZARIS_SEEDS",
 			"ZARIS_REQUEST_TIMEOUT", "ZARIS_DISABLE_RETRIES", "ZARIS_CLIENT_MAP_REFRESH_WAIT_MS",
 			"Exit codes:", "3  not found", "4  conflict", "5  gave up", "6  invalid request"}},
 		{"-h", []string{"-h"}, []string{"Commands:"}},

@@ -16,14 +16,13 @@ import (
 
 // session is a client connected to the cluster for one command.
 type session struct {
-	cluster *runtime.Cluster
-	kv      *zarisclient.Client
+	kv *zarisclient.Client
 	// stats is what the last call cost, recorded by the call-level middleware.
 	stats *callStats
 }
 
 // Close closes the client.
-func (s *session) Close() error { return s.cluster.Close() }
+func (s *session) Close() error { return s.kv.Close() }
 
 // errConfig marks a configuration problem found before dialing (TLS files, --timeout).
 var errConfig = errors.New("configuration error")
@@ -41,13 +40,12 @@ func (c *cli) connect(ctx context.Context) (*session, error) {
 		ctx, cancel = context.WithTimeout(ctx, c.timeout)
 		defer cancel()
 	}
-	cluster, err := runtime.Dial(ctx, opts...)
+	s := &session{}
+	kv, err := zarisclient.Dial(ctx, append(opts, runtime.WithCallMiddleware(recordStats(&s.stats)))...)
 	if err != nil {
 		return nil, err
 	}
-	s := &session{cluster: cluster}
-	s.kv = zarisclient.New(middleware.Default(cluster.Invoke, cluster.Refresher(), cluster.Config(),
-		middleware.WithCallMiddleware(recordStats(&s.stats))))
+	s.kv = kv
 	return s, nil
 }
 
@@ -98,6 +96,12 @@ func (c *cli) options() ([]runtime.Option, error) {
 	}
 	if c.timeout > 0 {
 		opts = append(opts, runtime.WithRequestTimeout(c.timeout))
+	}
+	if c.attempts < 0 {
+		return nil, fmt.Errorf("%w: --max-attempts %d: must not be negative", errConfig, c.attempts)
+	}
+	if c.attempts > 0 {
+		opts = append(opts, runtime.WithDefaultMaxAttempts(c.attempts))
 	}
 	tlsCfg, err := c.tlsConfig()
 	if err != nil {

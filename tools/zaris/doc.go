@@ -1,6 +1,6 @@
 // Command zaris is the command line of the Zaris key-value store: it reads and writes keys
 // and prints the cluster map, through the same client an application uses
-// (runtime.Dial, the middleware.Default stack and the generated zarisclient), so every
+// (zarisclient.Dial: the engine, the default stack and the typed client), so every
 // call is routed to the key's owner and ownership churn is retried away.
 //
 // Usage:
@@ -36,6 +36,8 @@
 //	--tls-key FILE       PEM private key of --tls-cert
 //	--timeout D          bound on the whole call, all attempts included (a Go duration), in
 //	                     place of ZARIS_REQUEST_TIMEOUT; it also bounds fetching the first map
+//	--max-attempts N     cap on the call's attempts, the first included, in place of the
+//	                     default 3; ZARIS_DISABLE_RETRIES=true still makes it 1
 //	--stats              report the call's attempts (node, map epoch, status or error, time),
 //	                     map refreshes requested and performed, and the statuses seen
 //	--json               print one JSON object on stdout instead of the human output

@@ -69,6 +69,21 @@ func TestGaveUp_CallError(t *testing.T) {
 		assert.GreaterOrEqual(t, stats["refreshesRequested"], 1.0, "rule R3: no owner is retried after a refresh")
 		assert.Greater(t, stats["backoffMs"], 0.0, "rule R5: attempts 2 and 3 wait")
 	})
+	t.Run("max attempts", func(t *testing.T) {
+		o := runZaris(t, env, "--json", "--stats", "--max-attempts", "2", "get", key)
+		assert.Equal(t, exitGaveUp, o.code)
+		r := jsonResult(t, o)
+		assert.Equal(t, "maxAttempts", r["bound"])
+		assert.Contains(t, r["error"], "gave up after 2 of 2 attempts")
+		assert.EqualValues(t, 2, r["stats"].(map[string]any)["attempts"])
+	})
+	t.Run("retries disabled beats max attempts", func(t *testing.T) {
+		o := runZaris(t, disabled, "--json", "--stats", "--max-attempts", "5", "get", key)
+		assert.Equal(t, exitGaveUp, o.code)
+		r := jsonResult(t, o)
+		assert.Contains(t, r["error"], "gave up after 1 of 1 attempts")
+		assert.EqualValues(t, 1, r["stats"].(map[string]any)["attempts"])
+	})
 	t.Run("stats text", func(t *testing.T) {
 		o := runZaris(t, disabled, "incr", key, "--stats")
 		assert.Equal(t, exitGaveUp, o.code)

@@ -26,7 +26,7 @@ func runMap(ctx context.Context, c *cli, args []string) int {
 	}
 	r := &result{Command: "map"}
 	return c.call(ctx, r, func(ctx context.Context, s *session, r *result) error {
-		m := s.cluster.Map()
+		m := s.kv.Engine().Map()
 		r.Status, r.Exit = zaris.KvStatus_Ok.String(), exitOK
 		r.MapEpoch = &m.Epoch
 		r.Map = m

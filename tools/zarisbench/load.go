@@ -10,7 +10,6 @@ import (
 
 	"github.com/clustron/zaris-go/gen/zaris"
 	"github.com/clustron/zaris-go/gen/zarisclient"
-	"github.com/clustron/zaris-go/middleware"
 	"github.com/clustron/zaris-go/runtime"
 	"github.com/clustron/zaris-go/tools/store"
 )
@@ -95,25 +94,10 @@ func ratio(a, b float64) float64 {
 	return a / b
 }
 
-// client is a connected engine with the typed client over the default stack.
-type client struct {
-	engine *runtime.Cluster
-	kv     *zarisclient.Client
-}
-
 // dial connects a client to cluster with opts after the seeds.
-func dial(ctx context.Context, cluster *store.Cluster, opts ...runtime.Option) (*client, error) {
+func dial(ctx context.Context, cluster *store.Cluster, opts ...runtime.Option) (*zarisclient.Client, error) {
 	opts = append([]runtime.Option{runtime.WithSeeds(cluster.Seeds()...), runtime.WithEnv(noEnv)}, opts...)
-	engine, err := runtime.Dial(ctx, opts...)
-	if err != nil {
-		return nil, err
-	}
-	return &client{engine: engine, kv: clientFor(engine)}, nil
-}
-
-// clientFor builds the typed client over the default stack on engine.
-func clientFor(engine *runtime.Cluster) *zarisclient.Client {
-	return zarisclient.New(middleware.Default(engine.Invoke, engine.Refresher(), engine.Config()))
+	return zarisclient.Dial(ctx, opts...)
 }
 
 // noEnv keeps the environment out of every client the bench builds, so a ZARIS_ variable

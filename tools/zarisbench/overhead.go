@@ -70,14 +70,14 @@ func overhead(ctx context.Context, callerCounts []int, rounds int, d time.Durati
 	if err != nil {
 		return nil, err
 	}
-	defer cl.engine.Close()
+	defer cl.Close()
 	key := []byte("bench")
-	if err := preload(ctx, cl.kv, [][]byte{key}); err != nil {
+	if err := preload(ctx, cl, [][]byte{key}); err != nil {
 		return nil, err
 	}
 	// The raw side gets as many connections from the engine's own dialer and
 	// configuration, each bound to one caller, as the engine's pool opens for the typed side.
-	dialer := runtime.DefaultDialer(cl.engine.Config())
+	dialer := runtime.DefaultDialer(cl.Engine().Config())
 	addr := cluster.Seeds()[0]
 	raw := make([]runtime.Conn, maxCallers)
 	for i := range raw {
@@ -88,11 +88,11 @@ func overhead(ctx context.Context, callerCounts []int, rounds int, d time.Durati
 	}
 	req := &zaris.GetRequest{Key: key}
 	typed := func(ctx context.Context, _ int) error {
-		_, err := cl.kv.Get(ctx, req)
+		_, err := cl.Get(ctx, req)
 		return err
 	}
 	typedBackground := func(context.Context, int) error {
-		_, err := cl.kv.Get(context.Background(), req)
+		_, err := cl.Get(context.Background(), req)
 		return err
 	}
 	rawCall := func(ctx context.Context, caller int) error {

@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/clustron/zaris-go/gen/zaris"
+	"github.com/clustron/zaris-go/gen/zarisclient"
 	"github.com/clustron/zaris-go/runtime"
 )
 
@@ -51,29 +52,29 @@ func protocols(ctx context.Context, callers, rounds int, d time.Duration, wireOp
 	}
 	defer cluster.Close()
 	out := make([]protocolResult, len(protocolCombos))
-	clients := make([]*client, len(protocolCombos))
+	clients := make([]*zarisclient.Client, len(protocolCombos))
 	ks := keys("proto", 256)
 	for i, c := range protocolCombos {
 		cl, err := dial(ctx, cluster, runtime.WithProtocol(c.p), runtime.WithTransport(c.t))
 		if err != nil {
 			return nil, fmt.Errorf("%s/%s: %w", c.p, c.t, err)
 		}
-		defer cl.engine.Close()
+		defer cl.Close()
 		clients[i] = cl
 		out[i] = protocolResult{Protocol: string(c.p), Transport: string(c.t), Callers: callers}
 		if c.p == runtime.ProtocolHeader {
 			out[i].Transport = "header"
 		}
 		if i == 0 {
-			if err := preload(ctx, cl.kv, ks); err != nil {
+			if err := preload(ctx, cl, ks); err != nil {
 				return nil, err
 			}
 		}
-		runLoad(ctx, callers, d/4, mixed(cl.kv, ks)) // warm up: fill the pool
+		runLoad(ctx, callers, d/4, mixed(cl, ks)) // warm up: fill the pool
 	}
 	for range rounds {
 		for i, cl := range clients {
-			r := runLoad(ctx, callers, d, mixed(cl.kv, ks))
+			r := runLoad(ctx, callers, d, mixed(cl, ks))
 			if r.Errors > 0 {
 				return nil, fmt.Errorf("%s/%s: %d calls failed, first: %s", out[i].Protocol, out[i].Transport, r.Errors, r.FirstError)
 			}
@@ -104,14 +105,12 @@ func wireBytes(ctx context.Context, seeds []string, p runtime.Protocol, t runtim
 	}
 	var ps proxies
 	defer ps.close()
-	engine, err := runtime.Dial(ctx, runtime.WithEnv(noEnv), runtime.WithSeeds(seeds...), runtime.WithProtocol(p),
+	cl, err := zarisclient.Dial(ctx, runtime.WithEnv(noEnv), runtime.WithSeeds(seeds...), runtime.WithProtocol(p),
 		runtime.WithTransport(t), runtime.WithDialer(ps.dialer(runtime.DefaultDialer(cfg))))
 	if err != nil {
 		return err
 	}
-	defer engine.Close()
-	cl := &client{engine: engine}
-	cl.kv = clientFor(engine)
+	defer cl.Close()
 	key := []byte("wire-key")
 	put := &zaris.PutRequest{Key: key, Value: value}
 	get := &zaris.GetRequest{Key: key}
@@ -128,10 +127,10 @@ func wireBytes(ctx context.Context, seeds []string, p runtime.Protocol, t runtim
 		u1, d1 := settledBytes(&ps)
 		return float64(u1-u0) / float64(ops), float64(d1-d0) / float64(ops), nil
 	}
-	if r.PutUp, r.PutDown, err = measure(func() error { _, err := cl.kv.Put(ctx, put); return err }); err != nil {
+	if r.PutUp, r.PutDown, err = measure(func() error { _, err := cl.Put(ctx, put); return err }); err != nil {
 		return err
 	}
-	r.GetUp, r.GetDown, err = measure(func() error { _, err := cl.kv.Get(ctx, get); return err })
+	r.GetUp, r.GetDown, err = measure(func() error { _, err := cl.Get(ctx, get); return err })
 	return err
 }
 

@@ -49,15 +49,15 @@ func scale(ctx context.Context, callerCounts, nodeCounts []int, callerNodes, nod
 		if err != nil {
 			return nil, err
 		}
-		defer cl.engine.Close()
-		r.PoolSize = cl.engine.Config().PoolSize
-		if err := preload(ctx, cl.kv, ks); err != nil {
+		defer cl.Close()
+		r.PoolSize = cl.Engine().Config().PoolSize
+		if err := preload(ctx, cl, ks); err != nil {
 			return nil, err
 		}
 		var rows []scaleRow
 		for _, c := range callerCounts {
-			runLoad(ctx, c, d/4, mixed(cl.kv, ks)) // warm up: fill the pools
-			l := runLoad(ctx, c, d, mixed(cl.kv, ks))
+			runLoad(ctx, c, d/4, mixed(cl, ks)) // warm up: fill the pools
+			l := runLoad(ctx, c, d, mixed(cl, ks))
 			if l.Errors > 0 {
 				return nil, fmt.Errorf("%d nodes, %d callers: %d calls failed, first: %s", nodes, c, l.Errors, l.FirstError)
 			}

@@ -64,9 +64,9 @@ func storm(ctx context.Context, callers, healthy int, d time.Duration) (stormRes
 	if err != nil {
 		return r, err
 	}
-	defer cl.engine.Close()
-	cfg := cl.engine.Config()
-	m := cl.engine.Map()
+	defer cl.Close()
+	cfg := cl.Engine().Config()
+	m := cl.Engine().Map()
 	victim := m.Nodes[len(m.Nodes)-1].ID
 	var dead, alive [][]byte
 	for _, k := range keys("storm", 4096) {
@@ -81,10 +81,10 @@ func storm(ctx context.Context, callers, healthy int, d time.Duration) (stormRes
 		return r, errors.New("storm: no keys on both sides of the victim")
 	}
 	alive = alive[:min(len(alive), 512)]
-	if err := preload(ctx, cl.kv, alive); err != nil {
+	if err := preload(ctx, cl, alive); err != nil {
 		return r, err
 	}
-	r.HealthyBefore = runLoad(ctx, healthy, d, mixed(cl.kv, alive)).OpsPerS
+	r.HealthyBefore = runLoad(ctx, healthy, d, mixed(cl, alive)).OpsPerS
 
 	if err := cluster.Kill(victim); err != nil {
 		return r, err
@@ -103,8 +103,8 @@ func storm(ctx context.Context, callers, healthy int, d time.Duration) (stormRes
 	}
 	// Let the client learn the ownerless map through ordinary traffic first, so that what
 	// follows is the storm on a known-ownerless partition, not the failover.
-	runLoad(ctx, healthy, cfg.RefreshDebounce*2, mixed(cl.kv, alive))
-	st0 := cl.engine.Refresher().Stats()
+	runLoad(ctx, healthy, cfg.RefreshDebounce*2, mixed(cl, alive))
+	st0 := cl.Engine().Refresher().Stats()
 
 	var mu sync.Mutex // protects durs and r.Bounds, r.Failed
 	var durs []time.Duration
@@ -115,7 +115,7 @@ func storm(ctx context.Context, callers, healthy int, d time.Duration) (stormRes
 		wg.Go(func() {
 			for i := 0; sctx.Err() == nil; i++ {
 				t := time.Now()
-				_, err := cl.kv.Get(context.Background(), &zaris.GetRequest{Key: dead[(c+i*callers)%len(dead)]})
+				_, err := cl.Get(context.Background(), &zaris.GetRequest{Key: dead[(c+i*callers)%len(dead)]})
 				dt := time.Since(t)
 				mu.Lock()
 				durs = append(durs, dt)
@@ -138,12 +138,12 @@ func storm(ctx context.Context, callers, healthy int, d time.Duration) (stormRes
 			}
 		})
 	}
-	h := runLoad(ctx, healthy, d, mixed(cl.kv, alive))
+	h := runLoad(ctx, healthy, d, mixed(cl, alive))
 	elapsed := time.Since(start)
-	st1 := cl.engine.Refresher().Stats()
+	st1 := cl.Engine().Refresher().Stats()
 	stop()
 	wg.Wait()
-	r.HealthyAfter = runLoad(ctx, healthy, d, mixed(cl.kv, alive)).OpsPerS
+	r.HealthyAfter = runLoad(ctx, healthy, d, mixed(cl, alive)).OpsPerS
 
 	slices.Sort(durs)
 	r.Calls = len(durs)

@@ -258,3 +258,51 @@ func TestTypedClientRoundTripOverThrift(t *testing.T) {
 	assert.Equal(t, int32(1), m.SegmentCount)
 	assert.Equal(t, int32(1), m.Segments[0].GetOwner())
 }
+
+// A client made by New owns nothing: Close does nothing and it has no engine.
+func TestNewClientHasNothingToClose(t *testing.T) {
+	c := zarisclient.New(func(context.Context, *runtime.Call) (runtime.Response, error) { return nil, nil })
+	assert.NoError(t, c.Close())
+	assert.Nil(t, c.Engine())
+}
+
+// Dial returns a client on the default stack over its own engine: the engine holds the
+// first map, calls go through the stack's per-client options, and Close closes the
+// engine, after which a call fails with runtime.ErrClosed.
+func TestDialBuildsTheDefaultStackAndCloseClosesTheEngine(t *testing.T) {
+	ctrl := gomock.NewController(t)
+	kv := zarismock.NewMockZarisKv(ctrl)
+	m := &zaris.ClusterMap{Epoch: 1, SegmentCount: 1,
+		Nodes:    []*zaris.NodeInfo{{ID: 1, Host: "127.0.0.1", Port: 7001}},
+		Segments: []*zaris.SegmentInfo{{ID: 0, Owner: thrift.Int32Ptr(1)}}}
+	kv.EXPECT().GetClusterMap(gomock.Any()).Return(m, nil)
+	kv.EXPECT().Get(gomock.Any(), gomock.Any()).Return(&zaris.GetResponse{Status: zaris.KvStatus_Ok, MapEpoch: 1}, nil)
+	dial := func(context.Context, string) (runtime.Conn, error) { return mockConn{kv}, nil }
+	var seen []string
+	audit := func(next runtime.Handler) runtime.Handler {
+		return func(ctx context.Context, call *runtime.Call) (runtime.Response, error) {
+			seen = append(seen, call.Op.Name)
+			return next(ctx, call)
+		}
+	}
+	c, err := zarisclient.Dial(context.Background(), runtime.WithEnv(nil), runtime.WithSeeds("127.0.0.1:7001"),
+		runtime.WithDialer(dial), runtime.WithCallMiddleware(audit), runtime.WithDefaultMaxAttempts(2))
+	require.NoError(t, err)
+	require.NotNil(t, c.Engine())
+	assert.Equal(t, int64(1), c.Engine().Map().Epoch)
+	assert.Equal(t, 2, c.Engine().Config().Retry.MaxAttempts)
+
+	_, err = c.Get(context.Background(), &zaris.GetRequest{Key: []byte("k")})
+	require.NoError(t, err)
+	assert.Equal(t, []string{"Get"}, seen)
+
+	require.NoError(t, c.Close())
+	_, err = c.Get(context.Background(), &zaris.GetRequest{Key: []byte("k")})
+	assert.ErrorIs(t, err, runtime.ErrClosed)
+}
+
+// mockConn is a runtime.Conn over a generated-interface mock.
+type mockConn struct{ kv zaris.ZarisKv }
+
+func (c mockConn) Client() zaris.ZarisKv { return c.kv }
+func (c mockConn) Close() error          { return nil }

@@ -29,7 +29,7 @@ func requireThrift(t *testing.T) string {
 	return path
 }
 
-// repoRoot is the module root, two levels above this package.
+// repoRoot is the repository root (the client module), two levels above this package.
 func repoRoot(t *testing.T) string {
 	t.Helper()
 	root, err := filepath.Abs("../..")
@@ -60,7 +60,7 @@ func TestGolden(t *testing.T) {
 			}
 			want, err := os.ReadFile(tc.golden)
 			require.NoError(t, err)
-			assert.Equal(t, string(want), string(got), "regenerate with: go test ./tools/zarisgen -run TestGolden -update (fixtures) or make generate (gen/)")
+			assert.Equal(t, string(want), string(got), "regenerate with: go -C tools test ./zarisgen -run TestGolden -update (fixtures) or make generate (gen/)")
 		})
 	}
 }
@@ -75,7 +75,7 @@ func TestExtraOpCompiles(t *testing.T) {
 	}
 	root := repoRoot(t)
 	dir := t.TempDir()
-	for _, p := range []string{"go.mod", "go.sum", "Makefile", "idl", "gen", "runtime", "middleware", "tools/zarisgen"} {
+	for _, p := range []string{"go.mod", "go.sum", "Makefile", "idl", "gen", "runtime", "middleware", "tools/go.mod", "tools/go.sum", "tools/zarisgen"} {
 		copyTree(t, filepath.Join(root, p), filepath.Join(dir, p))
 	}
 	fixture, err := os.ReadFile("testdata/extra_op.thrift")

@@ -5,6 +5,8 @@ import (
 	"go/token"
 	"sort"
 	"strings"
+	"unicode"
+	"unicode/utf8"
 )
 
 // The operation annotations zarisgen reads (see the header of idl/zaris.thrift).
@@ -89,6 +91,9 @@ func buildModel(p *program, source, zarisImport string) (*model, error) {
 			return nil, err
 		}
 		if data {
+			if clientMethods[op.Name] {
+				return nil, &specError{Op: fn.Name, Msg: fmt.Sprintf("operation name %s is taken by the client's own method %s", op.Name, op.Name)}
+			}
 			m.Ops = append(m.Ops, op)
 		}
 	}
@@ -97,6 +102,10 @@ func buildModel(p *program, source, zarisImport string) (*model, error) {
 	}
 	return m, nil
 }
+
+// clientMethods are the generated Client's methods besides the operations; an operation
+// of the same name would not compile.
+var clientMethods = map[string]bool{"Close": true, "Engine": true}
 
 // buildOp checks one function. It reports data=false for admin operations, which get no
 // typed method.
@@ -135,8 +144,9 @@ func buildOp(p *program, fn function) (op opModel, data bool, err error) {
 	}
 
 	// The doc becomes part of a one-line comment: a line break in it would end the comment
-	// and put the rest of the doc into the generated code.
-	op = opModel{Name: fn.Name, Doc: strings.Join(strings.Fields(fn.Doc), " "), Kind: kind}
+	// and put the rest of the doc into the generated code, and a control character or a
+	// byte-order mark is not allowed in Go source at all.
+	op = opModel{Name: fn.Name, Doc: strings.Join(strings.Fields(strings.Map(commentRune, fn.Doc)), " "), Kind: kind}
 	idem, ok := fn.Annotations[annIdempotent]
 	if !ok {
 		return fail("annotation "+annIdempotent, `missing: a data operation needs zaris.idempotent = "true" or "false"`)
@@ -235,4 +245,13 @@ func buildOp(p *program, fn function) (op opModel, data bool, err error) {
 		op.GuardExpr = strings.Join(guardExprs, " || ")
 	}
 	return op, true, nil
+}
+
+// commentRune maps the runes a Go comment cannot hold (control characters, the byte-order
+// mark, and the replacement of invalid UTF-8) to a space.
+func commentRune(r rune) rune {
+	if unicode.IsControl(r) || r == '\uFEFF' || r == utf8.RuneError {
+		return ' '
+	}
+	return r
 }

@@ -84,6 +84,8 @@ func TestBuildModel_Rejections(t *testing.T) {
 			[]string{"operation Put", "response", "returns a response struct"}},
 		{"no data operations", func(p *program) { put(p).Annotations[annKind] = "admin" },
 			[]string{"service ZarisKv has no data operations"}},
+		{"operation named Close", func(p *program) { put(p).Name = "Close" },
+			[]string{"operation Close", "taken by the client's own method Close"}},
 		{"two services", func(p *program) { p.Services = append(p.Services, p.Services[0]) },
 			[]string{"exactly one service, found 2"}},
 	} {

@@ -18,7 +18,7 @@ import (
 // (a name, a doc comment) can break or inject code. Seeds: testdata/fuzz/FuzzParseProgram
 // and testdata/minimal.json. Fuzz for longer with
 //
-//	go test -run '^$' -fuzz '^FuzzParseProgram$' -fuzztime 30s ./tools/zarisgen
+//	go -C tools test -run '^$' -fuzz '^FuzzParseProgram$' -fuzztime 30s ./zarisgen
 func FuzzParseProgram(f *testing.F) {
 	minimal, err := os.ReadFile("testdata/minimal.json")
 	if err != nil {
@@ -53,7 +53,7 @@ func checkGenerated(t *testing.T, data []byte) {
 	if err != nil {
 		t.Fatalf("generated source does not parse: %v\n%s", err, src)
 	}
-	want := map[string]bool{"New": true}
+	want := map[string]bool{"New": true, "Dial": true, "Close": true, "Engine": true}
 	for _, op := range m.Ops {
 		want[op.Name] = true
 		want["invoke"+op.Name] = true
@@ -71,7 +71,7 @@ func checkGenerated(t *testing.T, data []byte) {
 // routing and guard annotations and its request struct. The property is FuzzParseProgram's.
 // Fuzz for longer with
 //
-//	go test -run '^$' -fuzz '^FuzzIDLNames$' -fuzztime 30s ./tools/zarisgen
+//	go -C tools test -run '^$' -fuzz '^FuzzIDLNames$' -fuzztime 30s ./zarisgen
 func FuzzIDLNames(f *testing.F) {
 	base, err := os.ReadFile("testdata/zaris.json")
 	if err != nil {

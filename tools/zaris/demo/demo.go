@@ -9,7 +9,6 @@ import (
 	"time"
 
 	"github.com/clustron/zaris-go/gen/zarisclient"
-	"github.com/clustron/zaris-go/middleware"
 	"github.com/clustron/zaris-go/runtime"
 	"github.com/clustron/zaris-go/tools/store"
 )
@@ -41,19 +40,20 @@ func Run(ctx context.Context, cfg Config) (*Report, error) {
 	defer cluster.Close()
 
 	opts := append([]runtime.Option{runtime.WithSeeds(cluster.Seeds()...), runtime.WithProtocol(cfg.Protocol)}, cfg.ClientOptions...)
-	client, err := runtime.Dial(ctx, opts...)
+	kv, err := zarisclient.Dial(ctx, append(opts, runtime.WithCallMiddleware(captureCallInfo))...)
 	if err != nil {
 		return nil, fmt.Errorf("demo: connecting the client: %w", err)
 	}
-	defer client.Close()
-	kv := zarisclient.New(middleware.Default(client.Invoke, client.Refresher(), client.Config(),
-		middleware.WithCallMiddleware(captureCallInfo)))
+	defer kv.Close()
+	refresher := kv.Engine().Refresher()
 
 	var ops, errs atomic.Int64
 	start := time.Now()
+	rec := newRecorder(start, cfg.Workers)
+	rec.startPhase("steady", refresher.Stats().Performed)
 	workers := make([]*worker, cfg.Workers)
 	for i := range workers {
-		workers[i] = newWorker(i, cfg.KeysPerWorker, kv, start, &ops, &errs)
+		workers[i] = newWorker(i, cfg.KeysPerWorker, kv, start, &ops, &errs, rec)
 	}
 	prog := &progress{w: cfg.Progress, live: cfg.Live, every: cfg.ProgressEvery, total: cfg.Duration, start: start, ops: &ops, errs: &errs}
 
@@ -70,7 +70,6 @@ func Run(ctx context.Context, cfg Config) (*Report, error) {
 	}
 
 	ch := &churner{cluster: cluster, initial: cluster.Nodes()}
-	bounds := []phaseBound{{name: "steady", start: 0, performed: client.Refresher().Stats().Performed}}
 	var events []EventReport
 	for _, e := range cfg.Schedule {
 		if e.At >= cfg.Duration {
@@ -79,17 +78,16 @@ func Run(ctx context.Context, cfg Config) (*Report, error) {
 		if !sleepUntil(runCtx, start.Add(e.At)) {
 			break
 		}
-		at := time.Since(start)
 		placeholder := string(e.Kind)
 		prog.phase.Store(&placeholder)
-		bounds = append(bounds, phaseBound{name: string(e.Kind), start: at, performed: client.Refresher().Stats().Performed})
+		at := rec.startPhase(placeholder, refresher.Stats().Performed)
 		// The event gets its own time, not what is left of the workload's: an event still
 		// running when the workload ends completes before the read-back.
 		ectx, cancel := context.WithTimeout(ctx, settleTimeout)
 		label, err := ch.do(ectx, e)
 		cancel()
 		prog.phase.Store(&label)
-		bounds[len(bounds)-1].name = label
+		rec.renamePhase(label)
 		er := EventReport{Kind: e.Kind, Label: label, AtSec: at.Seconds(), TookMs: ms(time.Since(start) - at)}
 		if err != nil {
 			er.Error = err.Error()
@@ -99,26 +97,25 @@ func Run(ctx context.Context, cfg Config) (*Report, error) {
 	<-runCtx.Done()
 	wg.Wait()
 	end := min(time.Since(start), cfg.Duration) // the workers stopped at the duration
-	endPerformed := client.Refresher().Stats().Performed
+	endPerformed := refresher.Stats().Performed
 	close(progressDone)
 	progressWG.Wait()
 
-	var records []record
 	var misreported, samples []string
 	for _, w := range workers {
-		records = append(records, w.log...)
 		misreported = append(misreported, w.misses...)
 		samples = append(samples, w.failed...)
 	}
 	slices.Sort(samples)
 	samples = samples[:min(len(samples), maxErrorSamples)]
-	phases, total, timeline := summarize(records, bounds, end, endPerformed)
+	phases, total, timeline := rec.summarize(end, endPerformed)
 	report := &Report{
 		Nodes: cfg.Nodes, Workers: cfg.Workers, Protocol: string(cfg.Protocol), Duration: cfg.Duration.String(),
 		Events: events, Phases: phases, Total: total, Timeline: timeline, ErrorSamples: samples,
 		Verification: Verification{Lost: []string{}, Misreported: append([]string{}, misreported...)},
 	}
 	report.Verification = verifyAll(ctx, cluster, workers, report.Verification)
+	report.PeakRSSBytes, report.PeakRSSSource = peakRSS()
 	if cfg.Out != "" {
 		if err := report.writeFiles(cfg.Out); err != nil {
 			return report, fmt.Errorf("demo: writing the report: %w", err)
@@ -153,7 +150,7 @@ func sleepUntil(ctx context.Context, t time.Time) bool {
 	defer timer.Stop()
 	select {
 	case <-timer.C:
-		return true
+		return ctx.Err() == nil // both may be ready: an ended ctx wins
 	case <-ctx.Done():
 		return false
 	}

@@ -6,8 +6,11 @@ import (
 	"encoding/json"
 	"encoding/xml"
 	"io"
+	"maps"
 	"os"
 	"path/filepath"
+	goruntime "runtime"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -57,18 +60,45 @@ func TestShortRun(t *testing.T) {
 	var decoded Report
 	require.NoError(t, json.Unmarshal(data, &decoded))
 	assert.Equal(t, report.Phases, decoded.Phases)
+	assert.Equal(t, report.Timeline, decoded.Timeline)
+	assert.Positive(t, decoded.PeakRSSBytes)
+	if goruntime.GOOS == "linux" {
+		assert.Equal(t, "VmHWM", decoded.PeakRSSSource)
+	}
+	assert.Contains(t, table.String(), "peak RSS: ")
+
+	// Retried attempts by cause: the phases sum to the total, the seconds hold every retry of
+	// the calls that started in a whole second, and the churn caused some.
+	causes := map[string]bool{}
+	retries := map[string]int{}
+	for _, p := range report.Phases {
+		for c, n := range p.Retries {
+			retries[c] += n
+		}
+	}
+	assert.Equal(t, report.Total.Retries, retries)
+	assert.NotEmpty(t, report.Total.Retries, "the churn caused no retried attempt")
+	for _, s := range report.Timeline {
+		for c, n := range s.Retries {
+			causes[c] = true
+			assert.LessOrEqual(t, n, report.Total.Retries[c], c)
+		}
+	}
+	assert.NotEmpty(t, causes)
 
 	html, err := os.Open(filepath.Join(out, "timeline.html"))
 	require.NoError(t, err)
 	defer html.Close()
-	series, markers := scanTimeline(t, html)
+	series, bands, markers := scanTimeline(t, html)
 	assert.Equal(t, []string{"ops", "p99"}, series)
+	assert.ElementsMatch(t, slices.Collect(maps.Keys(causes)), bands, "one stacked band per cause in the timeline")
 	assert.Equal(t, []string{"migrate", "join", "kill", "failback", "leave"}, markers)
 }
 
-// scanTimeline parses the page as XML and returns the metric of each series and the kind of
-// each event marker, in document order.
-func scanTimeline(t *testing.T, r io.Reader) (series, markers []string) {
+// scanTimeline parses the page as XML and returns the metric of each line series, the cause
+// of each band of the stacked retries panel and the kind of each event marker, in document
+// order.
+func scanTimeline(t *testing.T, r io.Reader) (series, bands, markers []string) {
 	t.Helper()
 	dec := xml.NewDecoder(r)
 	dec.Strict = true
@@ -77,7 +107,7 @@ func scanTimeline(t *testing.T, r io.Reader) (series, markers []string) {
 	for {
 		tok, err := dec.Token()
 		if err == io.EOF {
-			return series, markers
+			return series, bands, markers
 		}
 		require.NoError(t, err, "timeline.html must parse")
 		el, ok := tok.(xml.StartElement)
@@ -95,6 +125,9 @@ func scanTimeline(t *testing.T, r io.Reader) (series, markers []string) {
 		switch {
 		case el.Name.Local == "polyline" && strings.Contains(attr("class"), "series"):
 			series = append(series, attr("data-metric"))
+			assert.NotEmpty(t, attr("points"))
+		case el.Name.Local == "polygon" && attr("class") == "series retries":
+			bands = append(bands, attr("data-cause"))
 			assert.NotEmpty(t, attr("points"))
 		case el.Name.Local == "g" && attr("class") == "event":
 			markers = append(markers, attr("data-event"))
@@ -119,4 +152,15 @@ func TestParseSchedule(t *testing.T) {
 	}
 	d := DefaultConfig()
 	assert.Len(t, d.Schedule, 5)
+}
+
+// An event due after the workload ended does not start, even when its time has long passed
+// (both the timer and the end are ready at once).
+func TestSleepUntilAfterTheEnd(t *testing.T) {
+	ctx, cancel := context.WithCancel(context.Background())
+	cancel()
+	for range 100 {
+		assert.False(t, sleepUntil(ctx, time.Now().Add(-time.Second)))
+	}
+	assert.True(t, sleepUntil(context.Background(), time.Now().Add(-time.Second)))
 }

@@ -11,7 +11,18 @@
 //
 // The report has one phase per event (calls are counted in the phase in which they started),
 // with throughput, latency percentiles, errors by the bound that tripped and the last
-// attempt's outcome, attempts per call, and map refreshes requested by calls versus map
-// fetches the client performed. Run writes it as report.json and as timeline.html, a page
-// with an inline SVG chart of ops/s and p99 latency per second and every event marked.
+// attempt's outcome, attempts per call, retried attempts by what each saw (a status such as
+// Moved, Migrating, OwnershipChanging, ReplicaWriteRejected or Unavailable, or the kind of
+// failure when no answer came: transport, attempt timeout, node unavailable), and map
+// refreshes requested by calls versus map fetches the client performed; and the process's
+// peak resident set size (VmHWM on Linux). Run writes it as report.json and as
+// timeline.html, a page with inline SVG charts per second of ops/s, p99 latency and retried
+// attempts stacked by cause, every event marked.
+//
+// The demo keeps no per-call samples: each phase and each second has counters and an HDR
+// latency histogram (3 significant digits per phase, 2 per second), and a second's
+// histogram is reduced to its p99 once every worker has moved past that second. So its
+// memory grows with the run's length by a few counters per second, not with the number of
+// calls. What the answer checks need, each key's last acknowledged value and the writes of
+// unknown outcome since, is kept per key.
 package demo

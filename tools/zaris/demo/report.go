@@ -33,6 +33,12 @@ type Report struct {
 	Timeline []Second `json:"timeline"`
 	// Verification is the read-back of every key after the workload.
 	Verification Verification `json:"verification"`
+	// PeakRSSBytes is the demo process's peak resident set size (cluster and client alike,
+	// as they share the process), taken after the read-back; PeakRSSSource says how it was
+	// measured: "VmHWM" (Linux) or "go runtime Sys" (the memory the Go runtime obtained from
+	// the system, elsewhere).
+	PeakRSSBytes  int64  `json:"peakRssBytes"`
+	PeakRSSSource string `json:"peakRssSource"`
 }
 
 // EventReport is one churn event as it ran.
@@ -67,6 +73,10 @@ type PhaseReport struct {
 	// counts the map fetches the client made in the phase.
 	RefreshesRequested int `json:"refreshesRequested"`
 	RefreshesPerformed int `json:"refreshesPerformed"`
+	// Retries counts the attempts that were retried, by what each saw: the answer's status
+	// (Moved, Migrating, OwnershipChanging, ReplicaWriteRejected, Unavailable, ...) or the
+	// kind of failure when no answer came (transport, attempt timeout, node unavailable, ...).
+	Retries map[string]int `json:"retries"`
 }
 
 // Second is one second of the timeline.
@@ -75,6 +85,9 @@ type Second struct {
 	Ops    int     `json:"ops"`
 	Errors int     `json:"errors"`
 	P99Ms  float64 `json:"p99Ms"`
+	// Retries counts the retried attempts of the calls that started in this second, by what
+	// each saw (see PhaseReport.Retries).
+	Retries map[string]int `json:"retries"`
 }
 
 // Verification is the read-back of every key after the workload.
@@ -95,98 +108,6 @@ func (r *Report) OK() bool {
 	return v.Error == "" && len(v.Lost) == 0 && len(v.Misreported) == 0
 }
 
-// phaseBound is where a phase starts, with the refresher's fetch count at that moment.
-type phaseBound struct {
-	name      string
-	start     time.Duration
-	performed uint64
-}
-
-// summarize builds the phases, the total and the timeline from every call's record.
-func summarize(records []record, bounds []phaseBound, end time.Duration, endPerformed uint64) ([]PhaseReport, PhaseReport, []Second) {
-	slices.SortFunc(records, func(a, b record) int { return int(a.start - b.start) })
-	var phases []PhaseReport
-	for i, b := range bounds {
-		stop, stopPerformed := end, endPerformed
-		if i+1 < len(bounds) {
-			stop, stopPerformed = bounds[i+1].start, bounds[i+1].performed
-		}
-		lo, _ := slices.BinarySearchFunc(records, b.start, func(r record, t time.Duration) int { return int(r.start - t) })
-		hi, _ := slices.BinarySearchFunc(records, stop, func(r record, t time.Duration) int { return int(r.start - t) })
-		p := phase(b.name, records[lo:hi], b.start, stop)
-		p.RefreshesPerformed = int(stopPerformed - b.performed)
-		phases = append(phases, p)
-	}
-	total := phase("total", records, 0, end)
-	if len(bounds) > 0 {
-		total.RefreshesPerformed = int(endPerformed - bounds[0].performed)
-	}
-
-	// Whole seconds only: a partial last second would plot as a fall in throughput.
-	seconds := make([]Second, max(int(end/time.Second), 1))
-	lat := make([][]time.Duration, len(seconds))
-	for _, r := range records {
-		s := int(r.start / time.Second)
-		if s >= len(seconds) {
-			continue
-		}
-		seconds[s].Ops++
-		if r.class != "" {
-			seconds[s].Errors++
-		}
-		lat[s] = append(lat[s], r.latency)
-	}
-	for i := range seconds {
-		seconds[i].T = i
-		seconds[i].P99Ms = ms(percentile(lat[i], 0.99))
-	}
-	return phases, total, seconds
-}
-
-// phase sums the records of calls that started in [start, stop).
-func phase(name string, rs []record, start, stop time.Duration) PhaseReport {
-	p := PhaseReport{Name: name, StartSec: start.Seconds(), EndSec: stop.Seconds(), Ops: len(rs), Errors: map[string]int{}}
-	lat := make([]time.Duration, 0, len(rs))
-	attempts := 0
-	for _, r := range rs {
-		lat = append(lat, r.latency)
-		attempts += r.attempts
-		p.AttemptsMax = max(p.AttemptsMax, r.attempts)
-		p.RefreshesRequested += r.refReq
-		if r.class != "" {
-			p.Errors[r.class]++
-			p.ErrorCount++
-		}
-	}
-	if d := (stop - start).Seconds(); d > 0 {
-		p.OpsPerS = float64(len(rs)) / d
-	}
-	if len(rs) > 0 {
-		p.AttemptsAvg = float64(attempts) / float64(len(rs))
-	}
-	slices.Sort(lat)
-	p.P50Ms = ms(percentileSorted(lat, 0.50))
-	p.P99Ms = ms(percentileSorted(lat, 0.99))
-	if len(lat) > 0 {
-		p.MaxMs = ms(lat[len(lat)-1])
-	}
-	return p
-}
-
-func percentile(d []time.Duration, q float64) time.Duration {
-	slices.Sort(d)
-	return percentileSorted(d, q)
-}
-
-// percentileSorted returns the q-quantile of sorted durations (nearest rank), 0 for none.
-func percentileSorted(d []time.Duration, q float64) time.Duration {
-	if len(d) == 0 {
-		return 0
-	}
-	i := int(q*float64(len(d))+0.5) - 1
-	return d[min(max(i, 0), len(d)-1)]
-}
-
 func ms(d time.Duration) float64 { return float64(d.Microseconds()) / 1000 }
 
 // WriteTable prints the report as the demo's closing table: one row per phase, then the
@@ -201,15 +122,18 @@ func (r *Report) WriteTable(w io.Writer) {
 	tw.Flush()
 
 	fmt.Fprintln(w)
+	if len(r.Total.Retries) == 0 {
+		fmt.Fprintln(w, "retried attempts: none")
+	} else {
+		fmt.Fprintln(w, "retried attempts, by phase and what the attempt saw:")
+		writeByPhase(w, r.Phases, func(p PhaseReport) map[string]int { return p.Retries })
+	}
+	fmt.Fprintln(w)
 	if r.Total.ErrorCount == 0 {
 		fmt.Fprintln(w, "errors seen by the application: none")
 	} else {
 		fmt.Fprintln(w, "errors seen by the application, by phase and why:")
-		for _, p := range r.Phases {
-			for _, class := range slices.Sorted(maps.Keys(p.Errors)) {
-				fmt.Fprintf(w, "  %-22s %6d  %s\n", p.Name, p.Errors[class], class)
-			}
-		}
+		writeByPhase(w, r.Phases, func(p PhaseReport) map[string]int { return p.Errors })
 		fmt.Fprintln(w, "for example:")
 		for _, e := range r.ErrorSamples {
 			fmt.Fprintln(w, "  "+e)
@@ -225,6 +149,7 @@ func (r *Report) WriteTable(w io.Writer) {
 		fmt.Fprintf(w, "  %6.1fs  %-22s %s\n", e.AtSec, e.Label, status)
 	}
 	fmt.Fprintln(w)
+	fmt.Fprintf(w, "peak RSS: %.1f MiB (%s)\n", float64(r.PeakRSSBytes)/(1<<20), r.PeakRSSSource)
 	v := r.Verification
 	switch {
 	case v.Error != "":
@@ -236,6 +161,16 @@ func (r *Report) WriteTable(w io.Writer) {
 		}
 	default:
 		fmt.Fprintf(w, "OK: all %d keys read back their last acknowledged write; no answer was misreported\n", v.Keys)
+	}
+}
+
+// writeByPhase prints one line per phase and key of the counts count picks from it.
+func writeByPhase(w io.Writer, phases []PhaseReport, count func(PhaseReport) map[string]int) {
+	for _, p := range phases {
+		counts := count(p)
+		for _, k := range slices.Sorted(maps.Keys(counts)) {
+			fmt.Fprintf(w, "  %-22s %6d  %s\n", p.Name, counts[k], k)
+		}
 	}
 }
 

@@ -46,15 +46,6 @@ func (k *keyState) consistent(value []byte, version int64) bool {
 	return bytes.Equal(value, k.acked)
 }
 
-// record is one application call as the application saw it.
-type record struct {
-	start    time.Duration // from the start of the workload
-	latency  time.Duration
-	attempts int
-	refReq   int
-	class    string // "" for a success or an answer; otherwise why the call failed
-}
-
 // callInfo carries a call's attempt count and refresh requests from the stack back to the
 // worker that made it.
 type callInfo struct {
@@ -62,6 +53,7 @@ type callInfo struct {
 	refReq   int
 	sent     bool // an attempt that may have applied failed without an answer
 	history  []runtime.Attempt
+	retries  []string // why each attempt but the last was retried
 }
 
 type callInfoKey struct{}
@@ -76,6 +68,9 @@ func captureCallInfo(next middleware.Handler) middleware.Handler {
 			ci.refReq = call.Stats.RefreshesRequested
 			if len(call.Attempts) > 1 {
 				ci.history = slices.Clone(call.Attempts)
+				for _, a := range call.Attempts[:len(call.Attempts)-1] {
+					ci.retries = append(ci.retries, attemptCause(a))
+				}
 			}
 			for _, a := range call.Attempts {
 				if !a.Answered && a.Sent {
@@ -98,7 +93,7 @@ type worker struct {
 	start  time.Time
 	ops    *atomic.Int64
 	errs   *atomic.Int64
-	log    []record
+	rec    *recorder
 	misses []string // misreported answers
 	failed []string // the first few errors the application saw, in full
 }
@@ -106,8 +101,8 @@ type worker struct {
 // keepErrors is how many full error messages each worker keeps for the report.
 const keepErrors = 3
 
-func newWorker(id, keys int, kv *zarisclient.Client, start time.Time, ops, errs *atomic.Int64) *worker {
-	w := &worker{id: id, kv: kv, rng: rand.New(rand.NewPCG(uint64(id), 7)), start: start, ops: ops, errs: errs}
+func newWorker(id, keys int, kv *zarisclient.Client, start time.Time, ops, errs *atomic.Int64, rec *recorder) *worker {
+	w := &worker{id: id, kv: kv, rng: rand.New(rand.NewPCG(uint64(id), 7)), start: start, ops: ops, errs: errs, rec: rec}
 	for i := range keys {
 		w.keys = append(w.keys, &keyState{key: fmt.Appendf(nil, "demo/w%02d/k%03d", id, i)})
 	}
@@ -116,6 +111,7 @@ func newWorker(id, keys int, kv *zarisclient.Client, start time.Time, ops, errs 
 
 // run issues calls until ctx ends.
 func (w *worker) run(ctx context.Context) {
+	defer w.rec.done(w.id)
 	for ctx.Err() == nil {
 		k := w.keys[w.rng.IntN(len(w.keys))]
 		var ci callInfo
@@ -130,7 +126,7 @@ func (w *worker) run(ctx context.Context) {
 		default:
 			err = w.put(cctx, k, true, &ci)
 		}
-		r := record{start: began.Sub(w.start), latency: time.Since(began), attempts: ci.attempts, refReq: ci.refReq}
+		r := record{start: began.Sub(w.start), latency: time.Since(began), attempts: ci.attempts, refReq: ci.refReq, retries: ci.retries}
 		if err != nil {
 			r.class = errorClass(err)
 			w.errs.Add(1)
@@ -138,7 +134,7 @@ func (w *worker) run(ctx context.Context) {
 				w.failed = append(w.failed, fmt.Sprintf("%.3fs: %v", r.start.Seconds(), err))
 			}
 		}
-		w.log = append(w.log, r)
+		w.rec.add(w.id, r)
 		w.ops.Add(1)
 	}
 }
@@ -244,6 +240,15 @@ func causeName(err error) string {
 		return "none"
 	}
 	return "other"
+}
+
+// attemptCause names why an attempt did not end the call: its answer's status, or the kind
+// of failure (causeName) when no answer arrived.
+func attemptCause(a runtime.Attempt) string {
+	if a.Answered {
+		return a.Status.String()
+	}
+	return causeName(a.Err)
 }
 
 // verify reads every key back and returns the keys whose value is not the one its writer

@@ -43,20 +43,20 @@ func getCall(key string) *Call {
 	return NewCall(opGet, []byte(key), &zaris.GetRequest{Key: []byte(key)}, false)
 }
 
-// mockCluster is a Cluster over fake connections whose clients are per-node gomock mocks:
+// mockEngine is an Engine over fake connections whose clients are per-node gomock mocks:
 // node i+1 listens at 127.0.0.1:700(i+1); the seed is node 1.
-type mockCluster struct {
-	*Cluster
+type mockEngine struct {
+	*Engine
 	clock  *fakeClock
 	dialer *fakeDialer
 	nodes  map[string]*zarismock.MockZarisKv
 }
 
-// newMockCluster dials a cluster whose bootstrap map is boot (node 1 answers it once).
-func newMockCluster(t *testing.T, boot *zaris.ClusterMap, opts ...Option) *mockCluster {
+// newMockEngine dials a cluster whose bootstrap map is boot (node 1 answers it once).
+func newMockEngine(t *testing.T, boot *zaris.ClusterMap, opts ...Option) *mockEngine {
 	t.Helper()
 	ctrl := gomock.NewController(t)
-	mc := &mockCluster{clock: newFakeClock(), nodes: map[string]*zarismock.MockZarisKv{}}
+	mc := &mockEngine{clock: newFakeClock(), nodes: map[string]*zarismock.MockZarisKv{}}
 	for _, n := range boot.Nodes {
 		mc.nodes[fmt.Sprintf("%s:%d", n.Host, n.Port)] = zarismock.NewMockZarisKv(ctrl)
 	}
@@ -75,24 +75,24 @@ func newMockCluster(t *testing.T, boot *zaris.ClusterMap, opts ...Option) *mockC
 	all := append([]Option{WithEnv(env(nil)), WithSeeds("127.0.0.1:7001"), WithClock(mc.clock), WithDialer(mc.dialer.dial)}, opts...)
 	c, err := Dial(context.Background(), all...)
 	require.NoError(t, err)
-	mc.Cluster = c
+	mc.Engine = c
 	t.Cleanup(func() { c.Close() })
 	return mc
 }
 
-func (mc *mockCluster) node(id int) *zarismock.MockZarisKv {
+func (mc *mockEngine) node(id int) *zarismock.MockZarisKv {
 	return mc.nodes[fmt.Sprintf("127.0.0.1:%d", 7000+id)]
 }
 
 // ownerOf returns the node id owning key under the current map.
-func (mc *mockCluster) ownerOf(t *testing.T, key string) int {
+func (mc *mockEngine) ownerOf(t *testing.T, key string) int {
 	r, err := mc.Route([]byte(key))
 	require.NoError(t, err)
 	return int(r.Node)
 }
 
 func TestInvokeRecordsAnAnswer(t *testing.T) {
-	mc := newMockCluster(t, testMap(4, 16, 2))
+	mc := newMockEngine(t, testMap(4, 16, 2))
 	key := "user:1"
 	owner := mc.ownerOf(t, key)
 	mc.node(owner).EXPECT().Get(gomock.Any(), gomock.Any()).DoAndReturn(func(ctx context.Context, req *zaris.GetRequest) (*zaris.GetResponse, error) {
@@ -127,7 +127,7 @@ func TestInvokeErrors(t *testing.T) {
 	for _, tc := range []struct {
 		name     string
 		opts     []Option
-		setup    func(mc *mockCluster, kv *zarismock.MockZarisKv, cancel context.CancelFunc)
+		setup    func(mc *mockEngine, kv *zarismock.MockZarisKv, cancel context.CancelFunc)
 		kind     error // the sentinel the error must match, or nil for none
 		not      []error
 		is       []error
@@ -137,21 +137,21 @@ func TestInvokeErrors(t *testing.T) {
 	}{
 		{
 			name: "transport failure",
-			setup: func(_ *mockCluster, kv *zarismock.MockZarisKv, _ context.CancelFunc) {
+			setup: func(_ *mockEngine, kv *zarismock.MockZarisKv, _ context.CancelFunc) {
 				kv.EXPECT().Get(gomock.Any(), gomock.Any()).Return(nil, thrift.NewTTransportException(thrift.END_OF_FILE, "EOF"))
 			},
 			kind: ErrTransport, sent: true, closed: true,
 		},
 		{
 			name: "protocol failure",
-			setup: func(_ *mockCluster, kv *zarismock.MockZarisKv, _ context.CancelFunc) {
+			setup: func(_ *mockEngine, kv *zarismock.MockZarisKv, _ context.CancelFunc) {
 				kv.EXPECT().Get(gomock.Any(), gomock.Any()).Return(nil, thrift.NewTProtocolExceptionWithType(thrift.INVALID_DATA, errors.New("bad data")))
 			},
 			kind: ErrTransport, sent: true, closed: true,
 		},
 		{
 			name: "application exception",
-			setup: func(_ *mockCluster, kv *zarismock.MockZarisKv, _ context.CancelFunc) {
+			setup: func(_ *mockEngine, kv *zarismock.MockZarisKv, _ context.CancelFunc) {
 				kv.EXPECT().Get(gomock.Any(), gomock.Any()).Return(nil, thrift.NewTApplicationException(thrift.INTERNAL_ERROR, "boom"))
 			},
 			not: []error{ErrTransport, ErrNodeUnavailable, ErrAttemptTimeout}, sent: true, closed: true,
@@ -159,7 +159,7 @@ func TestInvokeErrors(t *testing.T) {
 		{
 			name: "attempt timeout",
 			opts: []Option{WithAttemptTimeout(20 * time.Millisecond)},
-			setup: func(_ *mockCluster, kv *zarismock.MockZarisKv, _ context.CancelFunc) {
+			setup: func(_ *mockEngine, kv *zarismock.MockZarisKv, _ context.CancelFunc) {
 				kv.EXPECT().Get(gomock.Any(), gomock.Any()).DoAndReturn(func(ctx context.Context, _ *zaris.GetRequest) (*zaris.GetResponse, error) {
 					<-ctx.Done()
 					return nil, ctx.Err()
@@ -169,7 +169,7 @@ func TestInvokeErrors(t *testing.T) {
 		},
 		{
 			name: "caller cancelled",
-			setup: func(_ *mockCluster, kv *zarismock.MockZarisKv, cancel context.CancelFunc) {
+			setup: func(_ *mockEngine, kv *zarismock.MockZarisKv, cancel context.CancelFunc) {
 				kv.EXPECT().Get(gomock.Any(), gomock.Any()).DoAndReturn(func(ctx context.Context, _ *zaris.GetRequest) (*zaris.GetResponse, error) {
 					cancel()
 					return nil, thrift.NewTTransportException(thrift.TIMED_OUT, "i/o timeout")
@@ -179,21 +179,21 @@ func TestInvokeErrors(t *testing.T) {
 		},
 		{
 			name: "neither response nor error",
-			setup: func(_ *mockCluster, kv *zarismock.MockZarisKv, _ context.CancelFunc) {
+			setup: func(_ *mockEngine, kv *zarismock.MockZarisKv, _ context.CancelFunc) {
 				kv.EXPECT().Get(gomock.Any(), gomock.Any()).Return(nil, nil)
 			},
 			is: []error{ErrNoResponse}, not: []error{ErrTransport}, sent: true, closed: true,
 		},
 		{
 			name: "dial refused",
-			setup: func(mc *mockCluster, _ *zarismock.MockZarisKv, _ context.CancelFunc) {
+			setup: func(mc *mockEngine, _ *zarismock.MockZarisKv, _ context.CancelFunc) {
 				mc.dialer.fail = func(string) error { return errors.New("connection refused") }
 			},
 			kind: ErrNodeUnavailable, not: []error{ErrTransport},
 		},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			mc := newMockCluster(t, testMap(2, 16, 2), tc.opts...)
+			mc := newMockEngine(t, testMap(2, 16, 2), tc.opts...)
 			owner := mc.ownerOf(t, key)
 			ctx, cancel := context.WithCancel(context.Background())
 			defer cancel()
@@ -229,7 +229,7 @@ func TestInvokeErrors(t *testing.T) {
 }
 
 func TestInvokeThriftErrorsKeepTheirType(t *testing.T) {
-	mc := newMockCluster(t, testMap(2, 16, 2))
+	mc := newMockEngine(t, testMap(2, 16, 2))
 	key := "k"
 	mc.node(mc.ownerOf(t, key)).EXPECT().Get(gomock.Any(), gomock.Any()).Return(nil, thrift.NewTApplicationException(thrift.UNKNOWN_METHOD, "no"))
 	_, err := mc.Invoke(context.Background(), getCall(key))
@@ -242,7 +242,7 @@ func TestInvokeNoOwnerIsPartitionUnavailable(t *testing.T) {
 	m := testMap(3, 8, 2)
 	key := "orphan"
 	m.Segments[Segment([]byte(key), 8)].Owner = nil
-	mc := newMockCluster(t, m)
+	mc := newMockEngine(t, m)
 	call := getCall(key)
 	_, err := mc.Invoke(context.Background(), call)
 	require.ErrorIs(t, err, ErrPartitionUnavailable)
@@ -254,7 +254,7 @@ func TestInvokeNoOwnerIsPartitionUnavailable(t *testing.T) {
 }
 
 func TestInvokeWithNoFreeConnectionIsNodeUnavailable(t *testing.T) {
-	mc := newMockCluster(t, testMap(2, 16, 2), WithPoolSize(1), WithAttemptTimeout(20*time.Millisecond))
+	mc := newMockEngine(t, testMap(2, 16, 2), WithPoolSize(1), WithAttemptTimeout(20*time.Millisecond))
 	key := "k"
 	kv := mc.node(mc.ownerOf(t, key))
 	release := make(chan struct{})
@@ -278,7 +278,7 @@ func TestInvokeWithNoFreeConnectionIsNodeUnavailable(t *testing.T) {
 }
 
 func TestInvokeAfterCloseIsErrClosed(t *testing.T) {
-	mc := newMockCluster(t, testMap(2, 16, 2))
+	mc := newMockEngine(t, testMap(2, 16, 2))
 	key := "k"
 	mc.node(mc.ownerOf(t, key)).EXPECT().Get(gomock.Any(), gomock.Any()).Return(&zaris.GetResponse{MapEpoch: 2}, nil)
 	_, err := mc.Invoke(context.Background(), getCall(key))
@@ -334,7 +334,7 @@ func TestDialRejectsBadConfig(t *testing.T) {
 }
 
 func TestClusterAccessors(t *testing.T) {
-	mc := newMockCluster(t, testMap(9, 4, 1), WithPoolSize(3))
+	mc := newMockEngine(t, testMap(9, 4, 1), WithPoolSize(3))
 	assert.Equal(t, 3, mc.Config().PoolSize)
 	assert.Equal(t, int64(9), mc.Map().Epoch)
 	assert.Equal(t, int64(9), mc.Refresher().Epoch())

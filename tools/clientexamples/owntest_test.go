@@ -1,4 +1,4 @@
-package runtime_test
+package clientexamples_test
 
 import (
 	"context"
@@ -9,7 +9,6 @@ import (
 
 	"github.com/clustron/zaris-go/gen/zaris"
 	"github.com/clustron/zaris-go/gen/zarisclient"
-	"github.com/clustron/zaris-go/middleware"
 	"github.com/clustron/zaris-go/runtime"
 	"github.com/clustron/zaris-go/tools/store"
 )
@@ -22,17 +21,16 @@ func TestInProcessClusterInYourOwnTest(t *testing.T) {
 	defer cancel()
 	cluster := store.StartCluster(t, store.ClusterConfig{Nodes: 3})
 
-	engine, err := runtime.Dial(ctx, runtime.WithSeeds(cluster.Seeds()...))
+	kv, err := zarisclient.Dial(ctx, runtime.WithSeeds(cluster.Seeds()...))
 	require.NoError(t, err)
-	t.Cleanup(func() { _ = engine.Close() })
-	kv := zarisclient.New(middleware.Default(engine.Invoke, engine.Refresher(), engine.Config()))
+	t.Cleanup(func() { _ = kv.Close() })
 
 	put, err := kv.Put(ctx, &zaris.PutRequest{Key: []byte("user:42"), Value: []byte("ada")})
 	require.NoError(t, err)
 	require.Equal(t, zaris.KvStatus_Ok, put.Status)
 
 	// Kill the key's owner; its replica takes over and the read still answers.
-	route, err := engine.Route([]byte("user:42"))
+	route, err := kv.Engine().Route([]byte("user:42"))
 	require.NoError(t, err)
 	require.NoError(t, cluster.Kill(route.Node))
 

@@ -1,4 +1,4 @@
-package runtime_test
+package clientexamples_test
 
 import (
 	"context"
@@ -7,14 +7,13 @@ import (
 
 	"github.com/clustron/zaris-go/gen/zaris"
 	"github.com/clustron/zaris-go/gen/zarisclient"
-	"github.com/clustron/zaris-go/middleware"
 	"github.com/clustron/zaris-go/runtime"
 	"github.com/clustron/zaris-go/tools/store"
 )
 
-// A service's use of the client, end to end against an in-process cluster: dial the
-// cluster, stack a call-level middleware in front of the retry layer (it sees each call
-// once, with its final outcome and attempt history), and make typed calls. NotFound and
+// A service's use of the client, end to end against an in-process cluster: one call
+// dials the cluster with a call-level middleware in front of the retry layer (it sees each
+// call once, with its final outcome and attempt history), then typed calls. NotFound and
 // Conflict come back as answers with a nil error.
 func Example_service() {
 	ctx := context.Background()
@@ -24,14 +23,8 @@ func Example_service() {
 	}
 	defer cluster.Close()
 
-	engine, err := runtime.Dial(ctx, runtime.WithSeeds(cluster.Seeds()...))
-	if err != nil {
-		log.Fatal(err)
-	}
-	defer engine.Close()
-
 	// A call-level middleware: once per call, in front of the deadline and retry layers.
-	audit := func(next middleware.Handler) middleware.Handler {
+	audit := func(next runtime.Handler) runtime.Handler {
 		return func(ctx context.Context, call *runtime.Call) (runtime.Response, error) {
 			resp, err := next(ctx, call)
 			if err == nil {
@@ -40,8 +33,11 @@ func Example_service() {
 			return resp, err
 		}
 	}
-	kv := zarisclient.New(middleware.Default(engine.Invoke, engine.Refresher(), engine.Config(),
-		middleware.WithCallMiddleware(audit)))
+	kv, err := zarisclient.Dial(ctx, runtime.WithSeeds(cluster.Seeds()...), runtime.WithCallMiddleware(audit))
+	if err != nil {
+		log.Fatal(err)
+	}
+	defer kv.Close()
 
 	put, err := kv.Put(ctx, &zaris.PutRequest{Key: []byte("user:42"), Value: []byte("ada")})
 	if err != nil {

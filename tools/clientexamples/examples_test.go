@@ -1,4 +1,4 @@
-package runtime_test
+package clientexamples_test
 
 import (
 	"context"
@@ -8,18 +8,17 @@ import (
 
 	"github.com/clustron/zaris-go/gen/zaris"
 	"github.com/clustron/zaris-go/gen/zarisclient"
-	"github.com/clustron/zaris-go/middleware"
 	"github.com/clustron/zaris-go/runtime"
 	"github.com/clustron/zaris-go/tools/store"
 )
 
-// newClient dials cluster and builds the typed client on the default stack.
-func newClient(ctx context.Context, cluster *store.Cluster, opts ...runtime.Option) (*zarisclient.Client, *runtime.Cluster) {
-	engine, err := runtime.Dial(ctx, append([]runtime.Option{runtime.WithSeeds(cluster.Seeds()...)}, opts...)...)
+// newClient dials cluster and returns the typed client on the default stack.
+func newClient(ctx context.Context, cluster *store.Cluster, opts ...runtime.Option) *zarisclient.Client {
+	kv, err := zarisclient.Dial(ctx, append([]runtime.Option{runtime.WithSeeds(cluster.Seeds()...)}, opts...)...)
 	if err != nil {
 		log.Fatal(err)
 	}
-	return zarisclient.New(middleware.Default(engine.Invoke, engine.Refresher(), engine.Config())), engine
+	return kv
 }
 
 // Compare-and-set: IfMatchVersion applies a write only if the key is still at the version
@@ -33,8 +32,8 @@ func Example_compareAndSet() {
 		log.Fatal(err)
 	}
 	defer cluster.Close()
-	kv, engine := newClient(ctx, cluster)
-	defer engine.Close()
+	kv := newClient(ctx, cluster)
+	defer kv.Close()
 
 	key := []byte("account:7")
 	yes := true
@@ -87,15 +86,15 @@ func Example_compareAndSet() {
 // every attempt's node, map epoch and outcome. Here the only node of a one-node cluster is
 // killed after the client has its map, so all three attempts (the default maxAttempts) go
 // to node 1 and find it gone, and the map refreshes between them find no node to ask.
-func ExampleCallError() {
+func Example_callError() {
 	ctx := context.Background()
 	cluster, err := store.NewCluster(ctx, store.ClusterConfig{Nodes: 1, ReplicationFactor: 1})
 	if err != nil {
 		log.Fatal(err)
 	}
 	defer cluster.Close()
-	kv, engine := newClient(ctx, cluster)
-	defer engine.Close()
+	kv := newClient(ctx, cluster)
+	defer kv.Close()
 	if err := cluster.Kill(1); err != nil {
 		log.Fatal(err)
 	}
@@ -121,15 +120,16 @@ func ExampleCallError() {
 // WithRetriesDisabled (or ZARIS_DISABLE_RETRIES=true) makes every call a single attempt:
 // the first failure is the call's error. runtime.WithMaxAttempts(1) does the same for one
 // call.
-func ExampleWithRetriesDisabled() {
+func Example_withRetriesDisabled() {
 	ctx := context.Background()
 	cluster, err := store.NewCluster(ctx, store.ClusterConfig{Nodes: 1, ReplicationFactor: 1})
 	if err != nil {
 		log.Fatal(err)
 	}
 	defer cluster.Close()
-	kv, engine := newClient(ctx, cluster, runtime.WithRetriesDisabled())
-	defer engine.Close()
+	kv := newClient(ctx, cluster, runtime.WithRetriesDisabled())
+	defer kv.Close()
+	engine := kv.Engine()
 	fmt.Println("max attempts:", engine.Config().Retry.MaxAttempts, "disabled:", engine.Config().Retry.Disabled)
 	if err := cluster.Kill(1); err != nil {
 		log.Fatal(err)

@@ -1,0 +1,105 @@
+package runtime
+
+import (
+	"context"
+	"errors"
+	"time"
+)
+
+// Invoke sends one attempt of call to the owner of call.Key under the current map, within
+// the attempt timeout, and records the facts on call.Current() for the classify layer to
+// judge. Any status comes back as a response with a nil error; a failure is a
+// *PartitionError, a *NodeError whose kind (ErrNodeUnavailable, ErrTransport,
+// ErrAttemptTimeout, ErrClosed, or none for the caller's context and application
+// exceptions) says what happened, or ErrClosed. It never refreshes the map itself.
+func (c *Engine) Invoke(ctx context.Context, call *Call) (Response, error) {
+	a := call.Current()
+	start := c.clock.Now()
+	resp, err := c.invoke(ctx, call, a)
+	a.Duration = c.clock.Now().Sub(start)
+	a.Err = err
+	return resp, err
+}
+
+func (c *Engine) invoke(ctx context.Context, call *Call, a *Attempt) (Response, error) {
+	a.Sent = false
+	if c.closed.Load() {
+		return nil, ErrClosed
+	}
+	r, err := c.router.Route(call.Key)
+	a.Node, a.Addr, a.MapEpoch = r.Node, r.Addr, r.Epoch
+	if err != nil {
+		return nil, err
+	}
+	deadline, callBound := c.attemptDeadline(call)
+	p := c.poolFor(r.Addr)
+	conn, err := c.borrow(ctx, p, deadline)
+	if err != nil {
+		return nil, c.noConnError(ctx, call, r, err)
+	}
+	a.Sent = true
+	var (
+		resp Response
+		o    outcome
+	)
+	if sc, ok := conn.(*thriftConn); ok {
+		resp, o = callSocket(ctx, sc, call, deadline, callBound)
+	} else {
+		resp, o = callConn(ctx, conn, call, deadline, callBound)
+	}
+	if o.err == nil {
+		if o.spent {
+			p.discard(conn)
+		} else {
+			p.put(conn)
+		}
+		a.Answered, a.Status, a.AnswerEpoch = true, resp.GetStatus(), resp.GetMapEpoch()
+		return resp, nil
+	}
+	p.discard(conn)
+	return nil, c.callError(ctx, call, r, o)
+}
+
+// outcome is how one call over a connection ended.
+type outcome struct {
+	err            error
+	attemptTimeout bool // the attempt timeout fired while the caller's context was live
+	spent          bool // the connection's deadline was spent aborting the call: do not reuse it
+}
+
+// errNoConnInTime is the cause of an attempt that found no free connection in time.
+var errNoConnInTime = errors.New("no free connection within the attempt timeout")
+
+// attemptDeadline is when the attempt must end: the attempt timeout from now, or the call's
+// deadline (call.Deadline, set by the deadline layer) if that comes first, in which case
+// callBound is true. It covers waiting for a connection and the call, and it is a socket
+// deadline, so it is wall-clock time whatever the Clock: the call's deadline is carried
+// over as the time left until it on the Clock.
+func (c *Engine) attemptDeadline(call *Call) (deadline time.Time, callBound bool) {
+	now := time.Now()
+	deadline = now.Add(c.cfg.AttemptTimeout)
+	if !call.Deadline.IsZero() {
+		if d := now.Add(call.Deadline.Sub(c.clock.Now())); d.Before(deadline) {
+			return d, true
+		}
+	}
+	return deadline, false
+}
+
+// borrow gets a connection from p, an idle one at once if it can, else waiting or dialing
+// until deadline; a nil p (the node is not in the map) has none.
+func (c *Engine) borrow(ctx context.Context, p *pool, deadline time.Time) (Conn, error) {
+	if p == nil {
+		return nil, errPoolClosed
+	}
+	if conn, ok := p.tryIdle(); ok {
+		return conn, nil
+	}
+	bctx, cancel := context.WithDeadline(ctx, deadline)
+	defer cancel()
+	conn, err := p.get(bctx)
+	if err != nil && bctx.Err() != nil && ctx.Err() == nil {
+		err = errNoConnInTime
+	}
+	return conn, err
+}

@@ -1,0 +1,103 @@
+package runtime
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sync"
+	"sync/atomic"
+
+	"github.com/clustron/zaris-go/gen/zaris"
+)
+
+// Engine is the client engine: the configuration, the current cluster map and its
+// routing table, a connection pool per node, and the shared map refresher. Its Invoke is
+// the terminal handler of the middleware stack: it sends one attempt to the key's owner
+// and records what happened. The generated zarisclient.Dial makes one per client (reach
+// it with Client.Engine). An Engine is safe for concurrent use.
+type Engine struct {
+	cfg       Config
+	dial      Dialer
+	clock     Clock
+	router    Router
+	refresher *Refresher
+	closed    atomic.Bool
+
+	pools atomic.Pointer[map[string]*pool] // by node address; replaced copy-on-write under poolMu
+
+	poolMu  sync.Mutex // serialises pool creation, retirement and Close
+	retired []*pool    // pools of nodes that left the map, still lending connections
+}
+
+// Dial builds a Config from opts (see NewConfig), fetches the first cluster map from the
+// seeds in order (the first that answers with a valid map wins) and returns the engine.
+// If no seed answers, the error wraps ErrNoSeeds and each seed's error. ctx bounds the
+// bootstrap only. Close the engine when done.
+func Dial(ctx context.Context, opts ...Option) (*Engine, error) {
+	cfg, err := NewConfig(opts...)
+	if err != nil {
+		return nil, err
+	}
+	c := &Engine{cfg: cfg, dial: cfg.Dialer, clock: cfg.Clock}
+	if c.dial == nil {
+		c.dial = DefaultDialer(cfg)
+	}
+	c.pools.Store(&map[string]*pool{})
+	c.refresher = NewRefresher(cfg, &c.router, c.fetchMap)
+	c.refresher.onInstall = c.retirePools
+
+	var errs []error
+	for _, seed := range cfg.Seeds {
+		m, err := c.fetchFrom(ctx, seed)
+		if err == nil {
+			var t *RoutingTable
+			if t, err = NewRoutingTable(m); err == nil {
+				// The bootstrap is not a refresh: it opens no debounce window (R6), so a
+				// client whose first calls meet a stale map (started just after a node
+				// died) refreshes at once instead of retrying into the dead node.
+				c.router.Install(t)
+				return c, nil
+			}
+		}
+		errs = append(errs, fmt.Errorf("seed %s: %w", seed, err))
+		if ctx.Err() != nil {
+			break
+		}
+	}
+	c.refresher.Close()
+	return nil, fmt.Errorf("%w: %w", ErrNoSeeds, errors.Join(errs...))
+}
+
+// Config returns the client's configuration.
+func (c *Engine) Config() Config { return c.cfg }
+
+// Refresher returns the client's shared map refresher, which the refresh middleware asks
+// for refreshes (rules R2, R3, R6, B1).
+func (c *Engine) Refresher() *Refresher { return c.refresher }
+
+// Map returns a copy of the current cluster map.
+func (c *Engine) Map() *zaris.ClusterMap { return c.router.Table().Map() }
+
+// Route returns where key goes under the current map (see RoutingTable.Route).
+func (c *Engine) Route(key []byte) (Route, error) { return c.router.Route(key) }
+
+// Close closes every connection (failing the calls in flight on them), stops the
+// refresher and waits for its fetch, so nothing of the client is left running. After
+// Close, Invoke returns ErrClosed. Close is idempotent and always returns nil.
+func (c *Engine) Close() error {
+	if !c.closed.CompareAndSwap(false, true) {
+		return nil
+	}
+	c.refresher.Close()
+	c.poolMu.Lock()
+	defer c.poolMu.Unlock()
+	for _, p := range *c.pools.Load() {
+		p.close(true)
+	}
+	for _, p := range c.retired {
+		p.close(true)
+	}
+	c.retired = nil
+	c.pools.Store(&map[string]*pool{})
+	return nil
+}

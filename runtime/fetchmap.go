@@ -1,0 +1,101 @@
+package runtime
+
+import (
+	"context"
+	"errors"
+	"fmt"
+
+	"github.com/clustron/zaris-go/gen/zaris"
+)
+
+// fetchMap asks the nodes of the current map, then the seeds, for a cluster map, and
+// returns the first whose epoch is at least minEpoch, or else the newest it got: a node
+// that has not yet learnt the map an answer showed (B1) is passed over for one that has.
+func (c *Engine) fetchMap(ctx context.Context, minEpoch int64) (*zaris.ClusterMap, error) {
+	var addrs []string
+	if t := c.router.Table(); t != nil {
+		for _, n := range t.Nodes() {
+			addrs = append(addrs, n.Addr)
+		}
+	}
+	for _, s := range c.cfg.Seeds {
+		if !contains(addrs, s) {
+			addrs = append(addrs, s)
+		}
+	}
+	var (
+		newest *zaris.ClusterMap
+		errs   []error
+	)
+	for _, addr := range addrs {
+		m, err := c.fetchFrom(ctx, addr)
+		if err != nil {
+			errs = append(errs, fmt.Errorf("%s: %w", addr, err))
+			if ctx.Err() != nil {
+				break
+			}
+			continue
+		}
+		if m.Epoch >= minEpoch {
+			return m, nil
+		}
+		if newest == nil || m.Epoch > newest.Epoch {
+			newest = m
+		}
+	}
+	if newest != nil {
+		return newest, nil
+	}
+	return nil, fmt.Errorf("zaris: no node answered with a cluster map: %w", errors.Join(errs...))
+}
+
+func contains(s []string, v string) bool {
+	for _, x := range s {
+		if x == v {
+			return true
+		}
+	}
+	return false
+}
+
+// fetchFrom asks the node at addr for its cluster map within one attempt timeout, over a
+// pooled connection if the node is in the map, else over a connection of its own.
+func (c *Engine) fetchFrom(ctx context.Context, addr string) (*zaris.ClusterMap, error) {
+	ctx, cancel := context.WithTimeout(ctx, c.cfg.AttemptTimeout)
+	defer cancel()
+	p := c.poolFor(addr)
+	var (
+		conn Conn
+		err  error
+	)
+	if p != nil {
+		conn, err = p.get(ctx)
+	} else {
+		conn, err = c.dial(ctx, addr)
+	}
+	if err != nil {
+		return nil, err
+	}
+	var m *zaris.ClusterMap
+	spent := false
+	if sc, ok := conn.(*thriftConn); ok {
+		dl, _ := ctx.Deadline()
+		stop := sc.arm(ctx, dl)
+		m, err = sc.client.GetClusterMap(withoutDeadline{ctx})
+		spent = !stop()
+	} else {
+		m, err = conn.Client().GetClusterMap(ctx)
+	}
+	if err == nil && m == nil {
+		err = ErrNoResponse
+	}
+	switch {
+	case p == nil:
+		conn.Close()
+	case err != nil || spent:
+		p.discard(conn)
+	default:
+		p.put(conn)
+	}
+	return m, err
+}

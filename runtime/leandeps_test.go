@@ -1,0 +1,58 @@
+package runtime_test
+
+import (
+	"os/exec"
+	"strings"
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+)
+
+// forbiddenInClient are the import path prefixes that must never enter the client's build:
+// etcd and grpc (the store's control plane) and the tools module itself.
+var forbiddenInClient = []string{
+	"go.etcd.io/",
+	"google.golang.org/grpc",
+	"github.com/clustron/zaris-go/tools/",
+}
+
+// forbidden returns the paths in list (one a line) that start with a forbidden prefix.
+func forbidden(list string) []string {
+	var out []string
+	for _, p := range strings.Fields(list) {
+		for _, prefix := range forbiddenInClient {
+			if strings.HasPrefix(p, prefix) {
+				out = append(out, p)
+				break
+			}
+		}
+	}
+	return out
+}
+
+func TestForbidden_FindsStoreDependencies(t *testing.T) {
+	list := "context\ngo.etcd.io/etcd/client/v3\ngithub.com/apache/thrift/lib/go/thrift\n" +
+		"google.golang.org/grpc/codes\ngithub.com/clustron/zaris-go/tools/store\ngithub.com/clustron/zaris-go/runtime\n"
+	assert.Equal(t, []string{"go.etcd.io/etcd/client/v3", "google.golang.org/grpc/codes", "github.com/clustron/zaris-go/tools/store"}, forbidden(list))
+}
+
+// The client packages, their tests included, build with no etcd, no grpc and nothing from
+// the tools module: `go list -deps -test` over gen/..., runtime/... and middleware/... names
+// none of them, and neither does the client module's own module graph.
+func TestClientPackagesLeaveOutStoreDependencies(t *testing.T) {
+	gobin, err := exec.LookPath("go")
+	require.NoError(t, err, "the go command is needed to list the client's dependencies")
+	run := func(args ...string) string {
+		cmd := exec.Command(gobin, args...)
+		cmd.Dir = ".." // the client module's root
+		out, err := cmd.Output()
+		require.NoError(t, err, "go %s", strings.Join(args, " "))
+		return string(out)
+	}
+	deps := run("list", "-deps", "-test", "./gen/...", "./runtime/...", "./middleware/...")
+	require.Contains(t, deps, "github.com/apache/thrift/lib/go/thrift", "the listing must be the client's dependencies")
+	assert.Empty(t, forbidden(deps), "client packages depend on store-only packages")
+	mods := run("list", "-m", "-f", "{{.Path}}/", "all")
+	assert.Empty(t, forbidden(mods), "the client module's graph holds store-only modules")
+}

@@ -1,0 +1,205 @@
+package proof
+
+import (
+	"context"
+	"go/parser"
+	"go/token"
+	"io/fs"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"regexp"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+)
+
+// modulePath is this repository's module.
+const modulePath = "github.com/clustron/zaris-go"
+
+// readmeSnippetTest runs the README's snippet, as main, against an in-process cluster, and
+// checks that it made its calls and left no connection and no goroutine.
+const readmeSnippetTest = `package main
+
+import (
+	"bytes"
+	"log"
+	"os"
+	"runtime/debug"
+	"strings"
+	"testing"
+	"time"
+
+	"go.uber.org/goleak"
+
+	"github.com/clustron/zaris-go/tools/store"
+)
+
+func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
+
+// openFiles counts the process's open files.
+func openFiles(t *testing.T) int {
+	fds, err := os.ReadDir("/proc/self/fd")
+	if err != nil {
+		t.Skip("no /proc/self/fd to count open files")
+	}
+	return len(fds)
+}
+
+func TestReadmeSnippet(t *testing.T) {
+	cluster := store.StartCluster(t, store.ClusterConfig{Nodes: 3})
+	t.Setenv("ZARIS_SEEDS", strings.Join(cluster.Seeds(), ","))
+	var out bytes.Buffer
+	log.SetOutput(&out)
+	defer log.SetOutput(os.Stderr)
+	// No collection during the check: a finalizer would close a socket the client left open.
+	defer debug.SetGCPercent(debug.SetGCPercent(-1))
+	main() // the first run also opens the nodes' connections to one another
+	before := openFiles(t)
+	main()
+	// Close closed the client's sockets; the nodes close their ends when they see it.
+	deadline := time.Now().Add(10 * time.Second)
+	for n := openFiles(t); n > before; n = openFiles(t) {
+		if time.Now().After(deadline) {
+			t.Fatalf("%d files open after the snippet, %d before: the client left connections open", n, before)
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	for _, want := range []string{"Put \"user:42\": ", "Get \"user:42\": ", "get: Ok ada, err=<nil>"} {
+		if !strings.Contains(out.String(), want) {
+			t.Errorf("the snippet's log lacks %q:\n%s", want, out.String())
+		}
+	}
+}
+`
+
+// TestReadmeSnippet builds the quick-start snippet of the top-level README, taken from the
+// README itself, in a module of its own whose go.mod replaces zaris-go with this checkout,
+// and runs it against an in-process cluster: a Put, a Get, Close, and no connection or
+// goroutine left.
+// The snippet may import only the standard library and the packages the README shows. The
+// module is built offline, from the module cache.
+func TestReadmeSnippet(t *testing.T) {
+	root := repoRoot(t)
+	readme, err := os.ReadFile(filepath.Join(root, "README.md"))
+	require.NoError(t, err)
+	snippet, endLine := readmeSnippet(t, string(readme))
+	assert.LessOrEqual(t, endLine, 50, "the quick start must end within the README's first 50 lines")
+	for _, want := range []string{"package main", "zarisclient.Dial(ctx", "runtime.WithSeeds(", "runtime.WithCallMiddleware(", "defer kv.Close()", "kv.Put(", "kv.Get("} {
+		assert.Contains(t, snippet, want)
+	}
+	f, err := parser.ParseFile(token.NewFileSet(), "main.go", snippet, parser.ImportsOnly)
+	require.NoError(t, err)
+	public := map[string]bool{modulePath + "/gen/zaris": true, modulePath + "/gen/zarisclient": true, modulePath + "/runtime": true}
+	for _, imp := range f.Imports {
+		p := strings.Trim(imp.Path.Value, `"`)
+		assert.True(t, public[p] || !strings.Contains(strings.Split(p, "/")[0], "."), "the snippet imports %s", p)
+	}
+
+	dir := t.TempDir()
+	writeSnippetModule(t, root, dir, snippet)
+	goBin, err := exec.LookPath("go")
+	require.NoError(t, err)
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
+	defer cancel()
+	cmd := exec.CommandContext(ctx, goBin, "test", "-count=1", ".")
+	cmd.Dir = dir
+	cmd.Env = append(os.Environ(), "GOFLAGS=-mod=mod", "GOPROXY=off", "GOSUMDB=off", "GOWORK=off", "GOTOOLCHAIN=local")
+	out, err := cmd.CombinedOutput()
+	require.NoError(t, err, "go test in the snippet's module:\n%s", out)
+}
+
+// repoRoot is the directory of this repository's go.mod.
+func repoRoot(t *testing.T) string {
+	t.Helper()
+	dir, err := filepath.Abs(".")
+	require.NoError(t, err)
+	for {
+		if data, err := os.ReadFile(filepath.Join(dir, "go.mod")); err == nil && modulePathOf(string(data)) == modulePath {
+			return dir
+		}
+		parent := filepath.Dir(dir)
+		require.NotEqual(t, dir, parent, "no go.mod of %s above the test", modulePath)
+		dir = parent
+	}
+}
+
+var (
+	moduleLine = regexp.MustCompile(`(?m)^module\s+(\S+)`)
+	goleakLine = regexp.MustCompile(`(?m)^\s*(?:require\s+)?go\.uber\.org/goleak\s+(v\S+)`)
+	goSnippet  = regexp.MustCompile("(?s)```go\n(.*?)```")
+)
+
+func modulePathOf(gomod string) string {
+	if m := moduleLine.FindStringSubmatch(gomod); m != nil {
+		return m[1]
+	}
+	return ""
+}
+
+// readmeSnippet returns the README's first Go block that dials a client, and the line its
+// closing fence is on (from 1).
+func readmeSnippet(t *testing.T, readme string) (snippet string, endLine int) {
+	t.Helper()
+	for _, m := range goSnippet.FindAllStringSubmatchIndex(readme, -1) {
+		body := readme[m[2]:m[3]]
+		if strings.Contains(body, "zarisclient.Dial(") {
+			return body, strings.Count(readme[:m[1]], "\n") + 1
+		}
+	}
+	t.Fatal("README.md has no Go block that calls zarisclient.Dial")
+	return "", 0
+}
+
+// writeSnippetModule writes the snippet's module to dir: main.go, its test, a go.mod that
+// replaces every module of the checkout at root with its directory, and the checkout's
+// go.sum files.
+func writeSnippetModule(t *testing.T, root, dir, snippet string) {
+	t.Helper()
+	var gl []string
+	for _, mod := range []string{"go.mod", "tools/go.mod"} {
+		data, err := os.ReadFile(filepath.Join(root, mod))
+		require.NoError(t, err)
+		if gl = goleakLine.FindStringSubmatch(string(data)); gl != nil {
+			break
+		}
+	}
+	require.NotNil(t, gl, "neither go.mod nor tools/go.mod requires go.uber.org/goleak")
+	var gomod, gosum strings.Builder
+	gomod.WriteString("module example.com/readmesnippet\n\ngo 1.26.0\n\nrequire go.uber.org/goleak " + gl[1] + "\n")
+	err := filepath.WalkDir(root, func(p string, d fs.DirEntry, err error) error {
+		if err != nil {
+			return err
+		}
+		if d.IsDir() && p != root && (strings.HasPrefix(d.Name(), ".") || d.Name() == "testdata") {
+			return filepath.SkipDir
+		}
+		switch d.Name() {
+		case "go.mod":
+			data, err := os.ReadFile(p)
+			if err != nil {
+				return err
+			}
+			mod := modulePathOf(string(data))
+			gomod.WriteString("require " + mod + " v0.0.0-00010101000000-000000000000\n")
+			gomod.WriteString("replace " + mod + " => " + filepath.Dir(p) + "\n")
+		case "go.sum":
+			data, err := os.ReadFile(p)
+			if err != nil {
+				return err
+			}
+			gosum.Write(data)
+		}
+		return nil
+	})
+	require.NoError(t, err)
+	for name, content := range map[string]string{
+		"go.mod": gomod.String(), "go.sum": gosum.String(),
+		"main.go": snippet, "main_test.go": readmeSnippetTest,
+	} {
+		require.NoError(t, os.WriteFile(filepath.Join(dir, name), []byte(content), 0o644))
+	}
+}

@@ -1,0 +1,127 @@
+package demo
+
+import (
+	"runtime"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+)
+
+// fakeRecorder is a recorder whose workload clock is *now.
+func fakeRecorder(workers int, now *time.Duration) *recorder {
+	r := newRecorder(time.Now(), workers)
+	r.since = func() time.Duration { return *now }
+	return r
+}
+
+// Calls count in the phase and the second in which they started, even when added after the
+// next phase began; a phase and a second report counts, latency percentiles, errors and
+// retried attempts by cause.
+func TestRecorderPhasesAndSeconds(t *testing.T) {
+	var now time.Duration
+	r := fakeRecorder(2, &now)
+	r.startPhase("steady", 5)
+	// Worker 0: 100 calls of 1..100 ms starting in second 0.
+	for i := 1; i <= 100; i++ {
+		r.add(0, record{start: time.Duration(i) * time.Millisecond, latency: time.Duration(i) * time.Millisecond, attempts: 1})
+	}
+	now = 1500 * time.Millisecond
+	r.startPhase("kill", 7)
+	// Worker 1's call started before the kill phase but ends after it: it is steady's.
+	r.add(1, record{start: 1400 * time.Millisecond, latency: 300 * time.Millisecond, attempts: 2, refReq: 1,
+		retries: []string{"transport"}})
+	r.add(1, record{start: 1800 * time.Millisecond, latency: 100 * time.Millisecond, attempts: 3, refReq: 2,
+		retries: []string{"Moved", "Unavailable"}, class: "deadline (last: Unavailable)"})
+	r.renamePhase("kill n3")
+	r.done(0)
+	r.done(1)
+	phases, total, seconds := r.summarize(2500*time.Millisecond, 10)
+
+	require.Len(t, phases, 2)
+	steady, kill := phases[0], phases[1]
+	assert.Equal(t, "steady", steady.Name)
+	assert.Equal(t, 101, steady.Ops)
+	assert.InDelta(t, 51, steady.P50Ms, 0.1) // nearest rank of 101 calls
+	assert.InDelta(t, 100, steady.P99Ms, 0.1)
+	assert.InDelta(t, 300, steady.MaxMs, 0.001)
+	assert.Equal(t, map[string]int{"transport": 1}, steady.Retries)
+	assert.Equal(t, 2, steady.AttemptsMax)
+	assert.Equal(t, 2, steady.RefreshesPerformed)
+	assert.InDelta(t, 1.5, steady.EndSec, 1e-9)
+
+	assert.Equal(t, "kill n3", kill.Name)
+	assert.Equal(t, 1, kill.Ops)
+	assert.Equal(t, 1, kill.ErrorCount)
+	assert.Equal(t, map[string]int{"deadline (last: Unavailable)": 1}, kill.Errors)
+	assert.Equal(t, map[string]int{"Moved": 1, "Unavailable": 1}, kill.Retries)
+	assert.Equal(t, 3, kill.RefreshesPerformed)
+
+	assert.Equal(t, 102, total.Ops)
+	assert.Equal(t, map[string]int{"transport": 1, "Moved": 1, "Unavailable": 1}, total.Retries)
+	assert.InDelta(t, 300, total.MaxMs, 0.001)
+	assert.Equal(t, 5, total.RefreshesPerformed)
+
+	require.Len(t, seconds, 2) // whole seconds only
+	assert.Equal(t, 100, seconds[0].Ops)
+	assert.InDelta(t, 99, seconds[0].P99Ms, 1) // a second keeps 2 significant digits
+	assert.Equal(t, map[string]int{}, seconds[0].Retries)
+	assert.Equal(t, 2, seconds[1].Ops)
+	assert.Equal(t, 1, seconds[1].Errors)
+	assert.Equal(t, map[string]int{"transport": 1, "Moved": 1, "Unavailable": 1}, seconds[1].Retries)
+	assert.InDelta(t, 300, seconds[1].P99Ms, 3)
+}
+
+// recordCalls adds calls calls, spread evenly over seconds seconds and round-robin over the
+// workers, each worker's in the order it made them, and returns the recorder.
+func recordCalls(workers, calls, seconds int) *recorder {
+	var now time.Duration
+	r := fakeRecorder(workers, &now)
+	r.startPhase("steady", 0)
+	step := time.Duration(seconds) * time.Second / time.Duration(calls)
+	for i := range calls {
+		start := time.Duration(i) * step
+		lat := time.Duration(i%1000+1) * 10 * time.Microsecond
+		var retries []string
+		if i%100 == 0 {
+			retries = []string{"Moved"}
+		}
+		r.add(i%workers, record{start: start, latency: lat, attempts: 1 + len(retries), retries: retries})
+	}
+	return r
+}
+
+// The recorder's memory does not grow with the number of calls: ten times as many calls over
+// the same seconds leave it holding the same histograms and no more live heap, and a second's
+// histogram is released (kept for reuse) once every worker moved past it.
+func TestRecorderMemoryIsConstantInCalls(t *testing.T) {
+	const workers, seconds, calls = 8, 20, 20_000
+
+	heapOf := func(n int) (int, uint64, *recorder) {
+		var before, after runtime.MemStats
+		runtime.GC()
+		runtime.ReadMemStats(&before)
+		r := recordCalls(workers, n, seconds)
+		runtime.GC()
+		runtime.ReadMemStats(&after)
+		return r.histograms(), after.HeapAlloc - min(after.HeapAlloc, before.HeapAlloc), r
+	}
+	hSmall, heapSmall, small := heapOf(calls)
+	hLarge, heapLarge, large := heapOf(10 * calls)
+
+	assert.Equal(t, hSmall, hLarge, "histograms held")
+	// Every worker moved past all but the last second or two: one phase histogram and at
+	// most a few second histograms, live or kept for reuse.
+	assert.LessOrEqual(t, hLarge, 1+3)
+	// 180,000 more calls: a recorder keeping each call (over 48 bytes) would hold > 8 MiB more.
+	assert.Less(t, int64(heapLarge)-int64(heapSmall), int64(2<<20), "live heap grew with the calls: %d → %d bytes", heapSmall, heapLarge)
+
+	_, totalSmall, _ := small.summarize(seconds*time.Second, 0)
+	_, totalLarge, secs := large.summarize(seconds*time.Second, 0)
+	assert.Equal(t, calls, totalSmall.Ops)
+	assert.Equal(t, 10*calls, totalLarge.Ops)
+	assert.Equal(t, map[string]int{"Moved": 10 * calls / 100}, totalLarge.Retries)
+	assert.Len(t, secs, seconds)
+	runtime.KeepAlive(small)
+}
