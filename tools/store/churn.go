@@ -75,7 +75,11 @@ func (c *Coordinator) Failback(ctx context.Context, id int32) error {
 		return err
 	}
 	segs := c.planFailbackLocked(id)
+	err := c.persistLocked()
 	c.mu.Unlock()
+	if err != nil {
+		return err
+	}
 	c.kickReconcile()
 	return c.waitUntil(ctx, func() (bool, error) {
 		if err := c.checkLiveLocked(id); err != nil {
@@ -125,7 +129,11 @@ func (c *Coordinator) MigrateSegment(ctx context.Context, seg, to int32) error {
 	if owner == to {
 		w.owner = noOwner
 	}
+	err := c.persistLocked()
 	c.mu.Unlock()
+	if err != nil {
+		return err
+	}
 	c.kickReconcile()
 	return c.waitUntil(ctx, func() (bool, error) {
 		if err := c.checkLiveLocked(to); err != nil {
@@ -189,9 +197,13 @@ func (c *Coordinator) Leave(ctx context.Context, id int32) error {
 			w.owner, w.kind = rest[0], kindMigrate
 		}
 	}
+	err := c.persistLocked()
 	c.mu.Unlock()
+	if err != nil {
+		return err
+	}
 	c.kickReconcile()
-	err := c.waitUntil(ctx, func() (bool, error) {
+	err = c.waitUntil(ctx, func() (bool, error) {
 		if err := c.checkLiveLocked(id); err != nil {
 			return false, err
 		}
@@ -216,8 +228,11 @@ func (c *Coordinator) Leave(ctx context.Context, id int32) error {
 	}
 	m := cloneMap(c.m)
 	m.Nodes = slices.DeleteFunc(m.Nodes, func(n *zarispeer.PeerNode) bool { return n.ID == id })
-	c.publishLocked(m)
+	err = c.publishLocked(m)
 	c.mu.Unlock()
+	if err != nil {
+		return err
+	}
 	// The node's heartbeat loop has stopped: hand it the map without it, so it answers Moved
 	// for every segment rather than whatever its last map said (a revoked segment it would
 	// answer Unavailable, which sends no client to a newer map).

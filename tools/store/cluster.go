@@ -17,7 +17,10 @@ import (
 	"testing"
 	"time"
 
+	clientv3 "go.etcd.io/etcd/client/v3"
+
 	"github.com/clustron/zaris-go/gen/zaris"
+	"github.com/clustron/zaris-go/tools/store/control"
 )
 
 // ClusterConfig configures an in-process cluster: a coordinator and Nodes nodes on loopback.
@@ -42,6 +45,13 @@ type ClusterConfig struct {
 	// Logger receives the coordinator's and the nodes' log unless Node.Logger is set;
 	// default discards.
 	Logger *slog.Logger
+	// Etcd, EtcdEndpoints and EtcdPrefix say where the cluster state lives (see
+	// CoordinatorConfig.Etcd); with none, NewCluster embeds a single-member etcd (temporary
+	// directory, no fsync) that Close stops, and StartCluster uses the etcd its test process
+	// shares (control.ForTest) under a key prefix of its own.
+	Etcd          *clientv3.Client
+	EtcdEndpoints []string
+	EtcdPrefix    string
 	// PeerFront, when set, is called with each node's id and peer address before the node
 	// starts (again on a restart, with the same address) and returns the address the node
 	// advertises for peer traffic (NodeConfig.PeerAdvertise): a test puts a proxy there.
@@ -55,8 +65,11 @@ type ClusterConfig struct {
 // A Cluster is safe for concurrent use. Close ends every node and the coordinator and leaves
 // no goroutine and no socket behind.
 type Cluster struct {
-	cfg   ClusterConfig
-	coord *Coordinator
+	cfg     ClusterConfig
+	backend *control.Backend // the etcd NewCluster opened, or nil
+
+	coordMu sync.Mutex // protects coord
+	coord   *Coordinator
 
 	mu     sync.Mutex // protects nodes, addrs, nextID and closed
 	nodes  map[int32]*Node
@@ -77,20 +90,23 @@ func NewCluster(ctx context.Context, cfg ClusterConfig) (*Cluster, error) {
 	if cfg.Node.Logger == nil {
 		cfg.Node.Logger = cfg.Logger
 	}
-	coord, err := StartCoordinator(CoordinatorConfig{
-		InitialNodes:      cfg.Nodes,
-		Segments:          cfg.Segments,
-		ReplicationFactor: cfg.ReplicationFactor,
-		Heartbeat:         cfg.Heartbeat,
-		FailureTimeout:    cfg.FailureTimeout,
-		ProbeTimeout:      cfg.ProbeTimeout,
-		AutoFailback:      cfg.AutoFailback,
-		Logger:            cfg.Logger,
-	})
+	var backend *control.Backend
+	if cfg.Etcd == nil {
+		var err error
+		backend, err = control.Open(ctx, control.Options{Endpoints: cfg.EtcdEndpoints, Embed: throwawayEtcd})
+		if err != nil {
+			return nil, fmt.Errorf("store: cluster: %w", err)
+		}
+		cfg.Etcd = backend.Client
+	}
+	coord, err := StartCoordinator(cfg.coordinatorConfig(""))
 	if err != nil {
+		if backend != nil {
+			backend.Close()
+		}
 		return nil, err
 	}
-	c := &Cluster{cfg: cfg, coord: coord, nodes: map[int32]*Node{}, addrs: map[int32][2]string{}}
+	c := &Cluster{cfg: cfg, backend: backend, coord: coord, nodes: map[int32]*Node{}, addrs: map[int32][2]string{}}
 	for range cfg.Nodes {
 		c.nextID++
 		if _, err := c.startNode(c.nextID); err != nil {
@@ -111,12 +127,59 @@ func StartCluster(t testing.TB, cfg ClusterConfig) *Cluster {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
+	if cfg.Etcd == nil && len(cfg.EtcdEndpoints) == 0 {
+		cfg.Etcd, cfg.EtcdPrefix = control.ForTest(t)
+	}
 	c, err := NewCluster(ctx, cfg)
 	if err != nil {
 		t.Fatalf("store.StartCluster: %v", err)
 	}
 	t.Cleanup(func() { c.Close() })
 	return c
+}
+
+// coordinatorConfig is the configuration of the cluster's coordinator, listening on listen.
+func (cfg ClusterConfig) coordinatorConfig(listen string) CoordinatorConfig {
+	return CoordinatorConfig{
+		Listen:            listen,
+		InitialNodes:      cfg.Nodes,
+		Segments:          cfg.Segments,
+		ReplicationFactor: cfg.ReplicationFactor,
+		Heartbeat:         cfg.Heartbeat,
+		FailureTimeout:    cfg.FailureTimeout,
+		ProbeTimeout:      cfg.ProbeTimeout,
+		AutoFailback:      cfg.AutoFailback,
+		Etcd:              cfg.Etcd,
+		EtcdPrefix:        cfg.EtcdPrefix,
+		Logger:            cfg.Logger,
+	}
+}
+
+// StopCoordinator stops the coordinator abruptly, as a kill would: its state stays in etcd
+// and the nodes keep their last map. RestartCoordinator starts it again.
+func (c *Cluster) StopCoordinator() error { return c.Coordinator().Close() }
+
+// RestartCoordinator starts a new coordinator on the stopped one's address with the same
+// etcd: it loads the cluster state and continues the same cluster. The old one is stopped
+// first if it still runs.
+func (c *Cluster) RestartCoordinator() error {
+	c.coordMu.Lock()
+	defer c.coordMu.Unlock()
+	_ = c.coord.Close()
+	var coord *Coordinator
+	var err error
+	for attempt := 0; attempt < 50; attempt++ {
+		coord, err = StartCoordinator(c.cfg.coordinatorConfig(c.coord.Addr()))
+		if err == nil || !errors.Is(err, syscall.EADDRINUSE) {
+			break
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	if err != nil {
+		return err
+	}
+	c.coord = coord
+	return nil
 }
 
 // startNode starts node id: on its old ports when it ran before (Restart), else on fresh
@@ -127,7 +190,7 @@ func StartCluster(t testing.TB, cfg ClusterConfig) *Cluster {
 func (c *Cluster) startNode(id int32) (*Node, error) {
 	cfg := c.cfg.Node
 	cfg.ID = id
-	cfg.Coordinator = c.coord.Addr()
+	cfg.Coordinator = c.Coordinator().Addr()
 	a, restart := c.addrs[id]
 	var n *Node
 	var err error
@@ -190,7 +253,11 @@ var (
 )
 
 // Coordinator returns the cluster's coordinator.
-func (c *Cluster) Coordinator() *Coordinator { return c.coord }
+func (c *Cluster) Coordinator() *Coordinator {
+	c.coordMu.Lock()
+	defer c.coordMu.Unlock()
+	return c.coord
+}
 
 // Seeds returns the data addresses (host:port) of the running nodes, by node id.
 func (c *Cluster) Seeds() []string {
@@ -234,18 +301,19 @@ func (c *Cluster) Node(id int32) *Node {
 }
 
 // Map returns the coordinator's current cluster map. The caller must not modify it.
-func (c *Cluster) Map() *zaris.ClusterMap { return c.coord.Map() }
+func (c *Cluster) Map() *zaris.ClusterMap { return c.Coordinator().Map() }
 
 // WaitFor polls the coordinator's map until cond holds or ctx ends.
 func (c *Cluster) WaitFor(ctx context.Context, cond func(*zaris.ClusterMap) bool) error {
-	return c.coord.waitUntil(ctx, func() (bool, error) { return cond(c.coord.public), nil })
+	coord := c.Coordinator()
+	return coord.waitUntil(ctx, func() (bool, error) { return cond(coord.public), nil })
 }
 
 // WaitSettled waits until no churn is pending and every live node holds the current map.
-func (c *Cluster) WaitSettled(ctx context.Context) error { return c.coord.WaitSettled(ctx) }
+func (c *Cluster) WaitSettled(ctx context.Context) error { return c.Coordinator().WaitSettled(ctx) }
 
 // HoldChurn: see Coordinator.HoldChurn.
-func (c *Cluster) HoldChurn() (release func()) { return c.coord.HoldChurn() }
+func (c *Cluster) HoldChurn() (release func()) { return c.Coordinator().HoldChurn() }
 
 // SlowDown delays every answer of node id to the coordinator's pings and map pushes by d (0
 // restores it), as a loaded machine or a long pause would; for tests. It reports whether the
@@ -303,7 +371,9 @@ func (c *Cluster) waitRegistered(ctx context.Context, n *Node) error {
 }
 
 // Failback hands node id its preferred segments back and returns when it owns them all.
-func (c *Cluster) Failback(ctx context.Context, id int32) error { return c.coord.Failback(ctx, id) }
+func (c *Cluster) Failback(ctx context.Context, id int32) error {
+	return c.Coordinator().Failback(ctx, id)
+}
 
 // Join starts a new node (scale-out) and returns its id once it owns its share of segments,
 // each migrated to it (copy, cut-over, old owner answering Moved).
@@ -323,13 +393,13 @@ func (c *Cluster) Join(ctx context.Context) (int32, error) {
 	if err := c.waitRegistered(ctx, n); err != nil {
 		return id, err
 	}
-	return id, c.coord.WaitJoined(ctx, id)
+	return id, c.Coordinator().WaitJoined(ctx, id)
 }
 
 // Leave drains node id (its copies move to the other nodes), takes it out of the map and
 // stops it.
 func (c *Cluster) Leave(ctx context.Context, id int32) error {
-	if err := c.coord.Leave(ctx, id); err != nil {
+	if err := c.Coordinator().Leave(ctx, id); err != nil {
 		return err
 	}
 	c.mu.Lock()
@@ -345,7 +415,7 @@ func (c *Cluster) Leave(ctx context.Context, id int32) error {
 
 // MigrateSegment moves segment seg to node to and returns when the move is complete.
 func (c *Cluster) MigrateSegment(ctx context.Context, seg, to int32) error {
-	return c.coord.MigrateSegment(ctx, seg, to)
+	return c.Coordinator().MigrateSegment(ctx, seg, to)
 }
 
 // Close stops every node and the coordinator and waits for all of their goroutines.
@@ -359,6 +429,9 @@ func (c *Cluster) Close() error {
 	for _, n := range nodes {
 		errs = append(errs, n.Close())
 	}
-	errs = append(errs, c.coord.Close())
+	errs = append(errs, c.Coordinator().Close())
+	if c.backend != nil {
+		c.backend.Close()
+	}
 	return errors.Join(errs...)
 }

@@ -7,6 +7,10 @@ import (
 	"io"
 	"log/slog"
 	"time"
+
+	clientv3 "go.etcd.io/etcd/client/v3"
+
+	"github.com/clustron/zaris-go/tools/store/control"
 )
 
 // Defaults of NodeConfig and CoordinatorConfig. A zero field takes its default.
@@ -58,7 +62,8 @@ type NodeConfig struct {
 	// the coordinator and the other nodes dial; default the address PeerListen bound. Tests
 	// put a fault-injecting proxy in front of the peer port with it.
 	PeerAdvertise string
-	// Coordinator is the coordinator's address, host:port. Required.
+	// Coordinator is the coordinator's address, host:port, or a comma-separated list of the
+	// addresses of coordinators of which one leads. Required.
 	Coordinator string
 	// Protocol selects the data port's protocols; default ProtocolHeader.
 	Protocol Protocol
@@ -154,6 +159,20 @@ type CoordinatorConfig struct {
 	// AutoFailback hands a returning node its preferred segments back as soon as it has
 	// caught up; without it, Failback does.
 	AutoFailback bool
+	// Etcd is a client of the etcd that keeps the cluster state, under EtcdPrefix. When nil,
+	// the coordinator connects to EtcdEndpoints, or with none embeds a single-member etcd in
+	// EtcdDir (empty: a temporary directory, removed by Close, written without fsync).
+	Etcd *clientv3.Client
+	// EtcdEndpoints are an existing etcd cluster's client addresses, host:port.
+	EtcdEndpoints []string
+	// EtcdDir is the embedded etcd's data directory; see Etcd.
+	EtcdDir string
+	// EtcdPrefix is the key prefix of the cluster's state in etcd; default "/zaris/".
+	EtcdPrefix string
+	// Fence ties every commit of the cluster state to a leadership (control.Elector.Fence):
+	// once it ends, the coordinator's commits fail and it stops acting. The zero Fence is for
+	// a coordinator that is the cluster's only one.
+	Fence control.Fence
 	// Logger receives the coordinator's log; default discards.
 	Logger *slog.Logger
 }
@@ -182,6 +201,9 @@ func (c CoordinatorConfig) withDefaults() (CoordinatorConfig, error) {
 	}
 	if c.FailureTimeout < c.Heartbeat {
 		return c, fmt.Errorf("store: failure timeout %v is shorter than the heartbeat %v", c.FailureTimeout, c.Heartbeat)
+	}
+	if c.EtcdPrefix == "" {
+		c.EtcdPrefix = "/zaris/"
 	}
 	if c.Logger == nil {
 		c.Logger = discardLogger()

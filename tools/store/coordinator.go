@@ -15,6 +15,7 @@ import (
 
 	"github.com/clustron/zaris-go/gen/zaris"
 	"github.com/clustron/zaris-go/gen/zarispeer"
+	"github.com/clustron/zaris-go/tools/store/control"
 )
 
 // ErrClosed is returned by the coordinator's and the cluster's methods after Close.
@@ -104,14 +105,35 @@ type Coordinator struct {
 	initialized bool
 	changed     chan struct{} // closed on every new map
 	hold        chan struct{} // while set, handoffs stop at their midpoint (HoldChurn)
+	committed   control.State // the state last committed to etcd
+	stopErr     error         // why the coordinator stopped acting on its own
+
+	states  *control.StateStore
+	backend *control.Backend // the etcd connection the coordinator opened itself, or nil
 }
 
-// StartCoordinator starts a coordinator listening on cfg.Listen. The first map places the
-// segments once cfg.InitialNodes nodes registered.
+// StartCoordinator starts a coordinator listening on cfg.Listen, with the cluster state
+// kept in etcd (see CoordinatorConfig.Etcd). A cluster whose state etcd holds is continued:
+// same cluster id and nodes, a new map at the next epoch, the churn in progress resumed.
+// Otherwise the first map places the segments once cfg.InitialNodes nodes registered.
 func StartCoordinator(cfg CoordinatorConfig) (*Coordinator, error) {
 	cfg, err := cfg.withDefaults()
 	if err != nil {
 		return nil, err
+	}
+	cli, backend, err := openControl(cfg)
+	if err != nil {
+		return nil, err
+	}
+	states := control.NewStateStore(cli, cfg.EtcdPrefix)
+	ctx, cancel := context.WithTimeout(context.Background(), commitTimeout)
+	st, err := states.Load(ctx)
+	cancel()
+	if err != nil {
+		if backend != nil {
+			backend.Close()
+		}
+		return nil, fmt.Errorf("store: coordinator: %w", err)
 	}
 	c := &Coordinator{
 		cfg:       cfg,
@@ -124,6 +146,8 @@ func StartCoordinator(cfg CoordinatorConfig) (*Coordinator, error) {
 		left:      make(map[ownerRef]bool),
 		lastOwner: make([]ownerRef, cfg.Segments),
 		changed:   make(chan struct{}),
+		states:    states,
+		backend:   backend,
 	}
 	var id [16]byte
 	_, _ = rand.Read(id[:])
@@ -134,15 +158,53 @@ func StartCoordinator(cfg CoordinatorConfig) (*Coordinator, error) {
 	}
 	c.m, c.public = m, publicMap(m)
 	c.ctx, c.cancel = context.WithCancel(context.Background())
+	if st.Revision != 0 {
+		if err := c.restoreLocked(st); err != nil {
+			c.cancel()
+			if backend != nil {
+				backend.Close()
+			}
+			return nil, err
+		}
+	}
 	c.srv, err = newServer(c.ctx, cfg.Listen, nil, serverConfig(peerMaxMessage, 1<<24, peerIdleTimeout),
 		wireFramedBinary, zarispeer.NewZarisCoordinatorProcessor(&coordHandler{c: c}), cfg.Logger)
 	if err != nil {
 		c.cancel()
+		if backend != nil {
+			backend.Close()
+		}
 		return nil, fmt.Errorf("store: coordinator: %w", err)
+	}
+	if st.Revision != 0 {
+		// A new map at the next epoch: the nodes take it over the previous coordinator's.
+		c.mu.Lock()
+		err := c.publishLocked(cloneMap(c.m))
+		for _, r := range c.nodes {
+			if r.alive && err == nil {
+				c.startMonitorLocked(r)
+			}
+		}
+		c.mu.Unlock()
+		if err != nil {
+			c.Close()
+			return nil, err
+		}
+		cfg.Logger.Info("cluster state loaded from etcd", "cluster", c.m.ClusterId, "epoch", c.m.Epoch, "nodes", len(c.nodes))
+		c.wg.Add(1)
+		go c.resume()
 	}
 	c.wg.Add(1)
 	go c.reconcileLoop()
 	return c, nil
+}
+
+// startMonitorLocked starts the heartbeat loop of rec. Callers hold c.mu.
+func (c *Coordinator) startMonitorLocked(rec *nodeRec) {
+	ctx, cancel := context.WithCancel(c.ctx)
+	rec.cancel = cancel
+	c.wg.Add(1)
+	go c.monitor(ctx, rec)
 }
 
 // Addr returns the coordinator's address, host:port.
@@ -162,6 +224,9 @@ func (c *Coordinator) Close() error {
 		c.pool.close()
 		c.srv.close()
 		c.wg.Wait()
+		if c.backend != nil {
+			c.backend.Close()
+		}
 	})
 	return nil
 }
@@ -198,13 +263,17 @@ func (c *Coordinator) kickReconcile() {
 	}
 }
 
-// publishLocked makes m (an edited clone of c.m) the next map and wakes every node's
-// heartbeat loop to push it. Callers hold c.mu.
-func (c *Coordinator) publishLocked(m *zarispeer.PeerMap) {
+// publishLocked makes m (an edited clone of c.m) the next map: it commits it to etcd with
+// the rest of the coordinator's state, then wakes every node's heartbeat loop to push it. A
+// failed commit stops the coordinator (commitLocked) and tells no node. Callers hold c.mu.
+func (c *Coordinator) publishLocked(m *zarispeer.PeerMap) error {
 	m.Epoch = c.m.Epoch + 1
 	for s, sg := range m.Segments {
 		w := c.want[s]
 		sg.Migrating = sg.Cutover || (w.kind == kindMigrate && w.owner != noOwner && w.owner != ownerOf(sg))
+	}
+	if err := c.commitLocked(m); err != nil {
+		return err
 	}
 	c.m, c.public = m, publicMap(m)
 	close(c.changed)
@@ -218,6 +287,7 @@ func (c *Coordinator) publishLocked(m *zarispeer.PeerMap) {
 		}
 	}
 	c.cfg.Logger.Debug("map published", "epoch", m.Epoch)
+	return nil
 }
 
 func (c *Coordinator) liveLocked(id int32) bool {
@@ -265,11 +335,10 @@ func (c *Coordinator) register(req *zarispeer.RegisterRequest) (*zarispeer.PeerM
 	case c.cfg.AutoFailback:
 		c.planFailbackLocked(req.NodeId)
 	}
-	c.publishLocked(m)
-	ctx, cancel := context.WithCancel(c.ctx)
-	rec.cancel = cancel
-	c.wg.Add(1)
-	go c.monitor(ctx, rec)
+	if err := c.publishLocked(m); err != nil {
+		return nil, err
+	}
+	c.startMonitorLocked(rec)
 	c.kickReconcile()
 	c.cfg.Logger.Info("node registered", "node", req.NodeId, "addr", rec.dataAddr(), "epoch", c.m.Epoch)
 	return c.m, nil

@@ -12,6 +12,7 @@ import (
 
 	"github.com/clustron/zaris-go/gen/zaris"
 	"github.com/clustron/zaris-go/gen/zarispeer"
+	"github.com/clustron/zaris-go/tools/store/control"
 )
 
 // The second reproduction: a segment migrates to a node that was not its replica while the
@@ -127,7 +128,8 @@ func TestCutover_HungOldOwner_NewOwnerWritesOnlyAfterItsLeaseRanOut(t *testing.T
 // The fence's second step: it ends when the old owner confirms the revoking map, or when the
 // last lease granted to it with an older map runs out although it never answers.
 func TestCutover_AwaitRevokedEndsOnConfirmationOrLeaseExpiry(t *testing.T) {
-	co, err := StartCoordinator(CoordinatorConfig{FailureTimeout: 100 * time.Millisecond, Heartbeat: 10 * time.Millisecond})
+	cli, prefix := control.ForTest(t)
+	co, err := StartCoordinator(CoordinatorConfig{FailureTimeout: 100 * time.Millisecond, Heartbeat: 10 * time.Millisecond, Etcd: cli, EtcdPrefix: prefix})
 	require.NoError(t, err)
 	t.Cleanup(func() { co.Close() })
 	// A peer that accepts and never answers: a hung old owner.

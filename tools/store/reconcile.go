@@ -173,10 +173,18 @@ func (c *Coordinator) handoff(s int32) {
 	w := c.want[s]
 	from, to := ownerOf(c.m.Segments[s]), w.owner
 	old := c.nodes[from]
-	revoked, leaseEnd := c.revokeLocked(s, old)
+	revoked, leaseEnd, err := c.revokeLocked(s, old)
 	hold := c.hold
 	c.mu.Unlock()
+	if err != nil {
+		return
+	}
+	c.completeHandoff(s, w, from, to, old, revoked, leaseEnd, hold)
+}
 
+// completeHandoff runs the confirm and publish steps of a handoff of segment s from from to
+// to whose revoke step published revoked (see handoff).
+func (c *Coordinator) completeHandoff(s int32, w segWant, from, to int32, old *nodeRec, revoked *zarispeer.PeerMap, leaseEnd int64, hold chan struct{}) {
 	if !c.awaitRevoked(old, revoked, leaseEnd) {
 		return
 	}
@@ -209,8 +217,7 @@ func (c *Coordinator) handoff(s int32) {
 			c.want[s].owner = noOwner
 		}
 	}
-	c.publishLocked(m)
-	if !moved || w.kind != kindFailback {
+	if err := c.publishLocked(m); err != nil || !moved || w.kind != kindFailback {
 		c.mu.Unlock()
 		return
 	}
@@ -246,11 +253,11 @@ func (c *Coordinator) handoff(s int32) {
 // latest lease granted to the owner before it. Every lease granted later goes out with this
 // map or a newer one, and a node takes a lease only with a map at least as new as the one it
 // came with (Ping, PushMap). Callers hold c.mu.
-func (c *Coordinator) revokeLocked(s int32, owner *nodeRec) (*zarispeer.PeerMap, int64) {
+func (c *Coordinator) revokeLocked(s int32, owner *nodeRec) (*zarispeer.PeerMap, int64, error) {
 	m := cloneMap(c.m)
 	m.Segments[s].Cutover = true
-	c.publishLocked(m)
-	return m, owner.granted
+	err := c.publishLocked(m)
+	return m, owner.granted, err
 }
 
 // awaitRevoked is the second step of a handoff: it pushes the revoking map m to the old owner

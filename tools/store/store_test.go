@@ -2,6 +2,7 @@ package store
 
 import (
 	"net"
+	"os"
 	"testing"
 	"time"
 
@@ -11,10 +12,21 @@ import (
 
 	"github.com/clustron/zaris-go/gen/zaris"
 	"github.com/clustron/zaris-go/gen/zarispeer"
+	"github.com/clustron/zaris-go/tools/store/control"
 )
 
+// TestMain stops the etcd the tests share (control.ForTest), then fails on any goroutine
+// left running.
 func TestMain(m *testing.M) {
-	goleak.VerifyTestMain(m)
+	code := m.Run()
+	control.CloseShared()
+	if code == 0 {
+		if err := goleak.Find(); err != nil {
+			println("goroutines left after the tests:", err.Error())
+			code = 1
+		}
+	}
+	os.Exit(code)
 }
 
 func TestCluster_PutThenGet(t *testing.T) {

@@ -19,7 +19,7 @@ var shared struct {
 
 // sharedConfig is the shared test etcd: no fsync (its data dies with the process) and short
 // single-member raft timings, so it starts in a few tens of milliseconds.
-var sharedConfig = EmbedConfig{Name: "zaris-test", NoFsync: true}
+var sharedConfig = EmbedConfig{Name: "zaris-test", NoFsync: true, LogLevel: "fatal"}
 
 // ForTest returns a client of the embedded etcd shared by every test of this process
 // (started by the first call), and a key prefix no other call returns, so each test, or

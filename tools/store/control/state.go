@@ -20,6 +20,10 @@ type Member struct {
 	Addr string `json:"addr"`
 	// State is the store's word for the member (up, down, leaving, ...); opaque here.
 	State string `json:"state,omitempty"`
+	// PeerAddr is the member's address for peer traffic, host:port.
+	PeerAddr string `json:"peer_addr,omitempty"`
+	// Incarnation names the member's process: a restarted process has another.
+	Incarnation int64 `json:"incarnation,omitempty"`
 }
 
 // ChurnStep is the churn operation in progress: what it is, and how far it got, so that a
