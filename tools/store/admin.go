@@ -14,14 +14,14 @@ import (
 // and runs churn commands, each of which returns when the churn is complete. It is safe for
 // concurrent use.
 type AdminClient struct {
-	addr string
-	pool *connPool
+	coords *coordinators
+	pool   *connPool
 }
 
-// DialCoordinator returns an AdminClient for the coordinator at addr. Connections are made
-// per call and pooled.
+// DialCoordinator returns an AdminClient for the coordinator at addr, or for whichever of a
+// comma-separated list of coordinators leads. Connections are made per call and pooled.
 func DialCoordinator(addr string) *AdminClient {
-	return &AdminClient{addr: addr, pool: newConnPool(2 * time.Second)}
+	return &AdminClient{coords: newCoordinators(addr), pool: newConnPool(2 * time.Second)}
 }
 
 // Close closes the client's connections.
@@ -36,7 +36,7 @@ func (a *AdminClient) call(ctx context.Context, fn func(*zarispeer.ZarisCoordina
 		timeout = time.Until(d)
 	}
 	var pm *zarispeer.PeerMap
-	err := a.pool.call(a.addr, timeout, func(c thrift.TClient) error {
+	err := a.coords.call(a.pool, timeout, func(c thrift.TClient) error {
 		var err error
 		pm, err = fn(zarispeer.NewZarisCoordinatorClient(c))
 		return err

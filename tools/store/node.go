@@ -34,6 +34,7 @@ var incarnations atomic.Int64
 type Node struct {
 	cfg         NodeConfig
 	incarnation int64
+	coords      *coordinators
 	ctx         context.Context
 	cancel      context.CancelFunc
 	data        *server
@@ -190,6 +191,7 @@ func StartNode(cfg NodeConfig) (*Node, error) {
 	n := &Node{
 		cfg:         cfg,
 		incarnation: time.Now().UnixNano() + incarnations.Add(1),
+		coords:      newCoordinators(cfg.Coordinator),
 		pool:        newConnPool(peerCallTimeout),
 		registered:  make(chan struct{}),
 	}
@@ -292,7 +294,7 @@ func (n *Node) register() {
 		n.leaseUntil.Store(0)
 		n.leaseMu.Unlock()
 		var pm *zarispeer.PeerMap
-		err := n.pool.call(n.cfg.Coordinator, 2*time.Second, func(c thrift.TClient) error {
+		err := n.coords.call(n.pool, 2*time.Second, func(c thrift.TClient) error {
 			var err error
 			pm, err = zarispeer.NewZarisCoordinatorClient(c).Register(n.ctx, req)
 			return err
@@ -567,7 +569,7 @@ func (n *Node) fetch(v *view, s int32, seg *segment) error {
 // owner at the owner's epoch fetchEpoch. It reports whether the coordinator wants the copy
 // fetched again.
 func (n *Node) reportSynced(s, owner int32, fetchEpoch int64) (refetch bool) {
-	err := n.pool.call(n.cfg.Coordinator, time.Second, func(c thrift.TClient) error {
+	err := n.coords.call(n.pool, time.Second, func(c thrift.TClient) error {
 		resp, err := zarispeer.NewZarisCoordinatorClient(c).Synced(n.ctx, &zarispeer.SyncedRequest{
 			NodeId: n.cfg.ID, Incarnation: n.incarnation, Segment: s, Owner: owner, FetchEpoch: fetchEpoch,
 		})

@@ -2,10 +2,14 @@ package store
 
 import (
 	"errors"
+	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/apache/thrift/lib/go/thrift"
+
+	"github.com/clustron/zaris-go/gen/zarispeer"
 )
 
 // errPoolClosed is returned by connPool.call after close; the call was not sent.
@@ -164,4 +168,41 @@ func closeAll(list []*pconn) {
 	for _, c := range list {
 		c.sock.Close()
 	}
+}
+
+// coordinators is a list of coordinator addresses (one leads; the others stand by and
+// listen on nothing) and the index of the one that answered last.
+type coordinators struct {
+	addrs []string
+	last  atomic.Int32
+}
+
+// newCoordinators parses a comma-separated list of coordinator addresses.
+func newCoordinators(list string) *coordinators {
+	var addrs []string
+	for _, a := range strings.Split(list, ",") {
+		if a = strings.TrimSpace(a); a != "" {
+			addrs = append(addrs, a)
+		}
+	}
+	return &coordinators{addrs: addrs}
+}
+
+// call runs fn with the first coordinator that answers it without error, starting with the
+// one that answered last, and returns the last error if none did. A LeftCluster answer is
+// final: it comes from the leader.
+func (cs *coordinators) call(p *connPool, timeout time.Duration, fn func(thrift.TClient) error) error {
+	err := errors.New("store: no coordinator address")
+	start := int(cs.last.Load())
+	for i := range cs.addrs {
+		k := (start + i) % len(cs.addrs)
+		if err = p.call(cs.addrs[k], timeout, fn); err == nil {
+			cs.last.Store(int32(k))
+			return nil
+		}
+		if left := (*zarispeer.LeftCluster)(nil); errors.As(err, &left) {
+			return err
+		}
+	}
+	return err
 }

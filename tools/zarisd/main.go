@@ -39,6 +39,7 @@ import (
 
 	"github.com/clustron/zaris-go/gen/zaris"
 	"github.com/clustron/zaris-go/tools/store"
+	"github.com/clustron/zaris-go/tools/store/control"
 )
 
 func main() {
@@ -91,7 +92,7 @@ func waitForSignal() {
 func runCoordinator(args []string, stdout, stderr io.Writer) error {
 	fs := flag.NewFlagSet("coordinator", flag.ContinueOnError)
 	fs.SetOutput(stderr)
-	listen := fs.String("listen", "127.0.0.1:7000", "address to listen on, host:port (port 0 picks one)")
+	listen := fs.String("listen", "127.0.0.1:7000", "address to listen on while leading, host:port (port 0 picks one: only for a lone coordinator)")
 	nodes := fs.Int("nodes", 3, "nodes that must register before segments are placed")
 	segments := fs.Int("segments", store.DefaultSegments, "number of segments")
 	rf := fs.Int("replication", store.DefaultReplicationFactor, "copies of each segment, owner included")
@@ -99,6 +100,15 @@ func runCoordinator(args []string, stdout, stderr io.Writer) error {
 	failure := fs.Duration("failure-timeout", store.DefaultFailureTimeout, "probe a node silent this long")
 	probeTimeout := fs.Duration("probe-timeout", store.DefaultProbeTimeout, "fail a probed node over if it does not answer within this")
 	autoFailback := fs.Bool("auto-failback", false, "hand a returning node its preferred segments back once it caught up")
+	sessionTTL := fs.Duration("session-ttl", store.DefaultSessionTTL, "leadership lease, whole seconds: a standby takes over this long after the leader dies")
+	endpoints := fs.String("etcd-endpoints", "", "an existing etcd cluster's client addresses, host:port,...; empty embeds an etcd member in this process")
+	prefix := fs.String("etcd-prefix", "/zaris/", "key prefix of the cluster's state in etcd")
+	dialTimeout := fs.Duration("etcd-dial-timeout", 5*time.Second, "give up if etcd does not answer within this at start")
+	etcdName := fs.String("etcd-name", "zaris", "embedded member's name")
+	etcdDir := fs.String("etcd-dir", "", "embedded member's data directory; empty: a temporary one, removed at exit (the state dies with the process)")
+	clientURL := fs.String("etcd-client-url", "", "embedded member's client URL, http://host:port (default a free loopback port)")
+	peerURL := fs.String("etcd-peer-url", "", "embedded member's peer URL, http://host:port (required with --etcd-initial-cluster)")
+	initial := fs.String("etcd-initial-cluster", "", "embedded members of a multi-member etcd: name=http://host:port,... (every member's peer URL)")
 	level := fs.String("log-level", "info", "debug, info, warn or error")
 	if err := fs.Parse(args); err != nil {
 		return err
@@ -107,16 +117,59 @@ func runCoordinator(args []string, stdout, stderr io.Writer) error {
 	if err != nil {
 		return err
 	}
-	c, err := store.StartCoordinator(store.CoordinatorConfig{
-		Listen: *listen, InitialNodes: *nodes, Segments: int32(*segments), ReplicationFactor: *rf,
-		Heartbeat: *heartbeat, FailureTimeout: *failure, ProbeTimeout: *probeTimeout, AutoFailback: *autoFailback, Logger: log,
-	})
+	opts := control.Options{Prefix: *prefix, DialTimeout: *dialTimeout}
+	if *endpoints != "" {
+		if opts.Endpoints, err = control.ParseEndpoints(*endpoints); err != nil {
+			return err
+		}
+	} else {
+		opts.Embed = control.EmbedConfig{Name: *etcdName, Dir: *etcdDir, ClientURL: *clientURL, PeerURL: *peerURL}
+		if *initial != "" {
+			if opts.Embed.Peers, err = parseInitialCluster(*initial); err != nil {
+				return err
+			}
+			// Raft timings short enough for a one-second leadership lease (etcd grants no
+			// lease shorter than 1.5 election timeouts).
+			opts.Embed.Tick, opts.Embed.Election = 50*time.Millisecond, 500*time.Millisecond
+		}
+	}
+	backend, err := control.Open(context.Background(), opts)
 	if err != nil {
 		return err
 	}
-	fmt.Fprintf(stdout, "zarisd coordinator listening on %s\n", c.Addr())
+	defer backend.Close()
+	e, err := store.StartElectedCoordinator(store.CoordinatorConfig{
+		Listen: *listen, InitialNodes: *nodes, Segments: int32(*segments), ReplicationFactor: *rf,
+		Heartbeat: *heartbeat, FailureTimeout: *failure, ProbeTimeout: *probeTimeout, AutoFailback: *autoFailback,
+		Etcd: backend.Client, EtcdPrefix: *prefix, Logger: log,
+	}, *sessionTTL)
+	if err != nil {
+		return err
+	}
+	defer e.Close()
+	ctx, cancel := context.WithTimeout(context.Background(), *sessionTTL+time.Second)
+	c, err := e.WaitLeading(ctx)
+	cancel()
+	if err == nil {
+		fmt.Fprintf(stdout, "zarisd coordinator listening on %s\n", c.Addr())
+	} else {
+		fmt.Fprintf(stdout, "zarisd coordinator standing by for %s\n", *listen)
+	}
 	waitForSignal()
-	return c.Close()
+	return nil
+}
+
+// parseInitialCluster parses name=url,... into a map of member names to peer URLs.
+func parseInitialCluster(s string) (map[string]string, error) {
+	peers := map[string]string{}
+	for _, pair := range strings.Split(s, ",") {
+		name, u, ok := strings.Cut(strings.TrimSpace(pair), "=")
+		if !ok || name == "" || u == "" {
+			return nil, fmt.Errorf("--etcd-initial-cluster %q: want name=http://host:port,...", s)
+		}
+		peers[name] = u
+	}
+	return peers, nil
 }
 
 func runNode(args []string, stdout, stderr io.Writer) error {
@@ -125,7 +178,7 @@ func runNode(args []string, stdout, stderr io.Writer) error {
 	id := fs.Int("id", 0, "node id, positive and unique; a restarted node keeps its id (required)")
 	listen := fs.String("listen", "127.0.0.1:0", "data address clients dial, host:port")
 	peer := fs.String("peer-listen", "127.0.0.1:0", "address of the internal peer service, host:port")
-	coordinator := fs.String("coordinator", "127.0.0.1:7000", "coordinator address, host:port")
+	coordinator := fs.String("coordinator", "127.0.0.1:7000", "coordinator address, host:port, or every coordinator's, comma-separated")
 	protocol := fs.String("protocol", "header", "data port protocols: header (header, binary, compact) or json")
 	maxKey := fs.Int("max-key-size", store.DefaultMaxKeySize, "largest key accepted, bytes")
 	maxValue := fs.Int("max-value-size", store.DefaultMaxValueSize, "largest value accepted, bytes")
@@ -190,7 +243,7 @@ func loadTLS(certFile, keyFile, caFile string) (*tls.Config, error) {
 func runCtl(args []string, stdout, stderr io.Writer) error {
 	fs := flag.NewFlagSet("ctl", flag.ContinueOnError)
 	fs.SetOutput(stderr)
-	coordinator := fs.String("coordinator", "127.0.0.1:7000", "coordinator address, host:port")
+	coordinator := fs.String("coordinator", "127.0.0.1:7000", "coordinator address, host:port, or every coordinator's, comma-separated")
 	timeout := fs.Duration("timeout", 60*time.Second, "give up on the command after this long")
 	if err := fs.Parse(args); err != nil {
 		return err

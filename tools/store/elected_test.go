@@ -1,0 +1,110 @@
+package store
+
+import (
+	"context"
+	"slices"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+	clientv3 "go.etcd.io/etcd/client/v3"
+
+	"github.com/clustron/zaris-go/gen/zarispeer"
+	"github.com/clustron/zaris-go/tools/store/control"
+)
+
+// leaderName returns the name (listen address) of the coordinator that leads the cluster
+// under prefix, "" when none does.
+func leaderName(t *testing.T, cli *clientv3.Client, prefix string) string {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
+	defer cancel()
+	resp, err := cli.Get(ctx, prefix+"leader/", clientv3.WithFirstCreate()...)
+	require.NoError(t, err)
+	if len(resp.Kvs) == 0 {
+		return ""
+	}
+	return string(resp.Kvs[0].Value)
+}
+
+// processCluster is three zarisd coordinators and three zarisd nodes sharing the test's etcd.
+type processCluster struct {
+	coords map[string]*proc // by listen address
+	nodes  []*proc
+	seeds  []string
+	admin  *AdminClient
+	cli    *clientv3.Client
+	prefix string
+}
+
+func startProcessCluster(t *testing.T, bin string) *processCluster {
+	t.Helper()
+	cli, prefix := control.ForTest(t)
+	pc := &processCluster{coords: map[string]*proc{}, cli: cli, prefix: prefix}
+	var addrs []string
+	for range 3 {
+		addrs = append(addrs, stablePort())
+	}
+	for _, a := range addrs {
+		pc.coords[a] = startProc(t, bin, "coordinator", "--listen", a, "--nodes", "3", "--segments", "16",
+			"--failure-timeout", "1s", "--session-ttl", "1s", "--log-level", "debug",
+			"--etcd-endpoints", strings.Join(cli.Endpoints(), ","), "--etcd-prefix", prefix)
+	}
+	all := strings.Join(addrs, ",")
+	for id := 1; id <= 3; id++ {
+		n := startProc(t, bin, "node", "--id", strconv.Itoa(id), "--listen", "127.0.0.1:0", "--coordinator", all, "--log-level", "debug")
+		pc.nodes = append(pc.nodes, n)
+		pc.seeds = append(pc.seeds, n.addr)
+	}
+	pc.admin = DialCoordinator(all)
+	t.Cleanup(func() { pc.admin.Close() })
+	waitPeerMap(t, pc.admin, "the cluster did not come up", func(pm *zarispeer.PeerMap) bool {
+		for _, s := range pm.Segments {
+			if s.Owner == nil || len(s.Replicas) != 1 {
+				return false
+			}
+		}
+		return len(pm.Nodes) == 3
+	})
+	return pc
+}
+
+// kill -9 of the leading coordinator under load: a standby leads within two seconds, loads
+// the state and carries on; a node killed after the takeover is failed over by the new
+// leader; no write fails and no acknowledged write is lost.
+func TestProcess_KillNineLeadingCoordinatorUnderLoad(t *testing.T) {
+	if testing.Short() {
+		t.Skip("builds and runs zarisd processes")
+	}
+	bin := buildZarisd(t)
+	pc := startProcessCluster(t, bin)
+	w := startWorkload(t, pc.seeds, 4)
+	w.waitAcked(t, 50)
+
+	ctx := testCtx(t)
+	before, err := pc.admin.PeerMap(ctx)
+	require.NoError(t, err)
+	leader := leaderName(t, pc.cli, pc.prefix)
+	require.Contains(t, pc.coords, leader)
+	killed := time.Now()
+	require.NoError(t, pc.coords[leader].cmd.Process.Kill())
+	var next string
+	require.Eventually(t, func() bool {
+		next = leaderName(t, pc.cli, pc.prefix)
+		return next != "" && next != leader
+	}, 2*time.Second, 5*time.Millisecond, "no standby led within 2 s of the leader's kill -9")
+	t.Logf("a standby led %v after the leader's kill -9", time.Since(killed))
+	waitPeerMap(t, pc.admin, "the new leader did not publish a newer map", func(pm *zarispeer.PeerMap) bool {
+		return pm.Epoch > before.Epoch && pm.ClusterId == before.ClusterId
+	})
+	w.waitAcked(t, 50)
+
+	require.NoError(t, pc.nodes[1].cmd.Process.Kill())
+	waitPeerMap(t, pc.admin, "node 2 was not failed over by the new leader", func(pm *zarispeer.PeerMap) bool {
+		return !slices.ContainsFunc(pm.Segments, func(s *zarispeer.PeerSegment) bool { return s.Owner == nil || *s.Owner == 2 })
+	})
+	w.waitAcked(t, 50)
+	w.finish(t)
+}
