@@ -14,6 +14,7 @@ import (
 	"github.com/clustron/zaris-go/gen/zarisclient"
 	"github.com/clustron/zaris-go/runtime"
 	"github.com/clustron/zaris-go/tools/store"
+	"github.com/clustron/zaris-go/tools/store/control"
 )
 
 // segments is the segment count of the test clusters: few, so that every node owns some
@@ -40,7 +41,11 @@ func testCtx(t *testing.T) context.Context {
 // binary, the default, the other THeader) against a fresh cluster while churn runs, and
 // requires the history to be linearizable.
 func runChurn(t *testing.T, churn func(ctx context.Context, c *store.Cluster, w *workload)) {
-	c := startCluster(t)
+	runChurnOn(t, startCluster(t), churn)
+}
+
+// runChurnOn is runChurn on the cluster c.
+func runChurnOn(t *testing.T, c *store.Cluster, churn func(ctx context.Context, c *store.Cluster, w *workload)) {
 	ctx := testCtx(t)
 	clients := []*zarisclient.Client{
 		newClient(t, c.Seeds()),
@@ -160,6 +165,29 @@ func TestLinearizable_MigrateSegment(t *testing.T) {
 	runChurn(t, func(ctx context.Context, c *store.Cluster, w *workload) {
 		steps(t, ctx, w, migrate(c, ctx, "k0", "k1", "k2"))
 	})
+}
+
+// skewedClock is a node's clock whose wall clock is skew off the system's.
+type skewedClock struct {
+	control.Clock
+	skew time.Duration
+}
+
+func (c skewedClock) Wall() time.Time { return c.Clock.Wall().Add(c.skew) }
+
+// Node clocks ten seconds ahead of or behind the coordinator's change nothing: a node's
+// right to serve is measured on its own monotonic clock from its etcd lease renewals, never
+// against an instant another host chose.
+func TestLinearizable_NodeClocksSkewedTenSeconds(t *testing.T) {
+	for _, skew := range []time.Duration{10 * time.Second, -10 * time.Second} {
+		t.Run(skew.String(), func(t *testing.T) {
+			cfg := store.ClusterConfig{Nodes: 3, Segments: segments, FailureTimeout: time.Second}
+			cfg.Node.Clock = skewedClock{control.SystemClock(), skew}
+			runChurnOn(t, store.StartCluster(t, cfg), func(ctx context.Context, c *store.Cluster, w *workload) {
+				steps(t, ctx, w, kill(c, ctx, 2), restart(c, ctx, 2), failback(c, ctx, 2), migrate(c, ctx, "k1", "k5"))
+			})
+		})
+	}
 }
 
 func TestLinearizable_AllChurnInOneRun(t *testing.T) {

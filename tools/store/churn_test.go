@@ -131,7 +131,6 @@ func TestMigrateSegment_MovesOwnershipUnderWrites(t *testing.T) {
 
 func TestSpuriousFailover_LiveNodeRejoinsAndLosesNoAckedWrite(t *testing.T) {
 	cfg := fastCluster()
-	cfg.Node.RejoinAfter = 300 * time.Millisecond
 	c := StartCluster(t, cfg)
 	ctx := testCtx(t)
 	ep := watchEpochs(c)
@@ -139,12 +138,11 @@ func TestSpuriousFailover_LiveNodeRejoinsAndLosesNoAckedWrite(t *testing.T) {
 	w.cluster = c
 	w.waitAcked(t, 50)
 
-	// The coordinator gives up on node 2 although it runs (as after a long stall): it stops
-	// heartbeating it and fails it over. Node 2 keeps its stale copies until it hears again.
+	// The coordinator gives up on node 2 although it runs (as after a long stall): it ends
+	// its etcd lease, waits the TTL out and fails it over. Node 2 learns of the loss at its
+	// next renewal and registers again.
 	co := c.Coordinator()
-	co.mu.Lock()
-	co.failLocked(co.nodes[2], "test")
-	co.mu.Unlock()
+	giveUp(t, co, 2)
 	w.waitAcked(t, 50)
 
 	require.NoError(t, co.WaitNode(ctx, 2, true), "node 2 never registered again")
@@ -157,7 +155,6 @@ func TestSpuriousFailover_LiveNodeRejoinsAndLosesNoAckedWrite(t *testing.T) {
 
 func TestSpuriousFailover_SoleCopyComesBackIntact(t *testing.T) {
 	cfg := ClusterConfig{Nodes: 2, Segments: 16, ReplicationFactor: 1, FailureTimeout: time.Second}
-	cfg.Node.RejoinAfter = 300 * time.Millisecond
 	c := StartCluster(t, cfg)
 	ctx := testCtx(t)
 	r := newRouter(c.Seeds())
@@ -167,9 +164,7 @@ func TestSpuriousFailover_SoleCopyComesBackIntact(t *testing.T) {
 	// The coordinator gives up on node 1, the only copy of its segments, while it runs: the
 	// segments have no owner until the same process registers again, data intact.
 	co := c.Coordinator()
-	co.mu.Lock()
-	co.failLocked(co.nodes[1], "test")
-	co.mu.Unlock()
+	giveUp(t, co, 1)
 	require.NoError(t, c.WaitFor(ctx, func(m *zaris.ClusterMap) bool {
 		for _, s := range m.Segments {
 			if s.Owner == nil {

@@ -46,9 +46,9 @@ type ClusterConfig struct {
 	// default discards.
 	Logger *slog.Logger
 	// Etcd, EtcdEndpoints and EtcdPrefix say where the cluster state lives (see
-	// CoordinatorConfig.Etcd); with none, NewCluster embeds a single-member etcd (temporary
-	// directory, no fsync) that Close stops, and StartCluster uses the etcd its test process
-	// shares (control.ForTest) under a key prefix of its own.
+	// CoordinatorConfig.Etcd); with none, the cluster embeds a single-member etcd (temporary
+	// directory, no fsync) that Close stops. Tests that start many clusters can share one
+	// etcd with control.ForTest, each cluster under a key prefix of its own.
 	Etcd          *clientv3.Client
 	EtcdEndpoints []string
 	EtcdPrefix    string
@@ -127,9 +127,6 @@ func StartCluster(t testing.TB, cfg ClusterConfig) *Cluster {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
-	if cfg.Etcd == nil && len(cfg.EtcdEndpoints) == 0 {
-		cfg.Etcd, cfg.EtcdPrefix = control.ForTest(t)
-	}
 	c, err := NewCluster(ctx, cfg)
 	if err != nil {
 		t.Fatalf("store.StartCluster: %v", err)
@@ -191,6 +188,7 @@ func (c *Cluster) startNode(id int32) (*Node, error) {
 	cfg := c.cfg.Node
 	cfg.ID = id
 	cfg.Coordinator = c.Coordinator().Addr()
+	cfg.Etcd, cfg.EtcdPrefix = c.cfg.Etcd, c.cfg.EtcdPrefix
 	a, restart := c.addrs[id]
 	var n *Node
 	var err error

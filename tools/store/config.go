@@ -35,18 +35,17 @@ const (
 	// DefaultIdleTimeout is how long a client connection may stay silent before the node
 	// closes it.
 	DefaultIdleTimeout = 60 * time.Second
-	// DefaultRejoinAfter is how long a node waits without hearing from the coordinator before
-	// it registers again (it may have been failed over while it was stalled). The silence is
-	// confirmed after a further quarter of it, so a stall of the node's whole process is not
-	// taken for the coordinator's silence.
-	DefaultRejoinAfter = 2 * time.Second
+	// DefaultLeaseTTL is the TTL of a node's etcd lease. A node renews it every third of
+	// the TTL and may serve until TTL (less a tenth for clock rates) after it sent its last
+	// successful renewal; a node whose renewals stop is failed over when etcd expires its key.
+	DefaultLeaseTTL = 2 * time.Second
 	// DefaultReplicationTimeout bounds how long an owner keeps a write waiting for an
 	// unreachable replica to be removed from the map before it answers Unavailable.
 	DefaultReplicationTimeout = 2 * time.Second
-	// DefaultLeaseWait is how long a request that finds the node's lease run out waits for
-	// the coordinator's next heartbeat to extend it before it answers Unavailable. A stall of
-	// the whole process (a loaded machine) runs the lease out without any failure, and the
-	// heartbeat comes as soon as the stall ends; five default heartbeats are ample for it.
+	// DefaultLeaseWait is how long a request that finds the node's right to serve run out
+	// waits for the next renewal of its etcd lease before it answers Unavailable. A stall of
+	// the whole process (a loaded machine) runs the right out without any failure, and the
+	// renewal goes out as soon as the stall ends.
 	DefaultLeaseWait = 5 * DefaultHeartbeat
 )
 
@@ -79,11 +78,19 @@ type NodeConfig struct {
 	IdleTimeout time.Duration
 	// ReplicationTimeout: see DefaultReplicationTimeout.
 	ReplicationTimeout time.Duration
-	// RejoinAfter: see DefaultRejoinAfter. Keep it well above the coordinator's
-	// FailureTimeout + ProbeTimeout.
-	RejoinAfter time.Duration
-	// LeaseWait: see DefaultLeaseWait. Keep it above the coordinator's Heartbeat.
+	// LeaseWait: see DefaultLeaseWait.
 	LeaseWait time.Duration
+	// Etcd is a client of the cluster's etcd, where the node registers under a lease
+	// (EtcdPrefix, default "/zaris/", as the coordinator's); when nil the node connects to
+	// EtcdEndpoints. One of them is required.
+	Etcd          *clientv3.Client
+	EtcdEndpoints []string
+	EtcdPrefix    string
+	// LeaseTTL is the TTL of the node's etcd lease, whole seconds; default DefaultLeaseTTL.
+	LeaseTTL time.Duration
+	// Clock is the node's clock (default the system's): its right to serve is measured on
+	// Clock.Mono only, never on the wall clock. Tests inject one.
+	Clock control.Clock
 	// Logger receives the node's log; default discards.
 	Logger *slog.Logger
 }
@@ -113,8 +120,18 @@ func (c NodeConfig) withDefaults() (NodeConfig, error) {
 	if c.ReplicationTimeout <= 0 {
 		c.ReplicationTimeout = DefaultReplicationTimeout
 	}
-	if c.RejoinAfter <= 0 {
-		c.RejoinAfter = DefaultRejoinAfter
+	if c.Etcd == nil && len(c.EtcdEndpoints) == 0 {
+		return c, errors.New("store: node needs etcd (Etcd or EtcdEndpoints)")
+	}
+	if c.EtcdPrefix == "" {
+		c.EtcdPrefix = "/zaris/"
+	}
+	if c.LeaseTTL < time.Second {
+		c.LeaseTTL = DefaultLeaseTTL
+	}
+	c.LeaseTTL = c.LeaseTTL.Truncate(time.Second)
+	if c.Clock == nil {
+		c.Clock = control.SystemClock()
 	}
 	if c.LeaseWait <= 0 {
 		c.LeaseWait = DefaultLeaseWait
@@ -153,8 +170,8 @@ type CoordinatorConfig struct {
 	// process) is failed over at once.
 	FailureTimeout time.Duration
 	// ProbeTimeout bounds the probe of a suspected node; default DefaultProbeTimeout. A stalled
-	// (not killed) node is failed over after about FailureTimeout + ProbeTimeout; keep the sum
-	// well below the nodes' RejoinAfter.
+	// (not killed) node is failed over once etcd expires its lease, or once it failed the
+	// probe, the coordinator revoked its lease and the lease's TTL ran out, whichever is first.
 	ProbeTimeout time.Duration
 	// AutoFailback hands a returning node its preferred segments back as soon as it has
 	// caught up; without it, Failback does.

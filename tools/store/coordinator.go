@@ -13,6 +13,8 @@ import (
 	"sync/atomic"
 	"time"
 
+	clientv3 "go.etcd.io/etcd/client/v3"
+
 	"github.com/clustron/zaris-go/gen/zaris"
 	"github.com/clustron/zaris-go/gen/zarispeer"
 	"github.com/clustron/zaris-go/tools/store/control"
@@ -60,13 +62,13 @@ type nodeRec struct {
 	alive       bool
 	leaving     bool
 	known       int64 // the newest epoch the node confirmed
-	// granted is the end (unix nanoseconds) of the latest lease sent to the node. It is
-	// set under c.mu together with the choice of map sent with it, so a lease granted after
-	// a map was published travels only with that map or a later one (or in a ping to a node
-	// that confirmed it).
-	granted int64
-	cancel  context.CancelFunc
-	kick    chan struct{} // wakes the node's heartbeat loop to push a new map
+	// lease is the etcd lease of the node's registration, ttl its TTL: the node serves only
+	// while it holds it (see Node), so the key's deletion means it has stopped serving.
+	lease    clientv3.LeaseID
+	ttl      time.Duration
+	revoking bool // the coordinator is revoking lease and waiting its TTL out
+	cancel   context.CancelFunc
+	kick     chan struct{} // wakes the node's heartbeat loop to push a new map
 }
 
 func (r *nodeRec) dataAddr() string {
@@ -74,10 +76,11 @@ func (r *nodeRec) dataAddr() string {
 }
 
 // Coordinator owns the cluster map. It heartbeats every node, fails over a node that stops
-// answering, pushes every new map to every node, and drives churn (join, failback, leave,
-// migration) one step and one epoch at a time. It is the one component the cluster needs to
-// stay up: without it nodes keep serving their last map, but nothing fails over and no churn
-// completes. Its state lives in memory only.
+// answering or whose etcd lease expired, pushes every new map to every node, and drives
+// churn (join, failback, leave, migration) one step and one epoch at a time. Its state lives
+// in etcd, committed before any node is told: while no coordinator runs, nodes keep serving
+// their last map (their right to serve comes from their own etcd leases), but nothing fails
+// over and no churn completes; the next coordinator continues where it stopped.
 //
 // A Coordinator is safe for concurrent use.
 type Coordinator struct {
@@ -92,6 +95,8 @@ type Coordinator struct {
 
 	// slowKept counts suspected nodes that answered the probe and were kept.
 	slowKept atomic.Int64
+	// failovers counts the failovers of each node id; for tests.
+	failovers sync.Map // int32 -> *atomic.Int64
 
 	mu          sync.Mutex // protects everything below
 	m           *zarispeer.PeerMap
@@ -109,6 +114,7 @@ type Coordinator struct {
 	stopErr     error         // why the coordinator stopped acting on its own
 
 	states  *control.StateStore
+	etcd    *clientv3.Client
 	backend *control.Backend // the etcd connection the coordinator opened itself, or nil
 }
 
@@ -147,6 +153,7 @@ func StartCoordinator(cfg CoordinatorConfig) (*Coordinator, error) {
 		lastOwner: make([]ownerRef, cfg.Segments),
 		changed:   make(chan struct{}),
 		states:    states,
+		etcd:      cli,
 		backend:   backend,
 	}
 	var id [16]byte
@@ -176,20 +183,32 @@ func StartCoordinator(cfg CoordinatorConfig) (*Coordinator, error) {
 		}
 		return nil, fmt.Errorf("store: coordinator: %w", err)
 	}
-	if st.Revision != 0 {
+	// The nodes' registrations in etcd: a node restored as up whose registration is gone has
+	// stopped serving and is failed over; from here on, watchNodes sees every one that goes.
+	c.mu.Lock()
+	gone, rev, err := c.adoptRegistrationsLocked()
+	if err == nil && st.Revision != 0 {
 		// A new map at the next epoch: the nodes take it over the previous coordinator's.
-		c.mu.Lock()
-		err := c.publishLocked(cloneMap(c.m))
+		err = c.publishLocked(cloneMap(c.m))
+	}
+	if err == nil {
 		for _, r := range c.nodes {
-			if r.alive && err == nil {
+			if r.alive && !slices.Contains(gone, r) {
 				c.startMonitorLocked(r)
 			}
 		}
-		c.mu.Unlock()
-		if err != nil {
-			c.Close()
-			return nil, err
+		for _, r := range gone {
+			c.failLocked(r, "no etcd registration")
 		}
+	}
+	c.mu.Unlock()
+	if err != nil {
+		c.Close()
+		return nil, fmt.Errorf("store: coordinator: %w", err)
+	}
+	c.wg.Add(1)
+	go c.watchNodes(rev + 1)
+	if st.Revision != 0 {
 		cfg.Logger.Info("cluster state loaded from etcd", "cluster", c.m.ClusterId, "epoch", c.m.Epoch, "nodes", len(c.nodes))
 		c.wg.Add(1)
 		go c.resume()
@@ -300,6 +319,13 @@ func (c *Coordinator) register(req *zarispeer.RegisterRequest) (*zarispeer.PeerM
 	if req.NodeId <= 0 {
 		return nil, fmt.Errorf("store: bad node id %d", req.NodeId)
 	}
+	reg, err := c.nodeRegistration(req.NodeId)
+	if err != nil {
+		return nil, err
+	}
+	if reg == nil || reg.value.Incarnation != req.Incarnation {
+		return nil, fmt.Errorf("store: node %d (incarnation %d) is not registered in etcd", req.NodeId, req.Incarnation)
+	}
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	if c.ctx.Err() != nil {
@@ -316,6 +342,8 @@ func (c *Coordinator) register(req *zarispeer.RegisterRequest) (*zarispeer.PeerM
 		info:        &zarispeer.PeerNode{ID: req.NodeId, Host: req.Host, Port: req.Port, PeerAddr: req.PeerAddr},
 		incarnation: req.Incarnation,
 		alive:       true,
+		lease:       reg.lease,
+		ttl:         reg.value.TTL,
 		kick:        make(chan struct{}, 1),
 	}
 	c.nodes[req.NodeId] = rec

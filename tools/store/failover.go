@@ -5,6 +5,7 @@ import (
 	"errors"
 	"net"
 	"slices"
+	"sync/atomic"
 	"time"
 
 	"github.com/apache/thrift/lib/go/thrift"
@@ -17,9 +18,11 @@ import (
 // answered as another process (it restarted) or whose data port refuses a connection (the
 // process is gone) is failed over at once; a node silent for less than FailureTimeout is
 // left alone; a node silent for longer is suspected and probed (probeNode), and failed over
-// only if the probe goes unanswered. A live node that is merely slow (a loaded machine, a GC
-// pause) answers the probe and keeps its segments: failing it over would leave the segments
-// whose other copy is still a learner without owner.
+// only if the probe goes unanswered, once its etcd lease is revoked and the lease's TTL ran
+// out (revokeNodeLease). A live node that is merely slow (a loaded machine, a GC pause)
+// answers the probe and keeps its segments: failing it over would leave the segments whose
+// other copy is still a learner without owner. A node whose etcd lease expires is failed
+// over by watchNodes.
 func (c *Coordinator) monitor(ctx context.Context, rec *nodeRec) {
 	defer c.wg.Done()
 	t := time.NewTicker(c.cfg.Heartbeat)
@@ -35,18 +38,17 @@ func (c *Coordinator) monitor(ctx context.Context, rec *nodeRec) {
 		}
 		c.mu.Lock()
 		m := c.m
-		lease := c.grantLocked(rec)
 		c.mu.Unlock()
 		var err error
 		if known < m.Epoch {
 			err = c.pool.call(rec.info.PeerAddr, c.cfg.FailureTimeout, func(cl thrift.TClient) error {
-				e, err := zarispeer.NewZarisPeerClient(cl).PushMap(ctx, m, lease)
+				e, err := zarispeer.NewZarisPeerClient(cl).PushMap(ctx, m, 0)
 				known = e
 				return err
 			})
 		} else {
 			err = c.pool.call(rec.info.PeerAddr, c.cfg.FailureTimeout, func(cl thrift.TClient) error {
-				e, err := ping(ctx, cl, rec, m, lease)
+				e, err := ping(ctx, cl, rec, m)
 				known = e
 				return err
 			})
@@ -71,7 +73,7 @@ func (c *Coordinator) monitor(ctx context.Context, rec *nodeRec) {
 		fail := errors.Is(err, errIncarnation) || !probe(rec.dataAddr(), min(c.cfg.FailureTimeout/2, time.Second))
 		if !fail && time.Since(lastOK) > c.cfg.FailureTimeout {
 			// Suspected: silent past the failure timeout although its port accepts.
-			e, perr := c.probeNode(ctx, rec, true)
+			e, perr := c.probeNode(ctx, rec)
 			if ctx.Err() != nil {
 				return
 			}
@@ -83,20 +85,19 @@ func (c *Coordinator) monitor(ctx context.Context, rec *nodeRec) {
 				continue
 			}
 			// The node may be alive, only cut off: it must stop serving before another node
-			// takes its segments over, so wait out the last lease it was granted.
-			if !sleepCtx(ctx, c.leaseLeft(rec)+time.Millisecond) {
-				return
+			// takes its segments over, so end its etcd lease and wait its TTL out. The node
+			// learns of the loss at its next renewal and registers again.
+			if !c.revokeNodeLease(ctx, rec) {
+				if ctx.Err() != nil {
+					return
+				}
+				continue
 			}
 			c.mu.Lock()
-			failed := c.nodes[rec.info.ID] == rec && rec.alive
-			if failed {
+			if c.nodes[rec.info.ID] == rec && rec.alive {
 				c.failLocked(rec, perr.Error())
 			}
 			c.mu.Unlock()
-			if failed {
-				c.wg.Add(1)
-				go c.readmitWhenItAnswers(rec)
-			}
 			return
 		}
 		if fail {
@@ -110,50 +111,10 @@ func (c *Coordinator) monitor(ctx context.Context, rec *nodeRec) {
 	}
 }
 
-// readmitWhenItAnswers watches a node that was failed over while its port still accepted
-// (it may be alive but starved, or stopped): every heartbeat it probes it, and as soon as the
-// same process answers, admits it again as if it had registered. A segment whose only copy
-// it holds is then given back at once instead of after the node's RejoinAfter. The watch
-// ends when the node answers, registers by itself, turns out dead or restarted, or the
-// coordinator closes.
-func (c *Coordinator) readmitWhenItAnswers(rec *nodeRec) {
-	defer c.wg.Done()
-	id := rec.info.ID
-	for sleepCtx(c.ctx, c.cfg.Heartbeat) {
-		c.mu.Lock()
-		current := c.nodes[id] == rec
-		c.mu.Unlock()
-		if !current || !probe(rec.dataAddr(), min(c.cfg.FailureTimeout/2, time.Second)) {
-			return
-		}
-		_, err := c.probeNode(c.ctx, rec, false)
-		if errors.Is(err, errIncarnation) {
-			return
-		}
-		if err != nil {
-			continue
-		}
-		c.mu.Lock()
-		current = c.nodes[id] == rec && !rec.alive
-		c.mu.Unlock()
-		if !current {
-			return
-		}
-		c.cfg.Logger.Info("node failed over while alive answers again; admitting it", "node", id)
-		_, err = c.register(&zarispeer.RegisterRequest{
-			NodeId: id, Incarnation: rec.incarnation, Host: rec.info.Host, Port: rec.info.Port, PeerAddr: rec.info.PeerAddr,
-		})
-		if err != nil {
-			c.cfg.Logger.Warn("admitting the node again failed", "node", id, "err", err)
-		}
-		return
-	}
-}
-
 // ping sends the heartbeat and returns the epoch the node holds; a node that answers as
 // another process than rec yields errIncarnation.
-func ping(ctx context.Context, cl thrift.TClient, rec *nodeRec, m *zarispeer.PeerMap, lease int64) (int64, error) {
-	resp, err := zarispeer.NewZarisPeerClient(cl).Ping(ctx, m.Epoch, m.ClusterId, lease)
+func ping(ctx context.Context, cl thrift.TClient, rec *nodeRec, m *zarispeer.PeerMap) (int64, error) {
+	resp, err := zarispeer.NewZarisPeerClient(cl).Ping(ctx, m.Epoch, m.ClusterId, 0)
 	if err != nil {
 		return -1, err
 	}
@@ -163,31 +124,12 @@ func ping(ctx context.Context, cl thrift.TClient, rec *nodeRec, m *zarispeer.Pee
 	return resp.Epoch, nil
 }
 
-// grantLocked extends the lease of rec by FailureTimeout + ProbeTimeout from now and returns
-// its end (unix nanoseconds). Callers hold c.mu and send it with the map they read under the
-// same hold.
-func (c *Coordinator) grantLocked(rec *nodeRec) int64 {
-	rec.granted = max(rec.granted, time.Now().Add(c.cfg.FailureTimeout+c.cfg.ProbeTimeout).UnixNano())
-	return rec.granted
-}
-
-// leaseLeft returns how long the latest lease granted to rec still runs (<= 0: ran out).
-func (c *Coordinator) leaseLeft(rec *nodeRec) time.Duration {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	return time.Until(time.Unix(0, rec.granted))
-}
-
 // probeNode pings a suspected node on a connection of its own (a pooled one may be the one
-// that hung) and waits up to ProbeTimeout for the answer; withLease extends its lease. It
-// returns the node's epoch, or why the node counts as dead.
-func (c *Coordinator) probeNode(ctx context.Context, rec *nodeRec, withLease bool) (int64, error) {
+// that hung) and waits up to ProbeTimeout for the answer. It returns the node's epoch, or
+// why the node counts as dead.
+func (c *Coordinator) probeNode(ctx context.Context, rec *nodeRec) (int64, error) {
 	c.mu.Lock()
 	m := c.m
-	var lease int64
-	if withLease {
-		lease = c.grantLocked(rec)
-	}
 	c.mu.Unlock()
 	cfg := &thrift.TConfiguration{
 		ConnectTimeout:    c.cfg.ProbeTimeout,
@@ -204,7 +146,7 @@ func (c *Coordinator) probeNode(ctx context.Context, rec *nodeRec, withLease boo
 	stop := context.AfterFunc(ctx, func() { sock.Close() })
 	defer stop()
 	proto := thrift.NewTBinaryProtocolConf(thrift.NewTFramedTransportConf(thrift.NewTBufferedTransport(sock, 512), cfg), cfg)
-	return ping(ctx, thrift.NewTStandardClient(proto, proto), rec, m, lease)
+	return ping(ctx, thrift.NewTStandardClient(proto, proto), rec, m)
 }
 
 // sleepCtx sleeps for d (nothing if d <= 0) and reports whether ctx is still live.
@@ -236,6 +178,8 @@ func probe(addr string, timeout time.Duration) bool {
 func (c *Coordinator) failLocked(rec *nodeRec, why string) {
 	id := rec.info.ID
 	rec.alive = false
+	n, _ := c.failovers.LoadOrStore(id, new(atomic.Int64))
+	n.(*atomic.Int64).Add(1)
 	if rec.cancel != nil {
 		rec.cancel()
 	}

@@ -59,7 +59,7 @@ func TestFailureDetector_HungNodeIsFailedOverAfterTheProbe(t *testing.T) {
 	// Node 2 stops answering the coordinator altogether while its ports still accept
 	// connections, like a stopped process: the probe goes unanswered and it is failed over.
 	c.Node(2).slowness.Store(int64(time.Hour))
-	require.NoError(t, c.Coordinator().WaitNode(ctx, 2, false))
+	waitFailedOver(t, c.Coordinator(), 2, 0)
 	require.NoError(t, c.WaitFor(ctx, func(m *zaris.ClusterMap) bool {
 		for _, s := range m.Segments {
 			if s.Owner == nil || *s.Owner == 2 {
@@ -111,7 +111,6 @@ func TestFailover_SyncedLearnerTakesOverWhenItsOwnerDies(t *testing.T) {
 
 func TestLeave_WaitsForTheSegmentsWhoseOnlyCopyTheNodeHolds(t *testing.T) {
 	cfg := ClusterConfig{Nodes: 2, Segments: 16, ReplicationFactor: 1, FailureTimeout: time.Second, Logger: testLogger()}
-	cfg.Node.RejoinAfter = time.Hour // the test registers node 1 again itself
 	c := StartCluster(t, cfg)
 	ctx := testCtx(t)
 	r := newRouter(c.Seeds())
@@ -155,7 +154,6 @@ func TestLease_OwnerCutOffFromTheCoordinatorStopsServingBeforeItIsReplaced(t *te
 	cfg := fastCluster()
 	cfg.FailureTimeout = 100 * time.Millisecond
 	cfg.ProbeTimeout = time.Second
-	cfg.Node.RejoinAfter = time.Hour
 	c := StartCluster(t, cfg)
 	ctx := testCtx(t)
 	const seg = 0
@@ -174,7 +172,7 @@ func TestLease_OwnerCutOffFromTheCoordinatorStopsServingBeforeItIsReplaced(t *te
 	// fails it over to the replica, which takes new writes. The cut-off owner must not go on
 	// answering reads with the value it holds.
 	c.Node(owner).slowness.Store(int64(time.Hour))
-	require.NoError(t, c.Coordinator().WaitNode(ctx, owner, false))
+	waitFailedOver(t, c.Coordinator(), owner, 0)
 	require.Eventually(t, func() bool { return put(c.Addr(replica), "new") == zaris.KvStatus_Ok },
 		20*time.Second, 10*time.Millisecond, "the replica never took the segment over")
 
@@ -183,13 +181,12 @@ func TestLease_OwnerCutOffFromTheCoordinatorStopsServingBeforeItIsReplaced(t *te
 	resp, err := cl.Get(ctx, &zaris.GetRequest{Key: key})
 	require.NoError(t, err)
 	require.NotEqual(t, zaris.KvStatus_Ok, resp.Status, "the cut-off owner served a read: %q", resp.Value)
-	require.Equal(t, zaris.KvStatus_Unavailable, resp.Status)
+	require.True(t, retryable(resp.Status), "the cut-off owner answered %v", resp.Status)
 }
 
-func TestFailureDetector_NodeFailedOverWhileAliveIsAdmittedAgainWhenItAnswers(t *testing.T) {
+func TestFailureDetector_NodeFailedOverWhileAliveComesBackWithItsData(t *testing.T) {
 	cfg := ClusterConfig{Nodes: 2, Segments: 16, ReplicationFactor: 1, FailureTimeout: 100 * time.Millisecond,
 		ProbeTimeout: 200 * time.Millisecond, Logger: testLogger()}
-	cfg.Node.RejoinAfter = time.Hour // only the coordinator can bring the node back in time
 	c := StartCluster(t, cfg)
 	ctx := testCtx(t)
 	r := newRouter(c.Seeds())
@@ -197,12 +194,12 @@ func TestFailureDetector_NodeFailedOverWhileAliveIsAdmittedAgainWhenItAnswers(t 
 	acked := r.putKeys(t, 50)
 
 	// Node 1, the only copy of its segments, stops answering the coordinator long enough to
-	// be failed over; its segments have no owner. Once it answers again, the coordinator
-	// admits it and gives them back, data intact.
+	// be failed over (its etcd lease revoked); its segments have no owner. It learns of the
+	// lost lease, registers again as the same process and gets them back, data intact.
 	co := c.Coordinator()
 	n := c.Node(1)
 	n.slowness.Store(int64(time.Hour))
-	require.NoError(t, co.WaitNode(ctx, 1, false))
+	waitFailedOver(t, co, 1, 0)
 	n.slowness.Store(0)
 	require.NoError(t, c.WaitFor(ctx, func(m *zaris.ClusterMap) bool {
 		for _, s := range m.Segments {

@@ -9,6 +9,7 @@ import (
 	"slices"
 	"strconv"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -17,6 +18,7 @@ import (
 
 	"github.com/clustron/zaris-go/gen/zaris"
 	"github.com/clustron/zaris-go/runtime"
+	"github.com/clustron/zaris-go/tools/store/control"
 )
 
 // rawClient is one connection with the generated ZarisKv client over framed binary.
@@ -432,4 +434,55 @@ func keyIn(seg, segCount int32, prefix string) []byte {
 			return k
 		}
 	}
+}
+
+// giveUp does what the coordinator does with a node it gave up on while the node runs: it
+// revokes the node's etcd lease, waits its TTL out and fails the node over. The node learns
+// of the loss at its next renewal and registers again.
+func giveUp(t testing.TB, co *Coordinator, id int32) {
+	t.Helper()
+	co.mu.Lock()
+	rec := co.nodes[id]
+	co.mu.Unlock()
+	require.True(t, co.revokeNodeLease(testCtx(t), rec), "revoking node %d's lease", id)
+	co.mu.Lock()
+	if rec.alive {
+		co.failLocked(rec, "test")
+	}
+	co.mu.Unlock()
+}
+
+// testClock is a node's clock for tests: the system's, moved forward by Jump (a stall the
+// node did not see) and with its wall clock skewed by wallSkew.
+type testClock struct {
+	base     control.Clock
+	wallSkew time.Duration
+	offset   atomic.Int64
+}
+
+func newTestClock(wallSkew time.Duration) *testClock {
+	return &testClock{base: control.SystemClock(), wallSkew: wallSkew}
+}
+
+func (c *testClock) Mono() time.Duration { return c.base.Mono() + time.Duration(c.offset.Load()) }
+func (c *testClock) Wall() time.Time     { return c.base.Wall().Add(c.wallSkew) }
+
+// Jump moves the clock forward by d at once.
+func (c *testClock) Jump(d time.Duration) { c.offset.Add(int64(d)) }
+
+// waitFailedOver waits until node id was failed over at least once more than before. A node
+// the coordinator gives up on while it runs registers again at once, so WaitNode(false)
+// may miss the moment it was out.
+func waitFailedOver(t testing.TB, co *Coordinator, id int32, before int64) {
+	t.Helper()
+	require.Eventually(t, func() bool { return failovers(co, id) > before }, 20*time.Second, time.Millisecond,
+		"node %d was not failed over", id)
+}
+
+// failovers returns how often node id was failed over.
+func failovers(co *Coordinator, id int32) int64 {
+	if n, ok := co.failovers.Load(id); ok {
+		return n.(*atomic.Int64).Load()
+	}
+	return 0
 }

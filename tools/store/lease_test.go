@@ -11,23 +11,27 @@ import (
 	"github.com/clustron/zaris-go/gen/zaris"
 )
 
-// leaseCluster starts a one-node cluster whose coordinator never suspects the node and whose
-// node never registers again by itself, and returns the node with its heartbeats held back
-// (as a stalled process holds them) and a key it owns. The test drives the lease by hand.
+// leaseCluster starts a one-node cluster whose coordinator never suspects the node, and
+// returns the node with its right to serve run out as after a stall its clock saw and its
+// lease renewals did not (the clock jumped an hour), and a key it owns. The test renews the
+// right by hand; the node's own next renewal would do the same.
 func leaseCluster(t *testing.T, leaseWait time.Duration) (*Node, []byte) {
 	t.Helper()
+	clock := newTestClock(0)
 	cfg := ClusterConfig{Nodes: 1, Segments: 4, ReplicationFactor: 1, FailureTimeout: time.Hour, ProbeTimeout: time.Hour,
-		Logger: testLogger(), Node: NodeConfig{RejoinAfter: time.Hour, LeaseWait: leaseWait}}
+		Logger: testLogger(), Node: NodeConfig{LeaseWait: leaseWait, Clock: clock, LeaseTTL: time.Hour}}
 	c := StartCluster(t, cfg)
 	n := c.Node(1)
-	n.slowness.Store(int64(time.Hour)) // heartbeats wait in the node: no lease extension comes
-	n.leaseMu.Lock()
-	n.leaseUntil.Store(time.Now().Add(-time.Second).UnixNano()) // the lease ran out during a stall
-	n.leaseMu.Unlock()
+	require.True(t, n.leased())
+	clock.Jump(2 * time.Hour) // the right ran out during a stall
+	require.False(t, n.leased())
 	v := n.current.Load()
 	require.Equal(t, int32(1), v.segs[0].owner)
 	return n, keyIn(0, v.segCount, "lease")
 }
+
+// renew records a renewal of n's etcd lease sent now, as the node's renewal after a stall.
+func renew(n *Node) { n.live.Renewed(n.cfg.Clock.Mono(), n.cfg.LeaseTTL) }
 
 // getAsync runs a Get at n and returns its status once it answers.
 func getAsync(n *Node, key []byte) <-chan zaris.KvStatus {
@@ -55,20 +59,20 @@ func waitForWaiter(t *testing.T, n *Node, answered <-chan zaris.KvStatus) {
 	}
 }
 
-// A request that finds the lease run out (a stall of the whole process) waits for the
-// coordinator's next heartbeat and is served, instead of answering Unavailable and costing
-// the application a retry. Before the lease wait it answered Unavailable.
-func TestLease_RunOutDuringAStallWaitsForTheHeartbeat(t *testing.T) {
+// A request that finds the right to serve run out (a stall of the whole process) waits for
+// the next renewal of the node's etcd lease and is served, instead of answering Unavailable
+// and costing the application a retry.
+func TestLease_RunOutDuringAStallWaitsForTheRenewal(t *testing.T) {
 	n, key := leaseCluster(t, time.Hour)
 	answered := getAsync(n, key)
 	waitForWaiter(t, n, answered)
-	n.extendLease(time.Now().Add(time.Minute).UnixNano()) // the heartbeat after the stall
+	renew(n) // the renewal after the stall
 	assert.Equal(t, zaris.KvStatus_NotFound, <-answered)
 }
 
-// A node that gets no heartbeat within LeaseWait (the coordinator gave up on it) still
-// answers Unavailable; so does one whose map changed while it waited.
-func TestLease_RunOutWithoutAHeartbeatIsUnavailable(t *testing.T) {
+// A node whose lease is not renewed within LeaseWait still answers Unavailable; so does one
+// whose map changed while it waited.
+func TestLease_RunOutWithoutARenewalIsUnavailable(t *testing.T) {
 	n, key := leaseCluster(t, time.Millisecond)
 	assert.Equal(t, zaris.KvStatus_Unavailable, <-getAsync(n, key))
 
@@ -78,6 +82,6 @@ func TestLease_RunOutWithoutAHeartbeatIsUnavailable(t *testing.T) {
 	pm := cloneMap(n.current.Load().pm)
 	pm.Epoch++
 	require.True(t, n.install(pm))
-	n.extendLease(time.Now().Add(time.Minute).UnixNano())
+	renew(n)
 	assert.Equal(t, zaris.KvStatus_Unavailable, <-answered)
 }

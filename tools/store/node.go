@@ -2,6 +2,7 @@ package store
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"net"
@@ -10,9 +11,11 @@ import (
 	"time"
 
 	"github.com/apache/thrift/lib/go/thrift"
+	clientv3 "go.etcd.io/etcd/client/v3"
 
 	"github.com/clustron/zaris-go/gen/zaris"
 	"github.com/clustron/zaris-go/gen/zarispeer"
+	"github.com/clustron/zaris-go/tools/store/control"
 )
 
 // peerCallTimeout bounds one replication, push or ping call to a peer.
@@ -35,6 +38,7 @@ type Node struct {
 	cfg         NodeConfig
 	incarnation int64
 	coords      *coordinators
+	ownEtcd     *clientv3.Client // the etcd client the node opened itself, or nil
 	ctx         context.Context
 	cancel      context.CancelFunc
 	data        *server
@@ -49,23 +53,21 @@ type Node struct {
 	changed   atomic.Pointer[chan struct{}] // closed (and replaced) whenever a map is installed
 	segs      atomic.Pointer[[]*segment]
 
-	lastContact atomic.Int64 // unix nanoseconds of the coordinator's last ping or push
 	// slowness, in nanoseconds, delays every answer to the coordinator's ping and map push:
 	// tests make a live node slow with it, as a loaded machine or a long pause would.
 	slowness atomic.Int64
-	// leaseUntil (unix nanoseconds) is the end of the lease the coordinator last granted:
-	// the node serves the segments it owns only until then. The coordinator fails a node
-	// that stopped answering over only once every lease it granted has run out, so a node
-	// it gave up on while alive (a stall) cannot answer reads from a copy another owner has
-	// moved past.
-	leaseUntil atomic.Int64
-	leaseMu    sync.Mutex             // serializes changes of leaseUntil and rejoining
-	rejoining  bool                   // registering with the coordinator: leases are ignored
-	clusterID  atomic.Pointer[string] // the cluster this node registered with
-
-	// leaseRenewed is closed (and replaced) whenever the lease is extended; leaseWaiters
-	// counts the requests waiting for that (awaitLease).
-	leaseRenewed atomic.Pointer[chan struct{}]
+	// live is the node's right to serve the segments it owns, earned by renewing its etcd
+	// lease and measured on its own monotonic clock (control.Liveness). The coordinator
+	// hands a node's segments to another only once the node confirmed the map that revoked
+	// them or its etcd lease is gone, and the node's right ends before etcd expires the
+	// lease, so a node the coordinator gave up on while alive (a stall, a partition) cannot
+	// answer from a copy another owner has moved past.
+	live *control.Liveness
+	// rejoining is set while the node registers (again): it serves nothing until it holds
+	// the map the coordinator answers its registration with.
+	rejoining atomic.Bool
+	clusterID atomic.Pointer[string] // the cluster this node registered with
+	// leaseWaiters counts the requests waiting for a renewal (awaitLease).
 	leaseWaiters atomic.Int32
 }
 
@@ -192,8 +194,16 @@ func StartNode(cfg NodeConfig) (*Node, error) {
 		cfg:         cfg,
 		incarnation: time.Now().UnixNano() + incarnations.Add(1),
 		coords:      newCoordinators(cfg.Coordinator),
+		live:        control.NewLiveness(cfg.Clock, cfg.LeaseTTL/10),
 		pool:        newConnPool(peerCallTimeout),
 		registered:  make(chan struct{}),
+	}
+	if cfg.Etcd == nil {
+		cli, err := control.Connect(context.Background(), cfg.EtcdEndpoints, 5*time.Second)
+		if err != nil {
+			return nil, fmt.Errorf("store: node %d: %w", cfg.ID, err)
+		}
+		n.cfg.Etcd, n.ownEtcd = cli, cli
 	}
 	n.ctx, n.cancel = context.WithCancel(context.Background())
 	ch := make(chan struct{})
@@ -207,6 +217,7 @@ func StartNode(cfg NodeConfig) (*Node, error) {
 		w, zaris.NewZarisKvProcessor(&kvHandler{n: n}), cfg.Logger)
 	if err != nil {
 		n.cancel()
+		n.closeEtcd()
 		return nil, fmt.Errorf("store: node %d data port: %w", cfg.ID, err)
 	}
 	n.peer, err = newServer(n.ctx, cfg.PeerListen, nil, serverConfig(peerMaxMessage, 1<<24, peerIdleTimeout),
@@ -214,6 +225,7 @@ func StartNode(cfg NodeConfig) (*Node, error) {
 	if err != nil {
 		n.data.close()
 		n.cancel()
+		n.closeEtcd()
 		return nil, fmt.Errorf("store: node %d peer port: %w", cfg.ID, err)
 	}
 	n.wg.Add(1)
@@ -252,8 +264,16 @@ func (n *Node) Close() error {
 		n.data.close()
 		n.peer.close()
 		n.wg.Wait()
+		n.closeEtcd()
 	})
 	return nil
+}
+
+// closeEtcd closes the etcd client the node opened itself, if any.
+func (n *Node) closeEtcd() {
+	if n.ownEtcd != nil {
+		_ = n.ownEtcd.Close()
+	}
 }
 
 // advertise turns a bound address into one a peer can dial: an unspecified host (":7001",
@@ -269,9 +289,11 @@ func advertise(addr string) string {
 	return net.JoinHostPort(host, port)
 }
 
-// register registers the node with the coordinator (retrying until it answers), then keeps
-// watching: a node the coordinator has not contacted for RejoinAfter (it was failed over
-// while alive, say, after a stall) registers again and catches up like a restarted node.
+// register registers the node in etcd under a lease (control.Register), then with the
+// coordinator (retrying until one answers), and serves until the lease is lost: then the node
+// counts itself out of the cluster (the coordinator may have given its segments away) and
+// registers again, catching up like a restarted node. Its right to serve never depends on
+// the coordinator being up: only on its etcd lease.
 func (n *Node) register() {
 	defer n.wg.Done()
 	host, port, err := splitHostPort(n.Addr())
@@ -285,33 +307,29 @@ func (n *Node) register() {
 	if n.cfg.PeerAdvertise != "" {
 		req.PeerAddr = n.cfg.PeerAdvertise
 	}
+	value, _ := json.Marshal(nodeValue{Incarnation: n.incarnation, TTL: n.cfg.LeaseTTL})
 	first := true
 	for {
 		// Registering (again) means this node counts itself out of the cluster: it stops
-		// serving, and takes no lease, until it holds the map the coordinator answers with.
-		n.leaseMu.Lock()
-		n.rejoining = true
-		n.leaseUntil.Store(0)
-		n.leaseMu.Unlock()
-		var pm *zarispeer.PeerMap
-		err := n.coords.call(n.pool, 2*time.Second, func(c thrift.TClient) error {
-			var err error
-			pm, err = zarispeer.NewZarisCoordinatorClient(c).Register(n.ctx, req)
-			return err
-		})
-		if left := (*zarispeer.LeftCluster)(nil); errors.As(err, &left) {
-			n.cfg.Logger.Warn("this node left the cluster; it serves nothing and can be stopped", "node", n.cfg.ID)
-			return
-		}
+		// serving until it holds the map the coordinator answers with.
+		n.rejoining.Store(true)
+		n.live.Lost()
+		reg, err := control.Register(n.ctx, n.cfg.Etcd, n.cfg.EtcdPrefix, n.cfg.ID, string(value), n.cfg.LeaseTTL, n.live)
 		if err != nil {
-			select {
-			case <-n.ctx.Done():
+			n.cfg.Logger.Warn("cannot register in etcd; trying again", "node", n.cfg.ID, "err", err)
+			if !sleepCtx(n.ctx, 200*time.Millisecond) {
 				return
-			case <-time.After(20 * time.Millisecond):
 			}
 			continue
 		}
-		n.contact()
+		pm, err := n.registerWithCoordinator(req, reg)
+		if err != nil {
+			_ = reg.Close(context.Background())
+			if n.ctx.Err() != nil || errors.Is(err, errLeft) {
+				return
+			}
+			continue // the lease was lost while the coordinator did not answer
+		}
 		n.clusterID.Store(&pm.ClusterId)
 		// Whatever this node held before, the coordinator now counts it as new: every copy it
 		// learns is fetched again.
@@ -321,33 +339,63 @@ func (n *Node) register() {
 			seg.mu.Unlock()
 		}
 		n.install(pm)
-		n.leaseMu.Lock()
-		n.rejoining = false
-		n.leaseMu.Unlock()
+		n.rejoining.Store(false)
 		n.cfg.Logger.Info("registered", "node", n.cfg.ID, "epoch", pm.Epoch)
 		if first {
 			close(n.registered)
 			first = false
 		}
-		if !n.awaitSilence() {
+		select {
+		case <-n.ctx.Done():
+			ctx, cancel := context.WithTimeout(context.Background(), time.Second)
+			_ = reg.Close(ctx) // the key goes at once: the coordinator fails the node over
+			cancel()
 			return
+		case <-reg.Done():
 		}
-		n.cfg.Logger.Warn("no word from the coordinator; registering again", "node", n.cfg.ID)
+		n.cfg.Logger.Warn("etcd lease lost; registering again", "node", n.cfg.ID, "err", reg.Err())
 	}
 }
 
-// extendLease moves the end of the node's lease to until (unix nanoseconds) if that is later.
-func (n *Node) extendLease(until int64) {
-	n.leaseMu.Lock()
-	defer n.leaseMu.Unlock()
-	if !n.rejoining && until > n.leaseUntil.Load() {
-		n.leaseUntil.Store(until)
-		n.noteLeaseRenewed()
+// errLeft means the coordinator refused the node: it left the cluster.
+var errLeft = errors.New("store: node left the cluster")
+
+// registerWithCoordinator sends req to the coordinators until one admits the node, and
+// returns the map it answered with; it gives up when reg's lease is lost or the node closes.
+func (n *Node) registerWithCoordinator(req *zarispeer.RegisterRequest, reg *control.Registration) (*zarispeer.PeerMap, error) {
+	for {
+		var pm *zarispeer.PeerMap
+		err := n.coords.call(n.pool, 2*time.Second, func(c thrift.TClient) error {
+			var err error
+			pm, err = zarispeer.NewZarisCoordinatorClient(c).Register(n.ctx, req)
+			return err
+		})
+		if left := (*zarispeer.LeftCluster)(nil); errors.As(err, &left) {
+			n.cfg.Logger.Warn("this node left the cluster; it serves nothing and can be stopped", "node", n.cfg.ID)
+			return nil, errLeft
+		}
+		if err == nil {
+			return pm, nil
+		}
+		select {
+		case <-n.ctx.Done():
+			return nil, n.ctx.Err()
+		case <-reg.Done():
+			return nil, reg.Err()
+		case <-time.After(20 * time.Millisecond):
+		}
 	}
 }
 
-// leased reports whether the node's lease runs: it may serve the segments it owns.
-func (n *Node) leased() bool { return time.Now().UnixNano() < n.leaseUntil.Load() }
+// nodeValue is a node's registration in etcd, the value of its key.
+type nodeValue struct {
+	Incarnation int64         `json:"incarnation"`
+	TTL         time.Duration `json:"ttl"`
+}
+
+// leased reports whether the node may serve the segments it owns: it is registered and its
+// etcd lease's right to serve runs.
+func (n *Node) leased() bool { return !n.rejoining.Load() && n.live.CanServe() }
 
 // slow waits for the injected slowness (none outside tests), or until the node closes.
 func (n *Node) slow() {
@@ -358,36 +406,6 @@ func (n *Node) slow() {
 		}
 	}
 }
-
-// awaitSilence returns once the coordinator has not contacted the node for RejoinAfter, or
-// false when the node closes. Silence seen once is confirmed after a further RejoinAfter/4: a
-// stall of the whole process (a loaded machine) holds back the coordinator's pings as well as
-// this check, and the pings come in as soon as it ends; registering again would fail a live
-// node over.
-func (n *Node) awaitSilence() bool {
-	silent := func() bool { return time.Since(time.Unix(0, n.lastContact.Load())) >= n.cfg.RejoinAfter }
-	for {
-		select {
-		case <-n.ctx.Done():
-			return false
-		case <-time.After(n.cfg.RejoinAfter / 4):
-		}
-		if !silent() {
-			continue
-		}
-		select {
-		case <-n.ctx.Done():
-			return false
-		case <-time.After(n.cfg.RejoinAfter / 4):
-		}
-		if silent() {
-			return true
-		}
-	}
-}
-
-// contact records that the coordinator (or a peer with a map) just reached this node.
-func (n *Node) contact() { n.lastContact.Store(time.Now().UnixNano()) }
 
 // changedCh returns the channel closed by the next map install. Take it before reading the
 // current map so no install is missed.

@@ -16,23 +16,18 @@ type peerHandler struct{ n *Node }
 
 var _ zarispeer.ZarisPeer = (*peerHandler)(nil)
 
-// Ping answers the coordinator's heartbeat. The lease is taken only by a node that holds the
-// coordinator's map (coordinatorEpoch) or a newer one: a lease granted after a map revoked a
-// segment must not let a node that has not installed that map serve it.
-func (h *peerHandler) Ping(_ context.Context, coordinatorEpoch int64, clusterID string, leaseUntil int64) (*zarispeer.PingResponse, error) {
+// Ping answers the coordinator's heartbeat with the node's process and epoch. The lease
+// argument is not used: a node's right to serve comes from its etcd lease.
+func (h *peerHandler) Ping(_ context.Context, _ int64, clusterID string, _ int64) (*zarispeer.PingResponse, error) {
 	if !h.n.sameCluster(clusterID) {
 		return nil, errOtherCluster
 	}
 	h.n.slow()
-	h.n.contact()
-	if h.n.Epoch() >= coordinatorEpoch {
-		h.n.extendLease(leaseUntil)
-	}
 	return &zarispeer.PingResponse{NodeId: h.n.cfg.ID, Incarnation: h.n.incarnation, Epoch: h.n.Epoch()}, nil
 }
 
-// PushMap installs a newer map and extends the lease by leaseUntil (coordinator only).
-func (h *peerHandler) PushMap(_ context.Context, pm *zarispeer.PeerMap, leaseUntil int64) (int64, error) {
+// PushMap installs a newer map and returns the node's epoch. The lease argument is not used.
+func (h *peerHandler) PushMap(_ context.Context, pm *zarispeer.PeerMap, _ int64) (int64, error) {
 	if pm == nil {
 		return 0, fmt.Errorf("store: PushMap without a map")
 	}
@@ -40,11 +35,7 @@ func (h *peerHandler) PushMap(_ context.Context, pm *zarispeer.PeerMap, leaseUnt
 		return 0, errOtherCluster
 	}
 	h.n.slow()
-	h.n.contact()
 	h.n.install(pm)
-	if h.n.Epoch() >= pm.Epoch {
-		h.n.extendLease(leaseUntil)
-	}
 	return h.n.Epoch(), nil
 }
 

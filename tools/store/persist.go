@@ -179,9 +179,8 @@ func openControl(cfg CoordinatorConfig) (*clientv3.Client, *control.Backend, err
 
 // restoreLocked makes the state loaded from etcd the coordinator's: the map (and with it the
 // cluster id), the nodes, the wanted placement and the churn in progress. Every node it
-// records as up is heartbeaten again; one that died meanwhile is failed over as usual. Every
-// lease the previous coordinator granted is taken to run for another FailureTimeout +
-// ProbeTimeout from now, the longest it could have granted. Callers hold c.mu.
+// records as up is heartbeaten again; one that died meanwhile is failed over as usual.
+// Callers hold c.mu.
 func (c *Coordinator) restoreLocked(st control.State) error {
 	m := new(zarispeer.PeerMap)
 	if err := json.Unmarshal(st.Map, m); err != nil {
@@ -191,7 +190,6 @@ func (c *Coordinator) restoreLocked(st control.State) error {
 		return fmt.Errorf("store: the cluster in etcd has %d segments, configured %d", m.SegmentCount, c.cfg.Segments)
 	}
 	c.m, c.public = m, publicMap(m)
-	granted := time.Now().Add(c.cfg.FailureTimeout + c.cfg.ProbeTimeout).UnixNano()
 	for id, mem := range st.Members {
 		if mem.State == memberLeft {
 			c.left[ownerRef{id, mem.Incarnation}] = true
@@ -210,7 +208,6 @@ func (c *Coordinator) restoreLocked(st control.State) error {
 			incarnation: mem.Incarnation,
 			alive:       mem.State == memberUp || mem.State == memberLeaving,
 			leaving:     mem.State == memberLeaving,
-			granted:     granted,
 			kick:        make(chan struct{}, 1),
 		}
 	}
@@ -282,10 +279,10 @@ func (c *Coordinator) resume() {
 			c.mu.Unlock()
 			continue
 		}
-		m, leaseEnd := c.m, old.granted
+		m := c.m
 		hold := c.hold
 		c.mu.Unlock()
-		c.completeHandoff(s, w, from, w.owner, old, m, leaseEnd, hold)
+		c.completeHandoff(s, w, from, w.owner, old, m, hold)
 	}
 	if len(transitioning) == 0 {
 		return

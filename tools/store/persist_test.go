@@ -2,6 +2,7 @@ package store
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"testing"
 	"time"
@@ -90,6 +91,13 @@ func TestCoordinator_DeposedLeaderStopsActing(t *testing.T) {
 	co, err := StartCoordinator(CoordinatorConfig{Etcd: cli, EtcdPrefix: prefix, Fence: fence, Segments: 4})
 	require.NoError(t, err)
 	defer co.Close()
+	for id := int32(1); id <= 2; id++ { // the nodes' registrations in etcd
+		value, err := json.Marshal(nodeValue{Incarnation: 1, TTL: time.Second})
+		require.NoError(t, err)
+		reg, err := control.Register(testCtx(t), cli, prefix, id, string(value), time.Second, control.NewLiveness(control.SystemClock(), 0))
+		require.NoError(t, err)
+		defer reg.Close(context.Background())
+	}
 	_, err = co.register(&zarispeer.RegisterRequest{NodeId: 1, Incarnation: 1, Host: "127.0.0.1", Port: 1, PeerAddr: "127.0.0.1:1"})
 	require.NoError(t, err)
 	epoch := co.Map().Epoch

@@ -16,6 +16,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/clustron/zaris-go/gen/zarispeer"
+	"github.com/clustron/zaris-go/tools/store/control"
 )
 
 // proc is one zarisd process started by a test.
@@ -87,6 +88,13 @@ func startProc(t *testing.T, bin string, args ...string) *proc {
 	return p
 }
 
+// etcdArgs returns the flags that point a zarisd process at the test process's shared etcd,
+// under a key prefix of its own cluster.
+func etcdArgs(t *testing.T) []string {
+	cli, prefix := control.ForTest(t)
+	return []string{"--etcd-endpoints", strings.Join(cli.Endpoints(), ","), "--etcd-prefix", prefix}
+}
+
 // stop sends SIGTERM and requires a clean exit.
 func (p *proc) stop(t *testing.T) {
 	t.Helper()
@@ -116,13 +124,14 @@ func TestProcess_KillNineNodeUnderLoadLosesNoAckedWrite(t *testing.T) {
 		t.Skip("builds and runs zarisd processes")
 	}
 	bin := buildZarisd(t)
-	co := startProc(t, bin, "coordinator", "--listen", "127.0.0.1:0", "--nodes", "3", "--segments", "16",
-		"--failure-timeout", "1s", "--log-level", "debug")
+	etcd := etcdArgs(t)
+	co := startProc(t, bin, append([]string{"coordinator", "--listen", "127.0.0.1:0", "--nodes", "3", "--segments", "16",
+		"--failure-timeout", "1s", "--log-level", "debug"}, etcd...)...)
 	var nodes []*proc
 	var seeds []string
 	for id := 1; id <= 3; id++ {
-		n := startProc(t, bin, "node", "--id", strconv.Itoa(id), "--listen", "127.0.0.1:0",
-			"--coordinator", co.addr, "--log-level", "debug")
+		n := startProc(t, bin, append([]string{"node", "--id", strconv.Itoa(id), "--listen", "127.0.0.1:0",
+			"--coordinator", co.addr, "--log-level", "debug"}, etcd...)...)
 		nodes = append(nodes, n)
 		seeds = append(seeds, n.addr)
 	}
@@ -162,12 +171,13 @@ func TestProcess_StoppedNodeIsFailedOverAfterTheTimeoutAndRejoins(t *testing.T) 
 		t.Skip("builds and runs zarisd processes")
 	}
 	bin := buildZarisd(t)
-	co := startProc(t, bin, "coordinator", "--listen", "127.0.0.1:0", "--nodes", "3", "--segments", "16",
-		"--failure-timeout", "500ms")
+	etcd := etcdArgs(t)
+	co := startProc(t, bin, append([]string{"coordinator", "--listen", "127.0.0.1:0", "--nodes", "3", "--segments", "16",
+		"--failure-timeout", "500ms"}, etcd...)...)
 	var nodes []*proc
 	var seeds []string
 	for id := 1; id <= 3; id++ {
-		n := startProc(t, bin, "node", "--id", strconv.Itoa(id), "--listen", "127.0.0.1:0", "--coordinator", co.addr)
+		n := startProc(t, bin, append([]string{"node", "--id", strconv.Itoa(id), "--listen", "127.0.0.1:0", "--coordinator", co.addr}, etcd...)...)
 		nodes = append(nodes, n)
 		seeds = append(seeds, n.addr)
 	}

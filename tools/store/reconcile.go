@@ -155,8 +155,8 @@ func (c *Coordinator) handoffReadyLocked(s int32) bool {
 //
 //  1. revoke: the segment goes into cut-over; its owner answers writes Migrating and reads
 //     Unavailable (revokeLocked);
-//  2. confirm: the old owner installed that map, or every lease granted to it before ran out
-//     (awaitRevoked);
+//  2. confirm: the old owner installed that map, or its etcd lease is gone and it was failed
+//     over (awaitRevoked);
 //  3. publish: migration (join, leave, MigrateSegment) names the new owner and ends the
 //     cut-over; the old owner keeps a copy only if it is still wanted, else it answers Moved.
 //     Failback names the new owner with the segment marked transitioning (non-owners answer
@@ -173,19 +173,19 @@ func (c *Coordinator) handoff(s int32) {
 	w := c.want[s]
 	from, to := ownerOf(c.m.Segments[s]), w.owner
 	old := c.nodes[from]
-	revoked, leaseEnd, err := c.revokeLocked(s, old)
+	revoked, err := c.revokeLocked(s)
 	hold := c.hold
 	c.mu.Unlock()
 	if err != nil {
 		return
 	}
-	c.completeHandoff(s, w, from, to, old, revoked, leaseEnd, hold)
+	c.completeHandoff(s, w, from, to, old, revoked, hold)
 }
 
 // completeHandoff runs the confirm and publish steps of a handoff of segment s from from to
 // to whose revoke step published revoked (see handoff).
-func (c *Coordinator) completeHandoff(s int32, w segWant, from, to int32, old *nodeRec, revoked *zarispeer.PeerMap, leaseEnd int64, hold chan struct{}) {
-	if !c.awaitRevoked(old, revoked, leaseEnd) {
+func (c *Coordinator) completeHandoff(s int32, w segWant, from, to int32, old *nodeRec, revoked *zarispeer.PeerMap, hold chan struct{}) {
+	if !c.awaitRevoked(old, revoked) {
 		return
 	}
 	if w.kind == kindMigrate && hold != nil {
@@ -249,25 +249,22 @@ func (c *Coordinator) completeHandoff(s int32, w segWant, from, to int32, old *n
 }
 
 // revokeLocked is the first step of a handoff: it publishes a map that puts segment s in
-// cut-over, revoking its owner's right to serve it, and returns that map with the end of the
-// latest lease granted to the owner before it. Every lease granted later goes out with this
-// map or a newer one, and a node takes a lease only with a map at least as new as the one it
-// came with (Ping, PushMap). Callers hold c.mu.
-func (c *Coordinator) revokeLocked(s int32, owner *nodeRec) (*zarispeer.PeerMap, int64, error) {
+// cut-over, revoking its owner's right to serve it, and returns that map. Callers hold c.mu.
+func (c *Coordinator) revokeLocked(s int32) (*zarispeer.PeerMap, error) {
 	m := cloneMap(c.m)
 	m.Segments[s].Cutover = true
 	err := c.publishLocked(m)
-	return m, owner.granted, err
+	return m, err
 }
 
 // awaitRevoked is the second step of a handoff: it pushes the revoking map m to the old owner
-// and returns once the owner confirmed m or a newer map, or once leaseEnd (the last lease it
-// may serve under with an older map) ran out, or once the owner was failed over (which waits
-// out its leases itself). It reports false when the coordinator closes.
-func (c *Coordinator) awaitRevoked(owner *nodeRec, m *zarispeer.PeerMap, leaseEnd int64) bool {
+// and returns once the owner confirmed m or a newer map, or once it was failed over: its
+// etcd lease is gone (it expired, or the coordinator revoked it and waited its TTL out), so
+// it no longer serves. It reports false when the coordinator closes.
+func (c *Coordinator) awaitRevoked(owner *nodeRec, m *zarispeer.PeerMap) bool {
 	c.pushAll([]*nodeRec{owner}, m)
 	return c.waitUntil(c.ctx, func() (bool, error) {
-		return owner.known >= m.Epoch || !owner.alive || time.Now().UnixNano() > leaseEnd, nil
+		return owner.known >= m.Epoch || !owner.alive, nil
 	}) == nil
 }
 

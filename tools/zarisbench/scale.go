@@ -129,7 +129,17 @@ func connHeap(ctx context.Context, n int) (float64, error) {
 		goruntime.ReadMemStats(&m)
 		return m.HeapAlloc
 	}
+	// A cluster closed just before (its embedded etcd, its connections) may still be
+	// releasing memory: wait for the heap to settle, or the growth measured can be negative.
 	before := heap()
+	for range 40 {
+		time.Sleep(25 * time.Millisecond)
+		now := heap()
+		if diff := int64(now) - int64(before); diff < 16<<10 && diff > -16<<10 {
+			break
+		}
+		before = now
+	}
 	for range n {
 		c, err := dialer(ctx, ln.Addr().String())
 		if err != nil {

@@ -106,7 +106,7 @@ func runCoordinator(args []string, stdout, stderr io.Writer) error {
 	dialTimeout := fs.Duration("etcd-dial-timeout", 5*time.Second, "give up if etcd does not answer within this at start")
 	etcdName := fs.String("etcd-name", "zaris", "embedded member's name")
 	etcdDir := fs.String("etcd-dir", "", "embedded member's data directory; empty: a temporary one, removed at exit (the state dies with the process)")
-	clientURL := fs.String("etcd-client-url", "", "embedded member's client URL, http://host:port (default a free loopback port)")
+	clientURL := fs.String("etcd-client-url", "http://127.0.0.1:2379", "embedded member's client URL, http://host:port (port 0 picks one)")
 	peerURL := fs.String("etcd-peer-url", "", "embedded member's peer URL, http://host:port (required with --etcd-initial-cluster)")
 	initial := fs.String("etcd-initial-cluster", "", "embedded members of a multi-member etcd: name=http://host:port,... (every member's peer URL)")
 	level := fs.String("log-level", "info", "debug, info, warn or error")
@@ -186,11 +186,18 @@ func runNode(args []string, stdout, stderr io.Writer) error {
 	cert := fs.String("tls-cert", "", "PEM certificate: serve the data port over TLS")
 	key := fs.String("tls-key", "", "PEM private key of --tls-cert")
 	clientCA := fs.String("tls-client-ca", "", "PEM CA bundle: require client certificates signed by it (mutual TLS)")
+	endpoints := fs.String("etcd-endpoints", "127.0.0.1:2379", "the cluster's etcd client addresses, host:port,...")
+	prefix := fs.String("etcd-prefix", "/zaris/", "key prefix of the cluster in etcd, as the coordinators'")
+	leaseTTL := fs.Duration("lease-ttl", store.DefaultLeaseTTL, "TTL of the node's etcd lease, whole seconds: it serves only while it holds the lease")
 	level := fs.String("log-level", "info", "debug, info, warn or error")
 	if err := fs.Parse(args); err != nil {
 		return err
 	}
 	log, err := newLogger(stderr, *level)
+	if err != nil {
+		return err
+	}
+	eps, err := control.ParseEndpoints(*endpoints)
 	if err != nil {
 		return err
 	}
@@ -205,6 +212,7 @@ func runNode(args []string, stdout, stderr io.Writer) error {
 	n, err := store.StartNode(store.NodeConfig{
 		ID: int32(*id), Listen: *listen, PeerListen: *peer, Coordinator: *coordinator, Protocol: proto,
 		TLS: tlsConfig, MaxKeySize: *maxKey, MaxValueSize: *maxValue, IdleTimeout: *idle, Logger: log,
+		EtcdEndpoints: eps, EtcdPrefix: *prefix, LeaseTTL: *leaseTTL,
 	})
 	if err != nil {
 		return err

@@ -2,6 +2,7 @@ package main
 
 import (
 	"bytes"
+	"net"
 	"strings"
 	"testing"
 
@@ -18,9 +19,10 @@ func TestRun_RejectsBadCommandLines(t *testing.T) {
 		{"no command", nil, "usage"},
 		{"unknown command", []string{"serve"}, `unknown command "serve"`},
 		{"node without an id", []string{"node", "--coordinator", "127.0.0.1:1"}, "node id must be positive"},
+		{"node with bad etcd endpoints", []string{"node", "--id", "1", "--etcd-endpoints", "nohost"}, `etcd endpoint "nohost": want host:port`},
 		{"node with an unknown protocol", []string{"node", "--id", "1", "--protocol", "xml"}, `unknown protocol "xml"`},
 		{"node with a key but no certificate", []string{"node", "--id", "1", "--tls-key", "k.pem"}, "--tls-cert and --tls-key go together"},
-		{"coordinator timeout below heartbeat", []string{"coordinator", "--listen", "127.0.0.1:0", "--heartbeat", "1s", "--failure-timeout", "10ms"}, "shorter than the heartbeat"},
+		{"coordinator timeout below heartbeat", []string{"coordinator", "--listen", "127.0.0.1:0", "--etcd-client-url", "http://127.0.0.1:0", "--heartbeat", "1s", "--failure-timeout", "10ms"}, "shorter than the heartbeat"},
 		{"ctl without a command", []string{"ctl"}, "usage"},
 		{"ctl failback without a node", []string{"ctl", "failback"}, "failback takes 1 argument(s)"},
 		{"ctl migrate with a word", []string{"ctl", "migrate", "1", "x"}, `"x" is not a number`},
@@ -35,6 +37,19 @@ func TestRun_RejectsBadCommandLines(t *testing.T) {
 			assert.Contains(t, err.Error(), tt.want)
 		})
 	}
+}
+
+// A coordinator whose etcd does not answer exits with an error naming the endpoints.
+func TestRun_CoordinatorExitsWhenEtcdIsUnreachable(t *testing.T) {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	require.NoError(t, err)
+	dead := ln.Addr().String()
+	require.NoError(t, ln.Close()) // nothing listens there any more
+	var out, errOut bytes.Buffer
+	err = run([]string{"coordinator", "--listen", "127.0.0.1:0", "--etcd-endpoints", dead, "--etcd-dial-timeout", "300ms"}, &out, &errOut)
+	require.Error(t, err)
+	assert.Contains(t, err.Error(), "etcd at "+dead+" unreachable")
+	assert.Empty(t, out.String(), "it must not say it listens")
 }
 
 func TestRun_HelpPrintsUsage(t *testing.T) {

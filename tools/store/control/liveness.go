@@ -31,14 +31,23 @@ type Liveness struct {
 	clock  Clock
 	margin time.Duration
 
-	mu    sync.Mutex
-	until time.Duration // monotonic instant the right ends; valid only if ok
-	ok    bool
+	mu      sync.Mutex
+	until   time.Duration // monotonic instant the right ends; valid only if ok
+	ok      bool
+	renewed chan struct{} // closed (and replaced) by every renewal that extends the right
 }
 
 // NewLiveness returns a Liveness on clock with no right to serve yet.
 func NewLiveness(clock Clock, margin time.Duration) *Liveness {
-	return &Liveness{clock: clock, margin: margin}
+	return &Liveness{clock: clock, margin: margin, renewed: make(chan struct{})}
+}
+
+// Renewals returns a channel closed by the next renewal that extends the right to serve.
+// Take it before checking CanServe so no renewal is missed.
+func (l *Liveness) Renewals() <-chan struct{} {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.renewed
 }
 
 // Sending returns the instant a renewal is sent, to pass to Renewed with its reply.
@@ -57,6 +66,8 @@ func (l *Liveness) Renewed(sent, ttl time.Duration) {
 	until := sent + ttl - l.margin
 	if !l.ok || until > l.until {
 		l.until, l.ok = until, true
+		close(l.renewed)
+		l.renewed = make(chan struct{})
 	}
 }
 
