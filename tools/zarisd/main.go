@@ -165,7 +165,7 @@ func parseInitialCluster(s string) (map[string]string, error) {
 	for _, pair := range strings.Split(s, ",") {
 		name, u, ok := strings.Cut(strings.TrimSpace(pair), "=")
 		if !ok || name == "" || u == "" {
-			return nil, fmt.Errorf("--etcd-initial-cluster %q: want name=http://host:port,...", s)
+			return nil, fmt.Errorf("--etcd-initial-cluster %q: want name=http://host:port pairs, comma-separated", s)
 		}
 		peers[name] = u
 	}
