@@ -10,47 +10,63 @@
 // filled, learners. Each segment also has a preferred primary, the node that owns it when the
 // cluster is whole.
 //
-// The Coordinator owns the cluster map and numbers every version of it with an epoch. Nodes
-// register with it; it heartbeats each node (DefaultHeartbeat, 50 ms) and pushes every new map
-// to every node. A node whose connection drops and whose data port then refuses a probe (a
-// killed process) is failed over at once, typically within one heartbeat, well inside the
-// client's retry window: each segment it owned goes to a replica (or to a learner that
-// reported a full copy), and the new map goes out at once. A node that stops answering while
-// its port still accepts is suspected after DefaultFailureTimeout (250 ms) and pinged on a
-// fresh connection; it is failed over only if that probe goes unanswered for
-// DefaultProbeTimeout (1 s). So a live node that is merely slow (a loaded machine, a long GC
-// pause) keeps its segments, and a hung one is failed over after about 1.25 s. This is the
+// The Coordinator owns the cluster map and numbers every version of it with an epoch. Its
+// state (the map and its epoch, the members, the wanted placement, the churn in progress) is
+// kept in etcd (package control): every change is committed in one transaction, fenced by
+// the coordinator's leadership and compared with the state it loaded, before any node is
+// told, and a failed commit stops the coordinator. A coordinator started on an etcd that holds
+// a cluster continues it: same cluster id, a new map at the next epoch, a handoff left half
+// done resumed from the step it reached. zarisd runs any number of coordinators; one leads
+// through an etcd election (ElectedCoordinator), the others stand by, and a standby leads
+// about the session TTL (DefaultSessionTTL, 1 s) after the leader dies. NewCluster and a lone
+// zarisd coordinator embed a single-member etcd when given none.
+//
+// Nodes register with the coordinator; it heartbeats each node (DefaultHeartbeat, 50 ms) and
+// pushes every new map to every node. A node whose connection drops and whose data port then
+// refuses a probe (a killed process) is failed over at once, typically within one heartbeat,
+// well inside the client's retry window: each segment it owned goes to a replica (or to a
+// learner that reported a full copy), and the new map goes out at once. A node that stops
+// answering while its port still accepts is suspected after DefaultFailureTimeout (250 ms)
+// and pinged on a fresh connection; only if that probe goes unanswered for
+// DefaultProbeTimeout (1 s) does the coordinator give up on it. So a live node that is
+// merely slow (a loaded machine, a long GC pause) keeps its segments. This is the
 // lease-plus-probe scheme of many stores: a short timeout only raises suspicion, and the
 // verdict takes a direct question that a dead process cannot answer.
 //
-// Every heartbeat also grants the node a lease of FailureTimeout + ProbeTimeout, and a node
-// serves the segments it owns only while its lease runs. A node the coordinator gave up on
-// while it was alive (cut off, stalled) is failed over only once every lease it was granted
-// ran out, so it never answers a read from a copy the new owner has already moved past. A
-// request that finds the lease run out waits up to NodeConfig.LeaseWait (DefaultLeaseWait,
-// 250 ms) for the next heartbeat to extend it before it answers Unavailable: a stall of the
-// whole process (a loaded machine), coordinator included, runs the lease out without any
-// failure, and the heartbeat comes as soon as the stall ends. The
-// lease is a wall-clock instant: the coordinator and the nodes must share a clock (one host,
-// as here, or clocks kept close by NTP).
+// A node's right to serve comes from etcd, not from the coordinator. Each node registers
+// under a lease (NodeConfig.LeaseTTL, DefaultLeaseTTL 2 s) that it renews every third of the
+// TTL, and serves the segments it owns only until the TTL, less a tenth, after it sent its
+// last successful renewal, measured on its own monotonic clock (control.Liveness). etcd
+// starts the TTL when the renewal arrives, after the send, so the node always stops before
+// etcd expires its key, and no two hosts need to agree on the time (node wall clocks skewed
+// by ±10 s change nothing: TestLinearizable_NodeClocksSkewedTenSeconds). The coordinator
+// watches the nodes' keys: a key that goes is a failed node. A node the coordinator gave up on
+// while it may be alive (cut off, stalled) is failed over only once its lease is revoked and
+// the TTL has run out, so it never answers a read from a copy the new owner has already moved
+// past; the node learns of the loss at its next renewal, stops serving, registers again and
+// catches up like a restarted node (a segment whose only copy it held has no owner until it is
+// back, and gets it back intact). A request that finds the right run out waits up to
+// NodeConfig.LeaseWait (DefaultLeaseWait, 250 ms) for the next renewal before it answers
+// Unavailable: a stall of the whole process (a loaded machine) runs the right out without any
+// failure, and the renewal goes out as soon as the stall ends. A segment whose every copy died
+// with its process starts empty once a wanted node is back: with one node failure at a time
+// and the default replication factor of 2 that never happens.
 //
-// A node failed over while it was alive (a stall longer than both bounds) is admitted again
-// as soon as it answers the coordinator's probe (at the latest it registers again by itself
-// after NodeConfig.RejoinAfter) and catches up like a restarted node. A segment whose only
-// copy it held has no owner (Unavailable) from its failover until then, and gets it back
-// intact: the one ownerless window the store cannot avoid, short of keeping a hung node's
-// segments on it. A segment whose every copy died with its process
-// starts empty once a wanted node is back: with one node failure at a time and the default
-// replication factor of 2 that never happens.
+// With no coordinator running, nodes keep serving their last map on their etcd leases, but
+// nothing is failed over, no learner is promoted and no churn completes until one leads again
+// (TestProcess_AllCoordinatorsDownNodesKeepServing). With etcd itself down, each node keeps
+// serving until its right runs out (about 1.9 s measured with the default TTL), then answers
+// Unavailable; the coordinator stops at its next commit. When etcd is back, the nodes'
+// renewals succeed or they register again, and once a coordinator leads again (zarisd's
+// campaign again on their own) writes succeed, every acknowledged write intact (about 4 s
+// after etcd's return measured: TestEtcdDown_NodesServeWhileTheirLeasesAllowAndRecover).
 //
 // # Known limits
 //
 // What the tests show the store does not do:
 //
-//   - Leases are wall-clock instants: the coordinator and the nodes must share a clock (one
-//     host, or clocks kept close). A node whose clock runs behind could serve past its lease.
-//   - A cut-over whose old owner hangs waits for that owner's lease (FailureTimeout +
-//     ProbeTimeout, 1.25 s by default); the segment answers Unavailable or Migrating
+//   - A cut-over whose old owner hangs waits until that owner is failed over (its lease
+//     revoked and its TTL run out, or expired); the segment answers Unavailable or Migrating
 //     meanwhile (TestCutover_HungOldOwner_NewOwnerWritesOnlyAfterItsLeaseRanOut).
 //   - A tombstone on a replica is collected only when the owner next writes to the segment,
 //     so a segment that is deleted from and then left alone keeps its tombstones on its
@@ -58,11 +74,10 @@
 //     the next write).
 //   - Data lives in memory: a restarted node process comes back empty and catches up, and a
 //     segment whose every copy died starts empty (TestRestart_SoleCopyLostStartsAfresh).
-//   - The coordinator is a single process with its state in memory (below).
-//
-// The coordinator is the one component the cluster needs to stay up. Without it nodes keep
-// serving from their last map, but nothing is failed over, no learner is promoted and no churn
-// completes. Its state lives in memory; a restarted coordinator is a new, empty cluster.
+//   - A coordinator revokes a node's lease only right after a commit fenced by its leadership
+//     succeeded; a leader deposed between that commit and the revoke (a stall of a few
+//     milliseconds at exactly that point) could have the new leader fail the node over before
+//     the node's right ran out.
 //
 // # Answers
 //
@@ -71,8 +86,8 @@
 // order: no owner in the map → Unavailable; a write to a segment in cut-over → Migrating; a
 // read at the owner of a segment in cut-over (its right to serve is revoked) → Unavailable;
 // this node owns the segment → the operation is served (Ok, NotFound, Conflict),
-// or Unavailable if the node's lease from the coordinator ran out and no heartbeat extended
-// it within LeaseWait;
+// or Unavailable if the node's right to serve (its etcd lease) ran out and no renewal
+// extended it within LeaseWait;
 // a write at a replica → ReplicaWriteRejected; the segment's ownership is being handed over
 // (failback) → OwnershipChanging; otherwise Moved. An empty key, a key over MaxKeySize or a
 // value over MaxValueSize answer InvalidRequest. A frame over the size limit, bytes that are
@@ -120,16 +135,16 @@
 // segment while another still answers reads from an older copy, however slow the old owner is.
 // The coordinator does it in three steps: revoke (a map puts the segment in cut-over: the
 // owner answers writes Migrating and reads Unavailable), confirm (the old owner installed that
-// map, or every lease it was granted with an older map ran out; a node takes a lease only with
-// a map at least as new as the one it was granted with), publish (the map naming the new
-// owner; a failback marks it transitioning until every node has it). Failover of a live node
-// is fenced the same way by its lease.
+// map, or it was failed over: its etcd lease is gone, so it no longer serves), publish (the
+// map naming the new owner; a failback marks it transitioning until every node has it).
+// Failover of a live node is fenced the same way by its lease.
 //
 // # Running one
 //
 // Cluster runs a coordinator and nodes in one process (StartCluster in tests, NewCluster
 // elsewhere) and offers the churn as methods: Kill, Restart, Failback, Join, Leave,
-// MigrateSegment. The zarisd command runs the same coordinator and nodes as separate processes.
+// MigrateSegment, StopCoordinator, RestartCoordinator. The zarisd command runs the same
+// coordinators and nodes as separate processes.
 //
 // Internal traffic (heartbeats, map pushes, replication, copies) uses the ZarisPeer and
 // ZarisCoordinator services of idl/zarispeer.thrift over framed binary; clients never see it.

@@ -1,12 +1,19 @@
-// Command zarisd runs the reference Zaris store as processes: one coordinator and any number
-// of nodes, each its own process, so a node can be killed with kill -9 like a real server.
+// Command zarisd runs the reference Zaris store as processes: coordinators and any number of
+// nodes, each its own process, so any of them can be killed with kill -9 like a real server.
+// The cluster's state and the nodes' leases live in etcd: an existing cluster
+// (--etcd-endpoints), or one embedded in the coordinators (one member each, or a
+// single-member etcd in a lone coordinator).
 //
-// A three-node cluster on loopback:
+// A lone coordinator (embedding a single-member etcd on 127.0.0.1:2379) and three nodes:
 //
 //	zarisd coordinator --listen 127.0.0.1:7000 --nodes 3
 //	zarisd node --id 1 --listen 127.0.0.1:7001 --coordinator 127.0.0.1:7000
 //	zarisd node --id 2 --listen 127.0.0.1:7002 --coordinator 127.0.0.1:7000
 //	zarisd node --id 3 --listen 127.0.0.1:7003 --coordinator 127.0.0.1:7000
+//
+// Any number of coordinators may run: one leads through an etcd election, the others stand
+// by and take over when it dies; nodes and ctl take every coordinator's address,
+// comma-separated. tools/zarisd/README.md shows three coordinators embedding a 3-member etcd.
 //
 // Clients connect to any node's --listen address (the seeds). Starting a node with a new id
 // later scales out; restarting a killed node with its id brings it back (it catches up
@@ -17,8 +24,9 @@
 //	zarisd ctl --coordinator 127.0.0.1:7000 migrate 5 3
 //	zarisd ctl --coordinator 127.0.0.1:7000 leave 3
 //
-// Each server prints one line "zarisd <role> listening on <addr>" on stdout once its port is
-// bound (useful with port 0), logs to stderr, and exits 0 on SIGTERM or SIGINT.
+// Each server prints one line on stdout once it is ready: "zarisd <role> listening on <addr>"
+// (useful with port 0), or for a coordinator that does not lead "zarisd coordinator standing
+// by for <addr>"; it logs to stderr, and exits 0 on SIGTERM or SIGINT.
 package main
 
 import (

@@ -1,6 +1,6 @@
 // Package control keeps the reference store's control plane in etcd: the cluster state,
-// the coordinator's election and the nodes' liveness. It is the foundation the coordinator
-// and the nodes are moved onto; they do not use it yet.
+// the coordinator's election and the nodes' liveness. The store's coordinator and nodes use
+// it as "How the store uses it" describes.
 //
 // # Where etcd runs
 //
@@ -50,23 +50,23 @@
 // node stops serving no later than etcd expires its key, with no clock shared between hosts
 // and no wall-clock instant involved. A lost lease (ErrLeaseLost) ends the right at once.
 //
-// # How the store will use it
+// # How the store uses it
 //
 //   - Every zarisd coordinator opens the Backend, creates an Elector and campaigns; the
-//     standbys block in Campaign. On winning, the leader loads the State and continues:
-//     it publishes Map at Epoch to the nodes and, if Churn is set, resumes that step from
-//     Churn.Step.
-//   - Every change the coordinator makes today in memory (a registration, a failover, a
-//     join, a failback, a leave, a migration step) becomes: build the next State from the
-//     last committed one (Epoch+1 with the new map; or the same epoch with only Churn's step
-//     advanced), Commit it with the leadership's Fence, and only after the commit succeeds
-//     tell the nodes. ErrStale means another leader got in: load again. ErrNotLeader means
-//     the leadership is gone: stop acting and campaign again.
-//   - Each node opens a client to the same etcd, registers under P/nodes/<id> with its data
-//     address, and serves only while its Liveness says so; when it loses its lease it stops
-//     serving and registers again. The coordinator watches P/nodes/: a key deleted by a lease
-//     expiry is a node failure (alongside the existing refused-probe fast path), a key put
-//     is a node registering.
-//   - The nodes read the cluster map from the coordinator as today; P/state/map lets a node
-//     or a new coordinator read the current map straight from etcd.
+//     standbys block in Campaign. On winning, the leader loads the State and continues: it
+//     publishes the loaded map at the next epoch to the nodes and resumes the churn its
+//     Churn records (the store keeps its own detail of the step in Churn.Data).
+//   - Every change the coordinator makes (a registration, a failover, a join, a failback, a
+//     leave, a migration step) builds the next State from the last committed one (a new map
+//     at a higher epoch, or the same epoch with only the churn changed), Commits it with the
+//     leadership's Fence, and only after the commit succeeded tells the nodes. Any failed
+//     commit (ErrStale, ErrNotLeader, etcd unreachable) stops that coordinator; zarisd then
+//     campaigns again.
+//   - Each node opens a client to the same etcd, registers under P/nodes/<id> (its value: the
+//     node's process incarnation and TTL), and serves only while its Liveness says so; when
+//     it loses its lease it stops serving and registers again. The coordinator admits a node
+//     only with a registration of the same process, and watches P/nodes/: a key deleted under
+//     a live node's lease is a node failure (alongside the refused-probe fast path).
+//   - The nodes get the cluster map from the coordinator; P/state/map is where a new
+//     coordinator reads it.
 package control
