@@ -309,6 +309,17 @@ func (c *Coordinator) publishLocked(m *zarispeer.PeerMap) error {
 	return nil
 }
 
+// liveRecsLocked returns the records of the live nodes. Callers hold c.mu.
+func (c *Coordinator) liveRecsLocked() []*nodeRec {
+	var recs []*nodeRec
+	for _, r := range c.nodes {
+		if r.alive {
+			recs = append(recs, r)
+		}
+	}
+	return recs
+}
+
 func (c *Coordinator) liveLocked(id int32) bool {
 	r := c.nodes[id]
 	return r != nil && r.alive

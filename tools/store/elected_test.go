@@ -77,21 +77,26 @@ func startProcessCluster(t *testing.T, bin string) *processCluster {
 	return pc
 }
 
+// loadedProcessCluster starts a processCluster and a workload on it, and returns them with
+// the map once the workload made progress. It skips in -short mode.
+func loadedProcessCluster(t *testing.T) (*processCluster, *workload, *zarispeer.PeerMap) {
+	t.Helper()
+	if testing.Short() {
+		t.Skip("builds and runs zarisd processes")
+	}
+	pc := startProcessCluster(t, buildZarisd(t))
+	w := startWorkload(t, pc.seeds, 4)
+	w.waitAcked(t, 50)
+	before, err := pc.admin.PeerMap(testCtx(t))
+	require.NoError(t, err)
+	return pc, w, before
+}
+
 // kill -9 of the leading coordinator under load: a standby leads within two seconds, loads
 // the state and carries on; a node killed after the takeover is failed over by the new
 // leader; no write fails and no acknowledged write is lost.
 func TestProcess_KillNineLeadingCoordinatorUnderLoad(t *testing.T) {
-	if testing.Short() {
-		t.Skip("builds and runs zarisd processes")
-	}
-	bin := buildZarisd(t)
-	pc := startProcessCluster(t, bin)
-	w := startWorkload(t, pc.seeds, 4)
-	w.waitAcked(t, 50)
-
-	ctx := testCtx(t)
-	before, err := pc.admin.PeerMap(ctx)
-	require.NoError(t, err)
+	pc, w, before := loadedProcessCluster(t)
 	leader := leaderName(t, pc.cli, pc.prefix)
 	require.Contains(t, pc.coords, leader)
 	killed := time.Now()
@@ -120,16 +125,7 @@ func TestProcess_KillNineLeadingCoordinatorUnderLoad(t *testing.T) {
 // cluster and churn resumes (a node killed then is failed over); nothing acknowledged is
 // lost and no write fails.
 func TestProcess_AllCoordinatorsDownNodesKeepServing(t *testing.T) {
-	if testing.Short() {
-		t.Skip("builds and runs zarisd processes")
-	}
-	bin := buildZarisd(t)
-	pc := startProcessCluster(t, bin)
-	w := startWorkload(t, pc.seeds, 4)
-	w.waitAcked(t, 50)
-	ctx := testCtx(t)
-	before, err := pc.admin.PeerMap(ctx)
-	require.NoError(t, err)
+	pc, w, before := loadedProcessCluster(t)
 
 	for _, p := range pc.coords {
 		require.NoError(t, p.cmd.Process.Kill())

@@ -289,12 +289,7 @@ func (c *Coordinator) resume() {
 	}
 	c.mu.Lock()
 	m := c.m
-	var recs []*nodeRec
-	for _, r := range c.nodes {
-		if r.alive {
-			recs = append(recs, r)
-		}
-	}
+	recs := c.liveRecsLocked()
 	c.mu.Unlock()
 	c.pushAll(recs, m)
 	c.mu.Lock()

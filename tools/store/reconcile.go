@@ -221,12 +221,7 @@ func (c *Coordinator) completeHandoff(s int32, w segWant, from, to int32, old *n
 		c.mu.Unlock()
 		return
 	}
-	var recs []*nodeRec
-	for _, r := range c.nodes {
-		if r.alive {
-			recs = append(recs, r)
-		}
-	}
+	recs := c.liveRecsLocked()
 	c.mu.Unlock()
 
 	c.pushAll(recs, m)
