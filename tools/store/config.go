@@ -44,6 +44,12 @@ const (
 	// the whole process (a loaded machine) runs the lease out without any failure, and the
 	// heartbeat comes as soon as the stall ends; five default heartbeats are ample for it.
 	DefaultLeaseWait = 5 * DefaultHeartbeat
+	// DefaultCutoverWait is how long a request that finds its segment in a handoff's
+	// cut-over waits for the map that ends it before it answers Migrating (a write) or
+	// Unavailable (a read at the old owner). A fenced handoff takes a map push or two, so
+	// most such requests are answered from the next map a few milliseconds later, where the
+	// client would otherwise back off 100 ms, or 800 ms after Migrating.
+	DefaultCutoverWait = 100 * time.Millisecond
 )
 
 // NodeConfig configures one storage node.
@@ -79,6 +85,8 @@ type NodeConfig struct {
 	RejoinAfter time.Duration
 	// LeaseWait: see DefaultLeaseWait. Keep it above the coordinator's Heartbeat.
 	LeaseWait time.Duration
+	// CutoverWait: see DefaultCutoverWait.
+	CutoverWait time.Duration
 	// Logger receives the node's log; default discards.
 	Logger *slog.Logger
 }
@@ -113,6 +121,9 @@ func (c NodeConfig) withDefaults() (NodeConfig, error) {
 	}
 	if c.LeaseWait <= 0 {
 		c.LeaseWait = DefaultLeaseWait
+	}
+	if c.CutoverWait <= 0 {
+		c.CutoverWait = DefaultCutoverWait
 	}
 	if c.Logger == nil {
 		c.Logger = discardLogger()

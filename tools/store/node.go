@@ -66,6 +66,8 @@ type Node struct {
 	// counts the requests waiting for that (awaitLease).
 	leaseRenewed atomic.Pointer[chan struct{}]
 	leaseWaiters atomic.Int32
+	// cutoverWaiters counts the requests waiting in awaitHandoff (tests watch it).
+	cutoverWaiters atomic.Int32
 }
 
 // errOtherCluster refuses peer traffic of another cluster (one whose node took over a port
