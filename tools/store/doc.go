@@ -78,6 +78,9 @@
 // value over MaxValueSize answer InvalidRequest. A frame over the size limit, bytes that are
 // not Thrift, or a connection silent past IdleTimeout close that one connection; a panicking
 // handler closes the connection that carried its request. Nothing a client sends stops a node.
+// A request that finds its segment in cut-over first waits up to CutoverWait (100 ms) for the
+// map that ends it and is answered from that map, so a handoff usually costs a call a few
+// milliseconds rather than a retry after backoff.
 //
 // Every key has a version, drawn from a per-segment counter that never goes back, so it grows
 // on every write, deletes included: a key deleted and written again gets a higher version. A
