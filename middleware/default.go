@@ -56,6 +56,7 @@ func WithClassifiers(c ...Classifier) Option {
 //
 //	call-level middleware (WithCallMiddleware)
 //	Deadline(cfg.Retry, clock)
+//	Batches(cfg.Retry, clock, refresher, refresher as a BatchRouter) (multi-key calls only)
 //	Retry(cfg.Retry, clock,
 //	    Budget (WithRetryBudget only),
 //	    Backoff(cfg.Retry, clock),
@@ -95,9 +96,11 @@ func stack(o *options, p runtime.RetryPolicy, clock runtime.Clock, refresher Map
 	)
 	attempt = append(attempt, o.attemptMW...)
 
+	router, _ := refresher.(BatchRouter)
 	call := append([]Middleware(nil), o.callMW...)
 	call = append(call,
 		Deadline(p, clock),
+		Batches(p, clock, refresher, router),
 		Retry(p, clock, attempt...),
 	)
 	return Chain(call...)

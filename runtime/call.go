@@ -27,6 +27,8 @@ type Call struct {
 	Attempts []Attempt
 	// Stats counts what the call cost besides its attempts.
 	Stats CallStats
+	// Batch is set on a multi-key call (see RunBatch) and nil otherwise.
+	Batch *Batch
 
 	attemptBuf [3]Attempt
 }
