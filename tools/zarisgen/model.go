@@ -42,9 +42,9 @@ type opModel struct {
 	RoutingField string
 	RoutingExpr  string // Go expression for the routing key bytes of req
 	Guards       []string
-	GuardExpr    string // Go expression: does req carry a guard
-	Request      string // Go type name of the request struct
-	Response     string // Go type name of the response struct
+	GuardExpr    string      // Go expression: does req carry a guard
+	Request      string      // Go type name of the request struct
+	Response     string      // Go type name of the response struct
 	Batch        *batchModel // set for a multi-key operation
 }
 
@@ -216,7 +216,6 @@ func buildOp(p *program, fn function) (op opModel, data bool, err error) {
 	default:
 		return fail("field "+routing, "the routing-key field must be binary or string, not %s", rf.TypeID)
 	}
-
 
 	var guardExprs []string
 	if g := fn.Annotations[annGuards]; g != "" {
