@@ -41,8 +41,8 @@ const BatchParallelism = 8
 // failure that calls for one (R2, R3, B1), before the items are split again by the
 // refreshed map. An item out of attempts or time gets its own *runtime.CallError with its
 // attempts. call.Batch.Errs holds each item's error; the call's error is a
-// *runtime.BatchError only when no item got an answer. call.Attempts gets one entry per
-// sub-request.
+// *runtime.BatchError only when no item got an answer, and call.Batch.Attempts each item's
+// attempts. call.Attempts gets one entry per sub-request.
 func Batches(p runtime.RetryPolicy, clock runtime.Clock, r MapRefresher, router BatchRouter) Middleware {
 	if clock == nil {
 		clock = runtime.SystemClock
@@ -93,6 +93,7 @@ func (e *batchRun) run(ctx context.Context) (runtime.Response, error) {
 	e.hist = make([][]runtime.Attempt, n)
 	e.errs = make([]error, n)
 	e.call.Batch.Errs = e.errs
+	e.call.Batch.Attempts = e.hist
 	e.call.Batch.Ran = true
 	stats := &e.call.Batch.Stats
 	start := e.clock.Now()

@@ -74,6 +74,9 @@ type Batch struct {
 	// with the item's own attempts, wrapping ErrInDoubt for an item that was sent, got no
 	// reply and is not replayed (rule B2).
 	Errs []error
+	// Attempts has, once the engine has run, each item's own attempts, oldest first: an
+	// item's attempt is its sub-request's, with the item's status and class.
+	Attempts [][]Attempt
 	// Stats counts the engine's work.
 	Stats BatchStats
 	// Ran is set by the batch engine when it has handled the call.

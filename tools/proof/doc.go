@@ -14,6 +14,12 @@
 // checks versions as "strictly greater than the one before", because the store numbers
 // versions per segment, not per key.
 //
+// One test mixes MultiGet and MultiPut calls (one to four items, keys may repeat, some puts
+// guarded) with the single-key workload under kill, migration and join. Each item is an
+// operation of its own on its key, spanning its batch's invocation and return (a batch is
+// not atomic); an item without an answer, and each attempt of an item that was sent without
+// a reply, is possibly applied.
+//
 // An operation whose outcome the client does not know is possibly applied, as in Jepsen:
 // it may take effect at any point after its invocation, and its return time is the end of
 // the history. That covers a call that ended in an error (a *runtime.CallError, including
