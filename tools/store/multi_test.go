@@ -96,5 +96,5 @@ func TestMulti_MalformedBatchIsInvalidRequest(t *testing.T) {
 	assert.NoError(t, err, "the node still serves")
 }
 
-func boolPtr(b bool) *bool     { return &b }
+func boolPtr(b bool) *bool    { return &b }
 func int64Ptr(v int64) *int64 { return &v }
