@@ -7,6 +7,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/clustron/zaris-go/gen/zaris"
 	"github.com/clustron/zaris-go/runtime"
 )
 
@@ -82,15 +83,33 @@ type group struct {
 
 // subOutcome is how one sub-request ended.
 type subOutcome struct {
-	sub  *runtime.Call
+	sub  *subCall
 	resp runtime.Response
 	err  error
+	// statuses are the items' statuses of an answered sub-request, or recordErr why its
+	// reply could not be read.
+	statuses  []zaris.KvStatus
+	recordErr error
+}
+
+// subCall is a sub-request's call; nil for a group that was not sent.
+type subCall struct{ *runtime.Call }
+
+func (s *subCall) lastAttempt() *runtime.Attempt {
+	if s == nil {
+		return nil
+	}
+	return s.Last()
 }
 
 func (e *batchRun) run(ctx context.Context) (runtime.Response, error) {
 	items := e.call.Batch.Items
 	n := items.Len()
 	e.hist = make([][]runtime.Attempt, n)
+	first := make([]runtime.Attempt, n) // the first round's attempts, one allocation
+	for i := range e.hist {
+		e.hist[i] = first[i : i : i+1]
+	}
 	e.errs = make([]error, n)
 	e.call.Batch.Errs = e.errs
 	e.call.Batch.Attempts = e.hist
@@ -114,8 +133,12 @@ func (e *batchRun) run(ctx context.Context) (runtime.Response, error) {
 		outs := e.send(ctx, groups)
 		var again []int
 		for gi, g := range groups {
+			o := &outs[gi]
+			if sa := o.sub.lastAttempt(); sa != nil && sa.Answered && o.resp != nil {
+				o.statuses, o.recordErr = items.Record(o.resp, g.idx)
+			}
 			for j, i := range g.idx {
-				a, final := e.judge(g, outs[gi], j, i, len(e.hist[i])+1)
+				a, final := e.judge(g, o, j, i, len(e.hist[i])+1)
 				if a != nil {
 					e.hist[i] = append(e.hist[i], *a)
 				}
@@ -158,7 +181,6 @@ func (e *batchRun) itemCall(i int) *runtime.Call {
 func (e *batchRun) split(idx []int) []group {
 	items := e.call.Batch.Items
 	var groups []group
-	byNode := map[int32]int{}
 	for _, i := range idx {
 		node := runtime.NoNode
 		var routeErr error
@@ -170,11 +192,10 @@ func (e *batchRun) split(idx []int) []group {
 			groups = append(groups, group{node: runtime.NoNode, idx: []int{i}, routeErr: routeErr})
 			continue
 		}
-		gi, ok := byNode[node]
-		if !ok {
+		gi := slices.IndexFunc(groups, func(g group) bool { return g.node == node && g.routeErr == nil })
+		if gi < 0 {
 			gi = len(groups)
-			byNode[node] = gi
-			groups = append(groups, group{node: node})
+			groups = append(groups, group{node: node, idx: make([]int, 0, len(idx))})
 		}
 		groups[gi].idx = append(groups[gi].idx, i)
 	}
@@ -198,7 +219,7 @@ func (e *batchRun) send(ctx context.Context, groups []group) []subOutcome {
 		sub := runtime.NewCall(e.call.Op, items.Key(g.idx[0]), items.SubRequest(g.idx), guarded, runtime.WithMaxAttempts(1))
 		sub.Deadline = e.call.Deadline
 		resp, err := e.next(ctx, sub)
-		outs[gi] = subOutcome{sub: sub, resp: resp, err: err}
+		outs[gi] = subOutcome{sub: &subCall{sub}, resp: resp, err: err}
 	}
 	var wg sync.WaitGroup
 	sem := make(chan struct{}, BatchParallelism)
@@ -237,7 +258,7 @@ func (e *batchRun) send(ctx context.Context, groups []group) []subOutcome {
 // judge returns item i's attempt n (the j-th item of group g, whose sub-request ended as o)
 // and, when the item ends here without an answer, its final cause. A nil attempt means none
 // was made (the sub-request was stopped before it was sent).
-func (e *batchRun) judge(g group, o subOutcome, j, i, n int) (*runtime.Attempt, error) {
+func (e *batchRun) judge(g group, o *subOutcome, j, i, n int) (*runtime.Attempt, error) {
 	items := e.call.Batch.Items
 	if g.routeErr != nil {
 		a := &runtime.Attempt{N: n, Node: runtime.NoNode, Err: g.routeErr, Class: runtime.RefreshRetry}
@@ -257,12 +278,11 @@ func (e *batchRun) judge(g group, o subOutcome, j, i, n int) (*runtime.Attempt, 
 	a := *sa
 	a.N = n
 	if a.Answered && o.resp != nil {
-		statuses, err := items.Record(o.resp, g.idx)
-		if err != nil {
-			a.Class, a.Err = runtime.Fatal, err
-			return &a, err
+		if o.recordErr != nil {
+			a.Class, a.Err = runtime.Fatal, o.recordErr
+			return &a, o.recordErr
 		}
-		a.Status, a.Class, a.Err = statuses[j], StatusClassOf(statuses[j]), nil
+		a.Status, a.Class, a.Err = o.statuses[j], StatusClassOf(o.statuses[j]), nil
 		if a.Class == runtime.Fatal {
 			a.Err = &runtime.StatusError{Status: a.Status}
 			return &a, a.Err

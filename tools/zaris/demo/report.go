@@ -67,6 +67,8 @@ type PhaseReport struct {
 	// counts the map fetches the client made in the phase.
 	RefreshesRequested int `json:"refreshesRequested"`
 	RefreshesPerformed int `json:"refreshesPerformed"`
+	// Batches sums the multi-key calls among Ops.
+	Batches BatchReport `json:"batches"`
 }
 
 // Second is one second of the timeline.
@@ -153,6 +155,7 @@ func phase(name string, rs []record, start, stop time.Duration) PhaseReport {
 		attempts += r.attempts
 		p.AttemptsMax = max(p.AttemptsMax, r.attempts)
 		p.RefreshesRequested += r.refReq
+		p.Batches.add(r.batch)
 		if r.class != "" {
 			p.Errors[r.class]++
 			p.ErrorCount++
@@ -199,6 +202,7 @@ func (r *Report) WriteTable(w io.Writer) {
 			p.Name, p.Ops, p.OpsPerS, p.P50Ms, p.P99Ms, p.MaxMs, p.ErrorCount, p.AttemptsAvg, p.AttemptsMax, p.RefreshesRequested, p.RefreshesPerformed)
 	}
 	tw.Flush()
+	r.writeBatches(w)
 
 	fmt.Fprintln(w)
 	if r.Total.ErrorCount == 0 {
