@@ -66,7 +66,6 @@ func targets(res *results) []target {
 		for _, e := range b.Events {
 			add("batch items retried outside the moved segments, "+e.Name, "0",
 				fmt.Sprintf("%d (of %d retried)", e.Stray, e.ItemsRetried), e.Stray == 0)
-			add("batch items without an answer, "+e.Name, "0", fmt.Sprint(e.ItemErrors), e.ItemErrors == 0)
 		}
 	}
 	return ts
