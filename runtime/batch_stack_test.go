@@ -330,23 +330,22 @@ func TestBatch_BadInput(t *testing.T) {
 	assert.Equal(t, zaris.KvStatus_InvalidRequest, res.Response.Results[1].Status)
 }
 
-// multiPutSpec is MultiPut's batch descriptor as zarisgen writes it, for a test of an
-// operation that is not idempotent.
-var multiPutSpec = runtime.BatchSpec[*zaris.MultiPutRequest, *zaris.PutItem, *zaris.MultiPutResponse, *zaris.PutOutcome]{
-	Items:   func(req *zaris.MultiPutRequest) []*zaris.PutItem { return req.Items },
-	Key:     func(it *zaris.PutItem) ([]byte, bool) { return it.GetKey(), it != nil },
-	Guarded: func(it *zaris.PutItem) bool { return it.IsSetIfMatchVersion() || it.GetIfAbsent() },
-	Request: func(req *zaris.MultiPutRequest, items []*zaris.PutItem) *zaris.MultiPutRequest {
-		sub := *req
-		sub.Items = items
-		return &sub
-	},
-	Results: func(resp *zaris.MultiPutResponse) []*zaris.PutOutcome { return resp.Results },
-	Status:  func(r *zaris.PutOutcome) (zaris.KvStatus, bool) { return r.GetStatus(), r != nil },
-	Result:  func(s zaris.KvStatus) *zaris.PutOutcome { return &zaris.PutOutcome{Status: s} },
-	Response: func(results []*zaris.PutOutcome, epoch int64) *zaris.MultiPutResponse {
-		return &zaris.MultiPutResponse{Status: zaris.KvStatus_Ok, Results: results, MapEpoch: epoch}
-	},
+// nonIdempotentMultiPut returns a typed client over r's engine whose MultiPut calls are of
+// a copy of OpMultiPut that is not idempotent, and makes node 1 lose the reply to the next
+// MultiPut it applies.
+func nonIdempotentMultiPut(r *batchRig) (*zarisclient.Client, *batchNode) {
+	op := *zarisclient.OpMultiPut
+	op.Idempotent = false
+	asNonIdempotent := func(next middleware.Handler) middleware.Handler {
+		return func(ctx context.Context, call *runtime.Call) (runtime.Response, error) {
+			call.Op = &op
+			return next(ctx, call)
+		}
+	}
+	n1 := r.nodes["node1:7001"]
+	n1.loseReply.Store(true)
+	return zarisclient.New(middleware.Default(r.cluster.Invoke, r.cluster.Refresher(), r.cluster.Config(),
+		middleware.WithCallMiddleware(asNonIdempotent))), n1
 }
 
 // Rules B2 and R9 per item: a sub-request of a non-idempotent operation is applied and its
@@ -355,16 +354,11 @@ var multiPutSpec = runtime.BatchSpec[*zaris.MultiPutRequest, *zaris.PutItem, *za
 func TestB2_BatchInDoubtItemNotReplayedGuardedItemConflicts(t *testing.T) {
 	r := newBatchRig(t)
 	even := keysIn(false, 2)
-	n1 := r.nodes["node1:7001"]
-	n1.loseReply.Store(true)
-	op := *zarisclient.OpMultiPut
-	op.Idempotent = false
-	stack := middleware.Default(r.cluster.Invoke, r.cluster.Refresher(), r.cluster.Config())
-	req := &zaris.MultiPutRequest{Items: []*zaris.PutItem{
+	client, n1 := nonIdempotentMultiPut(r)
+	res, err := client.MultiPut(context.Background(), &zaris.MultiPutRequest{Items: []*zaris.PutItem{
 		{Key: []byte(even[0]), Value: []byte("a")},
 		{Key: []byte(even[1]), Value: []byte("b"), IfMatchVersion: thrift.Int64Ptr(0)},
-	}}
-	res, err := runtime.RunBatch(context.Background(), stack, &op, &multiPutSpec, req)
+	}})
 	require.NoError(t, err, "the guarded item got an answer")
 	assert.ErrorIs(t, res.Err(0), runtime.ErrInDoubt)
 	assert.NoError(t, res.Err(1))
@@ -377,13 +371,8 @@ func TestB2_BatchInDoubtItemNotReplayedGuardedItemConflicts(t *testing.T) {
 func TestB2_BatchAllInDoubt(t *testing.T) {
 	r := newBatchRig(t)
 	even := keysIn(false, 1)
-	n1 := r.nodes["node1:7001"]
-	n1.loseReply.Store(true)
-	op := *zarisclient.OpMultiPut
-	op.Idempotent = false
-	stack := middleware.Default(r.cluster.Invoke, r.cluster.Refresher(), r.cluster.Config())
-	req := &zaris.MultiPutRequest{Items: []*zaris.PutItem{{Key: []byte(even[0]), Value: []byte("a")}}}
-	_, err := runtime.RunBatch(context.Background(), stack, &op, &multiPutSpec, req)
+	client, n1 := nonIdempotentMultiPut(r)
+	_, err := client.MultiPut(context.Background(), &zaris.MultiPutRequest{Items: []*zaris.PutItem{{Key: []byte(even[0]), Value: []byte("a")}}})
 	assert.ErrorIs(t, err, runtime.ErrInDoubt)
 	assert.True(t, strings.Contains(err.Error(), "none of 1 items"), err.Error())
 	assert.Len(t, n1.subRequests(), 1)

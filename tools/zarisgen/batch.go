@@ -85,11 +85,7 @@ func buildBatch(p *program, fn function, req, resp *structType) (b *batchModel, 
 				return nil, "field " + spec, "a guard field must be optional, so that its absence means unguarded"
 			}
 			b.Guards = append(b.Guards, spec)
-			if gf.TypeID == "bool" {
-				exprs = append(exprs, "it.Get"+goName(name)+"()")
-			} else {
-				exprs = append(exprs, "it.IsSet"+goName(name)+"()")
-			}
+			exprs = append(exprs, guardExpr("it", gf))
 		}
 	}
 	b.GuardExpr = "false"

@@ -232,11 +232,7 @@ func buildOp(p *program, fn function) (op opModel, data bool, err error) {
 				return fail("field "+name, "a guard field must be optional, so that its absence means unguarded")
 			}
 			op.Guards = append(op.Guards, name)
-			if gf.TypeID == "bool" {
-				guardExprs = append(guardExprs, "req.Get"+goName(name)+"()")
-			} else {
-				guardExprs = append(guardExprs, "req.IsSet"+goName(name)+"()")
-			}
+			guardExprs = append(guardExprs, guardExpr("req", gf))
 		}
 	}
 	op.GuardExpr = "false"
@@ -270,4 +266,13 @@ func statusField(p *program, s *structType, what string) string {
 		return fmt.Sprintf("field 1 of %s struct %s must be status: %s, found %s", what, s.Name, statusEnum, found)
 	}
 	return ""
+}
+
+// guardExpr is the Go expression that reports whether recv carries the guard field f: a
+// bool guard when it is true, any other when it is set.
+func guardExpr(recv string, f *field) string {
+	if f.TypeID == "bool" {
+		return recv + ".Get" + goName(f.Name) + "()"
+	}
+	return recv + ".IsSet" + goName(f.Name) + "()"
 }
