@@ -167,19 +167,25 @@ func RunBatch[Req, Item, Resp, Result any](ctx context.Context, h func(context.C
 	call.Batch = &Batch{Items: b}
 	resp, err := h(ctx, call)
 	if !call.Batch.Ran {
-		// No batch layer in the stack: the whole request went as one.
-		call.Batch.Errs = make([]error, len(items))
+		// No batch layer in the stack: the whole request went as one, and an item whose
+		// status is not an answer is an item without one.
+		errs := make([]error, len(items))
+		var statuses []zaris.KvStatus
 		if resp != nil {
-			_, rerr := b.Record(resp, b.all())
-			if err == nil {
+			var rerr error
+			if statuses, rerr = b.Record(resp, b.all()); err == nil {
 				err = rerr
 			}
 		}
-		if err != nil {
-			for i := range call.Batch.Errs {
-				call.Batch.Errs[i] = err
+		for i := range errs {
+			switch {
+			case err != nil:
+				errs[i] = err
+			case i < len(statuses) && !isAnswer(statuses[i]):
+				errs[i] = &StatusError{Status: statuses[i]}
 			}
 		}
+		call.Batch.Errs = errs
 	}
 	res := &BatchResult[Resp]{Errs: call.Batch.Errs}
 	if merged, ok := resp.(Resp); ok && call.Batch.Ran {
@@ -282,3 +288,12 @@ func (b *batchOf[Req, Item, Resp, Result]) Response(epoch int64) Response {
 // Route returns where key goes under the map the refresher keeps current; the batch layer
 // splits a batch's items by owner with it.
 func (r *Refresher) Route(key []byte) (Route, error) { return r.router.Route(key) }
+
+// isAnswer reports whether s is an answer for the application (rule R8) rather than churn.
+func isAnswer(s zaris.KvStatus) bool {
+	switch s {
+	case zaris.KvStatus_Ok, zaris.KvStatus_NotFound, zaris.KvStatus_Conflict, zaris.KvStatus_InvalidRequest:
+		return true
+	}
+	return false
+}

@@ -377,3 +377,23 @@ func TestB2_BatchAllInDoubt(t *testing.T) {
 	assert.True(t, strings.Contains(err.Error(), "none of 1 items"), err.Error())
 	assert.Len(t, n1.subRequests(), 1)
 }
+
+// Through a handler without the batch layer the request goes whole, and an item whose
+// status is churn is reported as an item without an answer.
+func TestBatch_WithoutBatchLayerChurnIsAnItemError(t *testing.T) {
+	h := func(_ context.Context, call *runtime.Call) (runtime.Response, error) {
+		require.NotNil(t, call.Batch)
+		return &zaris.MultiGetResponse{Status: zaris.KvStatus_Ok, MapEpoch: 3, Results: []*zaris.GetOutcome{
+			{Status: zaris.KvStatus_Ok, Value: []byte("v")}, {Status: zaris.KvStatus_Moved}, {Status: zaris.KvStatus_NotFound},
+		}}, nil
+	}
+	res, err := zarisclient.New(h).MultiGet(context.Background(), getReq("a", "b", "c"))
+	require.NoError(t, err)
+	assert.NoError(t, res.Err(0))
+	var se *runtime.StatusError
+	require.ErrorAs(t, res.Err(1), &se)
+	assert.Equal(t, zaris.KvStatus_Moved, se.Status)
+	assert.NoError(t, res.Err(2))
+	assert.Equal(t, "v", string(res.Response.Results[0].Value))
+	assert.Equal(t, int64(3), res.Response.MapEpoch)
+}
