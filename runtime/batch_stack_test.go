@@ -397,3 +397,20 @@ func TestBatch_WithoutBatchLayerChurnIsAnItemError(t *testing.T) {
 	assert.Equal(t, "v", string(res.Response.Results[0].Value))
 	assert.Equal(t, int64(3), res.Response.MapEpoch)
 }
+
+// Both bounds hold per batch (rule R4): an item that keeps meeting churn ends at the call's
+// deadline even with attempts left, the last backoff clamped to the time left.
+func TestBatch_DeadlineBoundsTheRetries(t *testing.T) {
+	r := newBatchRig(t)
+	even := keysIn(false, 2)
+	r.nodes["node1:7001"].status = map[string]zaris.KvStatus{even[1]: zaris.KvStatus_Unavailable}
+	res, err := r.client.MultiGet(context.Background(), getReq(even...),
+		runtime.WithTimeout(250*time.Millisecond), runtime.WithMaxAttempts(10))
+	require.NoError(t, err)
+	assert.NoError(t, res.Err(0))
+	var ce *runtime.CallError
+	require.ErrorAs(t, res.Err(1), &ce)
+	assert.Equal(t, runtime.BoundDeadline, ce.Bound)
+	assert.Len(t, ce.Attempts, 2)
+	assert.Equal(t, []time.Duration{100 * time.Millisecond, 150 * time.Millisecond}, r.clock.Sleeps())
+}
