@@ -138,12 +138,9 @@ func (e *batchRun) run(ctx context.Context) (runtime.Response, error) {
 				o.statuses, o.recordErr = items.Record(o.resp, g.idx)
 			}
 			for j, i := range g.idx {
-				a, final := e.judge(g, o, j, i, len(e.hist[i])+1)
-				if a != nil {
-					e.hist[i] = append(e.hist[i], *a)
-				}
+				class, final := e.judge(g, o, j, i)
 				switch {
-				case final == nil && a != nil && a.Class == runtime.Answer:
+				case final == nil && class == runtime.Answer:
 					answered++
 				case final != nil:
 					e.errs[i] = endCall(e.itemCall(i), e.clock, start, limit, &StopError{Bound: runtime.BoundNone}, final)
@@ -255,17 +252,18 @@ func (e *batchRun) send(ctx context.Context, groups []group) []subOutcome {
 	return outs
 }
 
-// judge returns item i's attempt n (the j-th item of group g, whose sub-request ended as o)
-// and, when the item ends here without an answer, its final cause. A nil attempt means none
-// was made (the sub-request was stopped before it was sent).
-func (e *batchRun) judge(g group, o *subOutcome, j, i, n int) (*runtime.Attempt, error) {
-	items := e.call.Batch.Items
+// judge records item i's attempt (the j-th item of group g, whose sub-request ended as o)
+// in its history, unless none was made (the sub-request was stopped before it was sent),
+// and returns the attempt's class and, when the item ends here without an answer, its
+// final cause.
+func (e *batchRun) judge(g group, o *subOutcome, j, i int) (runtime.Class, error) {
+	var a runtime.Attempt
 	if g.routeErr != nil {
-		a := &runtime.Attempt{N: n, Node: runtime.NoNode, Err: g.routeErr, Class: runtime.RefreshRetry}
+		a = runtime.Attempt{Node: runtime.NoNode, Err: g.routeErr, Class: runtime.RefreshRetry}
 		if rt, ok := errors.AsType[*runtime.PartitionError](g.routeErr); ok {
 			a.MapEpoch = rt.Epoch
 		}
-		return a, nil
+		return e.record(i, &a), nil
 	}
 	sa := o.sub.Last()
 	if sa == nil {
@@ -273,35 +271,41 @@ func (e *batchRun) judge(g group, o *subOutcome, j, i, n int) (*runtime.Attempt,
 		if err == nil {
 			err = errNoOutcome
 		}
-		return nil, err
+		return runtime.Fatal, err
 	}
-	a := *sa
-	a.N = n
+	a = *sa
 	if a.Answered && o.resp != nil {
 		if o.recordErr != nil {
 			a.Class, a.Err = runtime.Fatal, o.recordErr
-			return &a, o.recordErr
+			return e.record(i, &a), o.recordErr
 		}
 		a.Status, a.Class, a.Err = o.statuses[j], StatusClassOf(o.statuses[j]), nil
 		if a.Class == runtime.Fatal {
 			a.Err = &runtime.StatusError{Status: a.Status}
-			return &a, a.Err
+			return e.record(i, &a), a.Err
 		}
-		return &a, nil
+		return e.record(i, &a), nil
 	}
-	if errors.Is(a.Err, runtime.ErrInDoubt) && items.Guarded(i) {
+	if errors.Is(a.Err, runtime.ErrInDoubt) && e.call.Batch.Items.Guarded(i) {
 		// The sub-request is in doubt as a whole, but a replay of this item comes back
 		// Conflict (R9): retry it like any failure that calls for a refresh.
 		a.Class = runtime.RefreshRetry
 	}
 	if a.Class == runtime.Retry || a.Class == runtime.RefreshRetry {
-		return &a, nil
+		return e.record(i, &a), nil
 	}
 	err := a.Err
 	if err == nil {
 		err = o.err
 	}
-	return &a, err
+	return e.record(i, &a), err
+}
+
+// record appends a to item i's attempts, numbered, and returns its class.
+func (e *batchRun) record(i int, a *runtime.Attempt) runtime.Class {
+	a.N = len(e.hist[i]) + 1
+	e.hist[i] = append(e.hist[i], *a)
+	return a.Class
 }
 
 // between applies the single-key rules between rounds to the pending items: the bounds,
