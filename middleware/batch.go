@@ -40,11 +40,13 @@ const BatchParallelism = 8
 // the call's deadline (R4), one backoff, the longest any pending item needs (R5, with the
 // Migrating factor), and one shared map refresh when any pending item met a status or
 // failure that calls for one (R2, R3, B1), before the items are split again by the
-// refreshed map. An item out of attempts or time gets its own *runtime.CallError with its
-// attempts. call.Batch.Errs holds each item's error; the call's error is a
+// refreshed map. With a retry budget (rule B3) the batch call deposits once, and each
+// sub-request after the first round takes a token; without one its items end with
+// runtime.BoundBudget. An item out of attempts, time or budget gets its own
+// *runtime.CallError with its attempts. call.Batch.Errs holds each item's error; the call's error is a
 // *runtime.BatchError only when no item got an answer, and call.Batch.Attempts each item's
 // attempts. call.Attempts gets one entry per sub-request.
-func Batches(p runtime.RetryPolicy, clock runtime.Clock, r MapRefresher, router BatchRouter) Middleware {
+func Batches(p runtime.RetryPolicy, clock runtime.Clock, r MapRefresher, router BatchRouter, budget *RetryBudget) Middleware {
 	if clock == nil {
 		clock = runtime.SystemClock
 	}
@@ -53,7 +55,7 @@ func Batches(p runtime.RetryPolicy, clock runtime.Clock, r MapRefresher, router 
 			if call.Batch == nil {
 				return next(ctx, call)
 			}
-			e := &batchRun{p: p, clock: clock, r: r, router: router, next: next, call: call}
+			e := &batchRun{p: p, clock: clock, r: r, router: router, budget: budget, next: next, call: call}
 			return e.run(ctx)
 		}
 	}
@@ -65,6 +67,7 @@ type batchRun struct {
 	clock  runtime.Clock
 	r      MapRefresher
 	router BatchRouter
+	budget *RetryBudget // nil: no retry budget
 	next   Handler
 	call   *runtime.Call
 
@@ -118,6 +121,9 @@ func (e *batchRun) run(ctx context.Context) (runtime.Response, error) {
 	start := e.clock.Now()
 	limit := MaxAttempts(e.p, e.call)
 	answered := 0
+	if e.budget != nil {
+		e.budget.Deposit()
+	}
 
 	var pending []int
 	for i := range n {
@@ -130,7 +136,7 @@ func (e *batchRun) run(ctx context.Context) (runtime.Response, error) {
 	for round := 1; len(pending) > 0; round++ {
 		stats.Rounds = round
 		groups := e.split(pending)
-		outs := e.send(ctx, groups)
+		outs := e.send(ctx, groups, round > 1)
 		var again []int
 		for gi, g := range groups {
 			o := &outs[gi]
@@ -143,7 +149,11 @@ func (e *batchRun) run(ctx context.Context) (runtime.Response, error) {
 				case final == nil && class == runtime.Answer:
 					answered++
 				case final != nil:
-					e.errs[i] = endCall(e.itemCall(i), e.clock, start, limit, &StopError{Bound: runtime.BoundNone}, final)
+					stop := &StopError{Bound: runtime.BoundNone}
+					if se, ok := errors.AsType[*StopError](final); ok {
+						stop, final = se, nil // ended before it was sent: the last attempt's cause
+					}
+					e.errs[i] = endCall(e.itemCall(i), e.clock, start, limit, stop, final)
 				default:
 					again = append(again, i)
 				}
@@ -200,13 +210,18 @@ func (e *batchRun) split(idx []int) []group {
 }
 
 // send runs one sub-request per group through next, at most BatchParallelism at a time, and
-// records each one's attempt on the batch call.
-func (e *batchRun) send(ctx context.Context, groups []group) []subOutcome {
+// records each one's attempt on the batch call. On a retry round each sub-request first
+// takes a token from the retry budget, if there is one; a group refused one is not sent.
+func (e *batchRun) send(ctx context.Context, groups []group, retry bool) []subOutcome {
 	items := e.call.Batch.Items
 	outs := make([]subOutcome, len(groups))
 	one := func(gi int) {
 		g := groups[gi]
 		if g.routeErr != nil {
+			return
+		}
+		if retry && e.budget != nil && !e.budget.Withdraw() {
+			outs[gi] = subOutcome{sub: nil, err: &StopError{Bound: runtime.BoundBudget, Err: runtime.ErrRetryBudgetExhausted}}
 			return
 		}
 		guarded := true
@@ -215,6 +230,7 @@ func (e *batchRun) send(ctx context.Context, groups []group) []subOutcome {
 		}
 		sub := runtime.NewCall(e.call.Op, items.Key(g.idx[0]), items.SubRequest(g.idx), guarded, runtime.WithMaxAttempts(1))
 		sub.Deadline = e.call.Deadline
+		sub.Parent = e.call
 		resp, err := e.next(ctx, sub)
 		outs[gi] = subOutcome{sub: &subCall{sub}, resp: resp, err: err}
 	}
@@ -234,8 +250,8 @@ func (e *batchRun) send(ctx context.Context, groups []group) []subOutcome {
 	}
 	wg.Wait()
 	for gi, o := range outs {
-		if groups[gi].routeErr != nil {
-			continue
+		if groups[gi].routeErr != nil || o.sub == nil {
+			continue // not sent
 		}
 		e.call.Batch.Stats.SubRequests++
 		if a := o.sub.Last(); a != nil {
@@ -265,7 +281,7 @@ func (e *batchRun) judge(g group, o *subOutcome, j, i int) (runtime.Class, error
 		}
 		return e.record(i, &a), nil
 	}
-	sa := o.sub.Last()
+	sa := o.sub.lastAttempt()
 	if sa == nil {
 		err := o.err
 		if err == nil {

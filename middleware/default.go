@@ -56,7 +56,7 @@ func WithClassifiers(c ...Classifier) Option {
 //
 //	call-level middleware (WithCallMiddleware)
 //	Deadline(cfg.Retry, clock)
-//	Batches(cfg.Retry, clock, refresher, refresher as a BatchRouter) (multi-key calls only)
+//	Batches(cfg.Retry, clock, refresher, refresher as a BatchRouter, budget) (multi-key calls only)
 //	Retry(cfg.Retry, clock,
 //	    Budget (WithRetryBudget only),
 //	    Backoff(cfg.Retry, clock),
@@ -100,7 +100,7 @@ func stack(o *options, p runtime.RetryPolicy, clock runtime.Clock, refresher Map
 	call := append([]Middleware(nil), o.callMW...)
 	call = append(call,
 		Deadline(p, clock),
-		Batches(p, clock, refresher, router),
+		Batches(p, clock, refresher, router, o.budget),
 		Retry(p, clock, attempt...),
 	)
 	return Chain(call...)

@@ -414,3 +414,39 @@ func TestBatch_DeadlineBoundsTheRetries(t *testing.T) {
 	assert.Len(t, ce.Attempts, 2)
 	assert.Equal(t, []time.Duration{100 * time.Millisecond, 150 * time.Millisecond}, r.clock.Sleeps())
 }
+
+// With a retry budget (rule B3) a batch call deposits once, its sub-requests do not, and a
+// retry round takes a token per sub-request: with none to take, the items that met churn
+// end with the budget's bound after one attempt, and the others keep their answers.
+func TestB3_BatchRetriesTakeFromTheBudget(t *testing.T) {
+	r := newBatchRig(t)
+	budget, err := middleware.NewRetryBudget(middleware.BudgetPolicy{}, r.clock)
+	require.NoError(t, err)
+	client := zarisclient.New(middleware.Default(r.cluster.Invoke, r.cluster.Refresher(), r.cluster.Config(),
+		middleware.WithRetryBudget(budget)))
+	even := keysIn(false, 2)
+	r.nodes["node1:7001"].status = map[string]zaris.KvStatus{even[1]: zaris.KvStatus_Unavailable}
+	res, err := client.MultiGet(context.Background(), getReq(even...))
+	require.NoError(t, err)
+	assert.NoError(t, res.Err(0))
+	var ce *runtime.CallError
+	require.ErrorAs(t, res.Err(1), &ce)
+	assert.Equal(t, runtime.BoundBudget, ce.Bound)
+	assert.ErrorIs(t, ce, runtime.ErrRetryBudgetExhausted)
+	assert.Len(t, ce.Attempts, 1)
+	assert.Len(t, r.nodes["node1:7001"].subRequests(), 1, "the retry was not sent")
+
+	// Each call deposits one token: the batch call's lets one retry round go, and the
+	// next is refused. Were its sub-requests depositing too, the item would have run out of
+	// attempts instead.
+	budget, err = middleware.NewRetryBudget(middleware.BudgetPolicy{Ratio: 1, MaxBanked: 100}, r.clock)
+	require.NoError(t, err)
+	client = zarisclient.New(middleware.Default(r.cluster.Invoke, r.cluster.Refresher(), r.cluster.Config(),
+		middleware.WithRetryBudget(budget)))
+	odd := keysIn(true, 2)
+	res, err = client.MultiGet(context.Background(), getReq(even[0], odd[0], even[1], odd[1]), runtime.WithMaxAttempts(4))
+	require.NoError(t, err)
+	require.ErrorAs(t, res.Err(2), &ce)
+	assert.Equal(t, runtime.BoundBudget, ce.Bound)
+	assert.Len(t, ce.Attempts, 2)
+}

@@ -29,6 +29,8 @@ type Call struct {
 	Stats CallStats
 	// Batch is set on a multi-key call (see RunBatch) and nil otherwise.
 	Batch *Batch
+	// Parent is set on a sub-request of a multi-key call: the batch call it is part of.
+	Parent *Call
 
 	attemptBuf [3]Attempt
 }
