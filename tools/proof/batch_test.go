@@ -169,3 +169,37 @@ func executeBatch(ctx context.Context, c *zarisclient.Client, ins []kvInput) ([]
 	}
 	return outs, nil
 }
+
+// The checker bites on batches: a store that acknowledges some MultiPut calls without
+// applying them is found not linearizable.
+func TestChecker_BitesOnLostBatchWrites(t *testing.T) {
+	runBroken(t, func(kv zaris.ZarisKv, b *broken) zaris.ZarisKv { return &losesBatchWrites{ZarisKv: kv, b: b} }, 2)
+}
+
+// losesBatchWrites acknowledges every third MultiPut without guards without sending it,
+// each item Ok with a version above any the store gives.
+type losesBatchWrites struct {
+	zaris.ZarisKv
+	b *broken
+}
+
+func (l *losesBatchWrites) MultiPut(ctx context.Context, req *zaris.MultiPutRequest) (*zaris.MultiPutResponse, error) {
+	guarded := false
+	for _, it := range req.Items {
+		guarded = guarded || it.IsSetIfMatchVersion() || it.GetIfAbsent()
+	}
+	if !guarded {
+		l.b.mu.Lock()
+		l.b.puts++
+		lose := l.b.puts%3 == 0
+		l.b.mu.Unlock()
+		if lose {
+			resp := &zaris.MultiPutResponse{Status: zaris.KvStatus_Ok}
+			for range req.Items {
+				resp.Results = append(resp.Results, &zaris.PutOutcome{Status: zaris.KvStatus_Ok, Version: 1 << 40})
+			}
+			return resp, nil
+		}
+	}
+	return l.ZarisKv.MultiPut(ctx, req)
+}

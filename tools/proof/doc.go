@@ -29,8 +29,9 @@
 // attempt as a possibly-applied operation of its own.
 //
 // The checker is shown to bite: the same workload through a deliberately broken store (a
-// connection wrapper that acknowledges some writes without sending them, or one that
-// serves stale reads) must be reported as not linearizable. When a check does not come
+// connection wrapper that acknowledges some writes without sending them, one that does so
+// for some MultiPut calls, or one that serves stale reads) must be reported as not
+// linearizable. When a check does not come
 // out as expected, porcupine's visualization of the history is written to a new
 // zaris-proof-* directory under the system's temporary directory (kept after the test, so
 // it can be opened) and its path is logged.
