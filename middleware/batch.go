@@ -43,9 +43,11 @@ const BatchParallelism = 8
 // refreshed map. With a retry budget (rule B3) the batch call deposits once, and each
 // sub-request after the first round takes a token; without one its items end with
 // runtime.BoundBudget. An item out of attempts, time or budget gets its own
-// *runtime.CallError with its attempts. call.Batch.Errs holds each item's error; the call's error is a
-// *runtime.BatchError only when no item got an answer, and call.Batch.Attempts each item's
-// attempts. call.Attempts gets one entry per sub-request.
+// *runtime.CallError with its attempts.
+//
+// call.Batch.Errs holds each item's error and call.Batch.Attempts each item's attempts;
+// call.Attempts gets one entry per sub-request. The call's error is a *runtime.BatchError
+// only when no item got an answer.
 func Batches(p runtime.RetryPolicy, clock runtime.Clock, r MapRefresher, router BatchRouter, budget *RetryBudget) Middleware {
 	if clock == nil {
 		clock = runtime.SystemClock
