@@ -3,6 +3,10 @@
 // schedule (segment migration, scale-out join, a node kill and its failover, failback, a
 // graceful leave), and reports what the application saw.
 //
+// A tenth of the calls are multi-key: MultiGet and MultiPut of four of a worker's keys,
+// each item checked like a single read or write; the report counts them per phase with
+// their items, items retried and items that got no answer.
+//
 // Each worker goroutine owns its keys, so it knows what every key must hold: the last value
 // the store acknowledged, or a later value whose write ended in an error (that write may or
 // may not have applied). Every answer is checked against that knowledge as it arrives, and
