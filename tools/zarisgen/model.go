@@ -5,6 +5,7 @@ import (
 	"go/token"
 	"sort"
 	"strings"
+	"unicode"
 )
 
 // The operation annotations zarisgen reads (see the header of idl/zaris.thrift).
@@ -143,7 +144,7 @@ func buildOp(p *program, fn function) (op opModel, data bool, err error) {
 
 	// The doc becomes part of a one-line comment: a line break in it would end the comment
 	// and put the rest of the doc into the generated code.
-	op = opModel{Name: fn.Name, Doc: strings.Join(strings.Fields(fn.Doc), " "), Kind: kind}
+	op = opModel{Name: fn.Name, Doc: commentText(fn.Doc), Kind: kind}
 	idem, ok := fn.Annotations[annIdempotent]
 	if !ok {
 		return fail("annotation "+annIdempotent, `missing: a data operation needs zaris.idempotent = "true" or "false"`)
@@ -275,4 +276,17 @@ func guardExpr(recv string, f *field) string {
 		return recv + ".Get" + goName(f.Name) + "()"
 	}
 	return recv + ".IsSet" + goName(f.Name) + "()"
+}
+
+// commentText is doc as one line of a Go comment: its words joined by single spaces, without
+// the characters a Go source file cannot hold (NUL and other control characters, a byte
+// order mark, invalid UTF-8).
+func commentText(doc string) string {
+	doc = strings.Map(func(r rune) rune {
+		if unicode.IsControl(r) || r == '\uFEFF' {
+			return ' '
+		}
+		return r
+	}, strings.ToValidUTF8(doc, "\uFFFD"))
+	return strings.Join(strings.Fields(doc), " ")
 }
