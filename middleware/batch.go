@@ -28,7 +28,8 @@ const BatchParallelism = 8
 //
 // A batch runs in rounds. Each round splits the pending items by owner under the current
 // map (router; without one, all items go in one sub-request), sends one sub-request per
-// owner through next with at most one attempt, at most BatchParallelism at a time, and
+// owner through next with at most one attempt, addressed to that owner (call.Target)
+// whatever the map says by the time it is sent, at most BatchParallelism at a time, and
 // judges each item by its own status (an item without a key is answered InvalidRequest
 // by RunBatch and never sent), as StatusClassOf does for a single key: an answer
 // (Ok, NotFound, Conflict, InvalidRequest) is final and never resent; churn leaves the item
@@ -80,8 +81,8 @@ type batchRun struct {
 
 // group is the items of one sub-request.
 type group struct {
-	node int32
-	idx  []int
+	route *runtime.Route // the owner the items were split for; nil without a router
+	idx   []int
 	// routeErr is set for items whose segment has no owner: they are not sent.
 	routeErr error
 }
@@ -191,20 +192,24 @@ func (e *batchRun) split(idx []int) []group {
 	items := e.call.Batch.Items
 	var groups []group
 	for _, i := range idx {
-		node := runtime.NoNode
-		var routeErr error
+		var rt runtime.Route
 		if e.router != nil {
-			rt, err := e.router.Route(items.Key(i))
-			node, routeErr = rt.Node, err
+			var err error
+			if rt, err = e.router.Route(items.Key(i)); err != nil {
+				groups = append(groups, group{idx: []int{i}, routeErr: err})
+				continue
+			}
 		}
-		if routeErr != nil {
-			groups = append(groups, group{node: runtime.NoNode, idx: []int{i}, routeErr: routeErr})
-			continue
-		}
-		gi := slices.IndexFunc(groups, func(g group) bool { return g.node == node && g.routeErr == nil })
+		gi := slices.IndexFunc(groups, func(g group) bool {
+			return g.routeErr == nil && (g.route == nil || (g.route.Node == rt.Node && g.route.Addr == rt.Addr))
+		})
 		if gi < 0 {
 			gi = len(groups)
-			groups = append(groups, group{node: node, idx: make([]int, 0, len(idx))})
+			g := group{idx: make([]int, 0, len(idx))}
+			if e.router != nil {
+				g.route = &rt
+			}
+			groups = append(groups, g)
 		}
 		groups[gi].idx = append(groups[gi].idx, i)
 	}
@@ -233,6 +238,7 @@ func (e *batchRun) send(ctx context.Context, groups []group, retry bool) []subOu
 		sub := runtime.NewCall(e.call.Op, items.Key(g.idx[0]), items.SubRequest(g.idx), guarded, runtime.WithMaxAttempts(1))
 		sub.Deadline = e.call.Deadline
 		sub.Parent = e.call
+		sub.Target = g.route
 		resp, err := e.next(ctx, sub)
 		outs[gi] = subOutcome{sub: &subCall{sub}, resp: resp, err: err}
 	}

@@ -297,3 +297,13 @@ func isAnswer(s zaris.KvStatus) bool {
 	}
 	return false
 }
+
+// routeCall is where call's attempt goes: its Target when set (a sub-request goes to the
+// owner its items were split for, even if the map changed since: that node then answers
+// each item from its own map), else Key's owner under the current map.
+func (c *Cluster) routeCall(call *Call) (Route, error) {
+	if call.Target != nil {
+		return *call.Target, nil
+	}
+	return c.router.Route(call.Key)
+}

@@ -143,11 +143,15 @@ type batchRig struct {
 	client         *zarisclient.Client
 	calls, attempt atomic.Int32
 	moved          atomic.Bool // the view: false twoNodeMap(1, 0), true twoNodeMap(2, 2)
+	custom         atomic.Pointer[zaris.ClusterMap] // the view, when set
 }
 
 func newBatchRig(t *testing.T) *batchRig {
 	r := &batchRig{clock: mwt.NewClock()}
 	view := func() *zaris.ClusterMap {
+		if m := r.custom.Load(); m != nil {
+			return m
+		}
 		if r.moved.Load() {
 			return twoNodeMap(2, 2)
 		}
@@ -449,4 +453,38 @@ func TestB3_BatchRetriesTakeFromTheBudget(t *testing.T) {
 	require.ErrorAs(t, res.Err(2), &ce)
 	assert.Equal(t, runtime.BoundBudget, ce.Bound)
 	assert.Len(t, ce.Attempts, 2)
+}
+
+// A sub-request goes to the owner its items were split for, even when the client learns a
+// newer map before sending it: that node answers each item from its own map, so only the
+// item whose segment moved is retried. (Routed by its first key instead, the whole
+// sub-request would follow that key to the new owner, which would answer Moved for all the
+// others.)
+func TestBatch_SubRequestGoesToTheOwnerItWasSplitFor(t *testing.T) {
+	r := newBatchRig(t)
+	even, odd := keysIn(false, 4), keysIn(true, 1)
+	m := twoNodeMap(2, 0)
+	two := int32(2)
+	m.Segments[runtime.Segment([]byte(even[0]), 8)].Owner = &two
+	var once sync.Once
+	learnNewMap := func(next middleware.Handler) middleware.Handler {
+		return func(ctx context.Context, call *runtime.Call) (runtime.Response, error) {
+			once.Do(func() {
+				r.custom.Store(m)
+				r.cluster.Refresher().Refresh(ctx, 2)
+			})
+			return next(ctx, call)
+		}
+	}
+	client := zarisclient.New(middleware.Default(r.cluster.Invoke, r.cluster.Refresher(), r.cluster.Config(),
+		middleware.WithAttemptMiddleware(learnNewMap)))
+	res, err := client.MultiGet(context.Background(), getReq(even[0], odd[0], even[1], even[2], even[3]))
+	require.NoError(t, err)
+	require.Equal(t, int64(2), r.cluster.Map().Epoch, "the client learnt the new map before sending")
+	for i := range 5 {
+		assert.Equal(t, zaris.KvStatus_Ok, res.Response.Results[i].Status, "item %d", i)
+	}
+	assert.Equal(t, "2", string(res.Response.Results[0].Value), "the moved item served by its new owner")
+	assert.Equal(t, [][]string{{even[0], even[1], even[2], even[3]}}, r.nodes["node1:7001"].subRequests())
+	assert.Equal(t, [][]string{{odd[0]}, {even[0]}}, r.nodes["node2:7002"].subRequests())
 }

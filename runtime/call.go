@@ -31,6 +31,9 @@ type Call struct {
 	Batch *Batch
 	// Parent is set on a sub-request of a multi-key call: the batch call it is part of.
 	Parent *Call
+	// Target, when set, is where the call's attempts go instead of Key's owner under the
+	// current map: the batch layer sets it to the owner it split a sub-request's items for.
+	Target *Route
 
 	attemptBuf [3]Attempt
 }

@@ -137,7 +137,7 @@ func (c *Cluster) invoke(ctx context.Context, call *Call, a *Attempt) (Response,
 	if c.closed.Load() {
 		return nil, ErrClosed
 	}
-	r, err := c.router.Route(call.Key)
+	r, err := c.routeCall(call)
 	a.Node, a.Addr, a.MapEpoch = r.Node, r.Addr, r.Epoch
 	if err != nil {
 		return nil, err

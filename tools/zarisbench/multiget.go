@@ -47,8 +47,10 @@ type batchEvent struct {
 	MovedItems   int `json:"movedItemsPerBatch"`
 	// MaxPerCall is the most items one call retried (at most MovedItems per round).
 	MaxPerCall int `json:"maxItemsRetriedPerCall"`
-	// Stray counts retried items outside the moved segments: it must be 0.
+	// Stray counts retries of items outside the moved segments: it must be 0.
 	Stray int `json:"strayItemsRetried"`
+	// FirstStray is the first attempt of the first stray item, which says why it was retried.
+	FirstStray string `json:"firstStray,omitempty"`
 	// ItemErrors counts items that got no answer; FirstError is the first one's error.
 	ItemErrors int    `json:"itemErrors"`
 	FirstError string `json:"firstError,omitempty"`
@@ -137,25 +139,26 @@ func batch(ctx context.Context, rounds int, d time.Duration) (batchResult, error
 	res.OverSequential = ratio(res.MultiKeysPerS, res.SequentialKeysPerS)
 	res.OverConcurrent = ratio(res.MultiKeysPerS, res.ConcurrentKeysPerS)
 
-	// Churn: a MultiGet loop while one segment migrates, then while a node dies.
+	// Churn: a MultiGet loop while one segment migrates, then while a node dies. The moved
+	// segments of an event are those it names plus any whose owner differs between the maps
+	// before and after it (each event waits for the store to settle).
 	m := cluster.Map()
 	seg := runtime.Segment(ks[0], m.SegmentCount)
 	owner := *m.Segments[seg].Owner
 	to := owner%int32(res.Nodes) + 1
 	victim := to%int32(res.Nodes) + 1
-	var victimSegs []int32
-	for _, s := range m.Segments {
-		if s.Owner != nil && *s.Owner == victim && s.ID != seg {
-			victimSegs = append(victimSegs, s.ID)
-		}
-	}
 	events := []struct {
-		name  string
-		moved []int32
-		do    func() error
+		name string
+		seg  int32 // the segment it moves, or -1
+		do   func() error
 	}{
-		{fmt.Sprintf("migrate segment %d to node %d", seg, to), []int32{seg}, func() error { return cluster.MigrateSegment(ctx, seg, to) }},
-		{fmt.Sprintf("kill node %d", victim), victimSegs, func() error {
+		{fmt.Sprintf("migrate segment %d to node %d", seg, to), seg, func() error {
+			if err := cluster.MigrateSegment(ctx, seg, to); err != nil {
+				return err
+			}
+			return cluster.WaitSettled(ctx)
+		}},
+		{fmt.Sprintf("kill node %d", victim), -1, func() error {
 			if err := cluster.Kill(victim); err != nil {
 				return err
 			}
@@ -167,11 +170,9 @@ func batch(ctx context.Context, rounds int, d time.Duration) (batchResult, error
 	}
 	for _, ev := range events {
 		e := batchEvent{Name: ev.name}
-		for _, k := range ks {
-			if slices.Contains(ev.moved, runtime.Segment(k, m.SegmentCount)) {
-				e.MovedItems++
-			}
-		}
+		before := cluster.Map()
+		retried := make([]int, len(ks)) // per item, the calls that retried it
+		why := make([]string, len(ks))  // per item, the first attempt of a call that retried it
 		done := make(chan error, 1)
 		go func() { done <- ev.do() }()
 		for running := true; running; {
@@ -196,8 +197,11 @@ func batch(ctx context.Context, rounds int, d time.Duration) (batchResult, error
 				e.Retrying++
 			}
 			for i, as := range call.Batch.Attempts {
-				if len(as) > 1 && !slices.Contains(ev.moved, runtime.Segment(ks[i], m.SegmentCount)) {
-					e.Stray++
+				if len(as) > 1 {
+					retried[i]++
+					if why[i] == "" {
+						why[i] = as[0].String()
+					}
 				}
 				if r.Err(i) != nil {
 					e.ItemErrors++
@@ -207,9 +211,39 @@ func batch(ctx context.Context, rounds int, d time.Duration) (batchResult, error
 				}
 			}
 		}
+		moved := movedSegments(before, cluster.Map(), ev.seg)
+		for i, k := range ks {
+			if slices.Contains(moved, runtime.Segment(k, m.SegmentCount)) {
+				e.MovedItems++
+			} else if retried[i] > 0 {
+				e.Stray += retried[i]
+				if e.FirstStray == "" {
+					e.FirstStray = why[i]
+				}
+			}
+		}
 		res.Events = append(res.Events, e)
 	}
 	return res, nil
+}
+
+// movedSegments returns seg (unless -1) and the segments whose owner differs between the
+// maps before and after.
+func movedSegments(before, after *zaris.ClusterMap, seg int32) []int32 {
+	var moved []int32
+	if seg >= 0 {
+		moved = append(moved, seg)
+	}
+	for i, s := range before.Segments {
+		if i >= len(after.Segments) {
+			break
+		}
+		a := after.Segments[i]
+		if (s.Owner == nil) != (a.Owner == nil) || (s.Owner != nil && *s.Owner != *a.Owner) {
+			moved = append(moved, s.ID)
+		}
+	}
+	return moved
 }
 
 // readKeys calls op, which reads batchKeys keys, one call after another for at least d and

@@ -144,6 +144,14 @@ func writeTable(w io.Writer, res *results) {
 		fmt.Fprintf(tw, "%s\t%d\t%d\t%d\t%d\t%d\t%d\t%d\t\n", e.Name, e.Calls, e.Retrying, e.ItemsRetried, e.MaxPerCall, e.MovedItems, e.Stray, e.ItemErrors)
 	}
 	tw.Flush()
+	for _, e := range b.Events {
+		if e.FirstStray != "" {
+			fmt.Fprintf(w, "%s: first item retried outside the moved segments: %s\n", e.Name, e.FirstStray)
+		}
+		if e.FirstError != "" {
+			fmt.Fprintf(w, "%s: first item without an answer: %s\n", e.Name, e.FirstError)
+		}
+	}
 
 	fmt.Fprintln(w, "\ntargets:")
 	for _, t := range res.Targets {
