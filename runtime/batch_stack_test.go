@@ -142,7 +142,7 @@ type batchRig struct {
 	cluster        *runtime.Cluster
 	client         *zarisclient.Client
 	calls, attempt atomic.Int32
-	moved          atomic.Bool // the view: false twoNodeMap(1, 0), true twoNodeMap(2, 2)
+	moved          atomic.Bool                      // the view: false twoNodeMap(1, 0), true twoNodeMap(2, 2)
 	custom         atomic.Pointer[zaris.ClusterMap] // the view, when set
 }
 
