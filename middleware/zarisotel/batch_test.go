@@ -14,19 +14,6 @@ import (
 	"github.com/clustron/zaris-go/runtime"
 )
 
-// items is a runtime.BatchItems of n items for a call that never reaches a transport.
-type items int
-
-func (n items) Len() int                      { return int(n) }
-func (items) Key(int) []byte                  { return []byte("k") }
-func (items) Invalid(int) bool                { return false }
-func (items) Guarded(int) bool                { return false }
-func (items) SubRequest([]int) any            { return nil }
-func (items) Response(int64) runtime.Response { return nil }
-func (items) Record(runtime.Response, []int) ([]zaris.KvStatus, error) {
-	return nil, nil
-}
-
 // A multi-key call records its items and items retried once, at call level; its
 // sub-requests are attempts, not retries.
 func TestBatchCall(t *testing.T) {
@@ -42,7 +29,7 @@ func TestBatchCall(t *testing.T) {
 		return &mwt.Response{Status: zaris.KvStatus_Ok}, nil
 	})
 	call := runtime.NewCall(&runtime.Op{Name: "MultiGet", Kind: runtime.Read, Idempotent: true}, nil, nil, false)
-	call.Batch = &runtime.Batch{Items: items(30)}
+	call.Batch = &runtime.Batch{Items: mwt.Items(30)}
 	_, err := h(context.Background(), call)
 	require.NoError(t, err)
 

@@ -12,6 +12,7 @@ import (
 
 	"github.com/clustron/zaris-go/gen/zaris"
 	"github.com/clustron/zaris-go/gen/zarisclient"
+	mwt "github.com/clustron/zaris-go/middleware/middlewaretest"
 	zrt "github.com/clustron/zaris-go/runtime"
 )
 
@@ -164,23 +165,10 @@ func TestCaptureCallInfoBatchSubRequestsAreNotRetries(t *testing.T) {
 	assert.Nil(t, ci.batch)
 
 	batch := zrt.NewCall(zarisclient.OpMultiGet, nil, nil, false)
-	batch.Batch = &zrt.Batch{Items: fourItems{}, Errs: []error{nil, nil, nil, errors.New("no answer")},
+	batch.Batch = &zrt.Batch{Items: mwt.Items(4), Errs: []error{nil, nil, nil, errors.New("no answer")},
 		Stats: zrt.BatchStats{Rounds: 2, SubRequests: 3, ItemsRetried: 2}}
 	attempts(batch, zaris.KvStatus_Ok, zaris.KvStatus_Ok, zaris.KvStatus_Ok)
 	ci = run(batch)
 	assert.Empty(t, ci.retries, "sub-requests are not retries")
 	assert.Equal(t, &batchRecord{items: 4, itemsRetried: 2, itemErrors: 1}, ci.batch)
-}
-
-// fourItems is a runtime.BatchItems of four items for a call that reaches no transport.
-type fourItems struct{}
-
-func (fourItems) Len() int                    { return 4 }
-func (fourItems) Key(int) []byte              { return []byte("k") }
-func (fourItems) Invalid(int) bool            { return false }
-func (fourItems) Guarded(int) bool            { return false }
-func (fourItems) SubRequest([]int) any        { return nil }
-func (fourItems) Response(int64) zrt.Response { return nil }
-func (fourItems) Record(zrt.Response, []int) ([]zaris.KvStatus, error) {
-	return nil, nil
 }
