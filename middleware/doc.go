@@ -27,6 +27,11 @@
 //     ending without an answer in a *runtime.CallError that names the bound and carries
 //     every attempt (B4).
 //   - Budget (budget.go) optionally caps retries to a share of calls (B3).
+//   - Batches (batch.go) runs multi-key calls: it splits the items by owner, sends one
+//     sub-request per owner in parallel through the retry layer as a single attempt, and
+//     applies the rules above to the items that met churn only: one backoff and one map
+//     refresh per round, both bounds, the Migrating factor, B2 and R9 per item, and the
+//     retry budget (B3) once per batch call and once per retried sub-request.
 //
 // Everything after Classify decides by the Class and by errors.Is and errors.As, never by
 // an error's text.
@@ -39,6 +44,7 @@
 //
 //	call-level middleware      runtime.WithCallMiddleware: once per call, final outcome
 //	Deadline
+//	Batches                    multi-key calls only: per owner, one sub-request per round
 //	Retry                      the attempt loop; per attempt:
 //	    Budget                 runtime.WithRetryBudget only
 //	    Backoff

@@ -6,12 +6,12 @@ import (
 	"time"
 )
 
-// Invoke sends one attempt of call to the owner of call.Key under the current map, within
-// the attempt timeout, and records the facts on call.Current() for the classify layer to
-// judge. Any status comes back as a response with a nil error; a failure is a
-// *PartitionError, a *NodeError whose kind (ErrNodeUnavailable, ErrTransport,
-// ErrAttemptTimeout, ErrClosed, or none for the caller's context and application
-// exceptions) says what happened, or ErrClosed. It never refreshes the map itself.
+// Invoke sends one attempt of call to call.Target when set (a multi-key sub-request), else to
+// the owner of call.Key under the current map, within the attempt timeout, and records the
+// facts on call.Current() for the classify layer to judge. Any status comes back as a
+// response with a nil error; a failure is a *PartitionError, a *NodeError whose kind
+// (ErrNodeUnavailable, ErrTransport, ErrAttemptTimeout, ErrClosed, or none for the caller's
+// context and application exceptions) says what happened, or ErrClosed. It never refreshes the map itself.
 func (c *Engine) Invoke(ctx context.Context, call *Call) (Response, error) {
 	a := call.Current()
 	start := c.clock.Now()
@@ -26,7 +26,7 @@ func (c *Engine) invoke(ctx context.Context, call *Call, a *Attempt) (Response, 
 	if c.closed.Load() {
 		return nil, ErrClosed
 	}
-	r, err := c.router.Route(call.Key)
+	r, err := c.routeCall(call)
 	a.Node, a.Addr, a.MapEpoch = r.Node, r.Addr, r.Epoch
 	if err != nil {
 		return nil, err

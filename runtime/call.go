@@ -27,6 +27,13 @@ type Call struct {
 	Attempts []Attempt
 	// Stats counts what the call cost besides its attempts.
 	Stats CallStats
+	// Batch is set on a multi-key call (see RunBatch) and nil otherwise.
+	Batch *Batch
+	// Parent is set on a sub-request of a multi-key call: the batch call it is part of.
+	Parent *Call
+	// Target, when set, is where the call's attempts go instead of Key's owner under the
+	// current map: the batch layer sets it to the owner it split a sub-request's items for.
+	Target *Route
 
 	attemptBuf [3]Attempt
 }

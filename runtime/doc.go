@@ -79,6 +79,19 @@
 // kind, so errors.Is(err, context.Canceled) and errors.As(err, &thrift.TApplicationException)
 // still work. Transport failures are told apart by type, never by message.
 //
+// # Multi-key calls
+//
+// A multi-key operation (MultiGet, MultiPut, MultiDelete) carries a list of items and
+// answers one status per item. Its typed method fills a BatchSpec and calls RunBatch, which
+// refuses an empty batch or one over MaxBatchItems (ErrInvalidBatch), answers an item
+// without a key InvalidRequest without sending it, and runs one Call carrying a Batch
+// through the stack. The batch layer of the middleware splits the items by owner, sends one
+// sub-request per owner (each a Call of its own, one attempt), and retries only the items
+// whose status is churn; answers are final per item. The result is a BatchResult: the
+// merged response with one result per item in request order, and each item's error (a
+// *CallError with the item's own attempts). The call's error is a *BatchError only when no
+// item got an answer. A batch is not atomic across items.
+//
 // # Concurrency
 //
 // Engine, Router, RoutingTable and Refresher are safe for concurrent use; a Call belongs to

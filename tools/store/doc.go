@@ -89,6 +89,12 @@
 // Put's ifMatchVersion and ifAbsent and Delete's ifMatchVersion answer Conflict with the
 // current version when they fail. Increment reads the value as a decimal int64 (missing = 0).
 //
+// MultiGet, MultiPut and MultiDelete answer each item exactly as Get, Put and Delete would,
+// with the same status order and replication, one item after another in request order, and
+// carry one result per item. A batch is not atomic: each item stands or fails on its own, and
+// items the node does not own get their own wrong-node status. A batch with no items or more
+// than runtime.MaxBatchItems answers InvalidRequest with no results.
+//
 // # Replication and churn
 //
 // The owner sends each write to every replica and every learner that already fetched its copy,

@@ -58,6 +58,8 @@ type command struct {
 var commands = []*command{
 	getCommand,
 	putCommand,
+	mgetCommand,
+	mputCommand,
 	deleteCommand,
 	incrCommand,
 	mapCommand,

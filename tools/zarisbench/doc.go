@@ -17,7 +17,11 @@
 //     success on the dead node's segments, and map fetches against epoch changes;
 //  5. storm: the refresh-storm regression: callers against a segment with no owner end
 //     within their attempts' backoff, the refresher fetches at most once per debounce
-//     window, and callers on healthy segments keep their throughput.
+//     window, and callers on healthy segments keep their throughput;
+//  6. batch: one caller's MultiGet of 100 keys over 3 nodes against the same keys read by
+//     100 sequential Gets and by 100 goroutines each making one Get (keys/s, targets 10x
+//     and 2x), then the items a MultiGet loop retries while a segment migrates and while a
+//     node dies: only items of the moved segments may be retried.
 //
 // Each section runs against an in-process store (tools/store) on loopback.
 package main

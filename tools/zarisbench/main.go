@@ -64,6 +64,7 @@ type results struct {
 	Scale     scaleResult      `json:"scale"`
 	Churn     churnResult      `json:"churn"`
 	Storm     stormResult      `json:"storm"`
+	Batch     batchResult      `json:"batch"`
 	Targets   []target         `json:"targets"`
 	Seconds   float64          `json:"seconds"`
 }
@@ -82,7 +83,7 @@ type machine struct {
 func main() {
 	out := flag.String("out", "bench-out", "directory for bench.json")
 	quick := flag.Bool("quick", false, "a tiny run that only checks the bench works")
-	only := flag.String("sections", "", "comma-separated sections to run (overhead, protocols, scale, churn, storm); default all")
+	only := flag.String("sections", "", "comma-separated sections to run (overhead, protocols, scale, churn, storm, batch); default all")
 	flag.Parse()
 	cfg := defaultConfig()
 	if *quick {
@@ -156,6 +157,10 @@ func run(ctx context.Context, cfg config, log io.Writer) (*results, error) {
 		}},
 		{"storm", func() error {
 			res.Storm, err = storm(ctx, cfg.StormCallers, cfg.StormHealthy, cfg.StormDuration)
+			return err
+		}},
+		{"batch", func() error {
+			res.Batch, err = batch(ctx, cfg.Rounds, cfg.Duration)
 			return err
 		}},
 	}

@@ -52,9 +52,19 @@ func TestQuickRunFillsEverySection(t *testing.T) {
 	assert.Positive(t, s.HealthyDuring)
 	assert.NotEmpty(t, res.Targets)
 
+	br := res.Batch
+	assert.Positive(t, br.MultiKeysPerS)
+	assert.Positive(t, br.SequentialKeysPerS)
+	assert.Positive(t, br.ConcurrentKeysPerS)
+	require.Len(t, br.Events, 2)
+	for _, e := range br.Events {
+		assert.Positive(t, e.Calls, e.Name)
+		assert.Zero(t, e.Stray, "%s: items retried outside the moved segments", e.Name)
+	}
+
 	var table strings.Builder
 	writeTable(&table, res)
-	for _, want := range []string{"1. stack overhead", "2. protocols", "3. scale", "4. churn", "5. refresh storm", "targets:"} {
+	for _, want := range []string{"1. stack overhead", "2. protocols", "3. scale", "4. churn", "5. refresh storm", "6. batch", "targets:"} {
 		assert.Contains(t, table.String(), want)
 	}
 	dir := t.TempDir()
@@ -63,7 +73,7 @@ func TestQuickRunFillsEverySection(t *testing.T) {
 	require.NoError(t, err)
 	var back map[string]any
 	require.NoError(t, json.Unmarshal(b, &back))
-	for _, k := range []string{"machine", "overhead", "protocols", "scale", "churn", "storm", "targets"} {
+	for _, k := range []string{"machine", "overhead", "protocols", "scale", "churn", "storm", "batch", "targets"} {
 		assert.Contains(t, back, k)
 	}
 }

@@ -59,6 +59,15 @@ func targets(res *results) []target {
 			fmt.Sprintf("%d fetches in %.1f windows", s.Performed, s.Windows), float64(s.Performed) <= s.Windows+1)
 		add("storm: healthy throughput during over before and after", ">= 0.8", fmt.Sprintf("%.2f", s.HealthyRatio), s.HealthyRatio >= 0.8)
 	}
+	if b := res.Batch; b.Keys > 0 {
+		add(fmt.Sprintf("MultiGet of %d keys over %d nodes, keys/s over %d sequential Gets", b.Keys, b.Nodes, b.Keys), ">= 10",
+			fmt.Sprintf("%.1f", b.OverSequential), b.OverSequential >= 10)
+		add(fmt.Sprintf("MultiGet keys/s over %d concurrent Gets", b.Keys), ">= 2", fmt.Sprintf("%.1f", b.OverConcurrent), b.OverConcurrent >= 2)
+		for _, e := range b.Events {
+			add("batch items retried outside the moved segments, "+e.Name, "0",
+				fmt.Sprintf("%d (of %d retried)", e.Stray, e.ItemsRetried), e.Stray == 0)
+		}
+	}
 	return ts
 }
 
@@ -125,6 +134,24 @@ func writeTable(w io.Writer, res *results) {
 	fmt.Fprintf(w, "refreshes: %d requested, %d performed in %.1f debounce windows\n", s.Requested, s.Performed, s.Windows)
 	fmt.Fprintf(w, "healthy: %.0f ops/s before, %.0f during, %.0f after (during over before-and-after %.2f), %d errors, p99 %.1f ms\n",
 		s.HealthyBefore, s.HealthyDuring, s.HealthyAfter, s.HealthyRatio, s.HealthyErrors, s.HealthyP99Ms)
+
+	b := res.Batch
+	fmt.Fprintf(w, "\n6. batch: MultiGet of %d keys over %d nodes vs single Gets (keys/s, best of rounds)\n", b.Keys, b.Nodes)
+	fmt.Fprintf(w, "MultiGet %.0f keys/s; %d sequential Gets %.0f keys/s (x%.1f); %d concurrent Gets %.0f keys/s (x%.1f)\n",
+		b.MultiKeysPerS, b.Keys, b.SequentialKeysPerS, b.OverSequential, b.Keys, b.ConcurrentKeysPerS, b.OverConcurrent)
+	section("items retried per churn event (one MultiGet loop)", "event	calls	retrying calls	items retried	max per call	batch items in moved segments	stray	item errors\t")
+	for _, e := range b.Events {
+		fmt.Fprintf(tw, "%s\t%d\t%d\t%d\t%d\t%d\t%d\t%d\t\n", e.Name, e.Calls, e.Retrying, e.ItemsRetried, e.MaxPerCall, e.MovedItems, e.Stray, e.ItemErrors)
+	}
+	tw.Flush()
+	for _, e := range b.Events {
+		if e.FirstStray != "" {
+			fmt.Fprintf(w, "%s: first item retried outside the moved segments: %s\n", e.Name, e.FirstStray)
+		}
+		if e.FirstError != "" {
+			fmt.Fprintf(w, "%s: first item without an answer: %s\n", e.Name, e.FirstError)
+		}
+	}
 
 	fmt.Fprintln(w, "\ntargets:")
 	for _, t := range res.Targets {

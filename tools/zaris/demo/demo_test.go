@@ -53,6 +53,10 @@ func TestShortRun(t *testing.T) {
 			assert.Zero(t, p.ErrorCount, "%s: %v", p.Name, p.Errors)
 		}
 	}
+	assert.Positive(t, report.Total.Batches.MultiGets, "the workload makes MultiGet calls")
+	assert.Positive(t, report.Total.Batches.MultiPuts, "the workload makes MultiPut calls")
+	assert.Equal(t, batchSize*(report.Total.Batches.MultiGets+report.Total.Batches.MultiPuts), report.Total.Batches.Items)
+	assert.Contains(t, table.String(), "MultiGet")
 	assert.Contains(t, progress.String(), "ops/s")
 
 	data, err := os.ReadFile(filepath.Join(out, "report.json"))
