@@ -11,15 +11,11 @@ import (
 	"github.com/clustron/zaris-go/gen/zaris"
 )
 
-// cutoverNode starts a one-node cluster whose coordinator never suspects the node, puts
-// segment 0 of the node's map in cut-over by hand (as the first step of a fenced handoff
+// cutoverNode starts a lone node, puts segment 0 of the node's map in cut-over by hand (as the first step of a fenced handoff
 // does), and returns the node and a key of segment 0.
 func cutoverNode(t *testing.T, wait time.Duration) (*Node, []byte) {
 	t.Helper()
-	cfg := ClusterConfig{Nodes: 1, Segments: 4, ReplicationFactor: 1, FailureTimeout: time.Hour, ProbeTimeout: time.Hour,
-		Logger: testLogger(), Node: NodeConfig{RejoinAfter: time.Hour, CutoverWait: wait}}
-	c := StartCluster(t, cfg)
-	n := c.Node(1)
+	n := loneNode(t, NodeConfig{CutoverWait: wait})
 	pm := cloneMap(n.current.Load().pm)
 	pm.Epoch++
 	pm.Segments[0].Cutover = true

@@ -16,10 +16,7 @@ import (
 // (as a stalled process holds them) and a key it owns. The test drives the lease by hand.
 func leaseCluster(t *testing.T, leaseWait time.Duration) (*Node, []byte) {
 	t.Helper()
-	cfg := ClusterConfig{Nodes: 1, Segments: 4, ReplicationFactor: 1, FailureTimeout: time.Hour, ProbeTimeout: time.Hour,
-		Logger: testLogger(), Node: NodeConfig{RejoinAfter: time.Hour, LeaseWait: leaseWait}}
-	c := StartCluster(t, cfg)
-	n := c.Node(1)
+	n := loneNode(t, NodeConfig{LeaseWait: leaseWait})
 	n.slowness.Store(int64(time.Hour)) // heartbeats wait in the node: no lease extension comes
 	n.leaseMu.Lock()
 	n.leaseUntil.Store(time.Now().Add(-time.Second).UnixNano()) // the lease ran out during a stall
@@ -27,6 +24,16 @@ func leaseCluster(t *testing.T, leaseWait time.Duration) (*Node, []byte) {
 	v := n.current.Load()
 	require.Equal(t, int32(1), v.segs[0].owner)
 	return n, keyIn(0, v.segCount, "lease")
+}
+
+// loneNode starts a one-node cluster of four segments whose coordinator never suspects the
+// node and whose node never registers again by itself, and returns the node.
+func loneNode(t *testing.T, nc NodeConfig) *Node {
+	t.Helper()
+	nc.RejoinAfter = time.Hour
+	cfg := ClusterConfig{Nodes: 1, Segments: 4, ReplicationFactor: 1, FailureTimeout: time.Hour, ProbeTimeout: time.Hour,
+		Logger: testLogger(), Node: nc}
+	return StartCluster(t, cfg).Node(1)
 }
 
 // getAsync runs a Get at n and returns its status once it answers.
