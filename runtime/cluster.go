@@ -30,6 +30,8 @@ type Cluster struct {
 
 	poolMu  sync.Mutex // serialises pool creation, retirement and Close
 	retired []*pool    // pools of nodes that left the map, still lending connections
+
+	pipes *pipelines // the pipelined connections (pipeline.go); nil in pooled mode
 }
 
 // Dial builds a Config from opts (see NewConfig), fetches the first cluster map from the
@@ -46,6 +48,9 @@ func Dial(ctx context.Context, opts ...Option) (*Cluster, error) {
 		c.dial = DefaultDialer(cfg)
 	}
 	c.pools.Store(&map[string]*pool{})
+	if cfg.Pipeline.Enabled && cfg.Dialer == nil {
+		c.pipes = newPipelines(cfg)
+	}
 	c.refresher = NewRefresher(cfg, &c.router, c.fetchMap)
 	c.refresher.onInstall = c.retirePools
 
@@ -92,6 +97,9 @@ func (c *Cluster) Close() error {
 		return nil
 	}
 	c.refresher.Close()
+	if c.pipes != nil {
+		c.pipes.close()
+	}
 	c.poolMu.Lock()
 	defer c.poolMu.Unlock()
 	for _, p := range *c.pools.Load() {
@@ -143,6 +151,9 @@ func (c *Cluster) invoke(ctx context.Context, call *Call, a *Attempt) (Response,
 		return nil, err
 	}
 	deadline, callBound := c.attemptDeadline(call)
+	if c.pipes != nil {
+		return c.invokePipelined(ctx, call, a, r, deadline, callBound)
+	}
 	p := c.poolFor(r.Addr)
 	conn, err := c.borrow(ctx, p, deadline)
 	if err != nil {
@@ -385,6 +396,9 @@ func (c *Cluster) poolFor(addr string) *pool {
 // retirePools closes the pools of nodes that are not in the newly installed map cur:
 // idle connections now, borrowed ones when they come back.
 func (c *Cluster) retirePools(_, cur *RoutingTable) {
+	if c.pipes != nil {
+		c.pipes.retire(cur)
+	}
 	c.poolMu.Lock()
 	defer c.poolMu.Unlock()
 	kept := c.retired[:0]
