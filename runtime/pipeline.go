@@ -569,11 +569,11 @@ func (c *pipeConn) readLoop() {
 		claimed := p.state.CompareAndSwap(stWritten, stReading)
 		err = c.readReply(ctx, p, claimed, name, typeID, seq)
 		if err != nil {
+			c.fail(err) // first, so that no caller picks the connection again
 			if claimed {
 				p.deliver(err, true)
 			}
-			c.release()
-			c.fail(err)
+			c.pending.Add(-1)
 			return
 		}
 		c.replies.Add(1)
