@@ -198,29 +198,48 @@ func (s *server) serveConn(c net.Conn) {
 	}
 }
 
-// peekConn is a net.Conn whose reads go through a bufio.Reader, so the first bytes of a
-// connection can be peeked at before the Thrift transport reads them.
-type peekConn struct {
+// batchConn is a net.Conn whose reads and writes go through buffers. Replies are written
+// to the socket only when the next read would wait for the network, that is when no further
+// request is already buffered: a client that sends many requests in one write (a pipelined
+// client) gets their replies in one write, and a client that sends one request at a time
+// gets each reply at once, as before. Its read buffer also lets the first bytes of a
+// connection be peeked at before the Thrift transport reads them.
+type batchConn struct {
 	net.Conn
 	r *bufio.Reader
+	w *bufio.Writer
 }
 
-func (p *peekConn) Read(b []byte) (int, error) { return p.r.Read(b) }
+func newBatchConn(c net.Conn) *batchConn {
+	return &batchConn{Conn: c, r: bufio.NewReaderSize(c, 64<<10), w: bufio.NewWriterSize(c, 64<<10)}
+}
+
+func (b *batchConn) Read(p []byte) (int, error) {
+	if b.r.Buffered() == 0 && b.w.Buffered() > 0 {
+		if err := b.w.Flush(); err != nil {
+			return 0, err
+		}
+	}
+	return b.r.Read(p)
+}
+
+func (b *batchConn) Write(p []byte) (int, error) { return b.w.Write(p) }
 
 func (s *server) process(c net.Conn) error {
+	bc := newBatchConn(c)
+	defer bc.w.Flush() // a last reply (an exception before the connection ends) still goes out
 	var in, out thrift.TProtocol
 	switch s.wire {
 	case wireJSON:
-		pc := &peekConn{Conn: c, r: bufio.NewReader(c)}
 		if s.cfg.SocketTimeout > 0 {
 			_ = c.SetReadDeadline(time.Now().Add(s.cfg.SocketTimeout))
 		}
-		first, err := pc.r.Peek(1)
+		first, err := bc.r.Peek(1)
 		if err != nil {
 			return err
 		}
 		_ = c.SetReadDeadline(time.Time{})
-		sock := thrift.NewTSocketFromConnConf(pc, s.cfg)
+		sock := thrift.NewTSocketFromConnConf(bc, s.cfg)
 		var trans thrift.TTransport
 		if first[0] == '[' {
 			trans = thrift.NewTBufferedTransport(sock, 4096)
@@ -231,7 +250,7 @@ func (s *server) process(c net.Conn) error {
 		thrift.PropagateTConfiguration(in, s.cfg) // the JSON factory takes no configuration
 		out = in
 	default:
-		sock := thrift.NewTSocketFromConnConf(c, s.cfg)
+		sock := thrift.NewTSocketFromConnConf(bc, s.cfg)
 		trans, err := s.tf.GetTransport(sock)
 		if err != nil {
 			return err
