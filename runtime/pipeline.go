@@ -48,9 +48,21 @@ func newPipelines(cfg Config) *pipelines {
 // queues the encoded request, waits for the reply (or the end of the attempt) and records
 // the facts on a, as invoke does for a pooled connection. A request still queued when the
 // attempt ends was never sent (a.Sent false).
+//
+// A call that finds no other call to its node in flight in this mode gains nothing from
+// sharing a connection, so it takes a pooled connection instead and skips the hand-offs
+// between goroutines a pipelined call costs.
 func (c *Cluster) invokePipelined(ctx context.Context, call *Call, a *Attempt, r Route, deadline time.Time, callBound bool) (Response, error) {
 	ps := c.pipes
-	conn, err := ps.conn(ctx, r.Addr, c.router.Table(), deadline)
+	g, err := ps.group(r.Addr, c.router.Table())
+	if err != nil {
+		return nil, c.noConnError(ctx, call, r, err)
+	}
+	defer g.active.Add(-1)
+	if g.active.Add(1) == 1 {
+		return c.invokePooled(ctx, call, a, r, deadline, callBound)
+	}
+	conn, err := g.get(ctx, deadline)
 	if err != nil {
 		return nil, c.noConnError(ctx, call, r, err)
 	}
@@ -70,35 +82,26 @@ func (c *Cluster) invokePipelined(ctx context.Context, call *Call, a *Attempt, r
 	return nil, c.callError(ctx, call, r, o)
 }
 
-// conn returns a connection of the node at addr to queue a request on: the least busy open
-// one, or a new one while the node has fewer than the configured number and every open one
-// is busy. A node not in table (it left the map) has none: errPoolClosed, nothing sent.
-func (ps *pipelines) conn(ctx context.Context, addr string, table *RoutingTable, deadline time.Time) (*pipeConn, error) {
-	g := (*ps.groups.Load())[addr]
-	if g == nil {
-		if g = ps.group(addr, table); g == nil {
-			return nil, errPoolClosed
-		}
+// group returns the group of the node at addr, making it on first use; a node not in
+// table (it left the map) has none: errPoolClosed, nothing sent.
+func (ps *pipelines) group(addr string, table *RoutingTable) (*pipeGroup, error) {
+	if g := (*ps.groups.Load())[addr]; g != nil {
+		return g, nil
 	}
-	return g.get(ctx, deadline)
-}
-
-// group returns the group of addr, making it if the node is in table.
-func (ps *pipelines) group(addr string, table *RoutingTable) *pipeGroup {
 	ps.mu.Lock()
 	defer ps.mu.Unlock()
 	m := *ps.groups.Load()
 	if g := m[addr]; g != nil {
-		return g
+		return g, nil
 	}
 	if ps.closed || table == nil || !table.HasAddr(addr) {
-		return nil
+		return nil, errPoolClosed
 	}
 	g := &pipeGroup{ps: ps, addr: addr, slots: make([]pipeSlot, ps.conns)}
 	nm := maps.Clone(m)
 	nm[addr] = g
 	ps.groups.Store(&nm)
-	return g
+	return g, nil
 }
 
 // retire closes the groups of nodes not in the newly installed map cur: each connection
@@ -142,6 +145,7 @@ type pipeGroup struct {
 	addr   string
 	slots  []pipeSlot
 	closed atomic.Bool
+	active atomic.Int32 // calls to the node in this mode, pooled or pipelined
 }
 
 // pipeSlot holds one connection of a group; mu is held while a connection is dialed into it.
