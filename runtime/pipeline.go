@@ -19,6 +19,7 @@ import (
 // pipeGroup of a few shared connections per node, and the pool of per-call state.
 type pipelines struct {
 	conns      int
+	soloPooled bool // a call alone in flight to its node takes a pooled connection; tests turn it off
 	dialSocket func(ctx context.Context, addr string) (net.Conn, error)
 	protocol   Protocol
 	transport  Transport
@@ -35,6 +36,7 @@ type pipelines struct {
 func newPipelines(cfg Config) *pipelines {
 	ps := &pipelines{
 		conns:      cfg.Pipeline.Conns,
+		soloPooled: true,
 		dialSocket: socketDialer(cfg),
 		protocol:   cfg.Protocol,
 		transport:  cfg.Transport,
@@ -59,7 +61,7 @@ func (c *Cluster) invokePipelined(ctx context.Context, call *Call, a *Attempt, r
 		return nil, c.noConnError(ctx, call, r, err)
 	}
 	defer g.active.Add(-1)
-	if g.active.Add(1) == 1 {
+	if g.active.Add(1) == 1 && ps.soloPooled {
 		return c.invokePooled(ctx, call, a, r, deadline, callBound)
 	}
 	conn, err := g.get(ctx, deadline)
@@ -494,11 +496,11 @@ func (c *pipeConn) flush() {
 		buf, batch := c.wbuf[:0], c.batch[:0]
 		mark := c.replies.Load()
 		for _, p := range q {
+			p.mark = mark // before the swap, which publishes it to a caller that times out
 			if !p.state.CompareAndSwap(stQueued, stWritten) {
 				c.release() // its caller left while it was queued
 				continue
 			}
-			p.mark = mark
 			buf = append(buf, p.enc.Bytes()...)
 			batch = append(batch, p)
 		}
@@ -580,13 +582,12 @@ func (c *pipeConn) readLoop() {
 			c.pending.Add(-1)
 			return
 		}
-		c.replies.Add(1)
-		c.release()
 	}
 }
 
 // readReply reads the rest of a reply to p: into p's result if claimed (and delivers it),
-// else it reads it and drops it. An error means the connection can no longer be trusted.
+// else it reads it and drops it; either way it counts p out. An error means the connection
+// can no longer be trusted, and p is still counted in.
 func (c *pipeConn) readReply(ctx context.Context, p *pcall, claimed bool, name string, typeID thrift.TMessageType, seq int32) error {
 	if seq != p.seq || name != p.method {
 		return thrift.NewTProtocolExceptionWithType(thrift.BAD_SEQUENCE_ID,
@@ -615,6 +616,8 @@ func (c *pipeConn) readReply(ctx context.Context, p *pcall, claimed bool, name s
 	if err := c.in.ReadMessageEnd(ctx); err != nil {
 		return err
 	}
+	c.replies.Add(1)
+	c.release()
 	if claimed {
 		p.deliver(callErr, true)
 	}

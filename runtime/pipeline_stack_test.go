@@ -59,6 +59,7 @@ func TestPipelined_B2_IncrementInFlightOnAKilledNodeIsInDoubt(t *testing.T) {
 		runtime.WithBackoff(time.Millisecond))
 	require.NoError(t, err)
 	defer engine.Close()
+	runtime.PipelineEveryCall(engine)
 	kv := zarisclient.New(middleware.Default(engine.Invoke, engine.Refresher(), engine.Config()))
 
 	errs := make(chan error, 1)

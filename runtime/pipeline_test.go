@@ -26,8 +26,42 @@ func dialPipelined(t *testing.T, addr string, conns int, opts ...Option) *Cluste
 	cl, err := Dial(context.Background(), all...)
 	require.NoError(t, err)
 	require.NotNil(t, cl.pipes, "pipelined mode is on")
+	cl.pipes.soloPooled = false
 	t.Cleanup(func() { cl.Close() })
 	return cl
+}
+
+// PipelineEveryCall makes c send every call over a pipelined connection, even one alone in
+// flight to its node. Exported for the runtime_test package.
+func PipelineEveryCall(c *Cluster) { c.pipes.soloPooled = false }
+
+// TestPipelined_ACallAloneTakesAPooledConnection: a call with no other in flight to its
+// node goes over a pooled connection; concurrent calls share a pipelined one.
+func TestPipelined_ACallAloneTakesAPooledConnection(t *testing.T) {
+	srv := startServer(t, headerServer, nil)
+	cl, err := Dial(context.Background(), WithEnv(env(nil)), WithSeeds(srv.addr), WithPipelining(true), WithPipelineConns(1))
+	require.NoError(t, err)
+	defer cl.Close()
+	roundTrip(t, cl, "alone")
+	assert.Empty(t, pipeConnsOf(cl, srv.addr), "no pipelined connection for calls one at a time")
+
+	// A slow call holds the node busy, so the next calls are not alone.
+	slow := make(chan error, 1)
+	go func() {
+		_, err := cl.Invoke(context.Background(), getCall("slow"))
+		slow <- err
+	}()
+	g := (*cl.pipes.groups.Load())[srv.addr]
+	require.Eventually(t, func() bool { return g.active.Load() == 1 }, 5*time.Second, time.Millisecond)
+	for i := range 5 {
+		_, err := cl.Invoke(context.Background(), getCall(strconv.Itoa(i)))
+		require.NoError(t, err)
+	}
+	conns := pipeConnsOf(cl, srv.addr)
+	require.Len(t, conns, 1)
+	assert.Equal(t, uint64(5), conns[0].replies.Load(), "calls next to another rode the pipelined connection")
+	close(srv.kv.release)
+	require.NoError(t, <-slow)
 }
 
 // pipeConnsOf returns the open pipelined connections to addr.
@@ -170,7 +204,7 @@ func TestPipelined_CancelQueuedCallSendsNothing(t *testing.T) {
 	require.NoError(t, err)
 	assert.Equal(t, zaris.KvStatus_NotFound, resp.GetStatus(), "the cancelled Put never reached the node")
 	assert.Same(t, conn, pipeConnsOf(cl, srv.addr)[0], "the connection is still in use")
-	assert.Zero(t, conn.pending.Load())
+	assert.Eventually(t, func() bool { return conn.pending.Load() == 0 }, 5*time.Second, time.Millisecond)
 }
 
 // TestPipelined_CancelWrittenCallKeepsTheConnection cancels a call whose request was
