@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"maps"
 	"net"
+	"slices"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -29,8 +30,9 @@ type pipelines struct {
 
 	groups atomic.Pointer[map[string]*pipeGroup] // by node address; replaced copy-on-write under mu
 
-	mu     sync.Mutex // serialises group creation, retirement and close
-	closed bool
+	mu      sync.Mutex   // serialises group creation, retirement and close
+	retired []*pipeGroup // groups of nodes that left the map, closing as their calls end
+	closed  bool
 }
 
 func newPipelines(cfg Config) *pipelines {
@@ -122,10 +124,12 @@ func (ps *pipelines) retire(cur *RoutingTable) {
 		}
 		delete(nm, addr)
 		g.close(false)
+		ps.retired = append(ps.retired, g)
 	}
 	if nm != nil {
 		ps.groups.Store(&nm)
 	}
+	ps.retired = slices.DeleteFunc(ps.retired, (*pipeGroup).gone)
 }
 
 // close closes every connection, failing the calls in flight on them, and waits for the
@@ -135,8 +139,13 @@ func (ps *pipelines) close() {
 	ps.closed = true
 	m := *ps.groups.Load()
 	ps.groups.Store(&map[string]*pipeGroup{})
+	retired := ps.retired
+	ps.retired = nil
 	ps.mu.Unlock()
 	for _, g := range m {
+		g.close(true)
+	}
+	for _, g := range retired {
 		g.close(true)
 	}
 }
@@ -195,8 +204,8 @@ func (g *pipeGroup) get(ctx context.Context, deadline time.Time) (*pipeConn, err
 		// Every free slot is being dialed by another caller: wait for one, then look again.
 		for i := range g.slots {
 			if c := g.slots[i].conn.Load(); c == nil || c.failed.Load() {
-				//lint:ignore SA2001 the lock is held for the length of a dial: this waits for it
 				g.slots[i].mu.Lock()
+				//lint:ignore SA2001 the lock is held for the length of a dial: this waits for it
 				g.slots[i].mu.Unlock()
 				break
 			}
@@ -255,6 +264,16 @@ func (g *pipeGroup) close(force bool) {
 			c.closeIdle()
 		}
 	}
+}
+
+// gone reports whether every connection of a closed group has closed.
+func (g *pipeGroup) gone() bool {
+	for i := range g.slots {
+		if c := g.slots[i].conn.Load(); c != nil && !c.failed.Load() {
+			return false
+		}
+	}
+	return true
 }
 
 // The states of a pcall. A pcall moves queued -> written -> reading -> done as its request

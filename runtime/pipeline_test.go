@@ -6,6 +6,8 @@ import (
 	"errors"
 	"fmt"
 	"net"
+	goruntime "runtime"
+	"runtime/debug"
 	"strconv"
 	"sync"
 	"sync/atomic"
@@ -471,4 +473,44 @@ func OneNodeMap(addr string) *zaris.ClusterMap {
 		m.Segments = append(m.Segments, &zaris.SegmentInfo{ID: s, Owner: &owner, Replicas: []int32{1}})
 	}
 	return m
+}
+
+// TestPipelined_CloseLeavesNoGoroutineOrSocket: after concurrent pipelined calls, and a
+// node that left the map with a call in flight, Close leaves no socket open and no
+// goroutine running client code.
+func TestPipelined_CloseLeavesNoGoroutineOrSocket(t *testing.T) {
+	defer debug.SetGCPercent(debug.SetGCPercent(-1)) // finalizers would hide a leaked socket
+	srv := startServer(t, headerServer, nil)
+	g0, socks0 := goruntime.NumGoroutine(), openSockets(t)
+	cl := dialPipelined(t, srv.addr, 2)
+	var wg sync.WaitGroup
+	for i := range 16 {
+		wg.Go(func() {
+			for j := range 20 {
+				_, err := cl.Invoke(context.Background(), putCall(fmt.Sprintf("k%d-%d", i, j), "v"))
+				assert.NoError(t, err)
+			}
+		})
+	}
+	wg.Wait()
+	require.NotEmpty(t, pipeConnsOf(cl, srv.addr))
+	// A call in flight when its node leaves the map keeps its connection open until Close.
+	go cl.Invoke(context.Background(), getCall("slow"))
+	require.Eventually(t, func() bool {
+		for _, c := range pipeConnsOf(cl, srv.addr) {
+			if c.inFlight() > 0 {
+				return true
+			}
+		}
+		return false
+	}, 5*time.Second, time.Millisecond)
+	empty, err := NewRoutingTable(&zaris.ClusterMap{Epoch: 2, SegmentCount: 4, Segments: []*zaris.SegmentInfo{{ID: 0}, {ID: 1}, {ID: 2}, {ID: 3}}})
+	require.NoError(t, err)
+	cl.pipes.retire(empty)
+	require.NotEmpty(t, cl.pipes.retired)
+	require.NoError(t, cl.Close())
+	close(srv.kv.release) // the node's side of the slow call ends too
+	eventually(t, func() bool {
+		return newSockets(socks0, openSockets(t)) == 0 && clientGoroutines() == 0 && goruntime.NumGoroutine() <= g0
+	})
 }

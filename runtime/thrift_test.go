@@ -552,7 +552,8 @@ func clientGoroutines() int {
 	n := 0
 	for _, g := range strings.Split(string(buf), "\n\n") {
 		if strings.Contains(g, "singleflight") || strings.Contains(g, "runtime.(*Refresher)") ||
-			strings.Contains(g, "runtime.(*Cluster)") || strings.Contains(g, "runtime.(*pool)") {
+			strings.Contains(g, "runtime.(*Cluster)") || strings.Contains(g, "runtime.(*pool)") ||
+			strings.Contains(g, "runtime.(*pipeConn)") {
 			n++
 		}
 	}
