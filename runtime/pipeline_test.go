@@ -514,3 +514,28 @@ func TestPipelined_CloseLeavesNoGoroutineOrSocket(t *testing.T) {
 		return newSockets(socks0, openSockets(t)) == 0 && clientGoroutines() == 0 && goruntime.NumGoroutine() <= g0
 	})
 }
+
+// TestPipelineConfig: ZARIS_PIPELINE turns the mode on, an option beats it, a value that
+// does not parse and a connection count under 1 are errors.
+func TestPipelineConfig(t *testing.T) {
+	cfg, err := NewConfig(WithSeeds("a:1"), WithEnv(env(nil)))
+	require.NoError(t, err)
+	assert.Equal(t, DefaultPipelining, cfg.Pipeline)
+
+	cfg, err = NewConfig(WithSeeds("a:1"), WithEnv(env(map[string]string{EnvPipeline: "true"})))
+	require.NoError(t, err)
+	assert.True(t, cfg.Pipeline.Enabled)
+
+	cfg, err = NewConfig(WithSeeds("a:1"), WithEnv(env(map[string]string{EnvPipeline: "1"})), WithPipelining(false), WithPipelineConns(4))
+	require.NoError(t, err)
+	assert.Equal(t, Pipelining{Enabled: false, Conns: 4}, cfg.Pipeline)
+
+	_, err = NewConfig(WithSeeds("a:1"), WithEnv(env(map[string]string{EnvPipeline: "maybe"})))
+	var ce *ConfigError
+	require.ErrorAs(t, err, &ce)
+	assert.Equal(t, EnvPipeline, ce.Var)
+
+	_, err = NewConfig(WithSeeds("a:1"), WithEnv(env(nil)), WithPipelineConns(0))
+	require.ErrorAs(t, err, &ce)
+	assert.Equal(t, "Pipeline.Conns", ce.Field)
+}
