@@ -204,14 +204,22 @@ func (s *server) serveConn(c net.Conn) {
 // client) gets their replies in one write, and a client that sends one request at a time
 // gets each reply at once, as before. Its read buffer also lets the first bytes of a
 // connection be peeked at before the Thrift transport reads them.
+//
+// The connection's idle timeout is applied here, once per read from or write to the socket,
+// rather than by the Thrift socket above on every read and write of a buffer: the deadlines
+// that socket sets are ignored.
 type batchConn struct {
 	net.Conn
-	r *bufio.Reader
-	w *bufio.Writer
+	r    *bufio.Reader
+	w    *bufio.Writer
+	idle time.Duration // how long one read from or write to the socket may wait; 0: no bound
 }
 
-func newBatchConn(c net.Conn) *batchConn {
-	return &batchConn{Conn: c, r: bufio.NewReaderSize(c, 64<<10), w: bufio.NewWriterSize(c, 64<<10)}
+func newBatchConn(c net.Conn, idle time.Duration) *batchConn {
+	b := &batchConn{Conn: c, idle: idle}
+	b.r = bufio.NewReaderSize(deadlineReader{b}, 64<<10)
+	b.w = bufio.NewWriterSize(deadlineWriter{b}, 64<<10)
+	return b
 }
 
 func (b *batchConn) Read(p []byte) (int, error) {
@@ -225,20 +233,41 @@ func (b *batchConn) Read(p []byte) (int, error) {
 
 func (b *batchConn) Write(p []byte) (int, error) { return b.w.Write(p) }
 
+// SetDeadline, SetReadDeadline and SetWriteDeadline ignore the Thrift socket's deadlines.
+func (b *batchConn) SetDeadline(time.Time) error      { return nil }
+func (b *batchConn) SetReadDeadline(time.Time) error  { return nil }
+func (b *batchConn) SetWriteDeadline(time.Time) error { return nil }
+
+// deadlineReader and deadlineWriter are the socket under batchConn's buffers, each read and
+// write bounded by the idle timeout.
+type deadlineReader struct{ b *batchConn }
+
+func (d deadlineReader) Read(p []byte) (int, error) {
+	if d.b.idle > 0 {
+		_ = d.b.Conn.SetReadDeadline(time.Now().Add(d.b.idle))
+	}
+	return d.b.Conn.Read(p)
+}
+
+type deadlineWriter struct{ b *batchConn }
+
+func (d deadlineWriter) Write(p []byte) (int, error) {
+	if d.b.idle > 0 {
+		_ = d.b.Conn.SetWriteDeadline(time.Now().Add(d.b.idle))
+	}
+	return d.b.Conn.Write(p)
+}
+
 func (s *server) process(c net.Conn) error {
-	bc := newBatchConn(c)
+	bc := newBatchConn(c, s.cfg.SocketTimeout)
 	defer bc.w.Flush() // a last reply (an exception before the connection ends) still goes out
 	var in, out thrift.TProtocol
 	switch s.wire {
 	case wireJSON:
-		if s.cfg.SocketTimeout > 0 {
-			_ = c.SetReadDeadline(time.Now().Add(s.cfg.SocketTimeout))
-		}
 		first, err := bc.r.Peek(1)
 		if err != nil {
 			return err
 		}
-		_ = c.SetReadDeadline(time.Time{})
 		sock := thrift.NewTSocketFromConnConf(bc, s.cfg)
 		var trans thrift.TTransport
 		if first[0] == '[' {
