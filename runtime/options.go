@@ -293,7 +293,8 @@ func WithTLS(cfg *tls.Config) Option {
 }
 
 // WithPoolSize caps the open connections per node (n >= 1). Default 16. A generated Thrift
-// client carries one request at a time, so this is also the most calls in flight per node.
+// client carries one request at a time, so with pipelining off this is also the most calls
+// in flight per node.
 func WithPoolSize(n int) Option {
 	return optionFunc(func(b *configBuilder) { b.cfg.PoolSize = n })
 }
@@ -395,28 +396,30 @@ func (o CallOption) applyOption(b *configBuilder) {
 
 // Pipelined connections: the option, its environment variable and its validation.
 
-// EnvPipeline, when true (strconv.ParseBool), turns pipelined connections on; false turns
-// them off. An option beats it.
+// EnvPipeline, when false (strconv.ParseBool), turns pipelined connections off, so every
+// call takes a pooled connection; true turns them on. An option beats it.
 const EnvPipeline = "ZARIS_PIPELINE"
 
 // Pipelining configures the pipelined connection mode. In it, the calls to one node share
 // Conns connections: each call queues its encoded request, everything queued goes out in
 // one write, and replies are matched to requests in order by seqid. A request still queued
 // when its attempt ends was never sent (Attempt.Sent false); one written and not answered
-// is in doubt (rule B2). Off, each call borrows a connection of the pool for itself
-// (PoolSize). Pipelining needs the built-in dialer: with WithDialer the pool is used.
+// is in doubt (rule B2). A call with no other in flight to its node takes a pooled
+// connection. Off, each call borrows a connection of the pool for itself (PoolSize).
+// Pipelining needs the built-in dialer: with WithDialer the pool is used.
 type Pipelining struct {
-	// Enabled turns the mode on.
+	// Enabled turns the mode on. Default true.
 	Enabled bool
 	// Conns is the number of connections per node the calls share (>= 1). Default 2.
 	Conns int
 }
 
-// DefaultPipelining is the mode a client starts from before the environment and options.
-var DefaultPipelining = Pipelining{Enabled: false, Conns: 2}
+// DefaultPipelining is the mode a client starts from before the environment and options:
+// on, with 2 connections per node (tools/zarisbench/README.md has the measurements).
+var DefaultPipelining = Pipelining{Enabled: true, Conns: 2}
 
-// WithPipelining turns pipelined connections on or off, in place of ZARIS_PIPELINE and the
-// default (see Pipelining).
+// WithPipelining turns pipelined connections on (the default) or off, in place of
+// ZARIS_PIPELINE (see Pipelining).
 func WithPipelining(on bool) Option {
 	return optionFunc(func(b *configBuilder) { b.cfg.Pipeline.Enabled = on })
 }

@@ -7,6 +7,7 @@ import (
 	"net"
 	goruntime "runtime"
 	"slices"
+	"strings"
 	"sync"
 	"syscall"
 	"text/tabwriter"
@@ -388,6 +389,23 @@ func pipelineTargets(res *results) []target {
 		func(r float64) bool { return r >= 0.95 })
 	cmp("CPU per call, pipelined over pooled, 64 callers", "<= 0.5", p.row(modeTypedPipe, 64), p.row(modeTyped, 64), cpu,
 		func(r float64) bool { return r <= 0.5 })
+	// The rule the default was chosen by: pipelined at least 0.95x the pool at 1 caller
+	// (above) and faster from 4 callers up.
+	faster := true
+	var got []string
+	for _, callers := range []int{4, 16, 64, 256} {
+		a, b := p.row(modeTypedPipe, callers), p.row(modeTyped, callers)
+		if a == nil || b == nil {
+			continue
+		}
+		r := ratio(a.OpsPerS, b.OpsPerS)
+		faster = faster && r > 1
+		got = append(got, fmt.Sprintf("%d: %.2f", callers, r))
+	}
+	if len(got) > 0 {
+		ts = append(ts, target{Name: "pipelined over pooled typed client, 4 callers and up", Want: "> 1",
+			Got: strings.Join(got, ", "), Holds: faster})
+	}
 	for _, callers := range []int{1, 64} {
 		a, b := p.row(modeTypedPipe, callers), p.row(modeTyped, callers)
 		if a == nil || b == nil {

@@ -84,7 +84,7 @@ func writeTable(w io.Writer, res *results) {
 
 	ran := func(name string) bool { return slices.Contains(res.Sections, name) }
 	if ran("overhead") {
-		section("1. stack overhead: typed client + default stack vs raw generated client (Get, binary/framed, 1 node; ops/s best of rounds, ratio median of interleaved rounds; cancellable ctx)",
+		section("1. stack overhead: typed client + default stack, pooled, vs raw generated client (Get, binary/framed, 1 node; ops/s best of rounds, ratio median of interleaved rounds; cancellable ctx)",
 			"callers\ttyped ops/s\traw ops/s\tratio (median)\trounds' ratios p25-p75\tratio, Background ctx\ttyped allocs\traw allocs\tadded allocs\tadded B\tadded allocs, Background ctx\t")
 		for _, o := range res.Overhead {
 			fmt.Fprintf(tw, "%d\t%.0f\t%.0f\t%.3f\t%.2f-%.2f\t%.3f\t%.1f\t%.1f\t%+.1f\t%+.0f\t%+.1f\t\n", o.Callers, o.TypedOpsPerS, o.RawOpsPerS, o.Ratio,
