@@ -120,3 +120,15 @@ func TestParseSchedule(t *testing.T) {
 	d := DefaultConfig()
 	assert.Len(t, d.Schedule, 5)
 }
+
+// An event that began after the workload's end has an empty phase; summarize does not
+// panic on it.
+func TestSummarizeEventAfterTheEnd(t *testing.T) {
+	records := []record{{start: time.Second}, {start: 2 * time.Second}, {start: 4500 * time.Millisecond}}
+	bounds := []phaseBound{{name: "steady"}, {name: "leave", start: 5 * time.Second}}
+	phases, total, _ := summarize(records, bounds, 4*time.Second, 0)
+	require.Len(t, phases, 2)
+	assert.Equal(t, 3, phases[0].Ops)
+	assert.Equal(t, 0, phases[1].Ops)
+	assert.Equal(t, 3, total.Ops)
+}

@@ -111,6 +111,9 @@ func summarize(records []record, bounds []phaseBound, end time.Duration, endPerf
 		if i+1 < len(bounds) {
 			stop, stopPerformed = bounds[i+1].start, bounds[i+1].performed
 		}
+		// An event that began after the workload ended (a late wake-up on a loaded machine)
+		// has an empty phase.
+		stop = max(stop, b.start)
 		lo, _ := slices.BinarySearchFunc(records, b.start, func(r record, t time.Duration) int { return int(r.start - t) })
 		hi, _ := slices.BinarySearchFunc(records, stop, func(r record, t time.Duration) int { return int(r.start - t) })
 		p := phase(b.name, records[lo:hi], b.start, stop)
