@@ -45,6 +45,28 @@
 // socket, because the generated code does not watch its context and the Thrift protocols
 // retry a timed-out read while their context has time left.
 //
+// # Pipelined connections
+//
+// By default the calls to one node that are in flight together share a few connections
+// (Pipelining.Conns); WithPipelining(false) or ZARIS_PIPELINE=false turns this off. A call
+// encodes its request with a protocol of its own into a buffer and queues it; whoever finds
+// the connection's writer free (the call itself, else the connection's writer goroutine)
+// sends everything queued in one write; the connection's reader goroutine reads the replies
+// in order, checks each one's seqid and method against the oldest request written, and
+// decodes it into that call's result. This is plain Thrift on the wire: a Thrift server
+// answers a connection's requests in order. A reply out of order, one for a request never
+// sent, or one cut short fails that connection, and only it. A request still queued when
+// its attempt ends (the caller's context, the attempt timeout) is never written: the
+// attempt is not sent, so it may be retried whatever the operation (rule B2). One written
+// and not answered is in doubt; the caller leaves at once, and the reply, when it comes, is
+// read and dropped on a connection that stays in use. A connection that gives no reply for
+// a whole attempt timeout is closed, and every call in flight on it fails with
+// ErrTransport; a node that dies fails all its calls at once. A call that finds no other
+// call to its node in flight takes a pooled connection, since sharing would only add
+// hand-offs between goroutines. Pipelining needs the built-in dialer; with WithDialer the
+// pool carries every call. tools/zarisbench measures both modes; its README has the
+// numbers the default was chosen by.
+//
 // # The refresher
 //
 // A Refresher fetches a new map on request under rules R6 and B1: all concurrent requests

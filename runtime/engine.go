@@ -27,6 +27,8 @@ type Engine struct {
 
 	poolMu  sync.Mutex // serialises pool creation, retirement and Close
 	retired []*pool    // pools of nodes that left the map, still lending connections
+
+	pipes *pipelines // the pipelined connections (pipeline.go); nil in pooled mode
 }
 
 // Dial builds a Config from opts (see NewConfig), fetches the first cluster map from the
@@ -43,6 +45,9 @@ func Dial(ctx context.Context, opts ...Option) (*Engine, error) {
 		c.dial = DefaultDialer(cfg)
 	}
 	c.pools.Store(&map[string]*pool{})
+	if cfg.Pipeline.Enabled && cfg.Dialer == nil {
+		c.pipes = newPipelines(cfg)
+	}
 	c.refresher = NewRefresher(cfg, &c.router, c.fetchMap)
 	c.refresher.onInstall = c.retirePools
 
@@ -89,6 +94,9 @@ func (c *Engine) Close() error {
 		return nil
 	}
 	c.refresher.Close()
+	if c.pipes != nil {
+		c.pipes.close()
+	}
 	c.poolMu.Lock()
 	defer c.poolMu.Unlock()
 	for _, p := range *c.pools.Load() {

@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"slices"
 	"sync"
@@ -49,7 +50,10 @@ func runLoad(ctx context.Context, callers int, d time.Duration, op func(ctx cont
 			for i := 0; !over(); i++ {
 				t := time.Now()
 				if err := op(ctx, c, i); err != nil {
-					if over() {
+					// The run's end is the only deadline a call of the run can meet (the
+					// attempt timeout is ErrAttemptTimeout), and the layers that see it
+					// first may read the clock a moment before over does.
+					if over() || errors.Is(err, context.DeadlineExceeded) {
 						return // cut short by the end of the run
 					}
 					errs.Add(1)

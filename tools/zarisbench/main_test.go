@@ -3,6 +3,7 @@ package main
 import (
 	"context"
 	"encoding/json"
+	"io"
 	"os"
 	"path/filepath"
 	"strings"
@@ -51,10 +52,16 @@ func TestQuickRunFillsEverySection(t *testing.T) {
 	assert.Equal(t, s.Calls, s.Failed, "no call on an ownerless segment succeeds")
 	assert.Positive(t, s.HealthyDuring)
 	assert.NotEmpty(t, res.Targets)
+	require.Len(t, res.Pipeline.Rows, len(cfg.PipelineCallers)*len(pipelineModes))
+	for _, r := range res.Pipeline.Rows {
+		assert.Positive(t, r.OpsPerS, "%s at %d callers", r.Mode, r.Callers)
+	}
+	assert.Positive(t, res.Pipeline.HOL.PipedGetsPS)
+	assert.Positive(t, res.Pipeline.HOL.PooledGetsPS)
 
 	var table strings.Builder
 	writeTable(&table, res)
-	for _, want := range []string{"1. stack overhead", "2. protocols", "3. scale", "4. churn", "5. refresh storm", "targets:"} {
+	for _, want := range []string{"1. stack overhead", "2. protocols", "3. scale", "4. churn", "5. refresh storm", "6. pipeline", "targets:"} {
 		assert.Contains(t, table.String(), want)
 	}
 	dir := t.TempDir()
@@ -63,7 +70,29 @@ func TestQuickRunFillsEverySection(t *testing.T) {
 	require.NoError(t, err)
 	var back map[string]any
 	require.NoError(t, json.Unmarshal(b, &back))
-	for _, k := range []string{"machine", "overhead", "protocols", "scale", "churn", "storm", "targets"} {
+	for _, k := range []string{"machine", "overhead", "protocols", "scale", "churn", "storm", "pipeline", "targets"} {
 		assert.Contains(t, back, k)
 	}
+}
+
+// TestSectionsPrintsOnlyWhatRan runs one section and checks that the table has no other
+// section's title, and that an unknown section is an error.
+func TestSectionsPrintsOnlyWhatRan(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+	cfg := quickConfig()
+	cfg.Sections = []string{"pipeline"}
+	res, err := run(ctx, cfg, io.Discard)
+	require.NoError(t, err)
+	assert.Equal(t, []string{"pipeline"}, res.Sections)
+	var table strings.Builder
+	writeTable(&table, res)
+	assert.Contains(t, table.String(), "6. pipeline")
+	for _, other := range []string{"1. stack overhead", "2. protocols", "3. scale", "4. churn", "5. refresh storm"} {
+		assert.NotContains(t, table.String(), other)
+	}
+
+	cfg.Sections = []string{"pipelines"}
+	_, err = run(ctx, cfg, io.Discard)
+	assert.ErrorContains(t, err, `unknown section "pipelines"`)
 }
