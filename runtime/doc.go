@@ -11,10 +11,11 @@
 //
 // NewConfig (and Dial, which calls it) builds a Config in one place: the defaults
 // (DefaultRetryPolicy and the Default constants), then the environment
-// (ZARIS_REQUEST_TIMEOUT, ZARIS_DISABLE_RETRIES, ZARIS_CLIENT_MAP_REFRESH_WAIT_MS), then the
-// options in order, then validation. An explicit option beats the environment, which beats
-// the default; ZARIS_DISABLE_RETRIES=true wins over everything (rule R7). A value that does
-// not parse, or makes no sense, is a *ConfigError naming the variable or field and the value.
+// (ZARIS_REQUEST_TIMEOUT, ZARIS_DISABLE_RETRIES, ZARIS_CLIENT_MAP_REFRESH_WAIT_MS,
+// ZARIS_PIPELINE), then the options in order, then validation. An explicit option beats
+// the environment, which beats the default; ZARIS_DISABLE_RETRIES=true wins over
+// everything (rule R7). A value that does not parse, or makes no sense, is a *ConfigError
+// naming the variable or field and the value.
 // The Config also carries the parts of the middleware stack a user chooses (call-level
 // and attempt-level middleware, a retry budget, classifiers), which middleware.Default
 // reads, so one option type configures the whole client. A per-call CallOption is not an

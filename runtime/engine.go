@@ -11,7 +11,8 @@ import (
 )
 
 // Engine is the client engine: the configuration, the current cluster map and its
-// routing table, a connection pool per node, and the shared map refresher. Its Invoke is
+// routing table, a connection pool per node (and, pipelining on, a few shared pipelined
+// connections per node), and the shared map refresher. Its Invoke is
 // the terminal handler of the middleware stack: it sends one attempt to the key's owner
 // and records what happened. The generated zarisclient.Dial makes one per client (reach
 // it with Client.Engine). An Engine is safe for concurrent use.

@@ -96,10 +96,10 @@ func (e *ConfigError) Error() string {
 	return fmt.Sprintf("zaris: config: %s %s: %s", e.Field, e.Value, e.Reason)
 }
 
-// NewConfig builds a validated Config: the defaults (DefaultRetryPolicy and the Default
-// constants), then the environment (EnvRequestTimeout, EnvDisableRetries, EnvRefreshWaitMS,
-// read through os.LookupEnv unless WithEnv says otherwise), then opts in order, then
-// validation, then rule R7. The error, if any, joins one *ConfigError per problem.
+// NewConfig builds a validated Config: the defaults (DefaultRetryPolicy, DefaultPipelining
+// and the Default constants), then the environment (EnvRequestTimeout, EnvDisableRetries,
+// EnvRefreshWaitMS, EnvPipeline, read through os.LookupEnv unless WithEnv says otherwise),
+// then opts in order, then validation, then rule R7. The error, if any, joins one *ConfigError per problem.
 func NewConfig(opts ...Option) (Config, error) {
 	b := &configBuilder{cfg: Config{
 		Protocol:        ProtocolBinary,

@@ -515,12 +515,17 @@ func TestPipelined_CloseLeavesNoGoroutineOrSocket(t *testing.T) {
 	})
 }
 
-// TestPipelineConfig: ZARIS_PIPELINE turns the mode on, an option beats it, a value that
-// does not parse and a connection count under 1 are errors.
+// TestPipelineConfig: the mode is on by default, ZARIS_PIPELINE turns it off or on, an
+// option beats it, a value that does not parse and a connection count under 1 are errors.
 func TestPipelineConfig(t *testing.T) {
 	cfg, err := NewConfig(WithSeeds("a:1"), WithEnv(env(nil)))
 	require.NoError(t, err)
 	assert.Equal(t, DefaultPipelining, cfg.Pipeline)
+	assert.True(t, cfg.Pipeline.Enabled)
+
+	cfg, err = NewConfig(WithSeeds("a:1"), WithEnv(env(map[string]string{EnvPipeline: "false"})))
+	require.NoError(t, err)
+	assert.False(t, cfg.Pipeline.Enabled)
 
 	cfg, err = NewConfig(WithSeeds("a:1"), WithEnv(env(map[string]string{EnvPipeline: "true"})))
 	require.NoError(t, err)
