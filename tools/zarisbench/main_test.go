@@ -12,6 +12,8 @@ import (
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+
+	"github.com/clustron/zaris-go/runtime"
 )
 
 // TestQuickRunFillsEverySection runs every section at a tiny size and checks the shape of
@@ -39,6 +41,7 @@ func TestQuickRunFillsEverySection(t *testing.T) {
 	assert.Len(t, res.Scale.Callers, len(cfg.ScaleCallers))
 	assert.Len(t, res.Scale.Nodes, len(cfg.ScaleNodes))
 	assert.Positive(t, res.Scale.ConnBytes)
+	assert.Equal(t, runtime.DefaultPipelining.Conns, res.Scale.PipelineConns, "the scale section's clients are pipelined")
 
 	c := res.Churn
 	assert.True(t, c.Verified, c.Problem)

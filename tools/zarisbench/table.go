@@ -101,8 +101,8 @@ func writeTable(w io.Writer, res *results) {
 		}
 	}
 	if ran("scale") {
-		section(fmt.Sprintf("\n3. scale: 50/50 Get/Put, pool %d per node; heap per pooled connection %.0f B (over %d)",
-			res.Scale.PoolSize, res.Scale.ConnBytes, res.Scale.ConnCount),
+		section(fmt.Sprintf("\n3. scale: 50/50 Get/Put, %d pipelined connections and a pool of %d per node; heap per pooled connection %.0f B (over %d)",
+			res.Scale.PipelineConns, res.Scale.PoolSize, res.Scale.ConnBytes, res.Scale.ConnCount),
 			"nodes\tcallers\tops/s\tratio\tp50 ms\tp99 ms\terrors\t")
 		for _, r := range append(append([]scaleRow(nil), res.Scale.Callers...), res.Scale.Nodes...) {
 			fmt.Fprintf(tw, "%d\t%d\t%.0f\t%.2f\t%.2f\t%.2f\t%d\t\n", r.Nodes, r.Callers, r.OpsPerS, r.Ratio, r.P50Ms, r.P99Ms, r.Errors)
