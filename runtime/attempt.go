@@ -32,6 +32,14 @@ func (c *Engine) invoke(ctx context.Context, call *Call, a *Attempt) (Response, 
 		return nil, err
 	}
 	deadline, callBound := c.attemptDeadline(call)
+	if c.pipes != nil {
+		return c.invokePipelined(ctx, call, a, r, deadline, callBound)
+	}
+	return c.invokePooled(ctx, call, a, r, deadline, callBound)
+}
+
+// invokePooled sends the attempt over a connection borrowed from the node's pool.
+func (c *Engine) invokePooled(ctx context.Context, call *Call, a *Attempt, r Route, deadline time.Time, callBound bool) (Response, error) {
 	p := c.poolFor(r.Addr)
 	conn, err := c.borrow(ctx, p, deadline)
 	if err != nil {

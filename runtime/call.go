@@ -95,7 +95,8 @@ type Attempt struct {
 	// Err is the attempt's error when no response arrived.
 	Err error
 	// Sent reports whether the request may have reached the node. False means it provably
-	// never left (no owner, dial refused, no connection), so replaying it is always safe.
+	// never left (no owner, dial refused, no connection, still queued on a pipelined
+	// connection), so replaying it is always safe.
 	Sent bool
 	// Class is how the classify layer judged the outcome.
 	Class Class

@@ -11,10 +11,11 @@
 //
 // NewConfig (and Dial, which calls it) builds a Config in one place: the defaults
 // (DefaultRetryPolicy and the Default constants), then the environment
-// (ZARIS_REQUEST_TIMEOUT, ZARIS_DISABLE_RETRIES, ZARIS_CLIENT_MAP_REFRESH_WAIT_MS), then the
-// options in order, then validation. An explicit option beats the environment, which beats
-// the default; ZARIS_DISABLE_RETRIES=true wins over everything (rule R7). A value that does
-// not parse, or makes no sense, is a *ConfigError naming the variable or field and the value.
+// (ZARIS_REQUEST_TIMEOUT, ZARIS_DISABLE_RETRIES, ZARIS_CLIENT_MAP_REFRESH_WAIT_MS,
+// ZARIS_PIPELINE), then the options in order, then validation. An explicit option beats
+// the environment, which beats the default; ZARIS_DISABLE_RETRIES=true wins over
+// everything (rule R7). A value that does not parse, or makes no sense, is a *ConfigError
+// naming the variable or field and the value.
 // The Config also carries the parts of the middleware stack a user chooses (call-level
 // and attempt-level middleware, a retry budget, classifiers), which middleware.Default
 // reads, so one option type configures the whole client. A per-call CallOption is not an
@@ -44,6 +45,28 @@
 // Call.Deadline, when it comes first) and the caller's cancellation are enforced on the
 // socket, because the generated code does not watch its context and the Thrift protocols
 // retry a timed-out read while their context has time left.
+//
+// # Pipelined connections
+//
+// By default the calls to one node that are in flight together share a few connections
+// (Pipelining.Conns); WithPipelining(false) or ZARIS_PIPELINE=false turns this off. A call
+// encodes its request with a protocol of its own into a buffer and queues it; whoever finds
+// the connection's writer free (the call itself, else the connection's writer goroutine)
+// sends everything queued in one write; the connection's reader goroutine reads the replies
+// in order, checks each one's seqid and method against the oldest request written, and
+// decodes it into that call's result. This is plain Thrift on the wire: a Thrift server
+// answers a connection's requests in order. A reply out of order, one for a request never
+// sent, or one cut short fails that connection, and only it. A request still queued when
+// its attempt ends (the caller's context, the attempt timeout) is never written: the
+// attempt is not sent, so it may be retried whatever the operation (rule B2). One written
+// and not answered is in doubt; the caller leaves at once, and the reply, when it comes, is
+// read and dropped on a connection that stays in use. A connection that gives no reply for
+// a whole attempt timeout is closed, and every call in flight on it fails with
+// ErrTransport; a node that dies fails all its calls at once. A call that finds no other
+// call to its node in flight takes a pooled connection, since sharing would only add
+// hand-offs between goroutines. Pipelining needs the built-in dialer; with WithDialer the
+// pool carries every call. tools/zarisbench measures both modes; its README has the
+// numbers the default was chosen by.
 //
 // # The refresher
 //

@@ -51,9 +51,9 @@
 //	                     map refreshes requested and performed, and the statuses seen
 //	--json               print one JSON object on stdout instead of the human output
 //
-// The client reads ZARIS_REQUEST_TIMEOUT, ZARIS_DISABLE_RETRIES and
-// ZARIS_CLIENT_MAP_REFRESH_WAIT_MS itself (see package runtime); a value that does not
-// parse is a configuration error that names the variable (exit 2).
+// The client reads ZARIS_REQUEST_TIMEOUT, ZARIS_DISABLE_RETRIES,
+// ZARIS_CLIENT_MAP_REFRESH_WAIT_MS and ZARIS_PIPELINE itself (see package runtime); a value
+// that does not parse is a configuration error that names the variable (exit 2).
 //
 // # Output
 //

@@ -52,6 +52,9 @@ func runLoad(ctx context.Context, callers int, d time.Duration, op func(ctx cont
 			for i := 0; !over(); i++ {
 				t := time.Now()
 				if err := op(ctx, c, i); err != nil {
+					// The run's end is the only deadline a call of the run can meet (the
+					// attempt timeout is ErrAttemptTimeout), and the layers that see it
+					// first may read the clock a moment before over does.
 					if over() || errors.Is(err, context.DeadlineExceeded) {
 						return // cut short by the end of the run
 					}

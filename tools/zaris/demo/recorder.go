@@ -205,6 +205,9 @@ func (r *recorder) summarize(end time.Duration, endPerformed uint64) ([]PhaseRep
 		if i+1 < len(r.phases) {
 			stop, stopPerformed = r.phases[i+1].start, r.phases[i+1].performed
 		}
+		// An event that began after the workload ended (a late wake-up on a loaded machine,
+		// before the end's own timer fired) has an empty phase.
+		stop = max(stop, p.start)
 		phases = append(phases, p.report(stop, stopPerformed))
 		total.ops += p.ops
 		total.attempts += p.attempts

@@ -172,3 +172,27 @@ func TestCaptureCallInfoBatchSubRequestsAreNotRetries(t *testing.T) {
 	assert.Empty(t, ci.retries, "sub-requests are not retries")
 	assert.Equal(t, &batchRecord{items: 4, itemsRetried: 2, itemErrors: 1}, ci.batch)
 }
+
+// An event that began after the workload's end (its timer and the end of the workload were
+// both due on a loaded machine, and the end's timer had not fired yet) has an empty phase that
+// ends where it starts, not before.
+func TestSummarizeEventAfterTheEnd(t *testing.T) {
+	var now time.Duration
+	r := fakeRecorder(1, &now)
+	r.startPhase("steady", 0)
+	for _, at := range []time.Duration{time.Second, 2 * time.Second, 3900 * time.Millisecond} {
+		r.add(0, record{start: at, latency: time.Millisecond, attempts: 1})
+	}
+	now = 4100 * time.Millisecond
+	r.startPhase("leave", 0)
+	r.done(0)
+	phases, total, _ := r.summarize(4*time.Second, 0)
+
+	require.Len(t, phases, 2)
+	assert.Equal(t, 3, phases[0].Ops)
+	assert.Equal(t, 0, phases[1].Ops)
+	assert.InDelta(t, 4.1, phases[1].StartSec, 1e-9)
+	assert.InDelta(t, 4.1, phases[1].EndSec, 1e-9)
+	assert.Zero(t, phases[1].OpsPerS)
+	assert.Equal(t, 3, total.Ops)
+}
