@@ -151,20 +151,10 @@ func batch(ctx context.Context, rounds int, d time.Duration) (batchResult, error
 		before := cluster.Map()
 		retried := make([]int, len(ks)) // per item, the calls that retried it
 		why := make([]string, len(ks))  // per item, the first attempt of a call that retried it
-		done := make(chan error, 1)
-		go func() { done <- ev.do() }()
-		for running := true; running; {
-			select {
-			case err := <-done:
-				if err != nil {
-					return res, fmt.Errorf("batch: %s: %w", ev.name, err)
-				}
-				running = false
-			default:
-			}
+		err := ev.during(func() error {
 			r, err := kv.MultiGet(ctx, req)
 			if r == nil {
-				return res, fmt.Errorf("batch: %s: %w", ev.name, err)
+				return err
 			}
 			call := last.Load()
 			e.Calls++
@@ -188,6 +178,10 @@ func batch(ctx context.Context, rounds int, d time.Duration) (batchResult, error
 					}
 				}
 			}
+			return nil
+		})
+		if err != nil {
+			return res, fmt.Errorf("batch: %s: %w", ev.name, err)
 		}
 		moved := movedSegments(before, cluster.Map(), ev.seg)
 		for i, k := range ks {
@@ -212,6 +206,31 @@ type churnEvent struct {
 	name string
 	seg  int32
 	do   func() error
+}
+
+// during runs ev and calls round, one call after another, while ev runs and once after it
+// ended; it returns ev's error or the first of round's.
+func (ev churnEvent) during(round func() error) error {
+	done := make(chan error, 1)
+	go func() { done <- ev.do() }()
+	for {
+		var evErr error
+		ended := false
+		select {
+		case evErr = <-done:
+			ended = true
+		default:
+		}
+		if err := round(); err != nil {
+			if !ended {
+				<-done
+			}
+			return err
+		}
+		if ended {
+			return evErr
+		}
+	}
 }
 
 // churnEvents are the batch section's churn events on cluster: the segment of ks[0]
@@ -272,17 +291,7 @@ func getsUnderChurn(ctx context.Context, n int, ks [][]byte) ([]getEvent, error)
 	var out []getEvent
 	for _, ev := range churnEvents(ctx, cluster, ks, n) {
 		e := getEvent{Name: ev.name}
-		done := make(chan error, 1)
-		go func() { done <- ev.do() }()
-		for running := true; running; {
-			select {
-			case err := <-done:
-				if err != nil {
-					return out, fmt.Errorf("batch: gets: %s: %w", ev.name, err)
-				}
-				running = false
-			default:
-			}
+		err := ev.during(func() error {
 			var wg sync.WaitGroup
 			var mu sync.Mutex
 			for _, k := range ks {
@@ -299,6 +308,10 @@ func getsUnderChurn(ctx context.Context, n int, ks [][]byte) ([]getEvent, error)
 			}
 			wg.Wait()
 			e.Rounds++
+			return nil
+		})
+		if err != nil {
+			return out, fmt.Errorf("batch: gets: %s: %w", ev.name, err)
 		}
 		out = append(out, e)
 	}
