@@ -2,6 +2,7 @@ package runtime_test
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"slices"
 	"strings"
@@ -491,4 +492,156 @@ func TestBatch_SubRequestGoesToTheOwnerItWasSplitFor(t *testing.T) {
 	assert.Equal(t, "2", string(res.Response.Results[0].Value), "the moved item served by its new owner")
 	assert.Equal(t, [][]string{{even[0], even[1], even[2], even[3]}}, r.nodes["node1:7001"].subRequests())
 	assert.Equal(t, [][]string{{odd[0]}, {even[0]}}, r.nodes["node2:7002"].subRequests())
+}
+
+// killOutcome is what one key's read met when its owner died: the node of each attempt,
+// the error it ended with (nil: answered), the backoffs slept and the refresher's counts.
+type killOutcome struct {
+	nodes   []int32
+	value   string
+	bound   runtime.Bound
+	sleeps  []time.Duration
+	fetched uint64 // map fetches after the kill
+	skipped uint64 // refresh requests debounced after the kill
+}
+
+// readUnderAKill reads an even key (node 1's) with read, on a fresh client over two fake
+// nodes: node 1 dies at t0 and the store fails its segments over to node 2 at t0+10ms (map
+// epoch 2), as the store does a killed node; the client's last map fetch completed
+// lastRefresh before t0.
+func readUnderAKill(t *testing.T, lastRefresh time.Duration, read func(*zarisclient.Client, string) ([]runtime.Attempt, string, error)) killOutcome {
+	clock := mwt.NewClock()
+	t0 := mwt.Epoch.Add(2 * time.Second)
+	view := func() *zaris.ClusterMap {
+		if clock.Now().Before(t0.Add(10 * time.Millisecond)) {
+			return twoNodeMap(1, 0)
+		}
+		return twoNodeMap(2, 2)
+	}
+	nodes := map[string]*batchNode{"node1:7001": newBatchNode(1, view), "node2:7002": newBatchNode(2, view)}
+	var dead atomic.Bool
+	dial := func(_ context.Context, addr string) (runtime.Conn, error) {
+		if addr != "node1:7001" {
+			return churnConn{nodes[addr]}, nil
+		}
+		if dead.Load() {
+			return nil, errors.New("connection refused")
+		}
+		return churnConn{killable{nodes[addr], &dead}}, nil
+	}
+	client, err := zarisclient.Dial(context.Background(), runtime.WithEnv(func(string) (string, bool) { return "", false }),
+		runtime.WithSeeds("node1:7001", "node2:7002"), runtime.WithDialer(dial), runtime.WithClock(clock))
+	require.NoError(t, err)
+	defer client.Close()
+	refresher := client.Engine().Refresher()
+	clock.Advance(t0.Add(-lastRefresh).Sub(clock.Now()))
+	require.True(t, refresher.Refresh(context.Background(), 0).Performed)
+	clock.Advance(t0.Sub(clock.Now()))
+	dead.Store(true)
+	before := refresher.Stats()
+
+	attempts, value, err := read(client, keysIn(false, 1)[0])
+	out := killOutcome{value: value, sleeps: clock.Sleeps()}
+	for _, a := range attempts {
+		out.nodes = append(out.nodes, a.Node)
+	}
+	if err != nil {
+		var ce *runtime.CallError
+		require.ErrorAs(t, err, &ce)
+		out.bound = ce.Bound
+		for _, a := range ce.Attempts {
+			out.nodes = append(out.nodes, a.Node)
+			assert.True(t, errors.Is(a.Err, runtime.ErrNodeUnavailable) || errors.Is(a.Err, runtime.ErrTransport), "%v", a.Err)
+		}
+	}
+	after := refresher.Stats()
+	out.fetched, out.skipped = after.Performed-before.Performed, after.Debounced-before.Debounced
+	return out
+}
+
+// killable is a node whose connections fail once dead is set, like those of a killed process.
+type killable struct {
+	*batchNode
+	dead *atomic.Bool
+}
+
+func (k killable) Get(ctx context.Context, req *zaris.GetRequest) (*zaris.GetResponse, error) {
+	if k.dead.Load() {
+		return nil, thrift.NewTTransportException(thrift.END_OF_FILE, "EOF")
+	}
+	return k.batchNode.Get(ctx, req)
+}
+
+func (k killable) MultiGet(ctx context.Context, req *zaris.MultiGetRequest) (*zaris.MultiGetResponse, error) {
+	if k.dead.Load() {
+		return nil, thrift.NewTTransportException(thrift.END_OF_FILE, "EOF")
+	}
+	return k.batchNode.MultiGet(ctx, req)
+}
+
+// lastCall is call-level middleware that keeps the last call it saw.
+func lastCall(p *atomic.Pointer[runtime.Call]) runtime.Middleware {
+	return func(next middleware.Handler) middleware.Handler {
+		return func(ctx context.Context, call *runtime.Call) (runtime.Response, error) {
+			resp, err := next(ctx, call)
+			p.Store(call)
+			return resp, err
+		}
+	}
+}
+
+// An item of a MultiGet whose owner dies gets what a single Get of its key gets in the same
+// place: the same attempts at the same nodes, the same backoffs and the same refreshes (one
+// per retry, R3), so it is answered exactly when the Get is. When the client fetched a map
+// within the debounce window before the kill (R6) and no answer shows the failover's epoch
+// (B1), both refreshes are no-ops and both go to the dead node 3 times within 300 ms; that
+// is the rule, not the batch (TestB1_LateFailoverIsFoundThroughOtherTraffic has the Get's
+// way out of it: other traffic).
+func TestBatch_ItemUnderAKillGetsWhatASingleGetGets(t *testing.T) {
+	get := func(c *zarisclient.Client, key string) ([]runtime.Attempt, string, error) {
+		var call atomic.Pointer[runtime.Call]
+		kv := zarisclient.New(middleware.Default(c.Engine().Invoke, c.Engine().Refresher(), withCallMiddleware(c, lastCall(&call))))
+		resp, err := kv.Get(context.Background(), &zaris.GetRequest{Key: []byte(key)})
+		if err != nil {
+			return nil, "", err
+		}
+		return call.Load().Attempts, string(resp.Value), nil
+	}
+	multiGet := func(c *zarisclient.Client, key string) ([]runtime.Attempt, string, error) {
+		var call atomic.Pointer[runtime.Call]
+		kv := zarisclient.New(middleware.Default(c.Engine().Invoke, c.Engine().Refresher(), withCallMiddleware(c, lastCall(&call))))
+		// With a key of the live node, answered in the first round.
+		res, err := kv.MultiGet(context.Background(), getReq(key, keysIn(true, 1)[0]))
+		require.NoError(t, err)
+		require.NoError(t, res.Err(1))
+		if err := res.Err(0); err != nil {
+			return nil, "", err
+		}
+		return call.Load().Batch.Attempts[0], string(res.Response.Results[0].Value), nil
+	}
+	for _, tc := range []struct {
+		name        string
+		lastRefresh time.Duration
+		want        killOutcome
+	}{
+		{"the last refresh long before: the first retry finds the new owner", time.Second,
+			killOutcome{nodes: []int32{1, 2}, value: "2", sleeps: []time.Duration{100 * time.Millisecond}, fetched: 1}},
+		{"the last refresh 50ms before: the debounce holds", 50 * time.Millisecond,
+			killOutcome{nodes: []int32{1, 1, 1}, bound: runtime.BoundAttempts,
+				sleeps: []time.Duration{100 * time.Millisecond, 200 * time.Millisecond}, skipped: 2}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			single := readUnderAKill(t, tc.lastRefresh, get)
+			item := readUnderAKill(t, tc.lastRefresh, multiGet)
+			assert.Equal(t, tc.want, single, "single Get")
+			assert.Equal(t, single, item, "the MultiGet item gets what the Get gets")
+		})
+	}
+}
+
+// withCallMiddleware is c's engine configuration with mw as its call-level middleware.
+func withCallMiddleware(c *zarisclient.Client, mw ...runtime.Middleware) runtime.Config {
+	cfg := c.Engine().Config()
+	cfg.CallMiddleware = mw
+	return cfg
 }

@@ -71,6 +71,11 @@ func TestQuickRunFillsEverySection(t *testing.T) {
 		assert.Positive(t, e.Calls, e.Name)
 		assert.Zero(t, e.Stray, "%s: items retried outside the moved segments", e.Name)
 	}
+	require.Len(t, br.GetEvents, 2)
+	for i, e := range br.GetEvents {
+		assert.Equal(t, br.Events[i].Name, e.Name, "the same events")
+		assert.Positive(t, e.Rounds, e.Name)
+	}
 
 	var table strings.Builder
 	writeTable(&table, res)

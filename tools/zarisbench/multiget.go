@@ -11,6 +11,7 @@ import (
 	"github.com/clustron/zaris-go/gen/zaris"
 	"github.com/clustron/zaris-go/middleware"
 	"github.com/clustron/zaris-go/runtime"
+	"github.com/clustron/zaris-go/tools/store"
 )
 
 // batchKeys is the size of the batch the batch section measures.
@@ -32,6 +33,8 @@ type batchResult struct {
 	OverConcurrent float64 `json:"overConcurrent"`
 	// Events are the churn events a MultiGet loop ran through.
 	Events []batchEvent `json:"events"`
+	// GetEvents are the same events run through by a loop of rounds of Keys concurrent Gets.
+	GetEvents []getEvent `json:"concurrentGetEvents"`
 }
 
 // batchEvent is what a loop of MultiGet calls retried while one churn event ran.
@@ -56,7 +59,8 @@ type batchEvent struct {
 }
 
 // batch measures the batch section: rounds interleaved runs of d for each way of reading
-// the keys, then a MultiGet loop through a migration and a kill.
+// the keys, then a MultiGet loop through a migration and a kill, then the same events on a
+// second cluster under rounds of concurrent Gets.
 func batch(ctx context.Context, rounds int, d time.Duration) (batchResult, error) {
 	res := batchResult{Nodes: 3, Keys: batchKeys}
 	cluster, err := startCluster(ctx, res.Nodes, 0)
@@ -141,50 +145,16 @@ func batch(ctx context.Context, rounds int, d time.Duration) (batchResult, error
 	// segments of an event are those it names plus any whose owner differs between the maps
 	// before and after it (each event waits for the store to settle).
 	m := cluster.Map()
-	seg := runtime.Segment(ks[0], m.SegmentCount)
-	owner := *m.Segments[seg].Owner
-	to := owner%int32(res.Nodes) + 1
-	victim := to%int32(res.Nodes) + 1
-	events := []struct {
-		name string
-		seg  int32 // the segment it moves, or -1
-		do   func() error
-	}{
-		{fmt.Sprintf("migrate segment %d to node %d", seg, to), seg, func() error {
-			if err := cluster.MigrateSegment(ctx, seg, to); err != nil {
-				return err
-			}
-			return cluster.WaitSettled(ctx)
-		}},
-		{fmt.Sprintf("kill node %d", victim), -1, func() error {
-			if err := cluster.Kill(victim); err != nil {
-				return err
-			}
-			if err := cluster.Coordinator().WaitNode(ctx, victim, false); err != nil {
-				return err
-			}
-			return cluster.WaitSettled(ctx)
-		}},
-	}
+	events := churnEvents(ctx, cluster, ks, res.Nodes)
 	for _, ev := range events {
 		e := batchEvent{Name: ev.name}
 		before := cluster.Map()
 		retried := make([]int, len(ks)) // per item, the calls that retried it
 		why := make([]string, len(ks))  // per item, the first attempt of a call that retried it
-		done := make(chan error, 1)
-		go func() { done <- ev.do() }()
-		for running := true; running; {
-			select {
-			case err := <-done:
-				if err != nil {
-					return res, fmt.Errorf("batch: %s: %w", ev.name, err)
-				}
-				running = false
-			default:
-			}
+		err := ev.during(func() error {
 			r, err := kv.MultiGet(ctx, req)
 			if r == nil {
-				return res, fmt.Errorf("batch: %s: %w", ev.name, err)
+				return err
 			}
 			call := last.Load()
 			e.Calls++
@@ -208,6 +178,10 @@ func batch(ctx context.Context, rounds int, d time.Duration) (batchResult, error
 					}
 				}
 			}
+			return nil
+		})
+		if err != nil {
+			return res, fmt.Errorf("batch: %s: %w", ev.name, err)
 		}
 		moved := movedSegments(before, cluster.Map(), ev.seg)
 		for i, k := range ks {
@@ -222,7 +196,126 @@ func batch(ctx context.Context, rounds int, d time.Duration) (batchResult, error
 		}
 		res.Events = append(res.Events, e)
 	}
-	return res, nil
+	res.GetEvents, err = getsUnderChurn(ctx, res.Nodes, ks)
+	return res, err
+}
+
+// churnEvent is one churn event of the batch section: it moves seg (or -1: the segments of
+// a node) and returns once the store has settled.
+type churnEvent struct {
+	name string
+	seg  int32
+	do   func() error
+}
+
+// during runs ev and calls round, one call after another, while ev runs and once after it
+// ended; it returns ev's error or the first of round's.
+func (ev churnEvent) during(round func() error) error {
+	done := make(chan error, 1)
+	go func() { done <- ev.do() }()
+	for {
+		var evErr error
+		ended := false
+		select {
+		case evErr = <-done:
+			ended = true
+		default:
+		}
+		if err := round(); err != nil {
+			if !ended {
+				<-done
+			}
+			return err
+		}
+		if ended {
+			return evErr
+		}
+	}
+}
+
+// churnEvents are the batch section's churn events on cluster: the segment of ks[0]
+// migrates to the next node, then the node after that is killed.
+func churnEvents(ctx context.Context, cluster *store.Cluster, ks [][]byte, nodes int) []churnEvent {
+	m := cluster.Map()
+	seg := runtime.Segment(ks[0], m.SegmentCount)
+	owner := *m.Segments[seg].Owner
+	to := owner%int32(nodes) + 1
+	victim := to%int32(nodes) + 1
+	return []churnEvent{
+		{fmt.Sprintf("migrate segment %d to node %d", seg, to), seg, func() error {
+			if err := cluster.MigrateSegment(ctx, seg, to); err != nil {
+				return err
+			}
+			return cluster.WaitSettled(ctx)
+		}},
+		{fmt.Sprintf("kill node %d", victim), -1, func() error {
+			if err := cluster.Kill(victim); err != nil {
+				return err
+			}
+			if err := cluster.Coordinator().WaitNode(ctx, victim, false); err != nil {
+				return err
+			}
+			return cluster.WaitSettled(ctx)
+		}},
+	}
+}
+
+// getEvent is what a loop of rounds of concurrent single-key Gets met during one churn
+// event: the same keys and events as the MultiGet loop, on a cluster of its own.
+type getEvent struct {
+	Name string `json:"name"`
+	// Rounds is how many rounds of Gets (one Get per key) ran during the event.
+	Rounds int `json:"rounds"`
+	// GetErrors counts Gets that got no answer; FirstError is the first one's error.
+	GetErrors  int    `json:"getErrors"`
+	FirstError string `json:"firstError,omitempty"`
+}
+
+// getsUnderChurn runs the batch section's churn events on a fresh cluster of n nodes with a
+// loop of rounds of len(ks) concurrent Gets instead of MultiGet, to compare the keys left
+// without an answer.
+func getsUnderChurn(ctx context.Context, n int, ks [][]byte) ([]getEvent, error) {
+	cluster, err := startCluster(ctx, n, 0)
+	if err != nil {
+		return nil, err
+	}
+	defer cluster.Close()
+	kv, err := dial(ctx, cluster, runtime.WithPoolSize(len(ks)))
+	if err != nil {
+		return nil, err
+	}
+	defer kv.Close()
+	if err := preload(ctx, kv, ks); err != nil {
+		return nil, err
+	}
+	var out []getEvent
+	for _, ev := range churnEvents(ctx, cluster, ks, n) {
+		e := getEvent{Name: ev.name}
+		err := ev.during(func() error {
+			var wg sync.WaitGroup
+			var mu sync.Mutex
+			for _, k := range ks {
+				wg.Go(func() {
+					if _, err := kv.Get(ctx, &zaris.GetRequest{Key: k}); err != nil {
+						mu.Lock()
+						e.GetErrors++
+						if e.FirstError == "" {
+							e.FirstError = err.Error()
+						}
+						mu.Unlock()
+					}
+				})
+			}
+			wg.Wait()
+			e.Rounds++
+			return nil
+		})
+		if err != nil {
+			return out, fmt.Errorf("batch: gets: %s: %w", ev.name, err)
+		}
+		out = append(out, e)
+	}
+	return out, nil
 }
 
 // movedSegments returns seg (unless -1) and the segments whose owner differs between the

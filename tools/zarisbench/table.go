@@ -164,6 +164,16 @@ func writeTable(w io.Writer, res *results) {
 				fmt.Fprintf(w, "%s: first item without an answer: %s\n", e.Name, e.FirstError)
 			}
 		}
+		section(fmt.Sprintf("the same events under rounds of %d concurrent Gets (a cluster of its own)", b.Keys), "event\trounds\tGets without an answer\t")
+		for _, e := range b.GetEvents {
+			fmt.Fprintf(tw, "%s\t%d\t%d\t\n", e.Name, e.Rounds, e.GetErrors)
+		}
+		tw.Flush()
+		for _, e := range b.GetEvents {
+			if e.FirstError != "" {
+				fmt.Fprintf(w, "%s: first Get without an answer: %s\n", e.Name, e.FirstError)
+			}
+		}
 	}
 	if ran("pipeline") {
 		writePipeline(w, tw, section, res.Pipeline)
