@@ -503,6 +503,7 @@ func (c *pipeConn) flush() {
 
 		buf, batch := c.wbuf[:0], c.batch[:0]
 		mark := c.replies.Load()
+		var latest time.Time
 		for _, p := range q {
 			p.mark = mark // before the swap, which publishes it to a caller that times out
 			if !p.state.CompareAndSwap(stQueued, stWritten) {
@@ -511,6 +512,9 @@ func (c *pipeConn) flush() {
 			}
 			buf = append(buf, p.enc.Bytes()...)
 			batch = append(batch, p)
+			if p.deadline.After(latest) {
+				latest = p.deadline
+			}
 		}
 		clear(q)
 		c.spare = q[:0]
@@ -531,6 +535,10 @@ func (c *pipeConn) flush() {
 		clear(batch)
 		c.wbuf, c.batch = buf, batch[:0]
 		if len(buf) > 0 {
+			// A node that stops reading must not hold the writer (often a caller, whose
+			// own timer is not yet running) past the last deadline of the batch: by then
+			// every request in it is past its attempt, and a partial write ruins the stream.
+			c.raw.SetWriteDeadline(latest)
 			if _, err := c.raw.Write(buf); err != nil {
 				c.fail(thrift.NewTTransportExceptionFromError(err))
 				return

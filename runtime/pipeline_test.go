@@ -544,3 +544,52 @@ func TestPipelineConfig(t *testing.T) {
 	require.ErrorAs(t, err, &ce)
 	assert.Equal(t, "Pipeline.Conns", ce.Field)
 }
+
+// TestPipelined_StalledWriteEndsWithTheAttempt: a node that stops reading (its socket
+// buffers full) cannot hold the caller whose goroutine is writing the batch past the
+// attempt's deadline; the connection fails and the request is in doubt.
+func TestPipelined_StalledWriteEndsWithTheAttempt(t *testing.T) {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	require.NoError(t, err)
+	t.Cleanup(func() { ln.Close() })
+	accepted := make(chan net.Conn, 1)
+	go func() {
+		if c, err := ln.Accept(); err == nil {
+			accepted <- c // never read from
+		}
+	}()
+	cfg, err := NewConfig(WithEnv(env(nil)), WithSeeds(ln.Addr().String()))
+	require.NoError(t, err)
+	ps := newPipelines(cfg)
+	raw, err := ps.dialSocket(context.Background(), ln.Addr().String())
+	require.NoError(t, err)
+	conn, err := newPipeConn(raw, ps)
+	require.NoError(t, err)
+	t.Cleanup(func() { conn.fail(errConnClosed); conn.wg.Wait() })
+	peer := <-accepted
+	t.Cleanup(func() { peer.Close() })
+
+	// Far more than the loopback socket buffers hold, within the message size limit.
+	big := make([]byte, maxMessageSize/2)
+	p := ps.getCall()
+	p.conn, p.deadline = conn, time.Now().Add(100*time.Millisecond)
+	done := make(chan error, 1)
+	go func() {
+		var err error
+		for range 4 { // until a write stalls
+			if _, err = opPut.Invoke(context.Background(), &p.kv, &zaris.PutRequest{Key: []byte("k"), Value: big}); err != nil {
+				break
+			}
+		}
+		done <- err
+	}()
+	select {
+	case err := <-done:
+		require.Error(t, err)
+		assert.True(t, isThriftError(err), "a transport error: %v", err)
+		assert.True(t, p.wasSent, "part of the request may have been written")
+		assert.True(t, conn.failed.Load())
+	case <-time.After(20 * time.Second): // a hang detector, not a timing assertion
+		t.Fatal("the call is still writing to a node that does not read, long past its deadline")
+	}
+}
