@@ -154,7 +154,8 @@ type pipeSlot struct {
 }
 
 // get picks the open connection with the fewest calls queued or in flight; it dials a new
-// one into a free slot when every open one is busy (or none is open).
+// one into a free slot when every open one is busy (or none is open), and goes on the
+// least busy open one if that dial fails.
 func (g *pipeGroup) get(ctx context.Context, deadline time.Time) (*pipeConn, error) {
 	for {
 		if g.closed.Load() {
@@ -183,6 +184,9 @@ func (g *pipeGroup) get(ctx context.Context, deadline time.Time) (*pipeConn, err
 			if s.mu.TryLock() {
 				c, err := g.dialInto(ctx, s, deadline)
 				s.mu.Unlock()
+				if err != nil && best != nil && ctx.Err() == nil && !g.closed.Load() {
+					return best, nil // busy but open beats none
+				}
 				return c, err
 			}
 		}

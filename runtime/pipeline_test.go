@@ -593,3 +593,36 @@ func TestPipelined_StalledWriteEndsWithTheAttempt(t *testing.T) {
 		t.Fatal("the call is still writing to a node that does not read, long past its deadline")
 	}
 }
+
+// TestPipelined_FailedDialFallsBackToAnOpenConnection: when every open connection is busy
+// and dialing one more fails, the call goes on an open connection instead of failing.
+func TestPipelined_FailedDialFallsBackToAnOpenConnection(t *testing.T) {
+	srv := startServer(t, headerServer, nil)
+	cl := dialPipelined(t, srv.addr, 2)
+	roundTrip(t, cl, "warm")
+	conn := pipeConnsOf(cl, srv.addr)[0]
+
+	slow := make(chan error, 1)
+	go func() {
+		_, err := cl.Invoke(context.Background(), getCall("slow"))
+		slow <- err
+	}()
+	require.Eventually(t, func() bool { return conn.inFlight() == 1 }, 5*time.Second, time.Millisecond)
+	dialed := 0
+	cl.pipes.dialSocket = func(context.Context, string) (net.Conn, error) {
+		dialed++
+		return nil, errors.New("dial refused")
+	}
+	put := make(chan error, 1)
+	go func() {
+		_, err := cl.Invoke(context.Background(), putCall("k", "v"))
+		put <- err
+	}()
+	// The Put queues behind the slow Get on the open connection, or has already failed.
+	require.Eventually(t, func() bool { return conn.pending.Load() == 2 || len(put) == 1 }, 5*time.Second, time.Millisecond)
+	close(srv.kv.release)
+	require.NoError(t, <-put)
+	require.NoError(t, <-slow)
+	assert.Equal(t, 1, dialed, "it tried to open a second connection")
+	assert.Equal(t, []*pipeConn{conn}, pipeConnsOf(cl, srv.addr))
+}
