@@ -51,7 +51,7 @@
 //	    RefreshOnMoved
 //	    Classify               DefaultClassifiers, or runtime.WithClassifiers
 //	    attempt-level middleware   runtime.WithAttemptMiddleware: once per attempt, raw outcome
-//	transport                  runtime.Engine.Invoke: one attempt on one pooled connection
+//	transport                  runtime.Engine.Invoke: one attempt on a pipelined or pooled connection
 //
 // User middleware plugs in at the two named places: in front of the retry layer (logging,
 // tracing, metrics of calls) and behind it (per-attempt logging, fault injection). ForOps

@@ -626,3 +626,29 @@ func TestPipelined_FailedDialFallsBackToAnOpenConnection(t *testing.T) {
 	assert.Equal(t, 1, dialed, "it tried to open a second connection")
 	assert.Equal(t, []*pipeConn{conn}, pipeConnsOf(cl, srv.addr))
 }
+
+// TestPipelined_ApplicationExceptionKeepsTheConnection: an exception the node answers with
+// is an answer on the wire, not a failure of the connection: the error keeps its type, is
+// not ErrTransport, and the pipelined connection carries the next call. (A pooled
+// connection is closed after any error.)
+func TestPipelined_ApplicationExceptionKeepsTheConnection(t *testing.T) {
+	srv := startServer(t, headerServer, nil)
+	cl := dialPipelined(t, srv.addr, 1)
+	roundTrip(t, cl, "warm")
+	conn := pipeConnsOf(cl, srv.addr)[0]
+
+	opIncrement := &Op{Name: "Increment", Kind: Write, RoutingField: "key",
+		Invoke: func(ctx context.Context, kv zaris.ZarisKv, req any) (Response, error) {
+			return kv.Increment(ctx, req.(*zaris.IncrementRequest))
+		}}
+	call := NewCall(opIncrement, []byte("n"), &zaris.IncrementRequest{Key: []byte("n"), Delta: 1}, false)
+	_, err := cl.Invoke(context.Background(), call)
+	var appErr thrift.TApplicationException
+	require.ErrorAs(t, err, &appErr)
+	assert.NotErrorIs(t, err, ErrTransport)
+	assert.True(t, call.Attempts[0].Sent)
+
+	roundTrip(t, cl, "after-exception")
+	assert.Equal(t, []*pipeConn{conn}, pipeConnsOf(cl, srv.addr), "the same connection")
+	assert.NoError(t, conn.failure())
+}
