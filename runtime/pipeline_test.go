@@ -15,10 +15,12 @@ import (
 	"time"
 
 	"github.com/apache/thrift/lib/go/thrift"
+	"github.com/golang/mock/gomock"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
 	"github.com/clustron/zaris-go/gen/zaris"
+	"github.com/clustron/zaris-go/gen/zarismock"
 )
 
 // dialPipelined dials the test server at addr in pipelined mode with conns connections.
@@ -651,4 +653,31 @@ func TestPipelined_ApplicationExceptionKeepsTheConnection(t *testing.T) {
 	roundTrip(t, cl, "after-exception")
 	assert.Equal(t, []*pipeConn{conn}, pipeConnsOf(cl, srv.addr), "the same connection")
 	assert.NoError(t, conn.failure())
+}
+
+// TestPipelined_NeedsTheBuiltInDialer: with WithDialer every call goes through the given
+// dialer's pooled connections, pipelining on or not; with the built-in dialer, pipelining
+// off leaves the pool alone too.
+func TestPipelined_NeedsTheBuiltInDialer(t *testing.T) {
+	ctrl := gomock.NewController(t)
+	kv := zarismock.NewMockZarisKv(ctrl)
+	kv.EXPECT().GetClusterMap(gomock.Any()).Return(testMap(1, 4, 1), nil)
+	kv.EXPECT().Get(gomock.Any(), gomock.Any()).Return(&zaris.GetResponse{Status: zaris.KvStatus_NotFound, MapEpoch: 1}, nil)
+	d := &fakeDialer{kv: func(string) zaris.ZarisKv { return kv }}
+	cl, err := Dial(context.Background(), WithEnv(env(nil)), WithSeeds("10.0.0.1:7000"), WithPipelining(true), WithDialer(d.dial))
+	require.NoError(t, err)
+	defer cl.Close()
+	assert.True(t, cl.Config().Pipeline.Enabled)
+	assert.Nil(t, cl.pipes, "no pipelined connections with a custom dialer")
+	before := d.dials.Load()
+	_, err = cl.Invoke(context.Background(), getCall("k"))
+	require.NoError(t, err)
+	assert.Greater(t, d.dials.Load(), before, "the call took a connection of the dialer")
+
+	srv := startServer(t, headerServer, nil)
+	off, err := Dial(context.Background(), WithEnv(env(nil)), WithSeeds(srv.addr), WithPipelining(false))
+	require.NoError(t, err)
+	defer off.Close()
+	assert.Nil(t, off.pipes)
+	roundTrip(t, off, "pooled")
 }
