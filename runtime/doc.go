@@ -62,8 +62,9 @@
 // and not answered is in doubt; the caller leaves at once, and the reply, when it comes, is
 // read and dropped on a connection that stays in use. A connection that gives no reply for
 // a whole attempt timeout is closed, and every call in flight on it fails with
-// ErrTransport, as is one whose batch the node does not take in before the last deadline
-// of the calls in it; a node that dies fails all its calls at once. When every open
+// ErrTransport, as is one the node takes no write from for a whole attempt timeout; a
+// node that dies fails all its calls at once. A request whose deadline passed while it was
+// queued is dropped unwritten. When every open
 // connection is busy, a call dials one more into a free slot, and goes on the least busy
 // open one if that dial fails. A call that finds no other
 // call to its node in flight takes a pooled connection, since sharing would only add

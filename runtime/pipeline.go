@@ -20,7 +20,8 @@ import (
 // pipeGroup of a few shared connections per node, and the pool of per-call state.
 type pipelines struct {
 	conns      int
-	soloPooled bool // a call alone in flight to its node takes a pooled connection; tests turn it off
+	timeout    time.Duration // the attempt timeout, also the longest a write may stall
+	soloPooled bool          // a call alone in flight to its node takes a pooled connection; tests turn it off
 	dialSocket func(ctx context.Context, addr string) (net.Conn, error)
 	protocol   Protocol
 	transport  Transport
@@ -38,6 +39,7 @@ type pipelines struct {
 func newPipelines(cfg Config) *pipelines {
 	ps := &pipelines{
 		conns:      cfg.Pipeline.Conns,
+		timeout:    cfg.AttemptTimeout,
 		soloPooled: true,
 		dialSocket: socketDialer(cfg),
 		protocol:   cfg.Protocol,
@@ -269,15 +271,17 @@ func (g *pipeGroup) gone() bool {
 }
 
 // The states of a pcall. A pcall moves queued -> written -> reading -> done as its request
-// is written and its reply read, or -> reading -> done when its connection fails; the
-// caller that leaves early swaps in abandoned, after which nothing but the connection
-// touches it and it is never reused.
+// is written and its reply read, or -> reading -> done when its connection fails, or
+// queued -> expired when a flush finds its deadline passed; the caller that leaves early
+// swaps in abandoned, after which nothing but the connection touches it and it is never
+// reused.
 const (
 	stQueued int32 = iota
 	stWritten
 	stReading // a reply or a failure is being delivered
 	stDone
 	stAbandoned
+	stExpired // its deadline passed while it was queued: dropped unwritten
 )
 
 // Errors of pipelined connections. Those of a failed connection are Thrift transport or
@@ -377,6 +381,8 @@ func (p *pcall) Call(ctx context.Context, method string, args, result thrift.TSt
 		return meta, p.err
 	case stQueued:
 		p.wasSent = false // the writer skips it: nothing goes on the wire
+	case stExpired:
+		p.wasSent = false // the writer dropped it: nothing went on the wire
 	default:
 		p.wasSent = true
 		if p.timedOut && c.replies.Load() == p.mark {
@@ -433,6 +439,8 @@ type pipeConn struct {
 	err      error // why the connection failed
 	stop     chan struct{}
 
+	writeTimeout time.Duration // the longest one write may stall
+
 	writeMu sync.Mutex // held by whoever flushes; protects wbuf, spare and batch
 	wbuf    []byte
 	spare   []*pcall
@@ -447,7 +455,7 @@ func newPipeConn(raw net.Conn, ps *pipelines) (*pipeConn, error) {
 	if err != nil {
 		return nil, err
 	}
-	c := &pipeConn{raw: raw, in: in, stop: make(chan struct{}), kick: make(chan struct{}, 1)}
+	c := &pipeConn{raw: raw, in: in, writeTimeout: ps.timeout, stop: make(chan struct{}), kick: make(chan struct{}, 1)}
 	c.wg.Add(2)
 	go c.readLoop()
 	go c.writeLoop()
@@ -507,18 +515,21 @@ func (c *pipeConn) flush() {
 
 		buf, batch := c.wbuf[:0], c.batch[:0]
 		mark := c.replies.Load()
-		var latest time.Time
+		now := time.Now()
 		for _, p := range q {
 			p.mark = mark // before the swap, which publishes it to a caller that times out
+			if !now.Before(p.deadline) && p.state.CompareAndSwap(stQueued, stExpired) {
+				// Its attempt ended while it was queued: it is not written, and its caller,
+				// whose timer fires now, finds it not sent.
+				c.release()
+				continue
+			}
 			if !p.state.CompareAndSwap(stQueued, stWritten) {
 				c.release() // its caller left while it was queued
 				continue
 			}
 			buf = append(buf, p.enc.Bytes()...)
 			batch = append(batch, p)
-			if p.deadline.After(latest) {
-				latest = p.deadline
-			}
 		}
 		clear(q)
 		c.spare = q[:0]
@@ -539,10 +550,11 @@ func (c *pipeConn) flush() {
 		clear(batch)
 		c.wbuf, c.batch = buf, batch[:0]
 		if len(buf) > 0 {
-			// A node that stops reading must not hold the writer (often a caller, whose
-			// own timer is not yet running) past the last deadline of the batch: by then
-			// every request in it is past its attempt, and a partial write ruins the stream.
-			c.raw.SetWriteDeadline(latest)
+			// A node that takes in no batch for a whole attempt timeout is treated as one
+			// that sends no reply for as long (see Call): the connection fails. Without
+			// the bound it would hold the writer, often a caller whose own timer is not
+			// yet running, for as long as the node does not read.
+			c.raw.SetWriteDeadline(time.Now().Add(c.writeTimeout))
 			if _, err := c.raw.Write(buf); err != nil {
 				c.fail(thrift.NewTTransportExceptionFromError(err))
 				return

@@ -548,8 +548,8 @@ func TestPipelineConfig(t *testing.T) {
 }
 
 // TestPipelined_StalledWriteEndsWithTheAttempt: a node that stops reading (its socket
-// buffers full) cannot hold the caller whose goroutine is writing the batch past the
-// attempt's deadline; the connection fails and the request is in doubt.
+// buffers full) cannot hold the caller whose goroutine is writing the batch for more than
+// an attempt timeout; the connection fails and the request is in doubt.
 func TestPipelined_StalledWriteEndsWithTheAttempt(t *testing.T) {
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	require.NoError(t, err)
@@ -560,7 +560,7 @@ func TestPipelined_StalledWriteEndsWithTheAttempt(t *testing.T) {
 			accepted <- c // never read from
 		}
 	}()
-	cfg, err := NewConfig(WithEnv(env(nil)), WithSeeds(ln.Addr().String()))
+	cfg, err := NewConfig(WithEnv(env(nil)), WithSeeds(ln.Addr().String()), WithAttemptTimeout(100*time.Millisecond))
 	require.NoError(t, err)
 	ps := newPipelines(cfg)
 	raw, err := ps.dialSocket(context.Background(), ln.Addr().String())
@@ -574,7 +574,7 @@ func TestPipelined_StalledWriteEndsWithTheAttempt(t *testing.T) {
 	// Far more than the loopback socket buffers hold, within the message size limit.
 	big := make([]byte, maxMessageSize/2)
 	p := ps.getCall()
-	p.conn, p.deadline = conn, time.Now().Add(100*time.Millisecond)
+	p.conn, p.deadline = conn, time.Now().Add(time.Hour) // only the stalled write can end it
 	done := make(chan error, 1)
 	go func() {
 		var err error
@@ -680,4 +680,31 @@ func TestPipelined_NeedsTheBuiltInDialer(t *testing.T) {
 	defer off.Close()
 	assert.Nil(t, off.pipes)
 	roundTrip(t, off, "pooled")
+}
+
+// TestPipelined_ExpiredInTheQueueIsNotWritten: a request whose deadline passed while it
+// was queued is dropped by the flush, not written: its attempt is not sent, the node never
+// sees it, and the connection stays in use.
+func TestPipelined_ExpiredInTheQueueIsNotWritten(t *testing.T) {
+	srv := startServer(t, headerServer, nil)
+	cl := dialPipelined(t, srv.addr, 1)
+	roundTrip(t, cl, "warm")
+	conn := pipeConnsOf(cl, srv.addr)[0]
+
+	p := cl.pipes.getCall()
+	p.conn, p.deadline = conn, time.Now().Add(-time.Millisecond)
+	p.method, p.seq = "Put", conn.seq.Add(1)
+	require.NoError(t, p.encode(context.Background(), &zaris.ZarisKvPutArgs{Req: &zaris.PutRequest{Key: []byte("late"), Value: []byte("x")}}))
+	p.state.Store(stQueued)
+	conn.writeMu.Lock() // the writer is busy: the request stays queued
+	require.NoError(t, conn.enqueue(p))
+	conn.writeMu.Unlock() // the writer goroutine flushes it now
+	eventually(t, func() bool { return conn.pending.Load() == 0 })
+	assert.Equal(t, stExpired, p.state.Load(), "dropped, not written")
+	assert.NoError(t, conn.failure())
+
+	resp, err := cl.Invoke(context.Background(), getCall("late"))
+	require.NoError(t, err)
+	assert.Equal(t, zaris.KvStatus_NotFound, resp.GetStatus(), "the node never saw the Put")
+	assert.Equal(t, []*pipeConn{conn}, pipeConnsOf(cl, srv.addr), "the same connection")
 }
