@@ -276,8 +276,9 @@ func TestPipelined_SilentConnectionIsClosed(t *testing.T) {
 }
 
 // badServer speaks framed binary and misbehaves on some keys: "wrong-seq" is answered with
-// another seqid, "truncated" with half a reply before the connection closes, and "extra"
-// properly and then with a reply to a request never sent. Other keys answer NotFound.
+// another seqid, "truncated" with half a reply before the connection closes, "oversized"
+// with a frame header over the message size limit, and "extra" properly and then with a
+// reply to a request never sent. Other keys answer NotFound.
 type badServer struct {
 	ln       net.Listener
 	requests atomic.Int64
@@ -331,6 +332,10 @@ func (s *badServer) serve(c net.Conn) {
 			binary.BigEndian.PutUint32(b[:], 100)
 			_, _ = c.Write(append(b[:], 0x80, 0x01, 0x00))
 			return
+		case "oversized":
+			var b [4]byte
+			binary.BigEndian.PutUint32(b[:], maxMessageSize+1) // a frame over the limit
+			_, _ = c.Write(b[:])
 		case "extra":
 			reply(seq)
 			reply(99999)
@@ -351,9 +356,9 @@ func getOn(ps *pipelines, conn *pipeConn, key string) (Response, error, bool) {
 }
 
 // TestPipelined_BadReplyFailsThatConnectionOnly checks that a reply with a wrong seqid, a
-// reply to a request never sent and a truncated reply each fail their connection with a
-// clear error, while another connection to the same node and a connection to another node
-// keep working.
+// reply to a request never sent, a truncated reply and one larger than the message size
+// limit each fail their connection with a clear error, while another connection to the
+// same node and a connection to another node keep working.
 func TestPipelined_BadReplyFailsThatConnectionOnly(t *testing.T) {
 	bad := startBadServer(t)
 	good := startServer(t, headerServer, nil)
@@ -376,6 +381,7 @@ func TestPipelined_BadReplyFailsThatConnectionOnly(t *testing.T) {
 		{"wrong-seq", "out of order"},
 		{"extra", "never sent"},
 		{"truncated", "EOF"},
+		{"oversized", "frame size"},
 	} {
 		t.Run(tc.key, func(t *testing.T) {
 			conn := open(bad.ln.Addr().String())
