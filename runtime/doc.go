@@ -96,7 +96,9 @@
 // The typed client makes a Call per application call; the middleware adds Attempts to it;
 // Engine.Invoke, the end of the chain, routes one attempt, sends it and records the node,
 // the map epoch, whether the request may have been sent, and the answer's status and epoch
-// or the error. Any status comes back as a response with a nil error. Errors carry a
+// or the error. An attempt whose context has ended by the time it would write (before it
+// starts, or while it waits for a connection) sends nothing and returns the context's
+// error. Any status comes back as a response with a nil error. Errors carry a
 // sentinel kind for errors.Is: ErrPartitionUnavailable (no owner: not sent),
 // ErrNodeUnavailable (no connection: the dial failed, the node left the map, or none was
 // free within the attempt timeout; not sent), ErrTransport (a Thrift transport or protocol

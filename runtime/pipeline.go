@@ -357,6 +357,9 @@ func (p *pcall) Call(ctx context.Context, method string, args, result thrift.TSt
 	if err := p.encode(ctx, args); err != nil {
 		return meta, err
 	}
+	if err := ctx.Err(); err != nil {
+		return meta, err // the caller left while it waited for the connection: send nothing
+	}
 	p.state.Store(stQueued)
 	if err := c.enqueue(p); err != nil {
 		return meta, err

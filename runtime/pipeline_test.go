@@ -714,3 +714,57 @@ func TestPipelined_ExpiredInTheQueueIsNotWritten(t *testing.T) {
 	assert.Equal(t, zaris.KvStatus_NotFound, resp.GetStatus(), "the node never saw the Put")
 	assert.Equal(t, []*pipeConn{conn}, pipeConnsOf(cl, srv.addr), "the same connection")
 }
+
+// TestInvokeAfterTheCallerLeftSendsNothing: an attempt whose context ended before it
+// started, or while it waited for a connection, is not sent, in either connection mode:
+// the error is the context's, Attempt.Sent is false, and the node never sees the request.
+func TestInvokeAfterTheCallerLeftSendsNothing(t *testing.T) {
+	for _, mode := range []string{"pooled", "pipelined"} {
+		for _, when := range []string{"before the attempt", "while dialing"} {
+			t.Run(mode+" "+when, func(t *testing.T) {
+				srv := startServer(t, headerServer, nil)
+				ctx, cancel := context.WithCancel(context.Background())
+				defer cancel()
+				var cl *Engine
+				if mode == "pipelined" {
+					cl = dialPipelined(t, srv.addr, 1)
+					if when == "while dialing" {
+						dial := cl.pipes.dialSocket
+						cl.pipes.dialSocket = func(dctx context.Context, addr string) (net.Conn, error) {
+							c, err := dial(dctx, addr)
+							cancel() // the caller leaves while its connection is being opened
+							return c, err
+						}
+					}
+				} else {
+					cfg, err := NewConfig(WithEnv(env(nil)), WithSeeds(srv.addr))
+					require.NoError(t, err)
+					dial := DefaultDialer(cfg)
+					cl, err = Dial(context.Background(), WithEnv(env(nil)), WithSeeds(srv.addr), WithPipelining(false),
+						WithDialer(func(dctx context.Context, addr string) (Conn, error) {
+							c, err := dial(dctx, addr)
+							if dctx.Value(leaveKey{}) != nil {
+								cancel()
+							}
+							return c, err
+						}))
+					require.NoError(t, err)
+					t.Cleanup(func() { cl.Close() })
+				}
+				if when == "before the attempt" {
+					roundTrip(t, cl, "warm") // a connection is open and idle
+					cancel()
+				}
+				call := putCall("late", "x")
+				_, err := cl.Invoke(context.WithValue(ctx, leaveKey{}, true), call)
+				require.ErrorIs(t, err, context.Canceled)
+				assert.False(t, call.Attempts[0].Sent)
+				resp, err := cl.Invoke(context.Background(), getCall("late"))
+				require.NoError(t, err)
+				assert.Equal(t, zaris.KvStatus_NotFound, resp.GetStatus(), "the node never saw the Put")
+			})
+		}
+	}
+}
+
+type leaveKey struct{}
