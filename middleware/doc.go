@@ -51,7 +51,7 @@
 //	    RefreshOnMoved
 //	    Classify               DefaultClassifiers, or runtime.WithClassifiers
 //	    attempt-level middleware   runtime.WithAttemptMiddleware: once per attempt, raw outcome
-//	transport                  runtime.Engine.Invoke: one attempt on one pooled connection
+//	transport                  runtime.Engine.Invoke: one attempt on a pipelined or pooled connection
 //
 // User middleware plugs in at the two named places: in front of the retry layer (logging,
 // tracing, metrics of calls) and behind it (per-attempt logging, fault injection). ForOps
@@ -122,7 +122,8 @@
 //     that skips R6's debounce (still one shared flight); without newer evidence, R6's
 //     debounce holds.
 //   - B2 in-doubt: a request that provably never left (dial refused, no pooled connection,
-//     still queued on a pipelined connection) is always safe to retry; one written with no
+//     still queued on a pipelined connection, its context ended before it was written) is
+//     always safe to retry; one written with no
 //     reply is retried only for idempotent or guarded operations; a non-idempotent
 //     unguarded operation returns an in-doubt error (errors.Is(err, runtime.ErrInDoubt)).
 //   - B3 retry budget: an opt-in token bucket per client: retries capped to a fraction of

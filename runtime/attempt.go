@@ -31,6 +31,10 @@ func (c *Engine) invoke(ctx context.Context, call *Call, a *Attempt) (Response, 
 	if err != nil {
 		return nil, err
 	}
+	if err := ctx.Err(); err != nil {
+		// The caller has gone: nothing is sent, so the node cannot apply it (rule B2).
+		return nil, c.noConnError(ctx, call, r, err)
+	}
 	deadline, callBound := c.attemptDeadline(call)
 	if c.pipes != nil {
 		return c.invokePipelined(ctx, call, a, r, deadline, callBound)
@@ -42,6 +46,10 @@ func (c *Engine) invoke(ctx context.Context, call *Call, a *Attempt) (Response, 
 func (c *Engine) invokePooled(ctx context.Context, call *Call, a *Attempt, r Route, deadline time.Time, callBound bool) (Response, error) {
 	p := c.poolFor(r.Addr)
 	conn, err := c.borrow(ctx, p, deadline)
+	if err == nil && ctx.Err() != nil {
+		p.put(conn) // the caller left while it waited: send nothing
+		err = ctx.Err()
+	}
 	if err != nil {
 		return nil, c.noConnError(ctx, call, r, err)
 	}

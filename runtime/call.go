@@ -153,22 +153,27 @@ type CallStats struct {
 type CallOptions struct {
 	// MaxAttempts caps this call's attempts.
 	MaxAttempts int
-	// Timeout bounds this call's total time, like the client's request timeout.
+	// Timeout bounds this call's total time, like the client's request timeout; negative
+	// means no time is left (WithTimeout of zero or less).
 	Timeout time.Duration
 }
 
 // CallOption sets a per-call override; pass them to the typed client's methods.
 type CallOption func(*CallOptions)
 
-// WithMaxAttempts caps this call at n attempts (n >= 1); it cannot raise the cap above one
-// when retries are disabled (rule R7). Passed to Dial or NewConfig (every CallOption is
-// also an Option) it sets the client's cap, Config.Retry.MaxAttempts, instead.
+// WithMaxAttempts caps this call at n attempts in place of the client's cap; n < 1 leaves
+// the client's cap. It cannot raise the cap above one when retries are disabled (rule R7).
+// A CallOption is not an Option: the client-wide cap is WithDefaultMaxAttempts.
 func WithMaxAttempts(n int) CallOption {
 	return func(o *CallOptions) { o.MaxAttempts = n }
 }
 
 // WithTimeout bounds this call's total time to d, in place of the client's request timeout.
-// Passed to Dial or NewConfig it sets the client's request timeout, like WithRequestTimeout.
+// As with context.WithTimeout, d <= 0 leaves no time: the call ends with its deadline
+// passed, before any attempt. The client-wide bound is WithRequestTimeout.
 func WithTimeout(d time.Duration) CallOption {
+	if d <= 0 {
+		d = -1
+	}
 	return func(o *CallOptions) { o.Timeout = d }
 }

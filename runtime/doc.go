@@ -62,7 +62,11 @@
 // and not answered is in doubt; the caller leaves at once, and the reply, when it comes, is
 // read and dropped on a connection that stays in use. A connection that gives no reply for
 // a whole attempt timeout is closed, and every call in flight on it fails with
-// ErrTransport; a node that dies fails all its calls at once. A call that finds no other
+// ErrTransport, as is one the node takes no write from for a whole attempt timeout; a
+// node that dies fails all its calls at once. A request whose deadline passed while it was
+// queued is dropped unwritten. When every open
+// connection is busy, a call dials one more into a free slot, and goes on the least busy
+// open one if that dial fails. A call that finds no other
 // call to its node in flight takes a pooled connection, since sharing would only add
 // hand-offs between goroutines. Pipelining needs the built-in dialer; with WithDialer the
 // pool carries every call. tools/zarisbench measures both modes; its README has the
@@ -92,12 +96,17 @@
 // The typed client makes a Call per application call; the middleware adds Attempts to it;
 // Engine.Invoke, the end of the chain, routes one attempt, sends it and records the node,
 // the map epoch, whether the request may have been sent, and the answer's status and epoch
-// or the error. Any status comes back as a response with a nil error. Errors carry a
+// or the error. An attempt whose context has ended by the time it would write (before it
+// starts, or while it waits for a connection) sends nothing and returns the context's
+// error. Any status comes back as a response with a nil error. Errors carry a
 // sentinel kind for errors.Is: ErrPartitionUnavailable (no owner: not sent),
 // ErrNodeUnavailable (no connection: the dial failed, the node left the map, or none was
 // free within the attempt timeout; not sent), ErrTransport (a Thrift transport or protocol
-// failure: sent), ErrAttemptTimeout (the per-attempt timeout, rule B5: sent), ErrClosed.
-// Any error closes the connection it happened on. An error the client does
+// failure: sent, unless the request was still queued on a pipelined connection that
+// failed; Attempt.Sent says which), ErrAttemptTimeout (the per-attempt timeout, rule B5: sent), ErrClosed.
+// Any error closes the pooled connection it happened on; a pipelined connection is closed
+// only by a failure of the connection itself (see above), so an application exception or
+// a caller that left early leaves it in use. An error the client does
 // not judge (the caller's context ended, an application exception) is wrapped without a
 // kind, so errors.Is(err, context.Canceled) and errors.As(err, &thrift.TApplicationException)
 // still work. Transport failures are told apart by type, never by message.

@@ -20,7 +20,8 @@ import (
 // pipeGroup of a few shared connections per node, and the pool of per-call state.
 type pipelines struct {
 	conns      int
-	soloPooled bool // a call alone in flight to its node takes a pooled connection; tests turn it off
+	timeout    time.Duration // the attempt timeout, also the longest a write may stall
+	soloPooled bool          // a call alone in flight to its node takes a pooled connection; tests turn it off
 	dialSocket func(ctx context.Context, addr string) (net.Conn, error)
 	protocol   Protocol
 	transport  Transport
@@ -38,6 +39,7 @@ type pipelines struct {
 func newPipelines(cfg Config) *pipelines {
 	ps := &pipelines{
 		conns:      cfg.Pipeline.Conns,
+		timeout:    cfg.AttemptTimeout,
 		soloPooled: true,
 		dialSocket: socketDialer(cfg),
 		protocol:   cfg.Protocol,
@@ -154,7 +156,8 @@ type pipeSlot struct {
 }
 
 // get picks the open connection with the fewest calls queued or in flight; it dials a new
-// one into a free slot when every open one is busy (or none is open).
+// one into a free slot when every open one is busy (or none is open), and goes on the
+// least busy open one if that dial fails.
 func (g *pipeGroup) get(ctx context.Context, deadline time.Time) (*pipeConn, error) {
 	for {
 		if g.closed.Load() {
@@ -183,6 +186,9 @@ func (g *pipeGroup) get(ctx context.Context, deadline time.Time) (*pipeConn, err
 			if s.mu.TryLock() {
 				c, err := g.dialInto(ctx, s, deadline)
 				s.mu.Unlock()
+				if err != nil && best != nil && ctx.Err() == nil && !g.closed.Load() {
+					return best, nil // busy but open beats none
+				}
 				return c, err
 			}
 		}
@@ -265,15 +271,17 @@ func (g *pipeGroup) gone() bool {
 }
 
 // The states of a pcall. A pcall moves queued -> written -> reading -> done as its request
-// is written and its reply read, or -> reading -> done when its connection fails; the
-// caller that leaves early swaps in abandoned, after which nothing but the connection
-// touches it and it is never reused.
+// is written and its reply read, or -> reading -> done when its connection fails, or
+// queued -> expired when a flush finds its deadline passed; the caller that leaves early
+// swaps in abandoned, after which nothing but the connection touches it and it is never
+// reused.
 const (
 	stQueued int32 = iota
 	stWritten
 	stReading // a reply or a failure is being delivered
 	stDone
 	stAbandoned
+	stExpired // its deadline passed while it was queued: dropped unwritten
 )
 
 // Errors of pipelined connections. Those of a failed connection are Thrift transport or
@@ -349,6 +357,9 @@ func (p *pcall) Call(ctx context.Context, method string, args, result thrift.TSt
 	if err := p.encode(ctx, args); err != nil {
 		return meta, err
 	}
+	if err := ctx.Err(); err != nil {
+		return meta, err // the caller left while it waited for the connection: send nothing
+	}
 	p.state.Store(stQueued)
 	if err := c.enqueue(p); err != nil {
 		return meta, err
@@ -373,6 +384,8 @@ func (p *pcall) Call(ctx context.Context, method string, args, result thrift.TSt
 		return meta, p.err
 	case stQueued:
 		p.wasSent = false // the writer skips it: nothing goes on the wire
+	case stExpired:
+		p.wasSent = false // the writer dropped it: nothing went on the wire
 	default:
 		p.wasSent = true
 		if p.timedOut && c.replies.Load() == p.mark {
@@ -429,6 +442,8 @@ type pipeConn struct {
 	err      error // why the connection failed
 	stop     chan struct{}
 
+	writeTimeout time.Duration // the longest one write may stall
+
 	writeMu sync.Mutex // held by whoever flushes; protects wbuf, spare and batch
 	wbuf    []byte
 	spare   []*pcall
@@ -443,7 +458,7 @@ func newPipeConn(raw net.Conn, ps *pipelines) (*pipeConn, error) {
 	if err != nil {
 		return nil, err
 	}
-	c := &pipeConn{raw: raw, in: in, stop: make(chan struct{}), kick: make(chan struct{}, 1)}
+	c := &pipeConn{raw: raw, in: in, writeTimeout: ps.timeout, stop: make(chan struct{}), kick: make(chan struct{}, 1)}
 	c.wg.Add(2)
 	go c.readLoop()
 	go c.writeLoop()
@@ -503,8 +518,15 @@ func (c *pipeConn) flush() {
 
 		buf, batch := c.wbuf[:0], c.batch[:0]
 		mark := c.replies.Load()
+		now := time.Now()
 		for _, p := range q {
 			p.mark = mark // before the swap, which publishes it to a caller that times out
+			if !now.Before(p.deadline) && p.state.CompareAndSwap(stQueued, stExpired) {
+				// Its attempt ended while it was queued: it is not written, and its caller,
+				// whose timer fires now, finds it not sent.
+				c.release()
+				continue
+			}
 			if !p.state.CompareAndSwap(stQueued, stWritten) {
 				c.release() // its caller left while it was queued
 				continue
@@ -531,6 +553,11 @@ func (c *pipeConn) flush() {
 		clear(batch)
 		c.wbuf, c.batch = buf, batch[:0]
 		if len(buf) > 0 {
+			// A node that takes in no batch for a whole attempt timeout is treated as one
+			// that sends no reply for as long (see Call): the connection fails. Without
+			// the bound it would hold the writer, often a caller whose own timer is not
+			// yet running, for as long as the node does not read.
+			c.raw.SetWriteDeadline(time.Now().Add(c.writeTimeout))
 			if _, err := c.raw.Write(buf); err != nil {
 				c.fail(thrift.NewTTransportExceptionFromError(err))
 				return

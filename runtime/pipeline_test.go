@@ -15,10 +15,12 @@ import (
 	"time"
 
 	"github.com/apache/thrift/lib/go/thrift"
+	"github.com/golang/mock/gomock"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
 	"github.com/clustron/zaris-go/gen/zaris"
+	"github.com/clustron/zaris-go/gen/zarismock"
 )
 
 // dialPipelined dials the test server at addr in pipelined mode with conns connections.
@@ -274,8 +276,9 @@ func TestPipelined_SilentConnectionIsClosed(t *testing.T) {
 }
 
 // badServer speaks framed binary and misbehaves on some keys: "wrong-seq" is answered with
-// another seqid, "truncated" with half a reply before the connection closes, and "extra"
-// properly and then with a reply to a request never sent. Other keys answer NotFound.
+// another seqid, "truncated" with half a reply before the connection closes, "oversized"
+// with a frame header over the message size limit, and "extra" properly and then with a
+// reply to a request never sent. Other keys answer NotFound.
 type badServer struct {
 	ln       net.Listener
 	requests atomic.Int64
@@ -329,6 +332,10 @@ func (s *badServer) serve(c net.Conn) {
 			binary.BigEndian.PutUint32(b[:], 100)
 			_, _ = c.Write(append(b[:], 0x80, 0x01, 0x00))
 			return
+		case "oversized":
+			var b [4]byte
+			binary.BigEndian.PutUint32(b[:], maxMessageSize+1) // a frame over the limit
+			_, _ = c.Write(b[:])
 		case "extra":
 			reply(seq)
 			reply(99999)
@@ -349,9 +356,9 @@ func getOn(ps *pipelines, conn *pipeConn, key string) (Response, error, bool) {
 }
 
 // TestPipelined_BadReplyFailsThatConnectionOnly checks that a reply with a wrong seqid, a
-// reply to a request never sent and a truncated reply each fail their connection with a
-// clear error, while another connection to the same node and a connection to another node
-// keep working.
+// reply to a request never sent, a truncated reply and one larger than the message size
+// limit each fail their connection with a clear error, while another connection to the
+// same node and a connection to another node keep working.
 func TestPipelined_BadReplyFailsThatConnectionOnly(t *testing.T) {
 	bad := startBadServer(t)
 	good := startServer(t, headerServer, nil)
@@ -374,6 +381,7 @@ func TestPipelined_BadReplyFailsThatConnectionOnly(t *testing.T) {
 		{"wrong-seq", "out of order"},
 		{"extra", "never sent"},
 		{"truncated", "EOF"},
+		{"oversized", "frame size"},
 	} {
 		t.Run(tc.key, func(t *testing.T) {
 			conn := open(bad.ln.Addr().String())
@@ -544,3 +552,219 @@ func TestPipelineConfig(t *testing.T) {
 	require.ErrorAs(t, err, &ce)
 	assert.Equal(t, "Pipeline.Conns", ce.Field)
 }
+
+// TestPipelined_StalledWriteEndsWithTheAttempt: a node that stops reading (its socket
+// buffers full) cannot hold the caller whose goroutine is writing the batch for more than
+// an attempt timeout; the connection fails and the request is in doubt.
+func TestPipelined_StalledWriteEndsWithTheAttempt(t *testing.T) {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	require.NoError(t, err)
+	t.Cleanup(func() { ln.Close() })
+	accepted := make(chan net.Conn, 1)
+	go func() {
+		if c, err := ln.Accept(); err == nil {
+			accepted <- c // never read from
+		}
+	}()
+	cfg, err := NewConfig(WithEnv(env(nil)), WithSeeds(ln.Addr().String()), WithAttemptTimeout(100*time.Millisecond))
+	require.NoError(t, err)
+	ps := newPipelines(cfg)
+	raw, err := ps.dialSocket(context.Background(), ln.Addr().String())
+	require.NoError(t, err)
+	conn, err := newPipeConn(raw, ps)
+	require.NoError(t, err)
+	t.Cleanup(func() { conn.fail(errConnClosed); conn.wg.Wait() })
+	peer := <-accepted
+	t.Cleanup(func() { peer.Close() })
+
+	// Far more than the loopback socket buffers hold, within the message size limit.
+	big := make([]byte, maxMessageSize/2)
+	p := ps.getCall()
+	p.conn, p.deadline = conn, time.Now().Add(time.Hour) // only the stalled write can end it
+	done := make(chan error, 1)
+	go func() {
+		var err error
+		for range 4 { // until a write stalls
+			if _, err = opPut.Invoke(context.Background(), &p.kv, &zaris.PutRequest{Key: []byte("k"), Value: big}); err != nil {
+				break
+			}
+		}
+		done <- err
+	}()
+	select {
+	case err := <-done:
+		require.Error(t, err)
+		assert.True(t, isThriftError(err), "a transport error: %v", err)
+		assert.True(t, p.wasSent, "part of the request may have been written")
+		assert.True(t, conn.failed.Load())
+	case <-time.After(20 * time.Second): // a hang detector, not a timing assertion
+		t.Fatal("the call is still writing to a node that does not read, long past its deadline")
+	}
+}
+
+// TestPipelined_FailedDialFallsBackToAnOpenConnection: when every open connection is busy
+// and dialing one more fails, the call goes on an open connection instead of failing.
+func TestPipelined_FailedDialFallsBackToAnOpenConnection(t *testing.T) {
+	srv := startServer(t, headerServer, nil)
+	cl := dialPipelined(t, srv.addr, 2)
+	roundTrip(t, cl, "warm")
+	conn := pipeConnsOf(cl, srv.addr)[0]
+
+	slow := make(chan error, 1)
+	go func() {
+		_, err := cl.Invoke(context.Background(), getCall("slow"))
+		slow <- err
+	}()
+	require.Eventually(t, func() bool { return conn.inFlight() == 1 }, 5*time.Second, time.Millisecond)
+	dialed := 0
+	cl.pipes.dialSocket = func(context.Context, string) (net.Conn, error) {
+		dialed++
+		return nil, errors.New("dial refused")
+	}
+	put := make(chan error, 1)
+	go func() {
+		_, err := cl.Invoke(context.Background(), putCall("k", "v"))
+		put <- err
+	}()
+	// The Put queues behind the slow Get on the open connection, or has already failed.
+	require.Eventually(t, func() bool { return conn.pending.Load() == 2 || len(put) == 1 }, 5*time.Second, time.Millisecond)
+	close(srv.kv.release)
+	require.NoError(t, <-put)
+	require.NoError(t, <-slow)
+	assert.Equal(t, 1, dialed, "it tried to open a second connection")
+	assert.Equal(t, []*pipeConn{conn}, pipeConnsOf(cl, srv.addr))
+}
+
+// TestPipelined_ApplicationExceptionKeepsTheConnection: an exception the node answers with
+// is an answer on the wire, not a failure of the connection: the error keeps its type, is
+// not ErrTransport, and the pipelined connection carries the next call. (A pooled
+// connection is closed after any error.)
+func TestPipelined_ApplicationExceptionKeepsTheConnection(t *testing.T) {
+	srv := startServer(t, headerServer, nil)
+	cl := dialPipelined(t, srv.addr, 1)
+	roundTrip(t, cl, "warm")
+	conn := pipeConnsOf(cl, srv.addr)[0]
+
+	opIncrement := &Op{Name: "Increment", Kind: Write, RoutingField: "key",
+		Invoke: func(ctx context.Context, kv zaris.ZarisKv, req any) (Response, error) {
+			return kv.Increment(ctx, req.(*zaris.IncrementRequest))
+		}}
+	call := NewCall(opIncrement, []byte("n"), &zaris.IncrementRequest{Key: []byte("n"), Delta: 1}, false)
+	_, err := cl.Invoke(context.Background(), call)
+	var appErr thrift.TApplicationException
+	require.ErrorAs(t, err, &appErr)
+	assert.NotErrorIs(t, err, ErrTransport)
+	assert.True(t, call.Attempts[0].Sent)
+
+	roundTrip(t, cl, "after-exception")
+	assert.Equal(t, []*pipeConn{conn}, pipeConnsOf(cl, srv.addr), "the same connection")
+	assert.NoError(t, conn.failure())
+}
+
+// TestPipelined_NeedsTheBuiltInDialer: with WithDialer every call goes through the given
+// dialer's pooled connections, pipelining on or not; with the built-in dialer, pipelining
+// off leaves the pool alone too.
+func TestPipelined_NeedsTheBuiltInDialer(t *testing.T) {
+	ctrl := gomock.NewController(t)
+	kv := zarismock.NewMockZarisKv(ctrl)
+	kv.EXPECT().GetClusterMap(gomock.Any()).Return(testMap(1, 4, 1), nil)
+	kv.EXPECT().Get(gomock.Any(), gomock.Any()).Return(&zaris.GetResponse{Status: zaris.KvStatus_NotFound, MapEpoch: 1}, nil)
+	d := &fakeDialer{kv: func(string) zaris.ZarisKv { return kv }}
+	cl, err := Dial(context.Background(), WithEnv(env(nil)), WithSeeds("10.0.0.1:7000"), WithPipelining(true), WithDialer(d.dial))
+	require.NoError(t, err)
+	defer cl.Close()
+	assert.True(t, cl.Config().Pipeline.Enabled)
+	assert.Nil(t, cl.pipes, "no pipelined connections with a custom dialer")
+	before := d.dials.Load()
+	_, err = cl.Invoke(context.Background(), getCall("k"))
+	require.NoError(t, err)
+	assert.Greater(t, d.dials.Load(), before, "the call took a connection of the dialer")
+
+	srv := startServer(t, headerServer, nil)
+	off, err := Dial(context.Background(), WithEnv(env(nil)), WithSeeds(srv.addr), WithPipelining(false))
+	require.NoError(t, err)
+	defer off.Close()
+	assert.Nil(t, off.pipes)
+	roundTrip(t, off, "pooled")
+}
+
+// TestPipelined_ExpiredInTheQueueIsNotWritten: a request whose deadline passed while it
+// was queued is dropped by the flush, not written: its attempt is not sent, the node never
+// sees it, and the connection stays in use.
+func TestPipelined_ExpiredInTheQueueIsNotWritten(t *testing.T) {
+	srv := startServer(t, headerServer, nil)
+	cl := dialPipelined(t, srv.addr, 1)
+	roundTrip(t, cl, "warm")
+	conn := pipeConnsOf(cl, srv.addr)[0]
+
+	p := cl.pipes.getCall()
+	p.conn, p.deadline = conn, time.Now().Add(-time.Millisecond)
+	p.method, p.seq = "Put", conn.seq.Add(1)
+	require.NoError(t, p.encode(context.Background(), &zaris.ZarisKvPutArgs{Req: &zaris.PutRequest{Key: []byte("late"), Value: []byte("x")}}))
+	p.state.Store(stQueued)
+	conn.writeMu.Lock() // the writer is busy: the request stays queued
+	require.NoError(t, conn.enqueue(p))
+	conn.writeMu.Unlock() // the writer goroutine flushes it now
+	eventually(t, func() bool { return conn.pending.Load() == 0 })
+	assert.Equal(t, stExpired, p.state.Load(), "dropped, not written")
+	assert.NoError(t, conn.failure())
+
+	resp, err := cl.Invoke(context.Background(), getCall("late"))
+	require.NoError(t, err)
+	assert.Equal(t, zaris.KvStatus_NotFound, resp.GetStatus(), "the node never saw the Put")
+	assert.Equal(t, []*pipeConn{conn}, pipeConnsOf(cl, srv.addr), "the same connection")
+}
+
+// TestInvokeAfterTheCallerLeftSendsNothing: an attempt whose context ended before it
+// started, or while it waited for a connection, is not sent, in either connection mode:
+// the error is the context's, Attempt.Sent is false, and the node never sees the request.
+func TestInvokeAfterTheCallerLeftSendsNothing(t *testing.T) {
+	for _, mode := range []string{"pooled", "pipelined"} {
+		for _, when := range []string{"before the attempt", "while dialing"} {
+			t.Run(mode+" "+when, func(t *testing.T) {
+				srv := startServer(t, headerServer, nil)
+				ctx, cancel := context.WithCancel(context.Background())
+				defer cancel()
+				var cl *Engine
+				if mode == "pipelined" {
+					cl = dialPipelined(t, srv.addr, 1)
+					if when == "while dialing" {
+						dial := cl.pipes.dialSocket
+						cl.pipes.dialSocket = func(dctx context.Context, addr string) (net.Conn, error) {
+							c, err := dial(dctx, addr)
+							cancel() // the caller leaves while its connection is being opened
+							return c, err
+						}
+					}
+				} else {
+					cfg, err := NewConfig(WithEnv(env(nil)), WithSeeds(srv.addr))
+					require.NoError(t, err)
+					dial := DefaultDialer(cfg)
+					cl, err = Dial(context.Background(), WithEnv(env(nil)), WithSeeds(srv.addr), WithPipelining(false),
+						WithDialer(func(dctx context.Context, addr string) (Conn, error) {
+							c, err := dial(dctx, addr)
+							if dctx.Value(leaveKey{}) != nil {
+								cancel()
+							}
+							return c, err
+						}))
+					require.NoError(t, err)
+					t.Cleanup(func() { cl.Close() })
+				}
+				if when == "before the attempt" {
+					roundTrip(t, cl, "warm") // a connection is open and idle
+					cancel()
+				}
+				call := putCall("late", "x")
+				_, err := cl.Invoke(context.WithValue(ctx, leaveKey{}, true), call)
+				require.ErrorIs(t, err, context.Canceled)
+				assert.False(t, call.Attempts[0].Sent)
+				resp, err := cl.Invoke(context.Background(), getCall("late"))
+				require.NoError(t, err)
+				assert.Equal(t, zaris.KvStatus_NotFound, resp.GetStatus(), "the node never saw the Put")
+			})
+		}
+	}
+}
+
+type leaveKey struct{}

@@ -95,7 +95,7 @@ func New(handler runtime.Handler) *Client {
 	return &Client{handler: handler}
 }
 
-// Close closes the engine of a client made by Dial, with every connection it pooled; see
+// Close closes the engine of a client made by Dial, with every connection it opened; see
 // runtime.Engine.Close. For a client made by New it does nothing. It returns nil.
 func (c *Client) Close() error {
 	if c.engine == nil {
