@@ -12,7 +12,7 @@ IDL       := $(wildcard idl/*.thrift)
 # store's dependencies never enter the client's build. Targets that cover code run over both.
 TOOLS     := tools
 
-.PHONY: help generate check-generate check-thrift test lint bench bench-go demo fuzz soak
+.PHONY: help generate check-generate check-thrift test test-modes lint bench bench-go demo fuzz soak
 
 help: ## list the targets
 	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | sed 's/:.*## /\t/'
@@ -37,10 +37,18 @@ check-generate: generate ## regenerate and fail if gen/ differs from what is com
 	@git diff --exit-code --stat -- gen || { echo "gen/ is stale: run make generate and commit the result"; exit 1; }
 	@test -z "$$(git status --porcelain -- gen)" || { git status --porcelain -- gen; echo "gen/ has files git does not track: run make generate and commit the result"; exit 1; }
 
-test: lint ## lint, run every test with the race detector, then fuzz each target briefly
+test: lint ## lint, run every test with the race detector, then the churn tests in each connection mode, then fuzz each target briefly
 	$(GO) test -race -count=1 -timeout 10m ./...
 	$(GO) -C $(TOOLS) test -race -count=1 -timeout 10m ./...
+	$(MAKE) test-modes
 	$(MAKE) fuzz
+
+# CHURN_TESTS are the proof churn test and the short demo, packages of the tools module.
+CHURN_TESTS := -run 'TestLinearizable_AllChurnInOneRun|TestShortRun' ./proof ./zaris/demo
+
+test-modes: ## the proof churn test and the short demo with pipelined connections and with the pool alone (ZARIS_PIPELINE)
+	ZARIS_PIPELINE=true $(GO) -C $(TOOLS) test -race -count=1 -timeout 5m $(CHURN_TESTS)
+	ZARIS_PIPELINE=false $(GO) -C $(TOOLS) test -race -count=1 -timeout 5m $(CHURN_TESTS)
 
 lint: ## gofmt check, go vet, and staticcheck (pinned; not on the generated gen/)
 	@out=$$(gofmt -l $$(git ls-files '*.go')); test -z "$$out" || { echo "gofmt would change:"; echo "$$out"; exit 1; }

@@ -122,10 +122,14 @@ func (b *RetryBudget) Withdraw() bool {
 // attempt is not made: Budget returns a *StopError with runtime.BoundBudget and
 // runtime.ErrRetryBudgetExhausted, and the retry layer ends the call with its last outcome.
 // It goes outermost among the attempt-level layers, so an attempt refused by the budget
-// neither backs off nor refreshes the map.
+// neither backs off nor refreshes the map. A sub-request of a multi-key call (call.Parent
+// set) passes through: the batch layer charges the batch (see Batches).
 func Budget(b runtime.RetryBudget) Middleware {
 	return func(next Handler) Handler {
 		return func(ctx context.Context, call *runtime.Call) (runtime.Response, error) {
+			if call.Parent != nil {
+				return next(ctx, call)
+			}
 			if len(call.Attempts) <= 1 {
 				b.Deposit()
 			} else if !b.Withdraw() {

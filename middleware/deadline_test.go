@@ -115,3 +115,27 @@ func TestDeadline_StopsRetriesAtTheDeadline(t *testing.T) {
 	assert.Len(t, ce.Attempts, 1)
 	assert.False(t, ctxHadDeadline, "the deadline travels on the call, not on a derived context")
 }
+
+// TestDeadline_NonPositiveCallTimeoutLeavesNoTime: WithTimeout(d) with d <= 0, like
+// context.WithTimeout, leaves the call no time: it ends with the deadline bound before any
+// attempt, instead of falling back to the request timeout.
+func TestDeadline_NonPositiveCallTimeoutLeavesNoTime(t *testing.T) {
+	for _, d := range []time.Duration{0, -time.Second} {
+		t.Run(d.String(), func(t *testing.T) {
+			clock := mwt.NewClock()
+			attempts := 0
+			invoke := func(ctx context.Context, call *runtime.Call) (runtime.Response, error) {
+				attempts++
+				return &mwt.Response{Status: zaris.KvStatus_Ok}, nil
+			}
+			h := middleware.Default(invoke, mwt.NewRefresher(1), runtime.Config{Retry: runtime.DefaultRetryPolicy, Clock: clock})
+			call := mwt.GetCall("k", runtime.WithTimeout(d))
+			_, err := h(context.Background(), call)
+			var ce *runtime.CallError
+			require.ErrorAs(t, err, &ce)
+			assert.Equal(t, runtime.BoundDeadline, ce.Bound)
+			assert.Zero(t, attempts, "no attempt is made")
+			assert.Equal(t, mwt.Epoch, call.Deadline)
+		})
+	}
+}

@@ -40,9 +40,11 @@ func stack(cfg runtime.Config, clock runtime.Clock, refresher MapRefresher) Midd
 	)
 	attempt = append(attempt, cfg.AttemptMiddleware...)
 
+	router, _ := refresher.(BatchRouter)
 	call := append([]Middleware(nil), cfg.CallMiddleware...)
 	call = append(call,
 		Deadline(p, clock),
+		Batches(p, clock, refresher, router, cfg.RetryBudget),
 		Retry(p, clock, attempt...),
 	)
 	return Chain(call...)

@@ -10,15 +10,17 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/clustron/zaris-go/gen/zaris"
+	"github.com/clustron/zaris-go/gen/zarisclient"
 	"github.com/clustron/zaris-go/middleware"
 	mwt "github.com/clustron/zaris-go/middleware/middlewaretest"
 	"github.com/clustron/zaris-go/runtime"
 )
 
-// TestDefault_Order pins the default order: call-level middleware, Deadline, Retry{Budget,
-// Backoff, RefreshOnMoved, Classify, attempt-level middleware}, transport. Each layer leaves
-// a mark in one trace: the user layers directly, the built-ins through what they touch
-// (the clock, the refresher, a classifier, the budget's refusal).
+// TestDefault_Order pins the default order: call-level middleware, Deadline, Batches,
+// Retry{Budget, Backoff, RefreshOnMoved, Classify, attempt-level middleware}, transport.
+// Each layer leaves a mark in one trace: the user layers directly, the built-ins through
+// what they touch (the clock, the refresher, a classifier, the budget's refusal, a
+// multi-key call's sub-requests).
 func TestDefault_Order(t *testing.T) {
 	var trace []string
 	mark := func(s string) { trace = append(trace, s) }
@@ -32,6 +34,12 @@ func TestDefault_Order(t *testing.T) {
 	}
 	tr := mwt.Script(mwt.Answer(zaris.KvStatus_Moved), mwt.Answer(zaris.KvStatus_Ok))
 	transport := func(ctx context.Context, call *runtime.Call) (runtime.Response, error) {
+		if call.Parent != nil {
+			mark(fmt.Sprintf("transport sub-request of %d items (deadline set: %v)", len(call.Request.(*zaris.MultiGetRequest).Items), !call.Deadline.IsZero()))
+			return &zaris.MultiGetResponse{Status: zaris.KvStatus_Ok, Results: []*zaris.GetOutcome{
+				{Status: zaris.KvStatus_Ok}, {Status: zaris.KvStatus_NotFound},
+			}}, nil
+		}
 		mark(fmt.Sprintf("transport %d (deadline set: %v)", call.Current().N, !call.Deadline.IsZero()))
 		return tr.Invoke(ctx, call)
 	}
@@ -42,7 +50,14 @@ func TestDefault_Order(t *testing.T) {
 	layer := func(name string) middleware.Middleware {
 		return func(next middleware.Handler) middleware.Handler {
 			return func(ctx context.Context, call *runtime.Call) (runtime.Response, error) {
-				mark(name + ">")
+				switch {
+				case call.Parent != nil:
+					mark(name + "> sub-request")
+				case call.Batch != nil:
+					mark(name + "> batch")
+				default:
+					mark(name + ">")
+				}
 				resp, err := next(ctx, call)
 				mark(fmt.Sprintf("<%s (attempts %d, deadline set: %v)", name, len(call.Attempts), !call.Deadline.IsZero()))
 				return resp, err
@@ -71,6 +86,21 @@ func TestDefault_Order(t *testing.T) {
 		"<attempt2 (attempts 2, deadline set: true)", "<attempt1 (attempts 2, deadline set: true)",
 		"classify",
 		"<call2 (attempts 2, deadline set: true)", "<call1 (attempts 2, deadline set: true)", // once per call, after the retries
+	}, trace)
+
+	// A multi-key call: call-level middleware sees the batch once, with the deadline
+	// Deadline set (so Batches is below Deadline); the attempt-level middleware and
+	// Classify see its sub-request (so Batches is above Retry).
+	trace = nil
+	res, err := zarisclient.New(h).MultiGet(context.Background(), &zaris.MultiGetRequest{Items: []*zaris.GetItem{{Key: []byte("a")}, {Key: []byte("b")}}})
+	require.NoError(t, err)
+	assert.Equal(t, zaris.KvStatus_NotFound, res.Response.Results[1].Status)
+	assert.Equal(t, []string{
+		"call1> batch", "call2> batch",
+		"attempt1> sub-request", "attempt2> sub-request", "transport sub-request of 2 items (deadline set: true)",
+		"<attempt2 (attempts 1, deadline set: true)", "<attempt1 (attempts 1, deadline set: true)",
+		"classify",
+		"<call2 (attempts 1, deadline set: true)", "<call1 (attempts 1, deadline set: true)",
 	}, trace)
 }
 

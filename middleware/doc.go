@@ -27,6 +27,11 @@
 //     ending without an answer in a *runtime.CallError that names the bound and carries
 //     every attempt (B4).
 //   - Budget (budget.go) optionally caps retries to a share of calls (B3).
+//   - Batches (batch.go) runs multi-key calls: it splits the items by owner, sends one
+//     sub-request per owner in parallel through the retry layer as a single attempt, and
+//     applies the rules above to the items that met churn only: one backoff and one map
+//     refresh per round, both bounds, the Migrating factor, B2 and R9 per item, and the
+//     retry budget (B3) once per batch call and once per retried sub-request.
 //
 // Everything after Classify decides by the Class and by errors.Is and errors.As, never by
 // an error's text.
@@ -39,13 +44,14 @@
 //
 //	call-level middleware      runtime.WithCallMiddleware: once per call, final outcome
 //	Deadline
+//	Batches                    multi-key calls only: per owner, one sub-request per round
 //	Retry                      the attempt loop; per attempt:
 //	    Budget                 runtime.WithRetryBudget only
 //	    Backoff
 //	    RefreshOnMoved
 //	    Classify               DefaultClassifiers, or runtime.WithClassifiers
 //	    attempt-level middleware   runtime.WithAttemptMiddleware: once per attempt, raw outcome
-//	transport                  runtime.Engine.Invoke: one attempt on one pooled connection
+//	transport                  runtime.Engine.Invoke: one attempt on a pipelined or pooled connection
 //
 // User middleware plugs in at the two named places: in front of the retry layer (logging,
 // tracing, metrics of calls) and behind it (per-attempt logging, fault injection). ForOps
@@ -115,10 +121,11 @@
 //     (mapEpoch); an answer whose epoch is newer than the client's map triggers a refresh
 //     that skips R6's debounce (still one shared flight); without newer evidence, R6's
 //     debounce holds.
-//   - B2 in-doubt: a request that provably never left (dial refused, no pooled connection)
-//     is always safe to retry; one written with no reply is retried only for idempotent or
-//     guarded operations; a non-idempotent unguarded operation returns an in-doubt error
-//     (errors.Is(err, runtime.ErrInDoubt)).
+//   - B2 in-doubt: a request that provably never left (dial refused, no pooled connection,
+//     still queued on a pipelined connection, its context ended before it was written) is
+//     always safe to retry; one written with no
+//     reply is retried only for idempotent or guarded operations; a non-idempotent
+//     unguarded operation returns an in-doubt error (errors.Is(err, runtime.ErrInDoubt)).
 //   - B3 retry budget: an opt-in token bucket per client: retries capped to a fraction of
 //     calls plus a floor per second (runtime.WithRetryBudget, NewRetryBudget).
 //   - B4 terminal error: a call that runs out of attempts or time returns an error naming

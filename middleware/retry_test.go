@@ -143,6 +143,7 @@ func TestR7_DisableRetries(t *testing.T) {
 		assert.Equal(t, 1, middleware.MaxAttempts(disabled, mwt.GetCall("k", runtime.WithMaxAttempts(9))))
 		assert.Equal(t, 9, middleware.MaxAttempts(runtime.DefaultRetryPolicy, mwt.GetCall("k", runtime.WithMaxAttempts(9))))
 		assert.Equal(t, 3, middleware.MaxAttempts(runtime.DefaultRetryPolicy, mwt.GetCall("k")))
+		assert.Equal(t, 3, middleware.MaxAttempts(runtime.DefaultRetryPolicy, mwt.GetCall("k", runtime.WithMaxAttempts(0))), "n < 1 leaves the client's cap")
 		assert.Equal(t, 1, middleware.MaxAttempts(runtime.RetryPolicy{}, mwt.GetCall("k")))
 	})
 }

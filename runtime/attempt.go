@@ -6,12 +6,12 @@ import (
 	"time"
 )
 
-// Invoke sends one attempt of call to the owner of call.Key under the current map, within
-// the attempt timeout, and records the facts on call.Current() for the classify layer to
-// judge. Any status comes back as a response with a nil error; a failure is a
-// *PartitionError, a *NodeError whose kind (ErrNodeUnavailable, ErrTransport,
-// ErrAttemptTimeout, ErrClosed, or none for the caller's context and application
-// exceptions) says what happened, or ErrClosed. It never refreshes the map itself.
+// Invoke sends one attempt of call to call.Target when set (a multi-key sub-request), else to
+// the owner of call.Key under the current map, within the attempt timeout, and records the
+// facts on call.Current() for the classify layer to judge. Any status comes back as a
+// response with a nil error; a failure is a *PartitionError, a *NodeError whose kind
+// (ErrNodeUnavailable, ErrTransport, ErrAttemptTimeout, ErrClosed, or none for the caller's
+// context and application exceptions) says what happened, or ErrClosed. It never refreshes the map itself.
 func (c *Engine) Invoke(ctx context.Context, call *Call) (Response, error) {
 	a := call.Current()
 	start := c.clock.Now()
@@ -26,14 +26,30 @@ func (c *Engine) invoke(ctx context.Context, call *Call, a *Attempt) (Response, 
 	if c.closed.Load() {
 		return nil, ErrClosed
 	}
-	r, err := c.router.Route(call.Key)
+	r, err := c.routeCall(call)
 	a.Node, a.Addr, a.MapEpoch = r.Node, r.Addr, r.Epoch
 	if err != nil {
 		return nil, err
 	}
+	if err := ctx.Err(); err != nil {
+		// The caller has gone: nothing is sent, so the node cannot apply it (rule B2).
+		return nil, c.noConnError(ctx, call, r, err)
+	}
 	deadline, callBound := c.attemptDeadline(call)
+	if c.pipes != nil {
+		return c.invokePipelined(ctx, call, a, r, deadline, callBound)
+	}
+	return c.invokePooled(ctx, call, a, r, deadline, callBound)
+}
+
+// invokePooled sends the attempt over a connection borrowed from the node's pool.
+func (c *Engine) invokePooled(ctx context.Context, call *Call, a *Attempt, r Route, deadline time.Time, callBound bool) (Response, error) {
 	p := c.poolFor(r.Addr)
 	conn, err := c.borrow(ctx, p, deadline)
+	if err == nil && ctx.Err() != nil {
+		p.put(conn) // the caller left while it waited: send nothing
+		err = ctx.Err()
+	}
 	if err != nil {
 		return nil, c.noConnError(ctx, call, r, err)
 	}

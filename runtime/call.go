@@ -27,6 +27,13 @@ type Call struct {
 	Attempts []Attempt
 	// Stats counts what the call cost besides its attempts.
 	Stats CallStats
+	// Batch is set on a multi-key call (see RunBatch) and nil otherwise.
+	Batch *Batch
+	// Parent is set on a sub-request of a multi-key call: the batch call it is part of.
+	Parent *Call
+	// Target, when set, is where the call's attempts go instead of Key's owner under the
+	// current map: the batch layer sets it to the owner it split a sub-request's items for.
+	Target *Route
 
 	attemptBuf [3]Attempt
 }
@@ -88,7 +95,8 @@ type Attempt struct {
 	// Err is the attempt's error when no response arrived.
 	Err error
 	// Sent reports whether the request may have reached the node. False means it provably
-	// never left (no owner, dial refused, no connection), so replaying it is always safe.
+	// never left (no owner, dial refused, no connection, still queued on a pipelined
+	// connection), so replaying it is always safe.
 	Sent bool
 	// Class is how the classify layer judged the outcome.
 	Class Class
@@ -145,22 +153,27 @@ type CallStats struct {
 type CallOptions struct {
 	// MaxAttempts caps this call's attempts.
 	MaxAttempts int
-	// Timeout bounds this call's total time, like the client's request timeout.
+	// Timeout bounds this call's total time, like the client's request timeout; negative
+	// means no time is left (WithTimeout of zero or less).
 	Timeout time.Duration
 }
 
 // CallOption sets a per-call override; pass them to the typed client's methods.
 type CallOption func(*CallOptions)
 
-// WithMaxAttempts caps this call at n attempts (n >= 1); it cannot raise the cap above one
-// when retries are disabled (rule R7). Passed to Dial or NewConfig (every CallOption is
-// also an Option) it sets the client's cap, Config.Retry.MaxAttempts, instead.
+// WithMaxAttempts caps this call at n attempts in place of the client's cap; n < 1 leaves
+// the client's cap. It cannot raise the cap above one when retries are disabled (rule R7).
+// A CallOption is not an Option: the client-wide cap is WithDefaultMaxAttempts.
 func WithMaxAttempts(n int) CallOption {
 	return func(o *CallOptions) { o.MaxAttempts = n }
 }
 
 // WithTimeout bounds this call's total time to d, in place of the client's request timeout.
-// Passed to Dial or NewConfig it sets the client's request timeout, like WithRequestTimeout.
+// As with context.WithTimeout, d <= 0 leaves no time: the call ends with its deadline
+// passed, before any attempt. The client-wide bound is WithRequestTimeout.
 func WithTimeout(d time.Duration) CallOption {
+	if d <= 0 {
+		d = -1
+	}
 	return func(o *CallOptions) { o.Timeout = d }
 }

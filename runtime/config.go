@@ -82,6 +82,9 @@ type Config struct {
 	RefreshDebounce time.Duration
 	// Clock is the source of time. Default SystemClock.
 	Clock Clock
+	// Pipeline selects pipelined connections, or the pool alone (see WithPipelining).
+	// Default on, 2 connections per node.
+	Pipeline Pipelining
 	// Dialer opens connections to nodes. Nil (the default) means the built-in dialer
 	// (DefaultDialer), which speaks Protocol over Transport, with TLS when TLS is set.
 	Dialer Dialer

@@ -43,9 +43,28 @@ func thriftConfig(cfg Config) *thrift.TConfiguration {
 // TConfiguration bounding message and frame sizes.
 func DefaultDialer(cfg Config) Dialer {
 	tcfg := thriftConfig(cfg)
-	nd := &net.Dialer{Timeout: cfg.DialTimeout, KeepAlive: 30 * time.Second}
-	protocol, transport, tlsCfg, timeout := cfg.Protocol, cfg.Transport, cfg.TLS, cfg.DialTimeout
+	dialSocket := socketDialer(cfg)
+	protocol, transport := cfg.Protocol, cfg.Transport
 	return func(ctx context.Context, addr string) (Conn, error) {
+		raw, err := dialSocket(ctx, addr)
+		if err != nil {
+			return nil, err
+		}
+		c, err := newThriftConn(raw, protocol, transport, tcfg)
+		if err != nil {
+			raw.Close()
+			return nil, err
+		}
+		return c, nil
+	}
+}
+
+// socketDialer returns what DefaultDialer opens under the Thrift layers: a TCP connection
+// within cfg.DialTimeout, wrapped in TLS (handshake done) when cfg.TLS is set.
+func socketDialer(cfg Config) func(ctx context.Context, addr string) (net.Conn, error) {
+	nd := &net.Dialer{Timeout: cfg.DialTimeout, KeepAlive: 30 * time.Second}
+	tlsCfg, timeout := cfg.TLS, cfg.DialTimeout
+	return func(ctx context.Context, addr string) (net.Conn, error) {
 		if timeout > 0 {
 			var cancel context.CancelFunc
 			ctx, cancel = context.WithTimeout(ctx, timeout)
@@ -68,33 +87,15 @@ func DefaultDialer(cfg Config) Dialer {
 			}
 			raw = tconn
 		}
-		c, err := newThriftConn(raw, protocol, transport, tcfg)
-		if err != nil {
-			raw.Close()
-			return nil, err
-		}
-		return c, nil
+		return raw, nil
 	}
 }
 
 // newThriftConn stacks the protocol and transport on raw and binds a generated client.
 func newThriftConn(raw net.Conn, p Protocol, t Transport, tcfg *thrift.TConfiguration) (*thriftConn, error) {
-	var trans thrift.TTransport = newSockTransport(raw)
-	if p != ProtocolHeader && t == TransportFramed {
-		trans = thrift.NewTFramedTransportConf(trans, tcfg)
-	}
-	var proto thrift.TProtocol
-	switch p {
-	case ProtocolBinary:
-		proto = thrift.NewTBinaryProtocolConf(trans, tcfg)
-	case ProtocolCompact:
-		proto = thrift.NewTCompactProtocolConf(trans, tcfg)
-	case ProtocolJSON:
-		proto = thrift.NewTJSONProtocol(trans)
-	case ProtocolHeader:
-		proto = thrift.NewTHeaderProtocolConf(trans, tcfg)
-	default:
-		return nil, fmt.Errorf("zaris: unknown protocol %q", p)
+	proto, err := stackProtocol(newSockTransport(raw), p, t, tcfg)
+	if err != nil {
+		return nil, err
 	}
 	c := &thriftConn{
 		raw:    raw,
@@ -102,4 +103,22 @@ func newThriftConn(raw net.Conn, p Protocol, t Transport, tcfg *thrift.TConfigur
 	}
 	c.abort = func() { c.raw.SetDeadline(aLongTimeAgo) }
 	return c, nil
+}
+
+// stackProtocol puts protocol p over transport t (framed or not; header frames itself) on trans.
+func stackProtocol(trans thrift.TTransport, p Protocol, t Transport, tcfg *thrift.TConfiguration) (thrift.TProtocol, error) {
+	if p != ProtocolHeader && t == TransportFramed {
+		trans = thrift.NewTFramedTransportConf(trans, tcfg)
+	}
+	switch p {
+	case ProtocolBinary:
+		return thrift.NewTBinaryProtocolConf(trans, tcfg), nil
+	case ProtocolCompact:
+		return thrift.NewTCompactProtocolConf(trans, tcfg), nil
+	case ProtocolJSON:
+		return thrift.NewTJSONProtocol(trans), nil
+	case ProtocolHeader:
+		return thrift.NewTHeaderProtocolConf(trans, tcfg), nil
+	}
+	return nil, fmt.Errorf("zaris: unknown protocol %q", p)
 }

@@ -11,10 +11,11 @@
 //
 // NewConfig (and Dial, which calls it) builds a Config in one place: the defaults
 // (DefaultRetryPolicy and the Default constants), then the environment
-// (ZARIS_REQUEST_TIMEOUT, ZARIS_DISABLE_RETRIES, ZARIS_CLIENT_MAP_REFRESH_WAIT_MS), then the
-// options in order, then validation. An explicit option beats the environment, which beats
-// the default; ZARIS_DISABLE_RETRIES=true wins over everything (rule R7). A value that does
-// not parse, or makes no sense, is a *ConfigError naming the variable or field and the value.
+// (ZARIS_REQUEST_TIMEOUT, ZARIS_DISABLE_RETRIES, ZARIS_CLIENT_MAP_REFRESH_WAIT_MS,
+// ZARIS_PIPELINE), then the options in order, then validation. An explicit option beats
+// the environment, which beats the default; ZARIS_DISABLE_RETRIES=true wins over
+// everything (rule R7). A value that does not parse, or makes no sense, is a *ConfigError
+// naming the variable or field and the value.
 // The Config also carries the parts of the middleware stack a user chooses (call-level
 // and attempt-level middleware, a retry budget, classifiers), which middleware.Default
 // reads, so one option type configures the whole client. A per-call CallOption is not an
@@ -45,6 +46,32 @@
 // socket, because the generated code does not watch its context and the Thrift protocols
 // retry a timed-out read while their context has time left.
 //
+// # Pipelined connections
+//
+// By default the calls to one node that are in flight together share a few connections
+// (Pipelining.Conns); WithPipelining(false) or ZARIS_PIPELINE=false turns this off. A call
+// encodes its request with a protocol of its own into a buffer and queues it; whoever finds
+// the connection's writer free (the call itself, else the connection's writer goroutine)
+// sends everything queued in one write; the connection's reader goroutine reads the replies
+// in order, checks each one's seqid and method against the oldest request written, and
+// decodes it into that call's result. This is plain Thrift on the wire: a Thrift server
+// answers a connection's requests in order. A reply out of order, one for a request never
+// sent, or one cut short fails that connection, and only it. A request still queued when
+// its attempt ends (the caller's context, the attempt timeout) is never written: the
+// attempt is not sent, so it may be retried whatever the operation (rule B2). One written
+// and not answered is in doubt; the caller leaves at once, and the reply, when it comes, is
+// read and dropped on a connection that stays in use. A connection that gives no reply for
+// a whole attempt timeout is closed, and every call in flight on it fails with
+// ErrTransport, as is one the node takes no write from for a whole attempt timeout; a
+// node that dies fails all its calls at once. A request whose deadline passed while it was
+// queued is dropped unwritten. When every open
+// connection is busy, a call dials one more into a free slot, and goes on the least busy
+// open one if that dial fails. A call that finds no other
+// call to its node in flight takes a pooled connection, since sharing would only add
+// hand-offs between goroutines. Pipelining needs the built-in dialer; with WithDialer the
+// pool carries every call. tools/zarisbench measures both modes; its README has the
+// numbers the default was chosen by.
+//
 // # The refresher
 //
 // A Refresher fetches a new map on request under rules R6 and B1: all concurrent requests
@@ -69,15 +96,33 @@
 // The typed client makes a Call per application call; the middleware adds Attempts to it;
 // Engine.Invoke, the end of the chain, routes one attempt, sends it and records the node,
 // the map epoch, whether the request may have been sent, and the answer's status and epoch
-// or the error. Any status comes back as a response with a nil error. Errors carry a
+// or the error. An attempt whose context has ended by the time it would write (before it
+// starts, or while it waits for a connection) sends nothing and returns the context's
+// error. Any status comes back as a response with a nil error. Errors carry a
 // sentinel kind for errors.Is: ErrPartitionUnavailable (no owner: not sent),
 // ErrNodeUnavailable (no connection: the dial failed, the node left the map, or none was
 // free within the attempt timeout; not sent), ErrTransport (a Thrift transport or protocol
-// failure: sent), ErrAttemptTimeout (the per-attempt timeout, rule B5: sent), ErrClosed.
-// Any error closes the connection it happened on. An error the client does
+// failure: sent, unless the request was still queued on a pipelined connection that
+// failed; Attempt.Sent says which), ErrAttemptTimeout (the per-attempt timeout, rule B5: sent), ErrClosed.
+// Any error closes the pooled connection it happened on; a pipelined connection is closed
+// only by a failure of the connection itself (see above), so an application exception or
+// a caller that left early leaves it in use. An error the client does
 // not judge (the caller's context ended, an application exception) is wrapped without a
 // kind, so errors.Is(err, context.Canceled) and errors.As(err, &thrift.TApplicationException)
 // still work. Transport failures are told apart by type, never by message.
+//
+// # Multi-key calls
+//
+// A multi-key operation (MultiGet, MultiPut, MultiDelete) carries a list of items and
+// answers one status per item. Its typed method fills a BatchSpec and calls RunBatch, which
+// refuses an empty batch or one over MaxBatchItems (ErrInvalidBatch), answers an item
+// without a key InvalidRequest without sending it, and runs one Call carrying a Batch
+// through the stack. The batch layer of the middleware splits the items by owner, sends one
+// sub-request per owner (each a Call of its own, one attempt), and retries only the items
+// whose status is churn; answers are final per item. The result is a BatchResult: the
+// merged response with one result per item in request order, and each item's error (a
+// *CallError with the item's own attempts). The call's error is a *BatchError only when no
+// item got an answer. A batch is not atomic across items.
 //
 // # Concurrency
 //

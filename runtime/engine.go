@@ -11,7 +11,8 @@ import (
 )
 
 // Engine is the client engine: the configuration, the current cluster map and its
-// routing table, a connection pool per node, and the shared map refresher. Its Invoke is
+// routing table, a connection pool per node (and, pipelining on, a few shared pipelined
+// connections per node), and the shared map refresher. Its Invoke is
 // the terminal handler of the middleware stack: it sends one attempt to the key's owner
 // and records what happened. The generated zarisclient.Dial makes one per client (reach
 // it with Client.Engine). An Engine is safe for concurrent use.
@@ -27,6 +28,8 @@ type Engine struct {
 
 	poolMu  sync.Mutex // serialises pool creation, retirement and Close
 	retired []*pool    // pools of nodes that left the map, still lending connections
+
+	pipes *pipelines // the pipelined connections (pipeline.go); nil in pooled mode
 }
 
 // Dial builds a Config from opts (see NewConfig), fetches the first cluster map from the
@@ -43,6 +46,9 @@ func Dial(ctx context.Context, opts ...Option) (*Engine, error) {
 		c.dial = DefaultDialer(cfg)
 	}
 	c.pools.Store(&map[string]*pool{})
+	if cfg.Pipeline.Enabled && cfg.Dialer == nil {
+		c.pipes = newPipelines(cfg)
+	}
 	c.refresher = NewRefresher(cfg, &c.router, c.fetchMap)
 	c.refresher.onInstall = c.retirePools
 
@@ -89,6 +95,9 @@ func (c *Engine) Close() error {
 		return nil
 	}
 	c.refresher.Close()
+	if c.pipes != nil {
+		c.pipes.close()
+	}
 	c.poolMu.Lock()
 	defer c.poolMu.Unlock()
 	for _, p := range *c.pools.Load() {

@@ -326,6 +326,34 @@ func TestDialSkipsABadSeed(t *testing.T) {
 	assert.Zero(t, d.openConns(), "bootstrap connections are closed")
 }
 
+// TestDialWithAnEndedContext: Dial's ctx bounds the bootstrap; once it has ended Dial
+// stops at the first seed with an error matching both ErrNoSeeds and the context's error.
+func TestDialWithAnEndedContext(t *testing.T) {
+	d := &fakeDialer{}
+	ended := map[string]func() (context.Context, context.CancelFunc){
+		"cancelled": func() (context.Context, context.CancelFunc) {
+			ctx, cancel := context.WithCancel(context.Background())
+			cancel()
+			return ctx, cancel
+		},
+		"past its deadline": func() (context.Context, context.CancelFunc) {
+			return context.WithDeadline(context.Background(), time.Unix(0, 0))
+		},
+	}
+	for name, mk := range ended {
+		t.Run(name, func(t *testing.T) {
+			ctx, cancel := mk()
+			defer cancel()
+			d.dials.Store(0)
+			d.fail = func(string) error { return ctx.Err() } // a dialer honours its context
+			_, err := Dial(ctx, WithEnv(env(nil)), WithSeeds("10.0.0.1:1", "10.0.0.2:2"), WithDialer(d.dial))
+			require.ErrorIs(t, err, ErrNoSeeds)
+			require.ErrorIs(t, err, ctx.Err())
+			assert.Equal(t, int32(1), d.dials.Load(), "no second seed is tried")
+		})
+	}
+}
+
 func TestDialRejectsBadConfig(t *testing.T) {
 	_, err := Dial(context.Background(), WithEnv(env(map[string]string{EnvRequestTimeout: "forever"})), WithSeeds("a:1"))
 	var ce *ConfigError
@@ -333,7 +361,7 @@ func TestDialRejectsBadConfig(t *testing.T) {
 	assert.Equal(t, EnvRequestTimeout, ce.Var)
 }
 
-func TestClusterAccessors(t *testing.T) {
+func TestEngineAccessors(t *testing.T) {
 	mc := newMockEngine(t, testMap(9, 4, 1), WithPoolSize(3))
 	assert.Equal(t, 3, mc.Config().PoolSize)
 	assert.Equal(t, int64(9), mc.Map().Epoch)

@@ -96,10 +96,10 @@ func (e *ConfigError) Error() string {
 	return fmt.Sprintf("zaris: config: %s %s: %s", e.Field, e.Value, e.Reason)
 }
 
-// NewConfig builds a validated Config: the defaults (DefaultRetryPolicy and the Default
-// constants), then the environment (EnvRequestTimeout, EnvDisableRetries, EnvRefreshWaitMS,
-// read through os.LookupEnv unless WithEnv says otherwise), then opts in order, then
-// validation, then rule R7. The error, if any, joins one *ConfigError per problem.
+// NewConfig builds a validated Config: the defaults (DefaultRetryPolicy, DefaultPipelining
+// and the Default constants), then the environment (EnvRequestTimeout, EnvDisableRetries,
+// EnvRefreshWaitMS, EnvPipeline, read through os.LookupEnv unless WithEnv says otherwise),
+// then opts in order, then validation, then rule R7. The error, if any, joins one *ConfigError per problem.
 func NewConfig(opts ...Option) (Config, error) {
 	b := &configBuilder{cfg: Config{
 		Protocol:        ProtocolBinary,
@@ -111,6 +111,7 @@ func NewConfig(opts ...Option) (Config, error) {
 		RefreshWait:     DefaultRefreshWait,
 		RefreshDebounce: DefaultRefreshDebounce,
 		Clock:           SystemClock,
+		Pipeline:        DefaultPipelining,
 	}}
 	lookup := os.LookupEnv
 	for _, o := range opts {
@@ -176,6 +177,7 @@ func (b *configBuilder) applyEnv(lookup func(string) (string, bool)) (disable bo
 			b.cfg.RefreshWait = time.Duration(ms) * time.Millisecond
 		}
 	}
+	b.applyPipelineEnv(get, envErr)
 	return disable
 }
 
@@ -263,6 +265,7 @@ func (b *configBuilder) validate() {
 	if c.Clock == nil {
 		b.fail("Clock", "nil", "a clock is required")
 	}
+	b.validatePipeline()
 }
 
 // WithSeeds sets the host:port addresses the first cluster map is fetched from (and
@@ -290,7 +293,8 @@ func WithTLS(cfg *tls.Config) Option {
 }
 
 // WithPoolSize caps the open connections per node (n >= 1). Default 16. A generated Thrift
-// client carries one request at a time, so this is also the most calls in flight per node.
+// client carries one request at a time, so with pipelining off this is also the most calls
+// in flight per node.
 func WithPoolSize(n int) Option {
 	return optionFunc(func(b *configBuilder) { b.cfg.PoolSize = n })
 }
@@ -417,4 +421,56 @@ func WithRetryBudget(budget RetryBudget) Option {
 func WithClassifiers(c ...Classifier) Option {
 	c = slices.Clone(c)
 	return optionFunc(func(b *configBuilder) { b.cfg.Classifiers = c })
+}
+
+// Pipelined connections: the option, its environment variable and its validation.
+
+// EnvPipeline, when false (strconv.ParseBool), turns pipelined connections off, so every
+// call takes a pooled connection; true turns them on. An option beats it.
+const EnvPipeline = "ZARIS_PIPELINE"
+
+// Pipelining configures the pipelined connection mode. In it, the calls to one node share
+// Conns connections: each call queues its encoded request, everything queued goes out in
+// one write, and replies are matched to requests in order by seqid. A request still queued
+// when its attempt ends was never sent (Attempt.Sent false); one written and not answered
+// is in doubt (rule B2). A call with no other in flight to its node takes a pooled
+// connection. Off, each call borrows a connection of the pool for itself (PoolSize).
+// Pipelining needs the built-in dialer: with WithDialer the pool is used.
+type Pipelining struct {
+	// Enabled turns the mode on. Default true.
+	Enabled bool
+	// Conns is the number of connections per node the calls share (>= 1). Default 2.
+	Conns int
+}
+
+// DefaultPipelining is the mode a client starts from before the environment and options:
+// on, with 2 connections per node (tools/zarisbench/README.md has the measurements).
+var DefaultPipelining = Pipelining{Enabled: true, Conns: 2}
+
+// WithPipelining turns pipelined connections on (the default) or off, in place of
+// ZARIS_PIPELINE (see Pipelining).
+func WithPipelining(on bool) Option {
+	return optionFunc(func(b *configBuilder) { b.cfg.Pipeline.Enabled = on })
+}
+
+// WithPipelineConns sets how many pipelined connections per node the calls share (n >= 1,
+// default 2). It does not turn pipelining on.
+func WithPipelineConns(n int) Option {
+	return optionFunc(func(b *configBuilder) { b.cfg.Pipeline.Conns = n })
+}
+
+func (b *configBuilder) applyPipelineEnv(get func(string) (string, bool), envErr func(field, name, value, reason string)) {
+	if v, ok := get(EnvPipeline); ok {
+		if on, err := strconv.ParseBool(v); err != nil {
+			envErr("Pipeline.Enabled", EnvPipeline, v, "not a boolean (true, false, 1, 0, ...)")
+		} else {
+			b.cfg.Pipeline.Enabled = on
+		}
+	}
+}
+
+func (b *configBuilder) validatePipeline() {
+	if n := b.cfg.Pipeline.Conns; n < 1 {
+		b.fail("Pipeline.Conns", strconv.Itoa(n), "must be at least 1")
+	}
 }

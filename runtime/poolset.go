@@ -2,6 +2,8 @@ package runtime
 
 import (
 	"maps"
+	"slices"
+	"sync/atomic"
 )
 
 // poolFor returns the pool of the node at addr, making it on first use, or nil when no
@@ -30,20 +32,28 @@ func (c *Engine) poolFor(addr string) *pool {
 }
 
 // retirePools closes the pools of nodes that are not in the newly installed map cur:
-// idle connections now, borrowed ones when they come back.
+// idle connections now, borrowed ones when they come back. It does the same for the
+// pipelined connections.
 func (c *Engine) retirePools(_, cur *RoutingTable) {
+	if c.pipes != nil {
+		c.pipes.retire(cur)
+	}
 	c.poolMu.Lock()
 	defer c.poolMu.Unlock()
-	kept := c.retired[:0]
-	for _, p := range c.retired {
-		if p.openCount() > 0 {
-			kept = append(kept, p)
-		}
-	}
-	c.retired = kept
-	m := *c.pools.Load()
-	var nm map[string]*pool
-	for addr, p := range m {
+	c.retired = slices.DeleteFunc(c.retired, func(p *pool) bool { return p.openCount() == 0 })
+	retireAbsent(&c.pools, cur, func(p *pool) {
+		p.close(false)
+		c.retired = append(c.retired, p)
+	})
+}
+
+// retireAbsent removes from the registry reg (by node address, replaced copy-on-write)
+// the entries of nodes not in cur and hands each to retire. The caller holds the lock
+// that serialises reg's writers.
+func retireAbsent[T any](reg *atomic.Pointer[map[string]T], cur *RoutingTable, retire func(T)) {
+	m := *reg.Load()
+	var nm map[string]T
+	for addr, v := range m {
 		if cur.HasAddr(addr) {
 			continue
 		}
@@ -51,10 +61,9 @@ func (c *Engine) retirePools(_, cur *RoutingTable) {
 			nm = maps.Clone(m)
 		}
 		delete(nm, addr)
-		p.close(false)
-		c.retired = append(c.retired, p)
+		retire(v)
 	}
 	if nm != nil {
-		c.pools.Store(&nm)
+		reg.Store(&nm)
 	}
 }

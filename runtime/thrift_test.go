@@ -544,15 +544,17 @@ func newSockets(before, now map[string]bool) int {
 	return n
 }
 
-// clientGoroutines counts goroutines running code of the client (its refresher, pools or
-// singleflight) rather than of the test server or the testing package.
+// clientGoroutines counts goroutines running code of the client (its refresher, pools,
+// pipelined connections or singleflight) rather than of the test server or the testing
+// package.
 func clientGoroutines() int {
 	buf := make([]byte, 1<<20)
 	buf = buf[:goruntime.Stack(buf, true)]
 	n := 0
 	for _, g := range strings.Split(string(buf), "\n\n") {
 		if strings.Contains(g, "singleflight") || strings.Contains(g, "runtime.(*Refresher)") ||
-			strings.Contains(g, "runtime.(*Engine)") || strings.Contains(g, "runtime.(*pool)") {
+			strings.Contains(g, "runtime.(*Engine)") || strings.Contains(g, "runtime.(*pool)") ||
+			strings.Contains(g, "runtime.(*pipeConn)") {
 			n++
 		}
 	}

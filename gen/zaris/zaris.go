@@ -1837,6 +1837,2306 @@ func (p *IncrementResponse) String() string {
 	return fmt.Sprintf("IncrementResponse(%+v)", *p)
 }
 
+// One key of a MultiGet.
+//
+// Attributes:
+//   - Key
+type GetItem struct {
+	Key []byte `thrift:"key,1,required" db:"key" json:"key"`
+}
+
+func NewGetItem() *GetItem {
+	return &GetItem{}
+}
+
+func (p *GetItem) GetKey() []byte {
+	return p.Key
+}
+func (p *GetItem) Read(ctx context.Context, iprot thrift.TProtocol) error {
+	if _, err := iprot.ReadStructBegin(ctx); err != nil {
+		return thrift.PrependError(fmt.Sprintf("%T read error: ", p), err)
+	}
+
+	var issetKey bool = false
+
+	for {
+		_, fieldTypeId, fieldId, err := iprot.ReadFieldBegin(ctx)
+		if err != nil {
+			return thrift.PrependError(fmt.Sprintf("%T field %d read error: ", p, fieldId), err)
+		}
+		if fieldTypeId == thrift.STOP {
+			break
+		}
+		switch fieldId {
+		case 1:
+			if fieldTypeId == thrift.STRING {
+				if err := p.ReadField1(ctx, iprot); err != nil {
+					return err
+				}
+				issetKey = true
+			} else {
+				if err := iprot.Skip(ctx, fieldTypeId); err != nil {
+					return err
+				}
+			}
+		default:
+			if err := iprot.Skip(ctx, fieldTypeId); err != nil {
+				return err
+			}
+		}
+		if err := iprot.ReadFieldEnd(ctx); err != nil {
+			return err
+		}
+	}
+	if err := iprot.ReadStructEnd(ctx); err != nil {
+		return thrift.PrependError(fmt.Sprintf("%T read struct end error: ", p), err)
+	}
+	if !issetKey {
+		return thrift.NewTProtocolExceptionWithType(thrift.INVALID_DATA, fmt.Errorf("Required field Key is not set"))
+	}
+	return nil
+}
+
+func (p *GetItem) ReadField1(ctx context.Context, iprot thrift.TProtocol) error {
+	if v, err := iprot.ReadBinary(ctx); err != nil {
+		return thrift.PrependError("error reading field 1: ", err)
+	} else {
+		p.Key = v
+	}
+	return nil
+}
+
+func (p *GetItem) Write(ctx context.Context, oprot thrift.TProtocol) error {
+	if err := oprot.WriteStructBegin(ctx, "GetItem"); err != nil {
+		return thrift.PrependError(fmt.Sprintf("%T write struct begin error: ", p), err)
+	}
+	if p != nil {
+		if err := p.writeField1(ctx, oprot); err != nil {
+			return err
+		}
+	}
+	if err := oprot.WriteFieldStop(ctx); err != nil {
+		return thrift.PrependError("write field stop error: ", err)
+	}
+	if err := oprot.WriteStructEnd(ctx); err != nil {
+		return thrift.PrependError("write struct stop error: ", err)
+	}
+	return nil
+}
+
+func (p *GetItem) writeField1(ctx context.Context, oprot thrift.TProtocol) (err error) {
+	if err := oprot.WriteFieldBegin(ctx, "key", thrift.STRING, 1); err != nil {
+		return thrift.PrependError(fmt.Sprintf("%T write field begin error 1:key: ", p), err)
+	}
+	if err := oprot.WriteBinary(ctx, p.Key); err != nil {
+		return thrift.PrependError(fmt.Sprintf("%T.key (1) field write error: ", p), err)
+	}
+	if err := oprot.WriteFieldEnd(ctx); err != nil {
+		return thrift.PrependError(fmt.Sprintf("%T write field end error 1:key: ", p), err)
+	}
+	return err
+}
+
+func (p *GetItem) Equals(other *GetItem) bool {
+	if p == other {
+		return true
+	} else if p == nil || other == nil {
+		return false
+	}
+	if bytes.Compare(p.Key, other.Key) != 0 {
+		return false
+	}
+	return true
+}
+
+func (p *GetItem) String() string {
+	if p == nil {
+		return "<nil>"
+	}
+	return fmt.Sprintf("GetItem(%+v)", *p)
+}
+
+// Reads many keys in one call; each item is answered as a Get would be.
+//
+// Attributes:
+//   - Items
+type MultiGetRequest struct {
+	Items []*GetItem `thrift:"items,1,required" db:"items" json:"items"`
+}
+
+func NewMultiGetRequest() *MultiGetRequest {
+	return &MultiGetRequest{}
+}
+
+func (p *MultiGetRequest) GetItems() []*GetItem {
+	return p.Items
+}
+func (p *MultiGetRequest) Read(ctx context.Context, iprot thrift.TProtocol) error {
+	if _, err := iprot.ReadStructBegin(ctx); err != nil {
+		return thrift.PrependError(fmt.Sprintf("%T read error: ", p), err)
+	}
+
+	var issetItems bool = false
+
+	for {
+		_, fieldTypeId, fieldId, err := iprot.ReadFieldBegin(ctx)
+		if err != nil {
+			return thrift.PrependError(fmt.Sprintf("%T field %d read error: ", p, fieldId), err)
+		}
+		if fieldTypeId == thrift.STOP {
+			break
+		}
+		switch fieldId {
+		case 1:
+			if fieldTypeId == thrift.LIST {
+				if err := p.ReadField1(ctx, iprot); err != nil {
+					return err
+				}
+				issetItems = true
+			} else {
+				if err := iprot.Skip(ctx, fieldTypeId); err != nil {
+					return err
+				}
+			}
+		default:
+			if err := iprot.Skip(ctx, fieldTypeId); err != nil {
+				return err
+			}
+		}
+		if err := iprot.ReadFieldEnd(ctx); err != nil {
+			return err
+		}
+	}
+	if err := iprot.ReadStructEnd(ctx); err != nil {
+		return thrift.PrependError(fmt.Sprintf("%T read struct end error: ", p), err)
+	}
+	if !issetItems {
+		return thrift.NewTProtocolExceptionWithType(thrift.INVALID_DATA, fmt.Errorf("Required field Items is not set"))
+	}
+	return nil
+}
+
+func (p *MultiGetRequest) ReadField1(ctx context.Context, iprot thrift.TProtocol) error {
+	_, size, err := iprot.ReadListBegin(ctx)
+	if err != nil {
+		return thrift.PrependError("error reading list begin: ", err)
+	}
+	tSlice := make([]*GetItem, 0, size)
+	p.Items = tSlice
+	for i := 0; i < size; i++ {
+		_elem0 := &GetItem{}
+		if err := _elem0.Read(ctx, iprot); err != nil {
+			return thrift.PrependError(fmt.Sprintf("%T error reading struct: ", _elem0), err)
+		}
+		p.Items = append(p.Items, _elem0)
+	}
+	if err := iprot.ReadListEnd(ctx); err != nil {
+		return thrift.PrependError("error reading list end: ", err)
+	}
+	return nil
+}
+
+func (p *MultiGetRequest) Write(ctx context.Context, oprot thrift.TProtocol) error {
+	if err := oprot.WriteStructBegin(ctx, "MultiGetRequest"); err != nil {
+		return thrift.PrependError(fmt.Sprintf("%T write struct begin error: ", p), err)
+	}
+	if p != nil {
+		if err := p.writeField1(ctx, oprot); err != nil {
+			return err
+		}
+	}
+	if err := oprot.WriteFieldStop(ctx); err != nil {
+		return thrift.PrependError("write field stop error: ", err)
+	}
+	if err := oprot.WriteStructEnd(ctx); err != nil {
+		return thrift.PrependError("write struct stop error: ", err)
+	}
+	return nil
+}
+
+func (p *MultiGetRequest) writeField1(ctx context.Context, oprot thrift.TProtocol) (err error) {
+	if err := oprot.WriteFieldBegin(ctx, "items", thrift.LIST, 1); err != nil {
+		return thrift.PrependError(fmt.Sprintf("%T write field begin error 1:items: ", p), err)
+	}
+	if err := oprot.WriteListBegin(ctx, thrift.STRUCT, len(p.Items)); err != nil {
+		return thrift.PrependError("error writing list begin: ", err)
+	}
+	for _, v := range p.Items {
+		if err := v.Write(ctx, oprot); err != nil {
+			return thrift.PrependError(fmt.Sprintf("%T error writing struct: ", v), err)
+		}
+	}
+	if err := oprot.WriteListEnd(ctx); err != nil {
+		return thrift.PrependError("error writing list end: ", err)
+	}
+	if err := oprot.WriteFieldEnd(ctx); err != nil {
+		return thrift.PrependError(fmt.Sprintf("%T write field end error 1:items: ", p), err)
+	}
+	return err
+}
+
+func (p *MultiGetRequest) Equals(other *MultiGetRequest) bool {
+	if p == other {
+		return true
+	} else if p == nil || other == nil {
+		return false
+	}
+	if len(p.Items) != len(other.Items) {
+		return false
+	}
+	for i, _tgt := range p.Items {
+		_src1 := other.Items[i]
+		if !_tgt.Equals(_src1) {
+			return false
+		}
+	}
+	return true
+}
+
+func (p *MultiGetRequest) String() string {
+	if p == nil {
+		return "<nil>"
+	}
+	return fmt.Sprintf("MultiGetRequest(%+v)", *p)
+}
+
+// The outcome of one MultiGet item, as in GetResponse.
+//
+// Attributes:
+//   - Status
+//   - Value: The value, set when status is Ok.
+//   - Version: The key's version when status is Ok; 0 otherwise.
+type GetOutcome struct {
+	Status  KvStatus `thrift:"status,1,required" db:"status" json:"status"`
+	Value   []byte   `thrift:"value,2" db:"value" json:"value,omitempty"`
+	Version int64    `thrift:"version,3,required" db:"version" json:"version"`
+}
+
+func NewGetOutcome() *GetOutcome {
+	return &GetOutcome{}
+}
+
+func (p *GetOutcome) GetStatus() KvStatus {
+	return p.Status
+}
+
+var GetOutcome_Value_DEFAULT []byte
+
+func (p *GetOutcome) GetValue() []byte {
+	return p.Value
+}
+
+func (p *GetOutcome) GetVersion() int64 {
+	return p.Version
+}
+func (p *GetOutcome) IsSetValue() bool {
+	return p.Value != nil
+}
+
+func (p *GetOutcome) Read(ctx context.Context, iprot thrift.TProtocol) error {
+	if _, err := iprot.ReadStructBegin(ctx); err != nil {
+		return thrift.PrependError(fmt.Sprintf("%T read error: ", p), err)
+	}
+
+	var issetStatus bool = false
+	var issetVersion bool = false
+
+	for {
+		_, fieldTypeId, fieldId, err := iprot.ReadFieldBegin(ctx)
+		if err != nil {
+			return thrift.PrependError(fmt.Sprintf("%T field %d read error: ", p, fieldId), err)
+		}
+		if fieldTypeId == thrift.STOP {
+			break
+		}
+		switch fieldId {
+		case 1:
+			if fieldTypeId == thrift.I32 {
+				if err := p.ReadField1(ctx, iprot); err != nil {
+					return err
+				}
+				issetStatus = true
+			} else {
+				if err := iprot.Skip(ctx, fieldTypeId); err != nil {
+					return err
+				}
+			}
+		case 2:
+			if fieldTypeId == thrift.STRING {
+				if err := p.ReadField2(ctx, iprot); err != nil {
+					return err
+				}
+			} else {
+				if err := iprot.Skip(ctx, fieldTypeId); err != nil {
+					return err
+				}
+			}
+		case 3:
+			if fieldTypeId == thrift.I64 {
+				if err := p.ReadField3(ctx, iprot); err != nil {
+					return err
+				}
+				issetVersion = true
+			} else {
+				if err := iprot.Skip(ctx, fieldTypeId); err != nil {
+					return err
+				}
+			}
+		default:
+			if err := iprot.Skip(ctx, fieldTypeId); err != nil {
+				return err
+			}
+		}
+		if err := iprot.ReadFieldEnd(ctx); err != nil {
+			return err
+		}
+	}
+	if err := iprot.ReadStructEnd(ctx); err != nil {
+		return thrift.PrependError(fmt.Sprintf("%T read struct end error: ", p), err)
+	}
+	if !issetStatus {
+		return thrift.NewTProtocolExceptionWithType(thrift.INVALID_DATA, fmt.Errorf("Required field Status is not set"))
+	}
+	if !issetVersion {
+		return thrift.NewTProtocolExceptionWithType(thrift.INVALID_DATA, fmt.Errorf("Required field Version is not set"))
+	}
+	return nil
+}
+
+func (p *GetOutcome) ReadField1(ctx context.Context, iprot thrift.TProtocol) error {
+	if v, err := iprot.ReadI32(ctx); err != nil {
+		return thrift.PrependError("error reading field 1: ", err)
+	} else {
+		temp := KvStatus(v)
+		p.Status = temp
+	}
+	return nil
+}
+
+func (p *GetOutcome) ReadField2(ctx context.Context, iprot thrift.TProtocol) error {
+	if v, err := iprot.ReadBinary(ctx); err != nil {
+		return thrift.PrependError("error reading field 2: ", err)
+	} else {
+		p.Value = v
+	}
+	return nil
+}
+
+func (p *GetOutcome) ReadField3(ctx context.Context, iprot thrift.TProtocol) error {
+	if v, err := iprot.ReadI64(ctx); err != nil {
+		return thrift.PrependError("error reading field 3: ", err)
+	} else {
+		p.Version = v
+	}
+	return nil
+}
+
+func (p *GetOutcome) Write(ctx context.Context, oprot thrift.TProtocol) error {
+	if err := oprot.WriteStructBegin(ctx, "GetOutcome"); err != nil {
+		return thrift.PrependError(fmt.Sprintf("%T write struct begin error: ", p), err)
+	}
+	if p != nil {
+		if err := p.writeField1(ctx, oprot); err != nil {
+			return err
+		}
+		if err := p.writeField2(ctx, oprot); err != nil {
+			return err
+		}
+		if err := p.writeField3(ctx, oprot); err != nil {
+			return err
+		}
+	}
+	if err := oprot.WriteFieldStop(ctx); err != nil {
+		return thrift.PrependError("write field stop error: ", err)
+	}
+	if err := oprot.WriteStructEnd(ctx); err != nil {
+		return thrift.PrependError("write struct stop error: ", err)
+	}
+	return nil
+}
+
+func (p *GetOutcome) writeField1(ctx context.Context, oprot thrift.TProtocol) (err error) {
+	if err := oprot.WriteFieldBegin(ctx, "status", thrift.I32, 1); err != nil {
+		return thrift.PrependError(fmt.Sprintf("%T write field begin error 1:status: ", p), err)
+	}
+	if err := oprot.WriteI32(ctx, int32(p.Status)); err != nil {
+		return thrift.PrependError(fmt.Sprintf("%T.status (1) field write error: ", p), err)
+	}
+	if err := oprot.WriteFieldEnd(ctx); err != nil {
+		return thrift.PrependError(fmt.Sprintf("%T write field end error 1:status: ", p), err)
+	}
+	return err
+}
+
+func (p *GetOutcome) writeField2(ctx context.Context, oprot thrift.TProtocol) (err error) {
+	if p.IsSetValue() {
+		if err := oprot.WriteFieldBegin(ctx, "value", thrift.STRING, 2); err != nil {
+			return thrift.PrependError(fmt.Sprintf("%T write field begin error 2:value: ", p), err)
+		}
+		if err := oprot.WriteBinary(ctx, p.Value); err != nil {
+			return thrift.PrependError(fmt.Sprintf("%T.value (2) field write error: ", p), err)
+		}
+		if err := oprot.WriteFieldEnd(ctx); err != nil {
+			return thrift.PrependError(fmt.Sprintf("%T write field end error 2:value: ", p), err)
+		}
+	}
+	return err
+}
+
+func (p *GetOutcome) writeField3(ctx context.Context, oprot thrift.TProtocol) (err error) {
+	if err := oprot.WriteFieldBegin(ctx, "version", thrift.I64, 3); err != nil {
+		return thrift.PrependError(fmt.Sprintf("%T write field begin error 3:version: ", p), err)
+	}
+	if err := oprot.WriteI64(ctx, int64(p.Version)); err != nil {
+		return thrift.PrependError(fmt.Sprintf("%T.version (3) field write error: ", p), err)
+	}
+	if err := oprot.WriteFieldEnd(ctx); err != nil {
+		return thrift.PrependError(fmt.Sprintf("%T write field end error 3:version: ", p), err)
+	}
+	return err
+}
+
+func (p *GetOutcome) Equals(other *GetOutcome) bool {
+	if p == other {
+		return true
+	} else if p == nil || other == nil {
+		return false
+	}
+	if p.Status != other.Status {
+		return false
+	}
+	if bytes.Compare(p.Value, other.Value) != 0 {
+		return false
+	}
+	if p.Version != other.Version {
+		return false
+	}
+	return true
+}
+
+func (p *GetOutcome) String() string {
+	if p == nil {
+		return "<nil>"
+	}
+	return fmt.Sprintf("GetOutcome(%+v)", *p)
+}
+
+// Attributes:
+//   - Status: Ok when the items were judged one by one; InvalidRequest for a malformed batch.
+//   - Results: One result per item, in request order.
+//   - MapEpoch: The answering node's cluster-map epoch (rule B1).
+type MultiGetResponse struct {
+	Status   KvStatus      `thrift:"status,1,required" db:"status" json:"status"`
+	Results  []*GetOutcome `thrift:"results,2,required" db:"results" json:"results"`
+	MapEpoch int64         `thrift:"mapEpoch,3,required" db:"mapEpoch" json:"mapEpoch"`
+}
+
+func NewMultiGetResponse() *MultiGetResponse {
+	return &MultiGetResponse{}
+}
+
+func (p *MultiGetResponse) GetStatus() KvStatus {
+	return p.Status
+}
+
+func (p *MultiGetResponse) GetResults() []*GetOutcome {
+	return p.Results
+}
+
+func (p *MultiGetResponse) GetMapEpoch() int64 {
+	return p.MapEpoch
+}
+func (p *MultiGetResponse) Read(ctx context.Context, iprot thrift.TProtocol) error {
+	if _, err := iprot.ReadStructBegin(ctx); err != nil {
+		return thrift.PrependError(fmt.Sprintf("%T read error: ", p), err)
+	}
+
+	var issetStatus bool = false
+	var issetResults bool = false
+	var issetMapEpoch bool = false
+
+	for {
+		_, fieldTypeId, fieldId, err := iprot.ReadFieldBegin(ctx)
+		if err != nil {
+			return thrift.PrependError(fmt.Sprintf("%T field %d read error: ", p, fieldId), err)
+		}
+		if fieldTypeId == thrift.STOP {
+			break
+		}
+		switch fieldId {
+		case 1:
+			if fieldTypeId == thrift.I32 {
+				if err := p.ReadField1(ctx, iprot); err != nil {
+					return err
+				}
+				issetStatus = true
+			} else {
+				if err := iprot.Skip(ctx, fieldTypeId); err != nil {
+					return err
+				}
+			}
+		case 2:
+			if fieldTypeId == thrift.LIST {
+				if err := p.ReadField2(ctx, iprot); err != nil {
+					return err
+				}
+				issetResults = true
+			} else {
+				if err := iprot.Skip(ctx, fieldTypeId); err != nil {
+					return err
+				}
+			}
+		case 3:
+			if fieldTypeId == thrift.I64 {
+				if err := p.ReadField3(ctx, iprot); err != nil {
+					return err
+				}
+				issetMapEpoch = true
+			} else {
+				if err := iprot.Skip(ctx, fieldTypeId); err != nil {
+					return err
+				}
+			}
+		default:
+			if err := iprot.Skip(ctx, fieldTypeId); err != nil {
+				return err
+			}
+		}
+		if err := iprot.ReadFieldEnd(ctx); err != nil {
+			return err
+		}
+	}
+	if err := iprot.ReadStructEnd(ctx); err != nil {
+		return thrift.PrependError(fmt.Sprintf("%T read struct end error: ", p), err)
+	}
+	if !issetStatus {
+		return thrift.NewTProtocolExceptionWithType(thrift.INVALID_DATA, fmt.Errorf("Required field Status is not set"))
+	}
+	if !issetResults {
+		return thrift.NewTProtocolExceptionWithType(thrift.INVALID_DATA, fmt.Errorf("Required field Results is not set"))
+	}
+	if !issetMapEpoch {
+		return thrift.NewTProtocolExceptionWithType(thrift.INVALID_DATA, fmt.Errorf("Required field MapEpoch is not set"))
+	}
+	return nil
+}
+
+func (p *MultiGetResponse) ReadField1(ctx context.Context, iprot thrift.TProtocol) error {
+	if v, err := iprot.ReadI32(ctx); err != nil {
+		return thrift.PrependError("error reading field 1: ", err)
+	} else {
+		temp := KvStatus(v)
+		p.Status = temp
+	}
+	return nil
+}
+
+func (p *MultiGetResponse) ReadField2(ctx context.Context, iprot thrift.TProtocol) error {
+	_, size, err := iprot.ReadListBegin(ctx)
+	if err != nil {
+		return thrift.PrependError("error reading list begin: ", err)
+	}
+	tSlice := make([]*GetOutcome, 0, size)
+	p.Results = tSlice
+	for i := 0; i < size; i++ {
+		_elem2 := &GetOutcome{}
+		if err := _elem2.Read(ctx, iprot); err != nil {
+			return thrift.PrependError(fmt.Sprintf("%T error reading struct: ", _elem2), err)
+		}
+		p.Results = append(p.Results, _elem2)
+	}
+	if err := iprot.ReadListEnd(ctx); err != nil {
+		return thrift.PrependError("error reading list end: ", err)
+	}
+	return nil
+}
+
+func (p *MultiGetResponse) ReadField3(ctx context.Context, iprot thrift.TProtocol) error {
+	if v, err := iprot.ReadI64(ctx); err != nil {
+		return thrift.PrependError("error reading field 3: ", err)
+	} else {
+		p.MapEpoch = v
+	}
+	return nil
+}
+
+func (p *MultiGetResponse) Write(ctx context.Context, oprot thrift.TProtocol) error {
+	if err := oprot.WriteStructBegin(ctx, "MultiGetResponse"); err != nil {
+		return thrift.PrependError(fmt.Sprintf("%T write struct begin error: ", p), err)
+	}
+	if p != nil {
+		if err := p.writeField1(ctx, oprot); err != nil {
+			return err
+		}
+		if err := p.writeField2(ctx, oprot); err != nil {
+			return err
+		}
+		if err := p.writeField3(ctx, oprot); err != nil {
+			return err
+		}
+	}
+	if err := oprot.WriteFieldStop(ctx); err != nil {
+		return thrift.PrependError("write field stop error: ", err)
+	}
+	if err := oprot.WriteStructEnd(ctx); err != nil {
+		return thrift.PrependError("write struct stop error: ", err)
+	}
+	return nil
+}
+
+func (p *MultiGetResponse) writeField1(ctx context.Context, oprot thrift.TProtocol) (err error) {
+	if err := oprot.WriteFieldBegin(ctx, "status", thrift.I32, 1); err != nil {
+		return thrift.PrependError(fmt.Sprintf("%T write field begin error 1:status: ", p), err)
+	}
+	if err := oprot.WriteI32(ctx, int32(p.Status)); err != nil {
+		return thrift.PrependError(fmt.Sprintf("%T.status (1) field write error: ", p), err)
+	}
+	if err := oprot.WriteFieldEnd(ctx); err != nil {
+		return thrift.PrependError(fmt.Sprintf("%T write field end error 1:status: ", p), err)
+	}
+	return err
+}
+
+func (p *MultiGetResponse) writeField2(ctx context.Context, oprot thrift.TProtocol) (err error) {
+	if err := oprot.WriteFieldBegin(ctx, "results", thrift.LIST, 2); err != nil {
+		return thrift.PrependError(fmt.Sprintf("%T write field begin error 2:results: ", p), err)
+	}
+	if err := oprot.WriteListBegin(ctx, thrift.STRUCT, len(p.Results)); err != nil {
+		return thrift.PrependError("error writing list begin: ", err)
+	}
+	for _, v := range p.Results {
+		if err := v.Write(ctx, oprot); err != nil {
+			return thrift.PrependError(fmt.Sprintf("%T error writing struct: ", v), err)
+		}
+	}
+	if err := oprot.WriteListEnd(ctx); err != nil {
+		return thrift.PrependError("error writing list end: ", err)
+	}
+	if err := oprot.WriteFieldEnd(ctx); err != nil {
+		return thrift.PrependError(fmt.Sprintf("%T write field end error 2:results: ", p), err)
+	}
+	return err
+}
+
+func (p *MultiGetResponse) writeField3(ctx context.Context, oprot thrift.TProtocol) (err error) {
+	if err := oprot.WriteFieldBegin(ctx, "mapEpoch", thrift.I64, 3); err != nil {
+		return thrift.PrependError(fmt.Sprintf("%T write field begin error 3:mapEpoch: ", p), err)
+	}
+	if err := oprot.WriteI64(ctx, int64(p.MapEpoch)); err != nil {
+		return thrift.PrependError(fmt.Sprintf("%T.mapEpoch (3) field write error: ", p), err)
+	}
+	if err := oprot.WriteFieldEnd(ctx); err != nil {
+		return thrift.PrependError(fmt.Sprintf("%T write field end error 3:mapEpoch: ", p), err)
+	}
+	return err
+}
+
+func (p *MultiGetResponse) Equals(other *MultiGetResponse) bool {
+	if p == other {
+		return true
+	} else if p == nil || other == nil {
+		return false
+	}
+	if p.Status != other.Status {
+		return false
+	}
+	if len(p.Results) != len(other.Results) {
+		return false
+	}
+	for i, _tgt := range p.Results {
+		_src3 := other.Results[i]
+		if !_tgt.Equals(_src3) {
+			return false
+		}
+	}
+	if p.MapEpoch != other.MapEpoch {
+		return false
+	}
+	return true
+}
+
+func (p *MultiGetResponse) String() string {
+	if p == nil {
+		return "<nil>"
+	}
+	return fmt.Sprintf("MultiGetResponse(%+v)", *p)
+}
+
+// One write of a MultiPut, with the guards of PutRequest.
+//
+// Attributes:
+//   - Key
+//   - Value
+//   - IfMatchVersion: Apply only if the key's current version equals this one; otherwise Conflict.
+//   - IfAbsent: When true, apply only if the key does not exist; otherwise Conflict.
+type PutItem struct {
+	Key            []byte `thrift:"key,1,required" db:"key" json:"key"`
+	Value          []byte `thrift:"value,2,required" db:"value" json:"value"`
+	IfMatchVersion *int64 `thrift:"ifMatchVersion,3" db:"ifMatchVersion" json:"ifMatchVersion,omitempty"`
+	IfAbsent       *bool  `thrift:"ifAbsent,4" db:"ifAbsent" json:"ifAbsent,omitempty"`
+}
+
+func NewPutItem() *PutItem {
+	return &PutItem{}
+}
+
+func (p *PutItem) GetKey() []byte {
+	return p.Key
+}
+
+func (p *PutItem) GetValue() []byte {
+	return p.Value
+}
+
+var PutItem_IfMatchVersion_DEFAULT int64
+
+func (p *PutItem) GetIfMatchVersion() int64 {
+	if !p.IsSetIfMatchVersion() {
+		return PutItem_IfMatchVersion_DEFAULT
+	}
+	return *p.IfMatchVersion
+}
+
+var PutItem_IfAbsent_DEFAULT bool
+
+func (p *PutItem) GetIfAbsent() bool {
+	if !p.IsSetIfAbsent() {
+		return PutItem_IfAbsent_DEFAULT
+	}
+	return *p.IfAbsent
+}
+func (p *PutItem) IsSetIfMatchVersion() bool {
+	return p.IfMatchVersion != nil
+}
+
+func (p *PutItem) IsSetIfAbsent() bool {
+	return p.IfAbsent != nil
+}
+
+func (p *PutItem) Read(ctx context.Context, iprot thrift.TProtocol) error {
+	if _, err := iprot.ReadStructBegin(ctx); err != nil {
+		return thrift.PrependError(fmt.Sprintf("%T read error: ", p), err)
+	}
+
+	var issetKey bool = false
+	var issetValue bool = false
+
+	for {
+		_, fieldTypeId, fieldId, err := iprot.ReadFieldBegin(ctx)
+		if err != nil {
+			return thrift.PrependError(fmt.Sprintf("%T field %d read error: ", p, fieldId), err)
+		}
+		if fieldTypeId == thrift.STOP {
+			break
+		}
+		switch fieldId {
+		case 1:
+			if fieldTypeId == thrift.STRING {
+				if err := p.ReadField1(ctx, iprot); err != nil {
+					return err
+				}
+				issetKey = true
+			} else {
+				if err := iprot.Skip(ctx, fieldTypeId); err != nil {
+					return err
+				}
+			}
+		case 2:
+			if fieldTypeId == thrift.STRING {
+				if err := p.ReadField2(ctx, iprot); err != nil {
+					return err
+				}
+				issetValue = true
+			} else {
+				if err := iprot.Skip(ctx, fieldTypeId); err != nil {
+					return err
+				}
+			}
+		case 3:
+			if fieldTypeId == thrift.I64 {
+				if err := p.ReadField3(ctx, iprot); err != nil {
+					return err
+				}
+			} else {
+				if err := iprot.Skip(ctx, fieldTypeId); err != nil {
+					return err
+				}
+			}
+		case 4:
+			if fieldTypeId == thrift.BOOL {
+				if err := p.ReadField4(ctx, iprot); err != nil {
+					return err
+				}
+			} else {
+				if err := iprot.Skip(ctx, fieldTypeId); err != nil {
+					return err
+				}
+			}
+		default:
+			if err := iprot.Skip(ctx, fieldTypeId); err != nil {
+				return err
+			}
+		}
+		if err := iprot.ReadFieldEnd(ctx); err != nil {
+			return err
+		}
+	}
+	if err := iprot.ReadStructEnd(ctx); err != nil {
+		return thrift.PrependError(fmt.Sprintf("%T read struct end error: ", p), err)
+	}
+	if !issetKey {
+		return thrift.NewTProtocolExceptionWithType(thrift.INVALID_DATA, fmt.Errorf("Required field Key is not set"))
+	}
+	if !issetValue {
+		return thrift.NewTProtocolExceptionWithType(thrift.INVALID_DATA, fmt.Errorf("Required field Value is not set"))
+	}
+	return nil
+}
+
+func (p *PutItem) ReadField1(ctx context.Context, iprot thrift.TProtocol) error {
+	if v, err := iprot.ReadBinary(ctx); err != nil {
+		return thrift.PrependError("error reading field 1: ", err)
+	} else {
+		p.Key = v
+	}
+	return nil
+}
+
+func (p *PutItem) ReadField2(ctx context.Context, iprot thrift.TProtocol) error {
+	if v, err := iprot.ReadBinary(ctx); err != nil {
+		return thrift.PrependError("error reading field 2: ", err)
+	} else {
+		p.Value = v
+	}
+	return nil
+}
+
+func (p *PutItem) ReadField3(ctx context.Context, iprot thrift.TProtocol) error {
+	if v, err := iprot.ReadI64(ctx); err != nil {
+		return thrift.PrependError("error reading field 3: ", err)
+	} else {
+		p.IfMatchVersion = &v
+	}
+	return nil
+}
+
+func (p *PutItem) ReadField4(ctx context.Context, iprot thrift.TProtocol) error {
+	if v, err := iprot.ReadBool(ctx); err != nil {
+		return thrift.PrependError("error reading field 4: ", err)
+	} else {
+		p.IfAbsent = &v
+	}
+	return nil
+}
+
+func (p *PutItem) Write(ctx context.Context, oprot thrift.TProtocol) error {
+	if err := oprot.WriteStructBegin(ctx, "PutItem"); err != nil {
+		return thrift.PrependError(fmt.Sprintf("%T write struct begin error: ", p), err)
+	}
+	if p != nil {
+		if err := p.writeField1(ctx, oprot); err != nil {
+			return err
+		}
+		if err := p.writeField2(ctx, oprot); err != nil {
+			return err
+		}
+		if err := p.writeField3(ctx, oprot); err != nil {
+			return err
+		}
+		if err := p.writeField4(ctx, oprot); err != nil {
+			return err
+		}
+	}
+	if err := oprot.WriteFieldStop(ctx); err != nil {
+		return thrift.PrependError("write field stop error: ", err)
+	}
+	if err := oprot.WriteStructEnd(ctx); err != nil {
+		return thrift.PrependError("write struct stop error: ", err)
+	}
+	return nil
+}
+
+func (p *PutItem) writeField1(ctx context.Context, oprot thrift.TProtocol) (err error) {
+	if err := oprot.WriteFieldBegin(ctx, "key", thrift.STRING, 1); err != nil {
+		return thrift.PrependError(fmt.Sprintf("%T write field begin error 1:key: ", p), err)
+	}
+	if err := oprot.WriteBinary(ctx, p.Key); err != nil {
+		return thrift.PrependError(fmt.Sprintf("%T.key (1) field write error: ", p), err)
+	}
+	if err := oprot.WriteFieldEnd(ctx); err != nil {
+		return thrift.PrependError(fmt.Sprintf("%T write field end error 1:key: ", p), err)
+	}
+	return err
+}
+
+func (p *PutItem) writeField2(ctx context.Context, oprot thrift.TProtocol) (err error) {
+	if err := oprot.WriteFieldBegin(ctx, "value", thrift.STRING, 2); err != nil {
+		return thrift.PrependError(fmt.Sprintf("%T write field begin error 2:value: ", p), err)
+	}
+	if err := oprot.WriteBinary(ctx, p.Value); err != nil {
+		return thrift.PrependError(fmt.Sprintf("%T.value (2) field write error: ", p), err)
+	}
+	if err := oprot.WriteFieldEnd(ctx); err != nil {
+		return thrift.PrependError(fmt.Sprintf("%T write field end error 2:value: ", p), err)
+	}
+	return err
+}
+
+func (p *PutItem) writeField3(ctx context.Context, oprot thrift.TProtocol) (err error) {
+	if p.IsSetIfMatchVersion() {
+		if err := oprot.WriteFieldBegin(ctx, "ifMatchVersion", thrift.I64, 3); err != nil {
+			return thrift.PrependError(fmt.Sprintf("%T write field begin error 3:ifMatchVersion: ", p), err)
+		}
+		if err := oprot.WriteI64(ctx, int64(*p.IfMatchVersion)); err != nil {
+			return thrift.PrependError(fmt.Sprintf("%T.ifMatchVersion (3) field write error: ", p), err)
+		}
+		if err := oprot.WriteFieldEnd(ctx); err != nil {
+			return thrift.PrependError(fmt.Sprintf("%T write field end error 3:ifMatchVersion: ", p), err)
+		}
+	}
+	return err
+}
+
+func (p *PutItem) writeField4(ctx context.Context, oprot thrift.TProtocol) (err error) {
+	if p.IsSetIfAbsent() {
+		if err := oprot.WriteFieldBegin(ctx, "ifAbsent", thrift.BOOL, 4); err != nil {
+			return thrift.PrependError(fmt.Sprintf("%T write field begin error 4:ifAbsent: ", p), err)
+		}
+		if err := oprot.WriteBool(ctx, bool(*p.IfAbsent)); err != nil {
+			return thrift.PrependError(fmt.Sprintf("%T.ifAbsent (4) field write error: ", p), err)
+		}
+		if err := oprot.WriteFieldEnd(ctx); err != nil {
+			return thrift.PrependError(fmt.Sprintf("%T write field end error 4:ifAbsent: ", p), err)
+		}
+	}
+	return err
+}
+
+func (p *PutItem) Equals(other *PutItem) bool {
+	if p == other {
+		return true
+	} else if p == nil || other == nil {
+		return false
+	}
+	if bytes.Compare(p.Key, other.Key) != 0 {
+		return false
+	}
+	if bytes.Compare(p.Value, other.Value) != 0 {
+		return false
+	}
+	if p.IfMatchVersion != other.IfMatchVersion {
+		if p.IfMatchVersion == nil || other.IfMatchVersion == nil {
+			return false
+		}
+		if (*p.IfMatchVersion) != (*other.IfMatchVersion) {
+			return false
+		}
+	}
+	if p.IfAbsent != other.IfAbsent {
+		if p.IfAbsent == nil || other.IfAbsent == nil {
+			return false
+		}
+		if (*p.IfAbsent) != (*other.IfAbsent) {
+			return false
+		}
+	}
+	return true
+}
+
+func (p *PutItem) String() string {
+	if p == nil {
+		return "<nil>"
+	}
+	return fmt.Sprintf("PutItem(%+v)", *p)
+}
+
+// Writes many keys in one call; each item is applied as a Put would be, not atomically.
+//
+// Attributes:
+//   - Items
+type MultiPutRequest struct {
+	Items []*PutItem `thrift:"items,1,required" db:"items" json:"items"`
+}
+
+func NewMultiPutRequest() *MultiPutRequest {
+	return &MultiPutRequest{}
+}
+
+func (p *MultiPutRequest) GetItems() []*PutItem {
+	return p.Items
+}
+func (p *MultiPutRequest) Read(ctx context.Context, iprot thrift.TProtocol) error {
+	if _, err := iprot.ReadStructBegin(ctx); err != nil {
+		return thrift.PrependError(fmt.Sprintf("%T read error: ", p), err)
+	}
+
+	var issetItems bool = false
+
+	for {
+		_, fieldTypeId, fieldId, err := iprot.ReadFieldBegin(ctx)
+		if err != nil {
+			return thrift.PrependError(fmt.Sprintf("%T field %d read error: ", p, fieldId), err)
+		}
+		if fieldTypeId == thrift.STOP {
+			break
+		}
+		switch fieldId {
+		case 1:
+			if fieldTypeId == thrift.LIST {
+				if err := p.ReadField1(ctx, iprot); err != nil {
+					return err
+				}
+				issetItems = true
+			} else {
+				if err := iprot.Skip(ctx, fieldTypeId); err != nil {
+					return err
+				}
+			}
+		default:
+			if err := iprot.Skip(ctx, fieldTypeId); err != nil {
+				return err
+			}
+		}
+		if err := iprot.ReadFieldEnd(ctx); err != nil {
+			return err
+		}
+	}
+	if err := iprot.ReadStructEnd(ctx); err != nil {
+		return thrift.PrependError(fmt.Sprintf("%T read struct end error: ", p), err)
+	}
+	if !issetItems {
+		return thrift.NewTProtocolExceptionWithType(thrift.INVALID_DATA, fmt.Errorf("Required field Items is not set"))
+	}
+	return nil
+}
+
+func (p *MultiPutRequest) ReadField1(ctx context.Context, iprot thrift.TProtocol) error {
+	_, size, err := iprot.ReadListBegin(ctx)
+	if err != nil {
+		return thrift.PrependError("error reading list begin: ", err)
+	}
+	tSlice := make([]*PutItem, 0, size)
+	p.Items = tSlice
+	for i := 0; i < size; i++ {
+		_elem4 := &PutItem{}
+		if err := _elem4.Read(ctx, iprot); err != nil {
+			return thrift.PrependError(fmt.Sprintf("%T error reading struct: ", _elem4), err)
+		}
+		p.Items = append(p.Items, _elem4)
+	}
+	if err := iprot.ReadListEnd(ctx); err != nil {
+		return thrift.PrependError("error reading list end: ", err)
+	}
+	return nil
+}
+
+func (p *MultiPutRequest) Write(ctx context.Context, oprot thrift.TProtocol) error {
+	if err := oprot.WriteStructBegin(ctx, "MultiPutRequest"); err != nil {
+		return thrift.PrependError(fmt.Sprintf("%T write struct begin error: ", p), err)
+	}
+	if p != nil {
+		if err := p.writeField1(ctx, oprot); err != nil {
+			return err
+		}
+	}
+	if err := oprot.WriteFieldStop(ctx); err != nil {
+		return thrift.PrependError("write field stop error: ", err)
+	}
+	if err := oprot.WriteStructEnd(ctx); err != nil {
+		return thrift.PrependError("write struct stop error: ", err)
+	}
+	return nil
+}
+
+func (p *MultiPutRequest) writeField1(ctx context.Context, oprot thrift.TProtocol) (err error) {
+	if err := oprot.WriteFieldBegin(ctx, "items", thrift.LIST, 1); err != nil {
+		return thrift.PrependError(fmt.Sprintf("%T write field begin error 1:items: ", p), err)
+	}
+	if err := oprot.WriteListBegin(ctx, thrift.STRUCT, len(p.Items)); err != nil {
+		return thrift.PrependError("error writing list begin: ", err)
+	}
+	for _, v := range p.Items {
+		if err := v.Write(ctx, oprot); err != nil {
+			return thrift.PrependError(fmt.Sprintf("%T error writing struct: ", v), err)
+		}
+	}
+	if err := oprot.WriteListEnd(ctx); err != nil {
+		return thrift.PrependError("error writing list end: ", err)
+	}
+	if err := oprot.WriteFieldEnd(ctx); err != nil {
+		return thrift.PrependError(fmt.Sprintf("%T write field end error 1:items: ", p), err)
+	}
+	return err
+}
+
+func (p *MultiPutRequest) Equals(other *MultiPutRequest) bool {
+	if p == other {
+		return true
+	} else if p == nil || other == nil {
+		return false
+	}
+	if len(p.Items) != len(other.Items) {
+		return false
+	}
+	for i, _tgt := range p.Items {
+		_src5 := other.Items[i]
+		if !_tgt.Equals(_src5) {
+			return false
+		}
+	}
+	return true
+}
+
+func (p *MultiPutRequest) String() string {
+	if p == nil {
+		return "<nil>"
+	}
+	return fmt.Sprintf("MultiPutRequest(%+v)", *p)
+}
+
+// The outcome of one MultiPut item, as in PutResponse.
+//
+// Attributes:
+//   - Status
+//   - Version: The key's version after the write (Ok) or its current version (Conflict).
+type PutOutcome struct {
+	Status  KvStatus `thrift:"status,1,required" db:"status" json:"status"`
+	Version int64    `thrift:"version,2,required" db:"version" json:"version"`
+}
+
+func NewPutOutcome() *PutOutcome {
+	return &PutOutcome{}
+}
+
+func (p *PutOutcome) GetStatus() KvStatus {
+	return p.Status
+}
+
+func (p *PutOutcome) GetVersion() int64 {
+	return p.Version
+}
+func (p *PutOutcome) Read(ctx context.Context, iprot thrift.TProtocol) error {
+	if _, err := iprot.ReadStructBegin(ctx); err != nil {
+		return thrift.PrependError(fmt.Sprintf("%T read error: ", p), err)
+	}
+
+	var issetStatus bool = false
+	var issetVersion bool = false
+
+	for {
+		_, fieldTypeId, fieldId, err := iprot.ReadFieldBegin(ctx)
+		if err != nil {
+			return thrift.PrependError(fmt.Sprintf("%T field %d read error: ", p, fieldId), err)
+		}
+		if fieldTypeId == thrift.STOP {
+			break
+		}
+		switch fieldId {
+		case 1:
+			if fieldTypeId == thrift.I32 {
+				if err := p.ReadField1(ctx, iprot); err != nil {
+					return err
+				}
+				issetStatus = true
+			} else {
+				if err := iprot.Skip(ctx, fieldTypeId); err != nil {
+					return err
+				}
+			}
+		case 2:
+			if fieldTypeId == thrift.I64 {
+				if err := p.ReadField2(ctx, iprot); err != nil {
+					return err
+				}
+				issetVersion = true
+			} else {
+				if err := iprot.Skip(ctx, fieldTypeId); err != nil {
+					return err
+				}
+			}
+		default:
+			if err := iprot.Skip(ctx, fieldTypeId); err != nil {
+				return err
+			}
+		}
+		if err := iprot.ReadFieldEnd(ctx); err != nil {
+			return err
+		}
+	}
+	if err := iprot.ReadStructEnd(ctx); err != nil {
+		return thrift.PrependError(fmt.Sprintf("%T read struct end error: ", p), err)
+	}
+	if !issetStatus {
+		return thrift.NewTProtocolExceptionWithType(thrift.INVALID_DATA, fmt.Errorf("Required field Status is not set"))
+	}
+	if !issetVersion {
+		return thrift.NewTProtocolExceptionWithType(thrift.INVALID_DATA, fmt.Errorf("Required field Version is not set"))
+	}
+	return nil
+}
+
+func (p *PutOutcome) ReadField1(ctx context.Context, iprot thrift.TProtocol) error {
+	if v, err := iprot.ReadI32(ctx); err != nil {
+		return thrift.PrependError("error reading field 1: ", err)
+	} else {
+		temp := KvStatus(v)
+		p.Status = temp
+	}
+	return nil
+}
+
+func (p *PutOutcome) ReadField2(ctx context.Context, iprot thrift.TProtocol) error {
+	if v, err := iprot.ReadI64(ctx); err != nil {
+		return thrift.PrependError("error reading field 2: ", err)
+	} else {
+		p.Version = v
+	}
+	return nil
+}
+
+func (p *PutOutcome) Write(ctx context.Context, oprot thrift.TProtocol) error {
+	if err := oprot.WriteStructBegin(ctx, "PutOutcome"); err != nil {
+		return thrift.PrependError(fmt.Sprintf("%T write struct begin error: ", p), err)
+	}
+	if p != nil {
+		if err := p.writeField1(ctx, oprot); err != nil {
+			return err
+		}
+		if err := p.writeField2(ctx, oprot); err != nil {
+			return err
+		}
+	}
+	if err := oprot.WriteFieldStop(ctx); err != nil {
+		return thrift.PrependError("write field stop error: ", err)
+	}
+	if err := oprot.WriteStructEnd(ctx); err != nil {
+		return thrift.PrependError("write struct stop error: ", err)
+	}
+	return nil
+}
+
+func (p *PutOutcome) writeField1(ctx context.Context, oprot thrift.TProtocol) (err error) {
+	if err := oprot.WriteFieldBegin(ctx, "status", thrift.I32, 1); err != nil {
+		return thrift.PrependError(fmt.Sprintf("%T write field begin error 1:status: ", p), err)
+	}
+	if err := oprot.WriteI32(ctx, int32(p.Status)); err != nil {
+		return thrift.PrependError(fmt.Sprintf("%T.status (1) field write error: ", p), err)
+	}
+	if err := oprot.WriteFieldEnd(ctx); err != nil {
+		return thrift.PrependError(fmt.Sprintf("%T write field end error 1:status: ", p), err)
+	}
+	return err
+}
+
+func (p *PutOutcome) writeField2(ctx context.Context, oprot thrift.TProtocol) (err error) {
+	if err := oprot.WriteFieldBegin(ctx, "version", thrift.I64, 2); err != nil {
+		return thrift.PrependError(fmt.Sprintf("%T write field begin error 2:version: ", p), err)
+	}
+	if err := oprot.WriteI64(ctx, int64(p.Version)); err != nil {
+		return thrift.PrependError(fmt.Sprintf("%T.version (2) field write error: ", p), err)
+	}
+	if err := oprot.WriteFieldEnd(ctx); err != nil {
+		return thrift.PrependError(fmt.Sprintf("%T write field end error 2:version: ", p), err)
+	}
+	return err
+}
+
+func (p *PutOutcome) Equals(other *PutOutcome) bool {
+	if p == other {
+		return true
+	} else if p == nil || other == nil {
+		return false
+	}
+	if p.Status != other.Status {
+		return false
+	}
+	if p.Version != other.Version {
+		return false
+	}
+	return true
+}
+
+func (p *PutOutcome) String() string {
+	if p == nil {
+		return "<nil>"
+	}
+	return fmt.Sprintf("PutOutcome(%+v)", *p)
+}
+
+// Attributes:
+//   - Status: Ok when the items were judged one by one; InvalidRequest for a malformed batch.
+//   - Results: One result per item, in request order.
+//   - MapEpoch: The answering node's cluster-map epoch (rule B1).
+type MultiPutResponse struct {
+	Status   KvStatus      `thrift:"status,1,required" db:"status" json:"status"`
+	Results  []*PutOutcome `thrift:"results,2,required" db:"results" json:"results"`
+	MapEpoch int64         `thrift:"mapEpoch,3,required" db:"mapEpoch" json:"mapEpoch"`
+}
+
+func NewMultiPutResponse() *MultiPutResponse {
+	return &MultiPutResponse{}
+}
+
+func (p *MultiPutResponse) GetStatus() KvStatus {
+	return p.Status
+}
+
+func (p *MultiPutResponse) GetResults() []*PutOutcome {
+	return p.Results
+}
+
+func (p *MultiPutResponse) GetMapEpoch() int64 {
+	return p.MapEpoch
+}
+func (p *MultiPutResponse) Read(ctx context.Context, iprot thrift.TProtocol) error {
+	if _, err := iprot.ReadStructBegin(ctx); err != nil {
+		return thrift.PrependError(fmt.Sprintf("%T read error: ", p), err)
+	}
+
+	var issetStatus bool = false
+	var issetResults bool = false
+	var issetMapEpoch bool = false
+
+	for {
+		_, fieldTypeId, fieldId, err := iprot.ReadFieldBegin(ctx)
+		if err != nil {
+			return thrift.PrependError(fmt.Sprintf("%T field %d read error: ", p, fieldId), err)
+		}
+		if fieldTypeId == thrift.STOP {
+			break
+		}
+		switch fieldId {
+		case 1:
+			if fieldTypeId == thrift.I32 {
+				if err := p.ReadField1(ctx, iprot); err != nil {
+					return err
+				}
+				issetStatus = true
+			} else {
+				if err := iprot.Skip(ctx, fieldTypeId); err != nil {
+					return err
+				}
+			}
+		case 2:
+			if fieldTypeId == thrift.LIST {
+				if err := p.ReadField2(ctx, iprot); err != nil {
+					return err
+				}
+				issetResults = true
+			} else {
+				if err := iprot.Skip(ctx, fieldTypeId); err != nil {
+					return err
+				}
+			}
+		case 3:
+			if fieldTypeId == thrift.I64 {
+				if err := p.ReadField3(ctx, iprot); err != nil {
+					return err
+				}
+				issetMapEpoch = true
+			} else {
+				if err := iprot.Skip(ctx, fieldTypeId); err != nil {
+					return err
+				}
+			}
+		default:
+			if err := iprot.Skip(ctx, fieldTypeId); err != nil {
+				return err
+			}
+		}
+		if err := iprot.ReadFieldEnd(ctx); err != nil {
+			return err
+		}
+	}
+	if err := iprot.ReadStructEnd(ctx); err != nil {
+		return thrift.PrependError(fmt.Sprintf("%T read struct end error: ", p), err)
+	}
+	if !issetStatus {
+		return thrift.NewTProtocolExceptionWithType(thrift.INVALID_DATA, fmt.Errorf("Required field Status is not set"))
+	}
+	if !issetResults {
+		return thrift.NewTProtocolExceptionWithType(thrift.INVALID_DATA, fmt.Errorf("Required field Results is not set"))
+	}
+	if !issetMapEpoch {
+		return thrift.NewTProtocolExceptionWithType(thrift.INVALID_DATA, fmt.Errorf("Required field MapEpoch is not set"))
+	}
+	return nil
+}
+
+func (p *MultiPutResponse) ReadField1(ctx context.Context, iprot thrift.TProtocol) error {
+	if v, err := iprot.ReadI32(ctx); err != nil {
+		return thrift.PrependError("error reading field 1: ", err)
+	} else {
+		temp := KvStatus(v)
+		p.Status = temp
+	}
+	return nil
+}
+
+func (p *MultiPutResponse) ReadField2(ctx context.Context, iprot thrift.TProtocol) error {
+	_, size, err := iprot.ReadListBegin(ctx)
+	if err != nil {
+		return thrift.PrependError("error reading list begin: ", err)
+	}
+	tSlice := make([]*PutOutcome, 0, size)
+	p.Results = tSlice
+	for i := 0; i < size; i++ {
+		_elem6 := &PutOutcome{}
+		if err := _elem6.Read(ctx, iprot); err != nil {
+			return thrift.PrependError(fmt.Sprintf("%T error reading struct: ", _elem6), err)
+		}
+		p.Results = append(p.Results, _elem6)
+	}
+	if err := iprot.ReadListEnd(ctx); err != nil {
+		return thrift.PrependError("error reading list end: ", err)
+	}
+	return nil
+}
+
+func (p *MultiPutResponse) ReadField3(ctx context.Context, iprot thrift.TProtocol) error {
+	if v, err := iprot.ReadI64(ctx); err != nil {
+		return thrift.PrependError("error reading field 3: ", err)
+	} else {
+		p.MapEpoch = v
+	}
+	return nil
+}
+
+func (p *MultiPutResponse) Write(ctx context.Context, oprot thrift.TProtocol) error {
+	if err := oprot.WriteStructBegin(ctx, "MultiPutResponse"); err != nil {
+		return thrift.PrependError(fmt.Sprintf("%T write struct begin error: ", p), err)
+	}
+	if p != nil {
+		if err := p.writeField1(ctx, oprot); err != nil {
+			return err
+		}
+		if err := p.writeField2(ctx, oprot); err != nil {
+			return err
+		}
+		if err := p.writeField3(ctx, oprot); err != nil {
+			return err
+		}
+	}
+	if err := oprot.WriteFieldStop(ctx); err != nil {
+		return thrift.PrependError("write field stop error: ", err)
+	}
+	if err := oprot.WriteStructEnd(ctx); err != nil {
+		return thrift.PrependError("write struct stop error: ", err)
+	}
+	return nil
+}
+
+func (p *MultiPutResponse) writeField1(ctx context.Context, oprot thrift.TProtocol) (err error) {
+	if err := oprot.WriteFieldBegin(ctx, "status", thrift.I32, 1); err != nil {
+		return thrift.PrependError(fmt.Sprintf("%T write field begin error 1:status: ", p), err)
+	}
+	if err := oprot.WriteI32(ctx, int32(p.Status)); err != nil {
+		return thrift.PrependError(fmt.Sprintf("%T.status (1) field write error: ", p), err)
+	}
+	if err := oprot.WriteFieldEnd(ctx); err != nil {
+		return thrift.PrependError(fmt.Sprintf("%T write field end error 1:status: ", p), err)
+	}
+	return err
+}
+
+func (p *MultiPutResponse) writeField2(ctx context.Context, oprot thrift.TProtocol) (err error) {
+	if err := oprot.WriteFieldBegin(ctx, "results", thrift.LIST, 2); err != nil {
+		return thrift.PrependError(fmt.Sprintf("%T write field begin error 2:results: ", p), err)
+	}
+	if err := oprot.WriteListBegin(ctx, thrift.STRUCT, len(p.Results)); err != nil {
+		return thrift.PrependError("error writing list begin: ", err)
+	}
+	for _, v := range p.Results {
+		if err := v.Write(ctx, oprot); err != nil {
+			return thrift.PrependError(fmt.Sprintf("%T error writing struct: ", v), err)
+		}
+	}
+	if err := oprot.WriteListEnd(ctx); err != nil {
+		return thrift.PrependError("error writing list end: ", err)
+	}
+	if err := oprot.WriteFieldEnd(ctx); err != nil {
+		return thrift.PrependError(fmt.Sprintf("%T write field end error 2:results: ", p), err)
+	}
+	return err
+}
+
+func (p *MultiPutResponse) writeField3(ctx context.Context, oprot thrift.TProtocol) (err error) {
+	if err := oprot.WriteFieldBegin(ctx, "mapEpoch", thrift.I64, 3); err != nil {
+		return thrift.PrependError(fmt.Sprintf("%T write field begin error 3:mapEpoch: ", p), err)
+	}
+	if err := oprot.WriteI64(ctx, int64(p.MapEpoch)); err != nil {
+		return thrift.PrependError(fmt.Sprintf("%T.mapEpoch (3) field write error: ", p), err)
+	}
+	if err := oprot.WriteFieldEnd(ctx); err != nil {
+		return thrift.PrependError(fmt.Sprintf("%T write field end error 3:mapEpoch: ", p), err)
+	}
+	return err
+}
+
+func (p *MultiPutResponse) Equals(other *MultiPutResponse) bool {
+	if p == other {
+		return true
+	} else if p == nil || other == nil {
+		return false
+	}
+	if p.Status != other.Status {
+		return false
+	}
+	if len(p.Results) != len(other.Results) {
+		return false
+	}
+	for i, _tgt := range p.Results {
+		_src7 := other.Results[i]
+		if !_tgt.Equals(_src7) {
+			return false
+		}
+	}
+	if p.MapEpoch != other.MapEpoch {
+		return false
+	}
+	return true
+}
+
+func (p *MultiPutResponse) String() string {
+	if p == nil {
+		return "<nil>"
+	}
+	return fmt.Sprintf("MultiPutResponse(%+v)", *p)
+}
+
+// One delete of a MultiDelete, with the guard of DeleteRequest.
+//
+// Attributes:
+//   - Key
+//   - IfMatchVersion: Delete only if the key's current version equals this one; otherwise Conflict.
+type DeleteItem struct {
+	Key            []byte `thrift:"key,1,required" db:"key" json:"key"`
+	IfMatchVersion *int64 `thrift:"ifMatchVersion,2" db:"ifMatchVersion" json:"ifMatchVersion,omitempty"`
+}
+
+func NewDeleteItem() *DeleteItem {
+	return &DeleteItem{}
+}
+
+func (p *DeleteItem) GetKey() []byte {
+	return p.Key
+}
+
+var DeleteItem_IfMatchVersion_DEFAULT int64
+
+func (p *DeleteItem) GetIfMatchVersion() int64 {
+	if !p.IsSetIfMatchVersion() {
+		return DeleteItem_IfMatchVersion_DEFAULT
+	}
+	return *p.IfMatchVersion
+}
+func (p *DeleteItem) IsSetIfMatchVersion() bool {
+	return p.IfMatchVersion != nil
+}
+
+func (p *DeleteItem) Read(ctx context.Context, iprot thrift.TProtocol) error {
+	if _, err := iprot.ReadStructBegin(ctx); err != nil {
+		return thrift.PrependError(fmt.Sprintf("%T read error: ", p), err)
+	}
+
+	var issetKey bool = false
+
+	for {
+		_, fieldTypeId, fieldId, err := iprot.ReadFieldBegin(ctx)
+		if err != nil {
+			return thrift.PrependError(fmt.Sprintf("%T field %d read error: ", p, fieldId), err)
+		}
+		if fieldTypeId == thrift.STOP {
+			break
+		}
+		switch fieldId {
+		case 1:
+			if fieldTypeId == thrift.STRING {
+				if err := p.ReadField1(ctx, iprot); err != nil {
+					return err
+				}
+				issetKey = true
+			} else {
+				if err := iprot.Skip(ctx, fieldTypeId); err != nil {
+					return err
+				}
+			}
+		case 2:
+			if fieldTypeId == thrift.I64 {
+				if err := p.ReadField2(ctx, iprot); err != nil {
+					return err
+				}
+			} else {
+				if err := iprot.Skip(ctx, fieldTypeId); err != nil {
+					return err
+				}
+			}
+		default:
+			if err := iprot.Skip(ctx, fieldTypeId); err != nil {
+				return err
+			}
+		}
+		if err := iprot.ReadFieldEnd(ctx); err != nil {
+			return err
+		}
+	}
+	if err := iprot.ReadStructEnd(ctx); err != nil {
+		return thrift.PrependError(fmt.Sprintf("%T read struct end error: ", p), err)
+	}
+	if !issetKey {
+		return thrift.NewTProtocolExceptionWithType(thrift.INVALID_DATA, fmt.Errorf("Required field Key is not set"))
+	}
+	return nil
+}
+
+func (p *DeleteItem) ReadField1(ctx context.Context, iprot thrift.TProtocol) error {
+	if v, err := iprot.ReadBinary(ctx); err != nil {
+		return thrift.PrependError("error reading field 1: ", err)
+	} else {
+		p.Key = v
+	}
+	return nil
+}
+
+func (p *DeleteItem) ReadField2(ctx context.Context, iprot thrift.TProtocol) error {
+	if v, err := iprot.ReadI64(ctx); err != nil {
+		return thrift.PrependError("error reading field 2: ", err)
+	} else {
+		p.IfMatchVersion = &v
+	}
+	return nil
+}
+
+func (p *DeleteItem) Write(ctx context.Context, oprot thrift.TProtocol) error {
+	if err := oprot.WriteStructBegin(ctx, "DeleteItem"); err != nil {
+		return thrift.PrependError(fmt.Sprintf("%T write struct begin error: ", p), err)
+	}
+	if p != nil {
+		if err := p.writeField1(ctx, oprot); err != nil {
+			return err
+		}
+		if err := p.writeField2(ctx, oprot); err != nil {
+			return err
+		}
+	}
+	if err := oprot.WriteFieldStop(ctx); err != nil {
+		return thrift.PrependError("write field stop error: ", err)
+	}
+	if err := oprot.WriteStructEnd(ctx); err != nil {
+		return thrift.PrependError("write struct stop error: ", err)
+	}
+	return nil
+}
+
+func (p *DeleteItem) writeField1(ctx context.Context, oprot thrift.TProtocol) (err error) {
+	if err := oprot.WriteFieldBegin(ctx, "key", thrift.STRING, 1); err != nil {
+		return thrift.PrependError(fmt.Sprintf("%T write field begin error 1:key: ", p), err)
+	}
+	if err := oprot.WriteBinary(ctx, p.Key); err != nil {
+		return thrift.PrependError(fmt.Sprintf("%T.key (1) field write error: ", p), err)
+	}
+	if err := oprot.WriteFieldEnd(ctx); err != nil {
+		return thrift.PrependError(fmt.Sprintf("%T write field end error 1:key: ", p), err)
+	}
+	return err
+}
+
+func (p *DeleteItem) writeField2(ctx context.Context, oprot thrift.TProtocol) (err error) {
+	if p.IsSetIfMatchVersion() {
+		if err := oprot.WriteFieldBegin(ctx, "ifMatchVersion", thrift.I64, 2); err != nil {
+			return thrift.PrependError(fmt.Sprintf("%T write field begin error 2:ifMatchVersion: ", p), err)
+		}
+		if err := oprot.WriteI64(ctx, int64(*p.IfMatchVersion)); err != nil {
+			return thrift.PrependError(fmt.Sprintf("%T.ifMatchVersion (2) field write error: ", p), err)
+		}
+		if err := oprot.WriteFieldEnd(ctx); err != nil {
+			return thrift.PrependError(fmt.Sprintf("%T write field end error 2:ifMatchVersion: ", p), err)
+		}
+	}
+	return err
+}
+
+func (p *DeleteItem) Equals(other *DeleteItem) bool {
+	if p == other {
+		return true
+	} else if p == nil || other == nil {
+		return false
+	}
+	if bytes.Compare(p.Key, other.Key) != 0 {
+		return false
+	}
+	if p.IfMatchVersion != other.IfMatchVersion {
+		if p.IfMatchVersion == nil || other.IfMatchVersion == nil {
+			return false
+		}
+		if (*p.IfMatchVersion) != (*other.IfMatchVersion) {
+			return false
+		}
+	}
+	return true
+}
+
+func (p *DeleteItem) String() string {
+	if p == nil {
+		return "<nil>"
+	}
+	return fmt.Sprintf("DeleteItem(%+v)", *p)
+}
+
+// Deletes many keys in one call; each item is applied as a Delete would be, not atomically.
+//
+// Attributes:
+//   - Items
+type MultiDeleteRequest struct {
+	Items []*DeleteItem `thrift:"items,1,required" db:"items" json:"items"`
+}
+
+func NewMultiDeleteRequest() *MultiDeleteRequest {
+	return &MultiDeleteRequest{}
+}
+
+func (p *MultiDeleteRequest) GetItems() []*DeleteItem {
+	return p.Items
+}
+func (p *MultiDeleteRequest) Read(ctx context.Context, iprot thrift.TProtocol) error {
+	if _, err := iprot.ReadStructBegin(ctx); err != nil {
+		return thrift.PrependError(fmt.Sprintf("%T read error: ", p), err)
+	}
+
+	var issetItems bool = false
+
+	for {
+		_, fieldTypeId, fieldId, err := iprot.ReadFieldBegin(ctx)
+		if err != nil {
+			return thrift.PrependError(fmt.Sprintf("%T field %d read error: ", p, fieldId), err)
+		}
+		if fieldTypeId == thrift.STOP {
+			break
+		}
+		switch fieldId {
+		case 1:
+			if fieldTypeId == thrift.LIST {
+				if err := p.ReadField1(ctx, iprot); err != nil {
+					return err
+				}
+				issetItems = true
+			} else {
+				if err := iprot.Skip(ctx, fieldTypeId); err != nil {
+					return err
+				}
+			}
+		default:
+			if err := iprot.Skip(ctx, fieldTypeId); err != nil {
+				return err
+			}
+		}
+		if err := iprot.ReadFieldEnd(ctx); err != nil {
+			return err
+		}
+	}
+	if err := iprot.ReadStructEnd(ctx); err != nil {
+		return thrift.PrependError(fmt.Sprintf("%T read struct end error: ", p), err)
+	}
+	if !issetItems {
+		return thrift.NewTProtocolExceptionWithType(thrift.INVALID_DATA, fmt.Errorf("Required field Items is not set"))
+	}
+	return nil
+}
+
+func (p *MultiDeleteRequest) ReadField1(ctx context.Context, iprot thrift.TProtocol) error {
+	_, size, err := iprot.ReadListBegin(ctx)
+	if err != nil {
+		return thrift.PrependError("error reading list begin: ", err)
+	}
+	tSlice := make([]*DeleteItem, 0, size)
+	p.Items = tSlice
+	for i := 0; i < size; i++ {
+		_elem8 := &DeleteItem{}
+		if err := _elem8.Read(ctx, iprot); err != nil {
+			return thrift.PrependError(fmt.Sprintf("%T error reading struct: ", _elem8), err)
+		}
+		p.Items = append(p.Items, _elem8)
+	}
+	if err := iprot.ReadListEnd(ctx); err != nil {
+		return thrift.PrependError("error reading list end: ", err)
+	}
+	return nil
+}
+
+func (p *MultiDeleteRequest) Write(ctx context.Context, oprot thrift.TProtocol) error {
+	if err := oprot.WriteStructBegin(ctx, "MultiDeleteRequest"); err != nil {
+		return thrift.PrependError(fmt.Sprintf("%T write struct begin error: ", p), err)
+	}
+	if p != nil {
+		if err := p.writeField1(ctx, oprot); err != nil {
+			return err
+		}
+	}
+	if err := oprot.WriteFieldStop(ctx); err != nil {
+		return thrift.PrependError("write field stop error: ", err)
+	}
+	if err := oprot.WriteStructEnd(ctx); err != nil {
+		return thrift.PrependError("write struct stop error: ", err)
+	}
+	return nil
+}
+
+func (p *MultiDeleteRequest) writeField1(ctx context.Context, oprot thrift.TProtocol) (err error) {
+	if err := oprot.WriteFieldBegin(ctx, "items", thrift.LIST, 1); err != nil {
+		return thrift.PrependError(fmt.Sprintf("%T write field begin error 1:items: ", p), err)
+	}
+	if err := oprot.WriteListBegin(ctx, thrift.STRUCT, len(p.Items)); err != nil {
+		return thrift.PrependError("error writing list begin: ", err)
+	}
+	for _, v := range p.Items {
+		if err := v.Write(ctx, oprot); err != nil {
+			return thrift.PrependError(fmt.Sprintf("%T error writing struct: ", v), err)
+		}
+	}
+	if err := oprot.WriteListEnd(ctx); err != nil {
+		return thrift.PrependError("error writing list end: ", err)
+	}
+	if err := oprot.WriteFieldEnd(ctx); err != nil {
+		return thrift.PrependError(fmt.Sprintf("%T write field end error 1:items: ", p), err)
+	}
+	return err
+}
+
+func (p *MultiDeleteRequest) Equals(other *MultiDeleteRequest) bool {
+	if p == other {
+		return true
+	} else if p == nil || other == nil {
+		return false
+	}
+	if len(p.Items) != len(other.Items) {
+		return false
+	}
+	for i, _tgt := range p.Items {
+		_src9 := other.Items[i]
+		if !_tgt.Equals(_src9) {
+			return false
+		}
+	}
+	return true
+}
+
+func (p *MultiDeleteRequest) String() string {
+	if p == nil {
+		return "<nil>"
+	}
+	return fmt.Sprintf("MultiDeleteRequest(%+v)", *p)
+}
+
+// The outcome of one MultiDelete item, as in DeleteResponse.
+//
+// Attributes:
+//   - Status
+//   - Version: The version the key had when it was deleted (Ok) or its current version (Conflict).
+type DeleteOutcome struct {
+	Status  KvStatus `thrift:"status,1,required" db:"status" json:"status"`
+	Version int64    `thrift:"version,2,required" db:"version" json:"version"`
+}
+
+func NewDeleteOutcome() *DeleteOutcome {
+	return &DeleteOutcome{}
+}
+
+func (p *DeleteOutcome) GetStatus() KvStatus {
+	return p.Status
+}
+
+func (p *DeleteOutcome) GetVersion() int64 {
+	return p.Version
+}
+func (p *DeleteOutcome) Read(ctx context.Context, iprot thrift.TProtocol) error {
+	if _, err := iprot.ReadStructBegin(ctx); err != nil {
+		return thrift.PrependError(fmt.Sprintf("%T read error: ", p), err)
+	}
+
+	var issetStatus bool = false
+	var issetVersion bool = false
+
+	for {
+		_, fieldTypeId, fieldId, err := iprot.ReadFieldBegin(ctx)
+		if err != nil {
+			return thrift.PrependError(fmt.Sprintf("%T field %d read error: ", p, fieldId), err)
+		}
+		if fieldTypeId == thrift.STOP {
+			break
+		}
+		switch fieldId {
+		case 1:
+			if fieldTypeId == thrift.I32 {
+				if err := p.ReadField1(ctx, iprot); err != nil {
+					return err
+				}
+				issetStatus = true
+			} else {
+				if err := iprot.Skip(ctx, fieldTypeId); err != nil {
+					return err
+				}
+			}
+		case 2:
+			if fieldTypeId == thrift.I64 {
+				if err := p.ReadField2(ctx, iprot); err != nil {
+					return err
+				}
+				issetVersion = true
+			} else {
+				if err := iprot.Skip(ctx, fieldTypeId); err != nil {
+					return err
+				}
+			}
+		default:
+			if err := iprot.Skip(ctx, fieldTypeId); err != nil {
+				return err
+			}
+		}
+		if err := iprot.ReadFieldEnd(ctx); err != nil {
+			return err
+		}
+	}
+	if err := iprot.ReadStructEnd(ctx); err != nil {
+		return thrift.PrependError(fmt.Sprintf("%T read struct end error: ", p), err)
+	}
+	if !issetStatus {
+		return thrift.NewTProtocolExceptionWithType(thrift.INVALID_DATA, fmt.Errorf("Required field Status is not set"))
+	}
+	if !issetVersion {
+		return thrift.NewTProtocolExceptionWithType(thrift.INVALID_DATA, fmt.Errorf("Required field Version is not set"))
+	}
+	return nil
+}
+
+func (p *DeleteOutcome) ReadField1(ctx context.Context, iprot thrift.TProtocol) error {
+	if v, err := iprot.ReadI32(ctx); err != nil {
+		return thrift.PrependError("error reading field 1: ", err)
+	} else {
+		temp := KvStatus(v)
+		p.Status = temp
+	}
+	return nil
+}
+
+func (p *DeleteOutcome) ReadField2(ctx context.Context, iprot thrift.TProtocol) error {
+	if v, err := iprot.ReadI64(ctx); err != nil {
+		return thrift.PrependError("error reading field 2: ", err)
+	} else {
+		p.Version = v
+	}
+	return nil
+}
+
+func (p *DeleteOutcome) Write(ctx context.Context, oprot thrift.TProtocol) error {
+	if err := oprot.WriteStructBegin(ctx, "DeleteOutcome"); err != nil {
+		return thrift.PrependError(fmt.Sprintf("%T write struct begin error: ", p), err)
+	}
+	if p != nil {
+		if err := p.writeField1(ctx, oprot); err != nil {
+			return err
+		}
+		if err := p.writeField2(ctx, oprot); err != nil {
+			return err
+		}
+	}
+	if err := oprot.WriteFieldStop(ctx); err != nil {
+		return thrift.PrependError("write field stop error: ", err)
+	}
+	if err := oprot.WriteStructEnd(ctx); err != nil {
+		return thrift.PrependError("write struct stop error: ", err)
+	}
+	return nil
+}
+
+func (p *DeleteOutcome) writeField1(ctx context.Context, oprot thrift.TProtocol) (err error) {
+	if err := oprot.WriteFieldBegin(ctx, "status", thrift.I32, 1); err != nil {
+		return thrift.PrependError(fmt.Sprintf("%T write field begin error 1:status: ", p), err)
+	}
+	if err := oprot.WriteI32(ctx, int32(p.Status)); err != nil {
+		return thrift.PrependError(fmt.Sprintf("%T.status (1) field write error: ", p), err)
+	}
+	if err := oprot.WriteFieldEnd(ctx); err != nil {
+		return thrift.PrependError(fmt.Sprintf("%T write field end error 1:status: ", p), err)
+	}
+	return err
+}
+
+func (p *DeleteOutcome) writeField2(ctx context.Context, oprot thrift.TProtocol) (err error) {
+	if err := oprot.WriteFieldBegin(ctx, "version", thrift.I64, 2); err != nil {
+		return thrift.PrependError(fmt.Sprintf("%T write field begin error 2:version: ", p), err)
+	}
+	if err := oprot.WriteI64(ctx, int64(p.Version)); err != nil {
+		return thrift.PrependError(fmt.Sprintf("%T.version (2) field write error: ", p), err)
+	}
+	if err := oprot.WriteFieldEnd(ctx); err != nil {
+		return thrift.PrependError(fmt.Sprintf("%T write field end error 2:version: ", p), err)
+	}
+	return err
+}
+
+func (p *DeleteOutcome) Equals(other *DeleteOutcome) bool {
+	if p == other {
+		return true
+	} else if p == nil || other == nil {
+		return false
+	}
+	if p.Status != other.Status {
+		return false
+	}
+	if p.Version != other.Version {
+		return false
+	}
+	return true
+}
+
+func (p *DeleteOutcome) String() string {
+	if p == nil {
+		return "<nil>"
+	}
+	return fmt.Sprintf("DeleteOutcome(%+v)", *p)
+}
+
+// Attributes:
+//   - Status: Ok when the items were judged one by one; InvalidRequest for a malformed batch.
+//   - Results: One result per item, in request order.
+//   - MapEpoch: The answering node's cluster-map epoch (rule B1).
+type MultiDeleteResponse struct {
+	Status   KvStatus         `thrift:"status,1,required" db:"status" json:"status"`
+	Results  []*DeleteOutcome `thrift:"results,2,required" db:"results" json:"results"`
+	MapEpoch int64            `thrift:"mapEpoch,3,required" db:"mapEpoch" json:"mapEpoch"`
+}
+
+func NewMultiDeleteResponse() *MultiDeleteResponse {
+	return &MultiDeleteResponse{}
+}
+
+func (p *MultiDeleteResponse) GetStatus() KvStatus {
+	return p.Status
+}
+
+func (p *MultiDeleteResponse) GetResults() []*DeleteOutcome {
+	return p.Results
+}
+
+func (p *MultiDeleteResponse) GetMapEpoch() int64 {
+	return p.MapEpoch
+}
+func (p *MultiDeleteResponse) Read(ctx context.Context, iprot thrift.TProtocol) error {
+	if _, err := iprot.ReadStructBegin(ctx); err != nil {
+		return thrift.PrependError(fmt.Sprintf("%T read error: ", p), err)
+	}
+
+	var issetStatus bool = false
+	var issetResults bool = false
+	var issetMapEpoch bool = false
+
+	for {
+		_, fieldTypeId, fieldId, err := iprot.ReadFieldBegin(ctx)
+		if err != nil {
+			return thrift.PrependError(fmt.Sprintf("%T field %d read error: ", p, fieldId), err)
+		}
+		if fieldTypeId == thrift.STOP {
+			break
+		}
+		switch fieldId {
+		case 1:
+			if fieldTypeId == thrift.I32 {
+				if err := p.ReadField1(ctx, iprot); err != nil {
+					return err
+				}
+				issetStatus = true
+			} else {
+				if err := iprot.Skip(ctx, fieldTypeId); err != nil {
+					return err
+				}
+			}
+		case 2:
+			if fieldTypeId == thrift.LIST {
+				if err := p.ReadField2(ctx, iprot); err != nil {
+					return err
+				}
+				issetResults = true
+			} else {
+				if err := iprot.Skip(ctx, fieldTypeId); err != nil {
+					return err
+				}
+			}
+		case 3:
+			if fieldTypeId == thrift.I64 {
+				if err := p.ReadField3(ctx, iprot); err != nil {
+					return err
+				}
+				issetMapEpoch = true
+			} else {
+				if err := iprot.Skip(ctx, fieldTypeId); err != nil {
+					return err
+				}
+			}
+		default:
+			if err := iprot.Skip(ctx, fieldTypeId); err != nil {
+				return err
+			}
+		}
+		if err := iprot.ReadFieldEnd(ctx); err != nil {
+			return err
+		}
+	}
+	if err := iprot.ReadStructEnd(ctx); err != nil {
+		return thrift.PrependError(fmt.Sprintf("%T read struct end error: ", p), err)
+	}
+	if !issetStatus {
+		return thrift.NewTProtocolExceptionWithType(thrift.INVALID_DATA, fmt.Errorf("Required field Status is not set"))
+	}
+	if !issetResults {
+		return thrift.NewTProtocolExceptionWithType(thrift.INVALID_DATA, fmt.Errorf("Required field Results is not set"))
+	}
+	if !issetMapEpoch {
+		return thrift.NewTProtocolExceptionWithType(thrift.INVALID_DATA, fmt.Errorf("Required field MapEpoch is not set"))
+	}
+	return nil
+}
+
+func (p *MultiDeleteResponse) ReadField1(ctx context.Context, iprot thrift.TProtocol) error {
+	if v, err := iprot.ReadI32(ctx); err != nil {
+		return thrift.PrependError("error reading field 1: ", err)
+	} else {
+		temp := KvStatus(v)
+		p.Status = temp
+	}
+	return nil
+}
+
+func (p *MultiDeleteResponse) ReadField2(ctx context.Context, iprot thrift.TProtocol) error {
+	_, size, err := iprot.ReadListBegin(ctx)
+	if err != nil {
+		return thrift.PrependError("error reading list begin: ", err)
+	}
+	tSlice := make([]*DeleteOutcome, 0, size)
+	p.Results = tSlice
+	for i := 0; i < size; i++ {
+		_elem10 := &DeleteOutcome{}
+		if err := _elem10.Read(ctx, iprot); err != nil {
+			return thrift.PrependError(fmt.Sprintf("%T error reading struct: ", _elem10), err)
+		}
+		p.Results = append(p.Results, _elem10)
+	}
+	if err := iprot.ReadListEnd(ctx); err != nil {
+		return thrift.PrependError("error reading list end: ", err)
+	}
+	return nil
+}
+
+func (p *MultiDeleteResponse) ReadField3(ctx context.Context, iprot thrift.TProtocol) error {
+	if v, err := iprot.ReadI64(ctx); err != nil {
+		return thrift.PrependError("error reading field 3: ", err)
+	} else {
+		p.MapEpoch = v
+	}
+	return nil
+}
+
+func (p *MultiDeleteResponse) Write(ctx context.Context, oprot thrift.TProtocol) error {
+	if err := oprot.WriteStructBegin(ctx, "MultiDeleteResponse"); err != nil {
+		return thrift.PrependError(fmt.Sprintf("%T write struct begin error: ", p), err)
+	}
+	if p != nil {
+		if err := p.writeField1(ctx, oprot); err != nil {
+			return err
+		}
+		if err := p.writeField2(ctx, oprot); err != nil {
+			return err
+		}
+		if err := p.writeField3(ctx, oprot); err != nil {
+			return err
+		}
+	}
+	if err := oprot.WriteFieldStop(ctx); err != nil {
+		return thrift.PrependError("write field stop error: ", err)
+	}
+	if err := oprot.WriteStructEnd(ctx); err != nil {
+		return thrift.PrependError("write struct stop error: ", err)
+	}
+	return nil
+}
+
+func (p *MultiDeleteResponse) writeField1(ctx context.Context, oprot thrift.TProtocol) (err error) {
+	if err := oprot.WriteFieldBegin(ctx, "status", thrift.I32, 1); err != nil {
+		return thrift.PrependError(fmt.Sprintf("%T write field begin error 1:status: ", p), err)
+	}
+	if err := oprot.WriteI32(ctx, int32(p.Status)); err != nil {
+		return thrift.PrependError(fmt.Sprintf("%T.status (1) field write error: ", p), err)
+	}
+	if err := oprot.WriteFieldEnd(ctx); err != nil {
+		return thrift.PrependError(fmt.Sprintf("%T write field end error 1:status: ", p), err)
+	}
+	return err
+}
+
+func (p *MultiDeleteResponse) writeField2(ctx context.Context, oprot thrift.TProtocol) (err error) {
+	if err := oprot.WriteFieldBegin(ctx, "results", thrift.LIST, 2); err != nil {
+		return thrift.PrependError(fmt.Sprintf("%T write field begin error 2:results: ", p), err)
+	}
+	if err := oprot.WriteListBegin(ctx, thrift.STRUCT, len(p.Results)); err != nil {
+		return thrift.PrependError("error writing list begin: ", err)
+	}
+	for _, v := range p.Results {
+		if err := v.Write(ctx, oprot); err != nil {
+			return thrift.PrependError(fmt.Sprintf("%T error writing struct: ", v), err)
+		}
+	}
+	if err := oprot.WriteListEnd(ctx); err != nil {
+		return thrift.PrependError("error writing list end: ", err)
+	}
+	if err := oprot.WriteFieldEnd(ctx); err != nil {
+		return thrift.PrependError(fmt.Sprintf("%T write field end error 2:results: ", p), err)
+	}
+	return err
+}
+
+func (p *MultiDeleteResponse) writeField3(ctx context.Context, oprot thrift.TProtocol) (err error) {
+	if err := oprot.WriteFieldBegin(ctx, "mapEpoch", thrift.I64, 3); err != nil {
+		return thrift.PrependError(fmt.Sprintf("%T write field begin error 3:mapEpoch: ", p), err)
+	}
+	if err := oprot.WriteI64(ctx, int64(p.MapEpoch)); err != nil {
+		return thrift.PrependError(fmt.Sprintf("%T.mapEpoch (3) field write error: ", p), err)
+	}
+	if err := oprot.WriteFieldEnd(ctx); err != nil {
+		return thrift.PrependError(fmt.Sprintf("%T write field end error 3:mapEpoch: ", p), err)
+	}
+	return err
+}
+
+func (p *MultiDeleteResponse) Equals(other *MultiDeleteResponse) bool {
+	if p == other {
+		return true
+	} else if p == nil || other == nil {
+		return false
+	}
+	if p.Status != other.Status {
+		return false
+	}
+	if len(p.Results) != len(other.Results) {
+		return false
+	}
+	for i, _tgt := range p.Results {
+		_src11 := other.Results[i]
+		if !_tgt.Equals(_src11) {
+			return false
+		}
+	}
+	if p.MapEpoch != other.MapEpoch {
+		return false
+	}
+	return true
+}
+
+func (p *MultiDeleteResponse) String() string {
+	if p == nil {
+		return "<nil>"
+	}
+	return fmt.Sprintf("MultiDeleteResponse(%+v)", *p)
+}
+
 // One storage node of the cluster.
 //
 // Attributes:
@@ -2228,13 +4528,13 @@ func (p *SegmentInfo) ReadField3(ctx context.Context, iprot thrift.TProtocol) er
 	tSlice := make([]int32, 0, size)
 	p.Replicas = tSlice
 	for i := 0; i < size; i++ {
-		var _elem0 int32
+		var _elem12 int32
 		if v, err := iprot.ReadI32(ctx); err != nil {
 			return thrift.PrependError("error reading field 0: ", err)
 		} else {
-			_elem0 = v
+			_elem12 = v
 		}
-		p.Replicas = append(p.Replicas, _elem0)
+		p.Replicas = append(p.Replicas, _elem12)
 	}
 	if err := iprot.ReadListEnd(ctx); err != nil {
 		return thrift.PrependError("error reading list end: ", err)
@@ -2386,8 +4686,8 @@ func (p *SegmentInfo) Equals(other *SegmentInfo) bool {
 		return false
 	}
 	for i, _tgt := range p.Replicas {
-		_src1 := other.Replicas[i]
-		if _tgt != _src1 {
+		_src13 := other.Replicas[i]
+		if _tgt != _src13 {
 			return false
 		}
 	}
@@ -2557,11 +4857,11 @@ func (p *ClusterMap) ReadField3(ctx context.Context, iprot thrift.TProtocol) err
 	tSlice := make([]*NodeInfo, 0, size)
 	p.Nodes = tSlice
 	for i := 0; i < size; i++ {
-		_elem2 := &NodeInfo{}
-		if err := _elem2.Read(ctx, iprot); err != nil {
-			return thrift.PrependError(fmt.Sprintf("%T error reading struct: ", _elem2), err)
+		_elem14 := &NodeInfo{}
+		if err := _elem14.Read(ctx, iprot); err != nil {
+			return thrift.PrependError(fmt.Sprintf("%T error reading struct: ", _elem14), err)
 		}
-		p.Nodes = append(p.Nodes, _elem2)
+		p.Nodes = append(p.Nodes, _elem14)
 	}
 	if err := iprot.ReadListEnd(ctx); err != nil {
 		return thrift.PrependError("error reading list end: ", err)
@@ -2577,11 +4877,11 @@ func (p *ClusterMap) ReadField4(ctx context.Context, iprot thrift.TProtocol) err
 	tSlice := make([]*SegmentInfo, 0, size)
 	p.Segments = tSlice
 	for i := 0; i < size; i++ {
-		_elem3 := &SegmentInfo{}
-		if err := _elem3.Read(ctx, iprot); err != nil {
-			return thrift.PrependError(fmt.Sprintf("%T error reading struct: ", _elem3), err)
+		_elem15 := &SegmentInfo{}
+		if err := _elem15.Read(ctx, iprot); err != nil {
+			return thrift.PrependError(fmt.Sprintf("%T error reading struct: ", _elem15), err)
 		}
-		p.Segments = append(p.Segments, _elem3)
+		p.Segments = append(p.Segments, _elem15)
 	}
 	if err := iprot.ReadListEnd(ctx); err != nil {
 		return thrift.PrependError("error reading list end: ", err)
@@ -2700,8 +5000,8 @@ func (p *ClusterMap) Equals(other *ClusterMap) bool {
 		return false
 	}
 	for i, _tgt := range p.Nodes {
-		_src4 := other.Nodes[i]
-		if !_tgt.Equals(_src4) {
+		_src16 := other.Nodes[i]
+		if !_tgt.Equals(_src16) {
 			return false
 		}
 	}
@@ -2709,8 +5009,8 @@ func (p *ClusterMap) Equals(other *ClusterMap) bool {
 		return false
 	}
 	for i, _tgt := range p.Segments {
-		_src5 := other.Segments[i]
-		if !_tgt.Equals(_src5) {
+		_src17 := other.Segments[i]
+		if !_tgt.Equals(_src17) {
 			return false
 		}
 	}
@@ -2746,6 +5046,21 @@ type ZarisKv interface { //The Zaris key-value service. Every node serves it; a 
 	// Parameters:
 	//  - Req
 	Increment(ctx context.Context, req *IncrementRequest) (_r *IncrementResponse, _err error)
+	// Reads many keys; each item is answered as a Get.
+	//
+	// Parameters:
+	//  - Req
+	MultiGet(ctx context.Context, req *MultiGetRequest) (_r *MultiGetResponse, _err error)
+	// Writes many keys, each optionally guarded by ifMatchVersion or ifAbsent; not atomic.
+	//
+	// Parameters:
+	//  - Req
+	MultiPut(ctx context.Context, req *MultiPutRequest) (_r *MultiPutResponse, _err error)
+	// Deletes many keys, each optionally guarded by ifMatchVersion; not atomic.
+	//
+	// Parameters:
+	//  - Req
+	MultiDelete(ctx context.Context, req *MultiDeleteRequest) (_r *MultiDeleteResponse, _err error)
 	// Returns the answering node's current cluster map.
 	GetClusterMap(ctx context.Context) (_r *ClusterMap, _err error)
 }
@@ -2791,17 +5106,17 @@ func (p *ZarisKvClient) SetLastResponseMeta_(meta thrift.ResponseMeta) {
 // Parameters:
 //   - Req
 func (p *ZarisKvClient) Get(ctx context.Context, req *GetRequest) (_r *GetResponse, _err error) {
-	var _args6 ZarisKvGetArgs
-	_args6.Req = req
-	var _result8 ZarisKvGetResult
-	var _meta7 thrift.ResponseMeta
-	_meta7, _err = p.Client_().Call(ctx, "Get", &_args6, &_result8)
-	p.SetLastResponseMeta_(_meta7)
+	var _args18 ZarisKvGetArgs
+	_args18.Req = req
+	var _result20 ZarisKvGetResult
+	var _meta19 thrift.ResponseMeta
+	_meta19, _err = p.Client_().Call(ctx, "Get", &_args18, &_result20)
+	p.SetLastResponseMeta_(_meta19)
 	if _err != nil {
 		return
 	}
-	if _ret9 := _result8.GetSuccess(); _ret9 != nil {
-		return _ret9, nil
+	if _ret21 := _result20.GetSuccess(); _ret21 != nil {
+		return _ret21, nil
 	}
 	return nil, thrift.NewTApplicationException(thrift.MISSING_RESULT, "Get failed: unknown result")
 }
@@ -2811,17 +5126,17 @@ func (p *ZarisKvClient) Get(ctx context.Context, req *GetRequest) (_r *GetRespon
 // Parameters:
 //   - Req
 func (p *ZarisKvClient) Put(ctx context.Context, req *PutRequest) (_r *PutResponse, _err error) {
-	var _args10 ZarisKvPutArgs
-	_args10.Req = req
-	var _result12 ZarisKvPutResult
-	var _meta11 thrift.ResponseMeta
-	_meta11, _err = p.Client_().Call(ctx, "Put", &_args10, &_result12)
-	p.SetLastResponseMeta_(_meta11)
+	var _args22 ZarisKvPutArgs
+	_args22.Req = req
+	var _result24 ZarisKvPutResult
+	var _meta23 thrift.ResponseMeta
+	_meta23, _err = p.Client_().Call(ctx, "Put", &_args22, &_result24)
+	p.SetLastResponseMeta_(_meta23)
 	if _err != nil {
 		return
 	}
-	if _ret13 := _result12.GetSuccess(); _ret13 != nil {
-		return _ret13, nil
+	if _ret25 := _result24.GetSuccess(); _ret25 != nil {
+		return _ret25, nil
 	}
 	return nil, thrift.NewTApplicationException(thrift.MISSING_RESULT, "Put failed: unknown result")
 }
@@ -2831,17 +5146,17 @@ func (p *ZarisKvClient) Put(ctx context.Context, req *PutRequest) (_r *PutRespon
 // Parameters:
 //   - Req
 func (p *ZarisKvClient) Delete(ctx context.Context, req *DeleteRequest) (_r *DeleteResponse, _err error) {
-	var _args14 ZarisKvDeleteArgs
-	_args14.Req = req
-	var _result16 ZarisKvDeleteResult
-	var _meta15 thrift.ResponseMeta
-	_meta15, _err = p.Client_().Call(ctx, "Delete", &_args14, &_result16)
-	p.SetLastResponseMeta_(_meta15)
+	var _args26 ZarisKvDeleteArgs
+	_args26.Req = req
+	var _result28 ZarisKvDeleteResult
+	var _meta27 thrift.ResponseMeta
+	_meta27, _err = p.Client_().Call(ctx, "Delete", &_args26, &_result28)
+	p.SetLastResponseMeta_(_meta27)
 	if _err != nil {
 		return
 	}
-	if _ret17 := _result16.GetSuccess(); _ret17 != nil {
-		return _ret17, nil
+	if _ret29 := _result28.GetSuccess(); _ret29 != nil {
+		return _ret29, nil
 	}
 	return nil, thrift.NewTApplicationException(thrift.MISSING_RESULT, "Delete failed: unknown result")
 }
@@ -2851,33 +5166,93 @@ func (p *ZarisKvClient) Delete(ctx context.Context, req *DeleteRequest) (_r *Del
 // Parameters:
 //   - Req
 func (p *ZarisKvClient) Increment(ctx context.Context, req *IncrementRequest) (_r *IncrementResponse, _err error) {
-	var _args18 ZarisKvIncrementArgs
-	_args18.Req = req
-	var _result20 ZarisKvIncrementResult
-	var _meta19 thrift.ResponseMeta
-	_meta19, _err = p.Client_().Call(ctx, "Increment", &_args18, &_result20)
-	p.SetLastResponseMeta_(_meta19)
+	var _args30 ZarisKvIncrementArgs
+	_args30.Req = req
+	var _result32 ZarisKvIncrementResult
+	var _meta31 thrift.ResponseMeta
+	_meta31, _err = p.Client_().Call(ctx, "Increment", &_args30, &_result32)
+	p.SetLastResponseMeta_(_meta31)
 	if _err != nil {
 		return
 	}
-	if _ret21 := _result20.GetSuccess(); _ret21 != nil {
-		return _ret21, nil
+	if _ret33 := _result32.GetSuccess(); _ret33 != nil {
+		return _ret33, nil
 	}
 	return nil, thrift.NewTApplicationException(thrift.MISSING_RESULT, "Increment failed: unknown result")
 }
 
-// Returns the answering node's current cluster map.
-func (p *ZarisKvClient) GetClusterMap(ctx context.Context) (_r *ClusterMap, _err error) {
-	var _args22 ZarisKvGetClusterMapArgs
-	var _result24 ZarisKvGetClusterMapResult
-	var _meta23 thrift.ResponseMeta
-	_meta23, _err = p.Client_().Call(ctx, "GetClusterMap", &_args22, &_result24)
-	p.SetLastResponseMeta_(_meta23)
+// Reads many keys; each item is answered as a Get.
+//
+// Parameters:
+//   - Req
+func (p *ZarisKvClient) MultiGet(ctx context.Context, req *MultiGetRequest) (_r *MultiGetResponse, _err error) {
+	var _args34 ZarisKvMultiGetArgs
+	_args34.Req = req
+	var _result36 ZarisKvMultiGetResult
+	var _meta35 thrift.ResponseMeta
+	_meta35, _err = p.Client_().Call(ctx, "MultiGet", &_args34, &_result36)
+	p.SetLastResponseMeta_(_meta35)
 	if _err != nil {
 		return
 	}
-	if _ret25 := _result24.GetSuccess(); _ret25 != nil {
-		return _ret25, nil
+	if _ret37 := _result36.GetSuccess(); _ret37 != nil {
+		return _ret37, nil
+	}
+	return nil, thrift.NewTApplicationException(thrift.MISSING_RESULT, "MultiGet failed: unknown result")
+}
+
+// Writes many keys, each optionally guarded by ifMatchVersion or ifAbsent; not atomic.
+//
+// Parameters:
+//   - Req
+func (p *ZarisKvClient) MultiPut(ctx context.Context, req *MultiPutRequest) (_r *MultiPutResponse, _err error) {
+	var _args38 ZarisKvMultiPutArgs
+	_args38.Req = req
+	var _result40 ZarisKvMultiPutResult
+	var _meta39 thrift.ResponseMeta
+	_meta39, _err = p.Client_().Call(ctx, "MultiPut", &_args38, &_result40)
+	p.SetLastResponseMeta_(_meta39)
+	if _err != nil {
+		return
+	}
+	if _ret41 := _result40.GetSuccess(); _ret41 != nil {
+		return _ret41, nil
+	}
+	return nil, thrift.NewTApplicationException(thrift.MISSING_RESULT, "MultiPut failed: unknown result")
+}
+
+// Deletes many keys, each optionally guarded by ifMatchVersion; not atomic.
+//
+// Parameters:
+//   - Req
+func (p *ZarisKvClient) MultiDelete(ctx context.Context, req *MultiDeleteRequest) (_r *MultiDeleteResponse, _err error) {
+	var _args42 ZarisKvMultiDeleteArgs
+	_args42.Req = req
+	var _result44 ZarisKvMultiDeleteResult
+	var _meta43 thrift.ResponseMeta
+	_meta43, _err = p.Client_().Call(ctx, "MultiDelete", &_args42, &_result44)
+	p.SetLastResponseMeta_(_meta43)
+	if _err != nil {
+		return
+	}
+	if _ret45 := _result44.GetSuccess(); _ret45 != nil {
+		return _ret45, nil
+	}
+	return nil, thrift.NewTApplicationException(thrift.MISSING_RESULT, "MultiDelete failed: unknown result")
+}
+
+// Returns the answering node's current cluster map.
+func (p *ZarisKvClient) GetClusterMap(ctx context.Context) (_r *ClusterMap, _err error) {
+	var _args46 ZarisKvGetClusterMapArgs
+	var _result48 ZarisKvGetClusterMapResult
+	var _meta47 thrift.ResponseMeta
+	_meta47, _err = p.Client_().Call(ctx, "GetClusterMap", &_args46, &_result48)
+	p.SetLastResponseMeta_(_meta47)
+	if _err != nil {
+		return
+	}
+	if _ret49 := _result48.GetSuccess(); _ret49 != nil {
+		return _ret49, nil
 	}
 	return nil, thrift.NewTApplicationException(thrift.MISSING_RESULT, "GetClusterMap failed: unknown result")
 }
@@ -2902,13 +5277,16 @@ func (p *ZarisKvProcessor) ProcessorMap() map[string]thrift.TProcessorFunction {
 
 func NewZarisKvProcessor(handler ZarisKv) *ZarisKvProcessor {
 
-	self26 := &ZarisKvProcessor{handler: handler, processorMap: make(map[string]thrift.TProcessorFunction)}
-	self26.processorMap["Get"] = &zarisKvProcessorGet{handler: handler}
-	self26.processorMap["Put"] = &zarisKvProcessorPut{handler: handler}
-	self26.processorMap["Delete"] = &zarisKvProcessorDelete{handler: handler}
-	self26.processorMap["Increment"] = &zarisKvProcessorIncrement{handler: handler}
-	self26.processorMap["GetClusterMap"] = &zarisKvProcessorGetClusterMap{handler: handler}
-	return self26
+	self50 := &ZarisKvProcessor{handler: handler, processorMap: make(map[string]thrift.TProcessorFunction)}
+	self50.processorMap["Get"] = &zarisKvProcessorGet{handler: handler}
+	self50.processorMap["Put"] = &zarisKvProcessorPut{handler: handler}
+	self50.processorMap["Delete"] = &zarisKvProcessorDelete{handler: handler}
+	self50.processorMap["Increment"] = &zarisKvProcessorIncrement{handler: handler}
+	self50.processorMap["MultiGet"] = &zarisKvProcessorMultiGet{handler: handler}
+	self50.processorMap["MultiPut"] = &zarisKvProcessorMultiPut{handler: handler}
+	self50.processorMap["MultiDelete"] = &zarisKvProcessorMultiDelete{handler: handler}
+	self50.processorMap["GetClusterMap"] = &zarisKvProcessorGetClusterMap{handler: handler}
+	return self50
 }
 
 func (p *ZarisKvProcessor) Process(ctx context.Context, iprot, oprot thrift.TProtocol) (success bool, err thrift.TException) {
@@ -2921,12 +5299,12 @@ func (p *ZarisKvProcessor) Process(ctx context.Context, iprot, oprot thrift.TPro
 	}
 	iprot.Skip(ctx, thrift.STRUCT)
 	iprot.ReadMessageEnd(ctx)
-	x27 := thrift.NewTApplicationException(thrift.UNKNOWN_METHOD, "Unknown function "+name)
+	x51 := thrift.NewTApplicationException(thrift.UNKNOWN_METHOD, "Unknown function "+name)
 	oprot.WriteMessageBegin(ctx, name, thrift.EXCEPTION, seqId)
-	x27.Write(ctx, oprot)
+	x51.Write(ctx, oprot)
 	oprot.WriteMessageEnd(ctx)
 	oprot.Flush(ctx)
-	return false, x27
+	return false, x51
 
 }
 
@@ -2935,7 +5313,7 @@ type zarisKvProcessorGet struct {
 }
 
 func (p *zarisKvProcessorGet) Process(ctx context.Context, seqId int32, iprot, oprot thrift.TProtocol) (success bool, err thrift.TException) {
-	var _write_err28 error
+	var _write_err52 error
 	args := ZarisKvGetArgs{}
 	if err2 := args.Read(ctx, iprot); err2 != nil {
 		iprot.ReadMessageEnd(ctx)
@@ -2981,21 +5359,21 @@ func (p *zarisKvProcessorGet) Process(ctx context.Context, seqId int32, iprot, o
 		if errors.Is(err2, thrift.ErrAbandonRequest) {
 			return false, thrift.WrapTException(err2)
 		}
-		_exc29 := thrift.NewTApplicationException(thrift.INTERNAL_ERROR, "Internal error processing Get: "+err2.Error())
+		_exc53 := thrift.NewTApplicationException(thrift.INTERNAL_ERROR, "Internal error processing Get: "+err2.Error())
 		if err2 := oprot.WriteMessageBegin(ctx, "Get", thrift.EXCEPTION, seqId); err2 != nil {
-			_write_err28 = thrift.WrapTException(err2)
+			_write_err52 = thrift.WrapTException(err2)
 		}
-		if err2 := _exc29.Write(ctx, oprot); _write_err28 == nil && err2 != nil {
-			_write_err28 = thrift.WrapTException(err2)
+		if err2 := _exc53.Write(ctx, oprot); _write_err52 == nil && err2 != nil {
+			_write_err52 = thrift.WrapTException(err2)
 		}
-		if err2 := oprot.WriteMessageEnd(ctx); _write_err28 == nil && err2 != nil {
-			_write_err28 = thrift.WrapTException(err2)
+		if err2 := oprot.WriteMessageEnd(ctx); _write_err52 == nil && err2 != nil {
+			_write_err52 = thrift.WrapTException(err2)
 		}
-		if err2 := oprot.Flush(ctx); _write_err28 == nil && err2 != nil {
-			_write_err28 = thrift.WrapTException(err2)
+		if err2 := oprot.Flush(ctx); _write_err52 == nil && err2 != nil {
+			_write_err52 = thrift.WrapTException(err2)
 		}
-		if _write_err28 != nil {
-			return false, thrift.WrapTException(_write_err28)
+		if _write_err52 != nil {
+			return false, thrift.WrapTException(_write_err52)
 		}
 		return true, err
 	} else {
@@ -3003,19 +5381,19 @@ func (p *zarisKvProcessorGet) Process(ctx context.Context, seqId int32, iprot, o
 	}
 	tickerCancel()
 	if err2 := oprot.WriteMessageBegin(ctx, "Get", thrift.REPLY, seqId); err2 != nil {
-		_write_err28 = thrift.WrapTException(err2)
+		_write_err52 = thrift.WrapTException(err2)
 	}
-	if err2 := result.Write(ctx, oprot); _write_err28 == nil && err2 != nil {
-		_write_err28 = thrift.WrapTException(err2)
+	if err2 := result.Write(ctx, oprot); _write_err52 == nil && err2 != nil {
+		_write_err52 = thrift.WrapTException(err2)
 	}
-	if err2 := oprot.WriteMessageEnd(ctx); _write_err28 == nil && err2 != nil {
-		_write_err28 = thrift.WrapTException(err2)
+	if err2 := oprot.WriteMessageEnd(ctx); _write_err52 == nil && err2 != nil {
+		_write_err52 = thrift.WrapTException(err2)
 	}
-	if err2 := oprot.Flush(ctx); _write_err28 == nil && err2 != nil {
-		_write_err28 = thrift.WrapTException(err2)
+	if err2 := oprot.Flush(ctx); _write_err52 == nil && err2 != nil {
+		_write_err52 = thrift.WrapTException(err2)
 	}
-	if _write_err28 != nil {
-		return false, thrift.WrapTException(_write_err28)
+	if _write_err52 != nil {
+		return false, thrift.WrapTException(_write_err52)
 	}
 	return true, err
 }
@@ -3025,7 +5403,7 @@ type zarisKvProcessorPut struct {
 }
 
 func (p *zarisKvProcessorPut) Process(ctx context.Context, seqId int32, iprot, oprot thrift.TProtocol) (success bool, err thrift.TException) {
-	var _write_err30 error
+	var _write_err54 error
 	args := ZarisKvPutArgs{}
 	if err2 := args.Read(ctx, iprot); err2 != nil {
 		iprot.ReadMessageEnd(ctx)
@@ -3071,21 +5449,21 @@ func (p *zarisKvProcessorPut) Process(ctx context.Context, seqId int32, iprot, o
 		if errors.Is(err2, thrift.ErrAbandonRequest) {
 			return false, thrift.WrapTException(err2)
 		}
-		_exc31 := thrift.NewTApplicationException(thrift.INTERNAL_ERROR, "Internal error processing Put: "+err2.Error())
+		_exc55 := thrift.NewTApplicationException(thrift.INTERNAL_ERROR, "Internal error processing Put: "+err2.Error())
 		if err2 := oprot.WriteMessageBegin(ctx, "Put", thrift.EXCEPTION, seqId); err2 != nil {
-			_write_err30 = thrift.WrapTException(err2)
+			_write_err54 = thrift.WrapTException(err2)
 		}
-		if err2 := _exc31.Write(ctx, oprot); _write_err30 == nil && err2 != nil {
-			_write_err30 = thrift.WrapTException(err2)
+		if err2 := _exc55.Write(ctx, oprot); _write_err54 == nil && err2 != nil {
+			_write_err54 = thrift.WrapTException(err2)
 		}
-		if err2 := oprot.WriteMessageEnd(ctx); _write_err30 == nil && err2 != nil {
-			_write_err30 = thrift.WrapTException(err2)
+		if err2 := oprot.WriteMessageEnd(ctx); _write_err54 == nil && err2 != nil {
+			_write_err54 = thrift.WrapTException(err2)
 		}
-		if err2 := oprot.Flush(ctx); _write_err30 == nil && err2 != nil {
-			_write_err30 = thrift.WrapTException(err2)
+		if err2 := oprot.Flush(ctx); _write_err54 == nil && err2 != nil {
+			_write_err54 = thrift.WrapTException(err2)
 		}
-		if _write_err30 != nil {
-			return false, thrift.WrapTException(_write_err30)
+		if _write_err54 != nil {
+			return false, thrift.WrapTException(_write_err54)
 		}
 		return true, err
 	} else {
@@ -3093,19 +5471,19 @@ func (p *zarisKvProcessorPut) Process(ctx context.Context, seqId int32, iprot, o
 	}
 	tickerCancel()
 	if err2 := oprot.WriteMessageBegin(ctx, "Put", thrift.REPLY, seqId); err2 != nil {
-		_write_err30 = thrift.WrapTException(err2)
+		_write_err54 = thrift.WrapTException(err2)
 	}
-	if err2 := result.Write(ctx, oprot); _write_err30 == nil && err2 != nil {
-		_write_err30 = thrift.WrapTException(err2)
+	if err2 := result.Write(ctx, oprot); _write_err54 == nil && err2 != nil {
+		_write_err54 = thrift.WrapTException(err2)
 	}
-	if err2 := oprot.WriteMessageEnd(ctx); _write_err30 == nil && err2 != nil {
-		_write_err30 = thrift.WrapTException(err2)
+	if err2 := oprot.WriteMessageEnd(ctx); _write_err54 == nil && err2 != nil {
+		_write_err54 = thrift.WrapTException(err2)
 	}
-	if err2 := oprot.Flush(ctx); _write_err30 == nil && err2 != nil {
-		_write_err30 = thrift.WrapTException(err2)
+	if err2 := oprot.Flush(ctx); _write_err54 == nil && err2 != nil {
+		_write_err54 = thrift.WrapTException(err2)
 	}
-	if _write_err30 != nil {
-		return false, thrift.WrapTException(_write_err30)
+	if _write_err54 != nil {
+		return false, thrift.WrapTException(_write_err54)
 	}
 	return true, err
 }
@@ -3115,7 +5493,7 @@ type zarisKvProcessorDelete struct {
 }
 
 func (p *zarisKvProcessorDelete) Process(ctx context.Context, seqId int32, iprot, oprot thrift.TProtocol) (success bool, err thrift.TException) {
-	var _write_err32 error
+	var _write_err56 error
 	args := ZarisKvDeleteArgs{}
 	if err2 := args.Read(ctx, iprot); err2 != nil {
 		iprot.ReadMessageEnd(ctx)
@@ -3161,21 +5539,21 @@ func (p *zarisKvProcessorDelete) Process(ctx context.Context, seqId int32, iprot
 		if errors.Is(err2, thrift.ErrAbandonRequest) {
 			return false, thrift.WrapTException(err2)
 		}
-		_exc33 := thrift.NewTApplicationException(thrift.INTERNAL_ERROR, "Internal error processing Delete: "+err2.Error())
+		_exc57 := thrift.NewTApplicationException(thrift.INTERNAL_ERROR, "Internal error processing Delete: "+err2.Error())
 		if err2 := oprot.WriteMessageBegin(ctx, "Delete", thrift.EXCEPTION, seqId); err2 != nil {
-			_write_err32 = thrift.WrapTException(err2)
+			_write_err56 = thrift.WrapTException(err2)
 		}
-		if err2 := _exc33.Write(ctx, oprot); _write_err32 == nil && err2 != nil {
-			_write_err32 = thrift.WrapTException(err2)
+		if err2 := _exc57.Write(ctx, oprot); _write_err56 == nil && err2 != nil {
+			_write_err56 = thrift.WrapTException(err2)
 		}
-		if err2 := oprot.WriteMessageEnd(ctx); _write_err32 == nil && err2 != nil {
-			_write_err32 = thrift.WrapTException(err2)
+		if err2 := oprot.WriteMessageEnd(ctx); _write_err56 == nil && err2 != nil {
+			_write_err56 = thrift.WrapTException(err2)
 		}
-		if err2 := oprot.Flush(ctx); _write_err32 == nil && err2 != nil {
-			_write_err32 = thrift.WrapTException(err2)
+		if err2 := oprot.Flush(ctx); _write_err56 == nil && err2 != nil {
+			_write_err56 = thrift.WrapTException(err2)
 		}
-		if _write_err32 != nil {
-			return false, thrift.WrapTException(_write_err32)
+		if _write_err56 != nil {
+			return false, thrift.WrapTException(_write_err56)
 		}
 		return true, err
 	} else {
@@ -3183,19 +5561,19 @@ func (p *zarisKvProcessorDelete) Process(ctx context.Context, seqId int32, iprot
 	}
 	tickerCancel()
 	if err2 := oprot.WriteMessageBegin(ctx, "Delete", thrift.REPLY, seqId); err2 != nil {
-		_write_err32 = thrift.WrapTException(err2)
+		_write_err56 = thrift.WrapTException(err2)
 	}
-	if err2 := result.Write(ctx, oprot); _write_err32 == nil && err2 != nil {
-		_write_err32 = thrift.WrapTException(err2)
+	if err2 := result.Write(ctx, oprot); _write_err56 == nil && err2 != nil {
+		_write_err56 = thrift.WrapTException(err2)
 	}
-	if err2 := oprot.WriteMessageEnd(ctx); _write_err32 == nil && err2 != nil {
-		_write_err32 = thrift.WrapTException(err2)
+	if err2 := oprot.WriteMessageEnd(ctx); _write_err56 == nil && err2 != nil {
+		_write_err56 = thrift.WrapTException(err2)
 	}
-	if err2 := oprot.Flush(ctx); _write_err32 == nil && err2 != nil {
-		_write_err32 = thrift.WrapTException(err2)
+	if err2 := oprot.Flush(ctx); _write_err56 == nil && err2 != nil {
+		_write_err56 = thrift.WrapTException(err2)
 	}
-	if _write_err32 != nil {
-		return false, thrift.WrapTException(_write_err32)
+	if _write_err56 != nil {
+		return false, thrift.WrapTException(_write_err56)
 	}
 	return true, err
 }
@@ -3205,7 +5583,7 @@ type zarisKvProcessorIncrement struct {
 }
 
 func (p *zarisKvProcessorIncrement) Process(ctx context.Context, seqId int32, iprot, oprot thrift.TProtocol) (success bool, err thrift.TException) {
-	var _write_err34 error
+	var _write_err58 error
 	args := ZarisKvIncrementArgs{}
 	if err2 := args.Read(ctx, iprot); err2 != nil {
 		iprot.ReadMessageEnd(ctx)
@@ -3251,21 +5629,21 @@ func (p *zarisKvProcessorIncrement) Process(ctx context.Context, seqId int32, ip
 		if errors.Is(err2, thrift.ErrAbandonRequest) {
 			return false, thrift.WrapTException(err2)
 		}
-		_exc35 := thrift.NewTApplicationException(thrift.INTERNAL_ERROR, "Internal error processing Increment: "+err2.Error())
+		_exc59 := thrift.NewTApplicationException(thrift.INTERNAL_ERROR, "Internal error processing Increment: "+err2.Error())
 		if err2 := oprot.WriteMessageBegin(ctx, "Increment", thrift.EXCEPTION, seqId); err2 != nil {
-			_write_err34 = thrift.WrapTException(err2)
+			_write_err58 = thrift.WrapTException(err2)
 		}
-		if err2 := _exc35.Write(ctx, oprot); _write_err34 == nil && err2 != nil {
-			_write_err34 = thrift.WrapTException(err2)
+		if err2 := _exc59.Write(ctx, oprot); _write_err58 == nil && err2 != nil {
+			_write_err58 = thrift.WrapTException(err2)
 		}
-		if err2 := oprot.WriteMessageEnd(ctx); _write_err34 == nil && err2 != nil {
-			_write_err34 = thrift.WrapTException(err2)
+		if err2 := oprot.WriteMessageEnd(ctx); _write_err58 == nil && err2 != nil {
+			_write_err58 = thrift.WrapTException(err2)
 		}
-		if err2 := oprot.Flush(ctx); _write_err34 == nil && err2 != nil {
-			_write_err34 = thrift.WrapTException(err2)
+		if err2 := oprot.Flush(ctx); _write_err58 == nil && err2 != nil {
+			_write_err58 = thrift.WrapTException(err2)
 		}
-		if _write_err34 != nil {
-			return false, thrift.WrapTException(_write_err34)
+		if _write_err58 != nil {
+			return false, thrift.WrapTException(_write_err58)
 		}
 		return true, err
 	} else {
@@ -3273,19 +5651,289 @@ func (p *zarisKvProcessorIncrement) Process(ctx context.Context, seqId int32, ip
 	}
 	tickerCancel()
 	if err2 := oprot.WriteMessageBegin(ctx, "Increment", thrift.REPLY, seqId); err2 != nil {
-		_write_err34 = thrift.WrapTException(err2)
+		_write_err58 = thrift.WrapTException(err2)
 	}
-	if err2 := result.Write(ctx, oprot); _write_err34 == nil && err2 != nil {
-		_write_err34 = thrift.WrapTException(err2)
+	if err2 := result.Write(ctx, oprot); _write_err58 == nil && err2 != nil {
+		_write_err58 = thrift.WrapTException(err2)
 	}
-	if err2 := oprot.WriteMessageEnd(ctx); _write_err34 == nil && err2 != nil {
-		_write_err34 = thrift.WrapTException(err2)
+	if err2 := oprot.WriteMessageEnd(ctx); _write_err58 == nil && err2 != nil {
+		_write_err58 = thrift.WrapTException(err2)
 	}
-	if err2 := oprot.Flush(ctx); _write_err34 == nil && err2 != nil {
-		_write_err34 = thrift.WrapTException(err2)
+	if err2 := oprot.Flush(ctx); _write_err58 == nil && err2 != nil {
+		_write_err58 = thrift.WrapTException(err2)
 	}
-	if _write_err34 != nil {
-		return false, thrift.WrapTException(_write_err34)
+	if _write_err58 != nil {
+		return false, thrift.WrapTException(_write_err58)
+	}
+	return true, err
+}
+
+type zarisKvProcessorMultiGet struct {
+	handler ZarisKv
+}
+
+func (p *zarisKvProcessorMultiGet) Process(ctx context.Context, seqId int32, iprot, oprot thrift.TProtocol) (success bool, err thrift.TException) {
+	var _write_err60 error
+	args := ZarisKvMultiGetArgs{}
+	if err2 := args.Read(ctx, iprot); err2 != nil {
+		iprot.ReadMessageEnd(ctx)
+		x := thrift.NewTApplicationException(thrift.PROTOCOL_ERROR, err2.Error())
+		oprot.WriteMessageBegin(ctx, "MultiGet", thrift.EXCEPTION, seqId)
+		x.Write(ctx, oprot)
+		oprot.WriteMessageEnd(ctx)
+		oprot.Flush(ctx)
+		return false, thrift.WrapTException(err2)
+	}
+	iprot.ReadMessageEnd(ctx)
+
+	tickerCancel := func() {}
+	// Start a goroutine to do server side connectivity check.
+	if thrift.ServerConnectivityCheckInterval > 0 {
+		var cancel context.CancelFunc
+		ctx, cancel = context.WithCancel(ctx)
+		defer cancel()
+		var tickerCtx context.Context
+		tickerCtx, tickerCancel = context.WithCancel(context.Background())
+		defer tickerCancel()
+		go func(ctx context.Context, cancel context.CancelFunc) {
+			ticker := time.NewTicker(thrift.ServerConnectivityCheckInterval)
+			defer ticker.Stop()
+			for {
+				select {
+				case <-ctx.Done():
+					return
+				case <-ticker.C:
+					if !iprot.Transport().IsOpen() {
+						cancel()
+						return
+					}
+				}
+			}
+		}(tickerCtx, cancel)
+	}
+
+	result := ZarisKvMultiGetResult{}
+	if retval, err2 := p.handler.MultiGet(ctx, args.Req); err2 != nil {
+		tickerCancel()
+		err = thrift.WrapTException(err2)
+		if errors.Is(err2, thrift.ErrAbandonRequest) {
+			return false, thrift.WrapTException(err2)
+		}
+		_exc61 := thrift.NewTApplicationException(thrift.INTERNAL_ERROR, "Internal error processing MultiGet: "+err2.Error())
+		if err2 := oprot.WriteMessageBegin(ctx, "MultiGet", thrift.EXCEPTION, seqId); err2 != nil {
+			_write_err60 = thrift.WrapTException(err2)
+		}
+		if err2 := _exc61.Write(ctx, oprot); _write_err60 == nil && err2 != nil {
+			_write_err60 = thrift.WrapTException(err2)
+		}
+		if err2 := oprot.WriteMessageEnd(ctx); _write_err60 == nil && err2 != nil {
+			_write_err60 = thrift.WrapTException(err2)
+		}
+		if err2 := oprot.Flush(ctx); _write_err60 == nil && err2 != nil {
+			_write_err60 = thrift.WrapTException(err2)
+		}
+		if _write_err60 != nil {
+			return false, thrift.WrapTException(_write_err60)
+		}
+		return true, err
+	} else {
+		result.Success = retval
+	}
+	tickerCancel()
+	if err2 := oprot.WriteMessageBegin(ctx, "MultiGet", thrift.REPLY, seqId); err2 != nil {
+		_write_err60 = thrift.WrapTException(err2)
+	}
+	if err2 := result.Write(ctx, oprot); _write_err60 == nil && err2 != nil {
+		_write_err60 = thrift.WrapTException(err2)
+	}
+	if err2 := oprot.WriteMessageEnd(ctx); _write_err60 == nil && err2 != nil {
+		_write_err60 = thrift.WrapTException(err2)
+	}
+	if err2 := oprot.Flush(ctx); _write_err60 == nil && err2 != nil {
+		_write_err60 = thrift.WrapTException(err2)
+	}
+	if _write_err60 != nil {
+		return false, thrift.WrapTException(_write_err60)
+	}
+	return true, err
+}
+
+type zarisKvProcessorMultiPut struct {
+	handler ZarisKv
+}
+
+func (p *zarisKvProcessorMultiPut) Process(ctx context.Context, seqId int32, iprot, oprot thrift.TProtocol) (success bool, err thrift.TException) {
+	var _write_err62 error
+	args := ZarisKvMultiPutArgs{}
+	if err2 := args.Read(ctx, iprot); err2 != nil {
+		iprot.ReadMessageEnd(ctx)
+		x := thrift.NewTApplicationException(thrift.PROTOCOL_ERROR, err2.Error())
+		oprot.WriteMessageBegin(ctx, "MultiPut", thrift.EXCEPTION, seqId)
+		x.Write(ctx, oprot)
+		oprot.WriteMessageEnd(ctx)
+		oprot.Flush(ctx)
+		return false, thrift.WrapTException(err2)
+	}
+	iprot.ReadMessageEnd(ctx)
+
+	tickerCancel := func() {}
+	// Start a goroutine to do server side connectivity check.
+	if thrift.ServerConnectivityCheckInterval > 0 {
+		var cancel context.CancelFunc
+		ctx, cancel = context.WithCancel(ctx)
+		defer cancel()
+		var tickerCtx context.Context
+		tickerCtx, tickerCancel = context.WithCancel(context.Background())
+		defer tickerCancel()
+		go func(ctx context.Context, cancel context.CancelFunc) {
+			ticker := time.NewTicker(thrift.ServerConnectivityCheckInterval)
+			defer ticker.Stop()
+			for {
+				select {
+				case <-ctx.Done():
+					return
+				case <-ticker.C:
+					if !iprot.Transport().IsOpen() {
+						cancel()
+						return
+					}
+				}
+			}
+		}(tickerCtx, cancel)
+	}
+
+	result := ZarisKvMultiPutResult{}
+	if retval, err2 := p.handler.MultiPut(ctx, args.Req); err2 != nil {
+		tickerCancel()
+		err = thrift.WrapTException(err2)
+		if errors.Is(err2, thrift.ErrAbandonRequest) {
+			return false, thrift.WrapTException(err2)
+		}
+		_exc63 := thrift.NewTApplicationException(thrift.INTERNAL_ERROR, "Internal error processing MultiPut: "+err2.Error())
+		if err2 := oprot.WriteMessageBegin(ctx, "MultiPut", thrift.EXCEPTION, seqId); err2 != nil {
+			_write_err62 = thrift.WrapTException(err2)
+		}
+		if err2 := _exc63.Write(ctx, oprot); _write_err62 == nil && err2 != nil {
+			_write_err62 = thrift.WrapTException(err2)
+		}
+		if err2 := oprot.WriteMessageEnd(ctx); _write_err62 == nil && err2 != nil {
+			_write_err62 = thrift.WrapTException(err2)
+		}
+		if err2 := oprot.Flush(ctx); _write_err62 == nil && err2 != nil {
+			_write_err62 = thrift.WrapTException(err2)
+		}
+		if _write_err62 != nil {
+			return false, thrift.WrapTException(_write_err62)
+		}
+		return true, err
+	} else {
+		result.Success = retval
+	}
+	tickerCancel()
+	if err2 := oprot.WriteMessageBegin(ctx, "MultiPut", thrift.REPLY, seqId); err2 != nil {
+		_write_err62 = thrift.WrapTException(err2)
+	}
+	if err2 := result.Write(ctx, oprot); _write_err62 == nil && err2 != nil {
+		_write_err62 = thrift.WrapTException(err2)
+	}
+	if err2 := oprot.WriteMessageEnd(ctx); _write_err62 == nil && err2 != nil {
+		_write_err62 = thrift.WrapTException(err2)
+	}
+	if err2 := oprot.Flush(ctx); _write_err62 == nil && err2 != nil {
+		_write_err62 = thrift.WrapTException(err2)
+	}
+	if _write_err62 != nil {
+		return false, thrift.WrapTException(_write_err62)
+	}
+	return true, err
+}
+
+type zarisKvProcessorMultiDelete struct {
+	handler ZarisKv
+}
+
+func (p *zarisKvProcessorMultiDelete) Process(ctx context.Context, seqId int32, iprot, oprot thrift.TProtocol) (success bool, err thrift.TException) {
+	var _write_err64 error
+	args := ZarisKvMultiDeleteArgs{}
+	if err2 := args.Read(ctx, iprot); err2 != nil {
+		iprot.ReadMessageEnd(ctx)
+		x := thrift.NewTApplicationException(thrift.PROTOCOL_ERROR, err2.Error())
+		oprot.WriteMessageBegin(ctx, "MultiDelete", thrift.EXCEPTION, seqId)
+		x.Write(ctx, oprot)
+		oprot.WriteMessageEnd(ctx)
+		oprot.Flush(ctx)
+		return false, thrift.WrapTException(err2)
+	}
+	iprot.ReadMessageEnd(ctx)
+
+	tickerCancel := func() {}
+	// Start a goroutine to do server side connectivity check.
+	if thrift.ServerConnectivityCheckInterval > 0 {
+		var cancel context.CancelFunc
+		ctx, cancel = context.WithCancel(ctx)
+		defer cancel()
+		var tickerCtx context.Context
+		tickerCtx, tickerCancel = context.WithCancel(context.Background())
+		defer tickerCancel()
+		go func(ctx context.Context, cancel context.CancelFunc) {
+			ticker := time.NewTicker(thrift.ServerConnectivityCheckInterval)
+			defer ticker.Stop()
+			for {
+				select {
+				case <-ctx.Done():
+					return
+				case <-ticker.C:
+					if !iprot.Transport().IsOpen() {
+						cancel()
+						return
+					}
+				}
+			}
+		}(tickerCtx, cancel)
+	}
+
+	result := ZarisKvMultiDeleteResult{}
+	if retval, err2 := p.handler.MultiDelete(ctx, args.Req); err2 != nil {
+		tickerCancel()
+		err = thrift.WrapTException(err2)
+		if errors.Is(err2, thrift.ErrAbandonRequest) {
+			return false, thrift.WrapTException(err2)
+		}
+		_exc65 := thrift.NewTApplicationException(thrift.INTERNAL_ERROR, "Internal error processing MultiDelete: "+err2.Error())
+		if err2 := oprot.WriteMessageBegin(ctx, "MultiDelete", thrift.EXCEPTION, seqId); err2 != nil {
+			_write_err64 = thrift.WrapTException(err2)
+		}
+		if err2 := _exc65.Write(ctx, oprot); _write_err64 == nil && err2 != nil {
+			_write_err64 = thrift.WrapTException(err2)
+		}
+		if err2 := oprot.WriteMessageEnd(ctx); _write_err64 == nil && err2 != nil {
+			_write_err64 = thrift.WrapTException(err2)
+		}
+		if err2 := oprot.Flush(ctx); _write_err64 == nil && err2 != nil {
+			_write_err64 = thrift.WrapTException(err2)
+		}
+		if _write_err64 != nil {
+			return false, thrift.WrapTException(_write_err64)
+		}
+		return true, err
+	} else {
+		result.Success = retval
+	}
+	tickerCancel()
+	if err2 := oprot.WriteMessageBegin(ctx, "MultiDelete", thrift.REPLY, seqId); err2 != nil {
+		_write_err64 = thrift.WrapTException(err2)
+	}
+	if err2 := result.Write(ctx, oprot); _write_err64 == nil && err2 != nil {
+		_write_err64 = thrift.WrapTException(err2)
+	}
+	if err2 := oprot.WriteMessageEnd(ctx); _write_err64 == nil && err2 != nil {
+		_write_err64 = thrift.WrapTException(err2)
+	}
+	if err2 := oprot.Flush(ctx); _write_err64 == nil && err2 != nil {
+		_write_err64 = thrift.WrapTException(err2)
+	}
+	if _write_err64 != nil {
+		return false, thrift.WrapTException(_write_err64)
 	}
 	return true, err
 }
@@ -3295,7 +5943,7 @@ type zarisKvProcessorGetClusterMap struct {
 }
 
 func (p *zarisKvProcessorGetClusterMap) Process(ctx context.Context, seqId int32, iprot, oprot thrift.TProtocol) (success bool, err thrift.TException) {
-	var _write_err36 error
+	var _write_err66 error
 	args := ZarisKvGetClusterMapArgs{}
 	if err2 := args.Read(ctx, iprot); err2 != nil {
 		iprot.ReadMessageEnd(ctx)
@@ -3341,21 +5989,21 @@ func (p *zarisKvProcessorGetClusterMap) Process(ctx context.Context, seqId int32
 		if errors.Is(err2, thrift.ErrAbandonRequest) {
 			return false, thrift.WrapTException(err2)
 		}
-		_exc37 := thrift.NewTApplicationException(thrift.INTERNAL_ERROR, "Internal error processing GetClusterMap: "+err2.Error())
+		_exc67 := thrift.NewTApplicationException(thrift.INTERNAL_ERROR, "Internal error processing GetClusterMap: "+err2.Error())
 		if err2 := oprot.WriteMessageBegin(ctx, "GetClusterMap", thrift.EXCEPTION, seqId); err2 != nil {
-			_write_err36 = thrift.WrapTException(err2)
+			_write_err66 = thrift.WrapTException(err2)
 		}
-		if err2 := _exc37.Write(ctx, oprot); _write_err36 == nil && err2 != nil {
-			_write_err36 = thrift.WrapTException(err2)
+		if err2 := _exc67.Write(ctx, oprot); _write_err66 == nil && err2 != nil {
+			_write_err66 = thrift.WrapTException(err2)
 		}
-		if err2 := oprot.WriteMessageEnd(ctx); _write_err36 == nil && err2 != nil {
-			_write_err36 = thrift.WrapTException(err2)
+		if err2 := oprot.WriteMessageEnd(ctx); _write_err66 == nil && err2 != nil {
+			_write_err66 = thrift.WrapTException(err2)
 		}
-		if err2 := oprot.Flush(ctx); _write_err36 == nil && err2 != nil {
-			_write_err36 = thrift.WrapTException(err2)
+		if err2 := oprot.Flush(ctx); _write_err66 == nil && err2 != nil {
+			_write_err66 = thrift.WrapTException(err2)
 		}
-		if _write_err36 != nil {
-			return false, thrift.WrapTException(_write_err36)
+		if _write_err66 != nil {
+			return false, thrift.WrapTException(_write_err66)
 		}
 		return true, err
 	} else {
@@ -3363,19 +6011,19 @@ func (p *zarisKvProcessorGetClusterMap) Process(ctx context.Context, seqId int32
 	}
 	tickerCancel()
 	if err2 := oprot.WriteMessageBegin(ctx, "GetClusterMap", thrift.REPLY, seqId); err2 != nil {
-		_write_err36 = thrift.WrapTException(err2)
+		_write_err66 = thrift.WrapTException(err2)
 	}
-	if err2 := result.Write(ctx, oprot); _write_err36 == nil && err2 != nil {
-		_write_err36 = thrift.WrapTException(err2)
+	if err2 := result.Write(ctx, oprot); _write_err66 == nil && err2 != nil {
+		_write_err66 = thrift.WrapTException(err2)
 	}
-	if err2 := oprot.WriteMessageEnd(ctx); _write_err36 == nil && err2 != nil {
-		_write_err36 = thrift.WrapTException(err2)
+	if err2 := oprot.WriteMessageEnd(ctx); _write_err66 == nil && err2 != nil {
+		_write_err66 = thrift.WrapTException(err2)
 	}
-	if err2 := oprot.Flush(ctx); _write_err36 == nil && err2 != nil {
-		_write_err36 = thrift.WrapTException(err2)
+	if err2 := oprot.Flush(ctx); _write_err66 == nil && err2 != nil {
+		_write_err66 = thrift.WrapTException(err2)
 	}
-	if _write_err36 != nil {
-		return false, thrift.WrapTException(_write_err36)
+	if _write_err66 != nil {
+		return false, thrift.WrapTException(_write_err66)
 	}
 	return true, err
 }
@@ -4244,6 +6892,654 @@ func (p *ZarisKvIncrementResult) String() string {
 		return "<nil>"
 	}
 	return fmt.Sprintf("ZarisKvIncrementResult(%+v)", *p)
+}
+
+// Attributes:
+//   - Req
+type ZarisKvMultiGetArgs struct {
+	Req *MultiGetRequest `thrift:"req,1" db:"req" json:"req"`
+}
+
+func NewZarisKvMultiGetArgs() *ZarisKvMultiGetArgs {
+	return &ZarisKvMultiGetArgs{}
+}
+
+var ZarisKvMultiGetArgs_Req_DEFAULT *MultiGetRequest
+
+func (p *ZarisKvMultiGetArgs) GetReq() *MultiGetRequest {
+	if !p.IsSetReq() {
+		return ZarisKvMultiGetArgs_Req_DEFAULT
+	}
+	return p.Req
+}
+func (p *ZarisKvMultiGetArgs) IsSetReq() bool {
+	return p.Req != nil
+}
+
+func (p *ZarisKvMultiGetArgs) Read(ctx context.Context, iprot thrift.TProtocol) error {
+	if _, err := iprot.ReadStructBegin(ctx); err != nil {
+		return thrift.PrependError(fmt.Sprintf("%T read error: ", p), err)
+	}
+
+	for {
+		_, fieldTypeId, fieldId, err := iprot.ReadFieldBegin(ctx)
+		if err != nil {
+			return thrift.PrependError(fmt.Sprintf("%T field %d read error: ", p, fieldId), err)
+		}
+		if fieldTypeId == thrift.STOP {
+			break
+		}
+		switch fieldId {
+		case 1:
+			if fieldTypeId == thrift.STRUCT {
+				if err := p.ReadField1(ctx, iprot); err != nil {
+					return err
+				}
+			} else {
+				if err := iprot.Skip(ctx, fieldTypeId); err != nil {
+					return err
+				}
+			}
+		default:
+			if err := iprot.Skip(ctx, fieldTypeId); err != nil {
+				return err
+			}
+		}
+		if err := iprot.ReadFieldEnd(ctx); err != nil {
+			return err
+		}
+	}
+	if err := iprot.ReadStructEnd(ctx); err != nil {
+		return thrift.PrependError(fmt.Sprintf("%T read struct end error: ", p), err)
+	}
+	return nil
+}
+
+func (p *ZarisKvMultiGetArgs) ReadField1(ctx context.Context, iprot thrift.TProtocol) error {
+	p.Req = &MultiGetRequest{}
+	if err := p.Req.Read(ctx, iprot); err != nil {
+		return thrift.PrependError(fmt.Sprintf("%T error reading struct: ", p.Req), err)
+	}
+	return nil
+}
+
+func (p *ZarisKvMultiGetArgs) Write(ctx context.Context, oprot thrift.TProtocol) error {
+	if err := oprot.WriteStructBegin(ctx, "MultiGet_args"); err != nil {
+		return thrift.PrependError(fmt.Sprintf("%T write struct begin error: ", p), err)
+	}
+	if p != nil {
+		if err := p.writeField1(ctx, oprot); err != nil {
+			return err
+		}
+	}
+	if err := oprot.WriteFieldStop(ctx); err != nil {
+		return thrift.PrependError("write field stop error: ", err)
+	}
+	if err := oprot.WriteStructEnd(ctx); err != nil {
+		return thrift.PrependError("write struct stop error: ", err)
+	}
+	return nil
+}
+
+func (p *ZarisKvMultiGetArgs) writeField1(ctx context.Context, oprot thrift.TProtocol) (err error) {
+	if err := oprot.WriteFieldBegin(ctx, "req", thrift.STRUCT, 1); err != nil {
+		return thrift.PrependError(fmt.Sprintf("%T write field begin error 1:req: ", p), err)
+	}
+	if err := p.Req.Write(ctx, oprot); err != nil {
+		return thrift.PrependError(fmt.Sprintf("%T error writing struct: ", p.Req), err)
+	}
+	if err := oprot.WriteFieldEnd(ctx); err != nil {
+		return thrift.PrependError(fmt.Sprintf("%T write field end error 1:req: ", p), err)
+	}
+	return err
+}
+
+func (p *ZarisKvMultiGetArgs) String() string {
+	if p == nil {
+		return "<nil>"
+	}
+	return fmt.Sprintf("ZarisKvMultiGetArgs(%+v)", *p)
+}
+
+// Attributes:
+//   - Success
+type ZarisKvMultiGetResult struct {
+	Success *MultiGetResponse `thrift:"success,0" db:"success" json:"success,omitempty"`
+}
+
+func NewZarisKvMultiGetResult() *ZarisKvMultiGetResult {
+	return &ZarisKvMultiGetResult{}
+}
+
+var ZarisKvMultiGetResult_Success_DEFAULT *MultiGetResponse
+
+func (p *ZarisKvMultiGetResult) GetSuccess() *MultiGetResponse {
+	if !p.IsSetSuccess() {
+		return ZarisKvMultiGetResult_Success_DEFAULT
+	}
+	return p.Success
+}
+func (p *ZarisKvMultiGetResult) IsSetSuccess() bool {
+	return p.Success != nil
+}
+
+func (p *ZarisKvMultiGetResult) Read(ctx context.Context, iprot thrift.TProtocol) error {
+	if _, err := iprot.ReadStructBegin(ctx); err != nil {
+		return thrift.PrependError(fmt.Sprintf("%T read error: ", p), err)
+	}
+
+	for {
+		_, fieldTypeId, fieldId, err := iprot.ReadFieldBegin(ctx)
+		if err != nil {
+			return thrift.PrependError(fmt.Sprintf("%T field %d read error: ", p, fieldId), err)
+		}
+		if fieldTypeId == thrift.STOP {
+			break
+		}
+		switch fieldId {
+		case 0:
+			if fieldTypeId == thrift.STRUCT {
+				if err := p.ReadField0(ctx, iprot); err != nil {
+					return err
+				}
+			} else {
+				if err := iprot.Skip(ctx, fieldTypeId); err != nil {
+					return err
+				}
+			}
+		default:
+			if err := iprot.Skip(ctx, fieldTypeId); err != nil {
+				return err
+			}
+		}
+		if err := iprot.ReadFieldEnd(ctx); err != nil {
+			return err
+		}
+	}
+	if err := iprot.ReadStructEnd(ctx); err != nil {
+		return thrift.PrependError(fmt.Sprintf("%T read struct end error: ", p), err)
+	}
+	return nil
+}
+
+func (p *ZarisKvMultiGetResult) ReadField0(ctx context.Context, iprot thrift.TProtocol) error {
+	p.Success = &MultiGetResponse{}
+	if err := p.Success.Read(ctx, iprot); err != nil {
+		return thrift.PrependError(fmt.Sprintf("%T error reading struct: ", p.Success), err)
+	}
+	return nil
+}
+
+func (p *ZarisKvMultiGetResult) Write(ctx context.Context, oprot thrift.TProtocol) error {
+	if err := oprot.WriteStructBegin(ctx, "MultiGet_result"); err != nil {
+		return thrift.PrependError(fmt.Sprintf("%T write struct begin error: ", p), err)
+	}
+	if p != nil {
+		if err := p.writeField0(ctx, oprot); err != nil {
+			return err
+		}
+	}
+	if err := oprot.WriteFieldStop(ctx); err != nil {
+		return thrift.PrependError("write field stop error: ", err)
+	}
+	if err := oprot.WriteStructEnd(ctx); err != nil {
+		return thrift.PrependError("write struct stop error: ", err)
+	}
+	return nil
+}
+
+func (p *ZarisKvMultiGetResult) writeField0(ctx context.Context, oprot thrift.TProtocol) (err error) {
+	if p.IsSetSuccess() {
+		if err := oprot.WriteFieldBegin(ctx, "success", thrift.STRUCT, 0); err != nil {
+			return thrift.PrependError(fmt.Sprintf("%T write field begin error 0:success: ", p), err)
+		}
+		if err := p.Success.Write(ctx, oprot); err != nil {
+			return thrift.PrependError(fmt.Sprintf("%T error writing struct: ", p.Success), err)
+		}
+		if err := oprot.WriteFieldEnd(ctx); err != nil {
+			return thrift.PrependError(fmt.Sprintf("%T write field end error 0:success: ", p), err)
+		}
+	}
+	return err
+}
+
+func (p *ZarisKvMultiGetResult) String() string {
+	if p == nil {
+		return "<nil>"
+	}
+	return fmt.Sprintf("ZarisKvMultiGetResult(%+v)", *p)
+}
+
+// Attributes:
+//   - Req
+type ZarisKvMultiPutArgs struct {
+	Req *MultiPutRequest `thrift:"req,1" db:"req" json:"req"`
+}
+
+func NewZarisKvMultiPutArgs() *ZarisKvMultiPutArgs {
+	return &ZarisKvMultiPutArgs{}
+}
+
+var ZarisKvMultiPutArgs_Req_DEFAULT *MultiPutRequest
+
+func (p *ZarisKvMultiPutArgs) GetReq() *MultiPutRequest {
+	if !p.IsSetReq() {
+		return ZarisKvMultiPutArgs_Req_DEFAULT
+	}
+	return p.Req
+}
+func (p *ZarisKvMultiPutArgs) IsSetReq() bool {
+	return p.Req != nil
+}
+
+func (p *ZarisKvMultiPutArgs) Read(ctx context.Context, iprot thrift.TProtocol) error {
+	if _, err := iprot.ReadStructBegin(ctx); err != nil {
+		return thrift.PrependError(fmt.Sprintf("%T read error: ", p), err)
+	}
+
+	for {
+		_, fieldTypeId, fieldId, err := iprot.ReadFieldBegin(ctx)
+		if err != nil {
+			return thrift.PrependError(fmt.Sprintf("%T field %d read error: ", p, fieldId), err)
+		}
+		if fieldTypeId == thrift.STOP {
+			break
+		}
+		switch fieldId {
+		case 1:
+			if fieldTypeId == thrift.STRUCT {
+				if err := p.ReadField1(ctx, iprot); err != nil {
+					return err
+				}
+			} else {
+				if err := iprot.Skip(ctx, fieldTypeId); err != nil {
+					return err
+				}
+			}
+		default:
+			if err := iprot.Skip(ctx, fieldTypeId); err != nil {
+				return err
+			}
+		}
+		if err := iprot.ReadFieldEnd(ctx); err != nil {
+			return err
+		}
+	}
+	if err := iprot.ReadStructEnd(ctx); err != nil {
+		return thrift.PrependError(fmt.Sprintf("%T read struct end error: ", p), err)
+	}
+	return nil
+}
+
+func (p *ZarisKvMultiPutArgs) ReadField1(ctx context.Context, iprot thrift.TProtocol) error {
+	p.Req = &MultiPutRequest{}
+	if err := p.Req.Read(ctx, iprot); err != nil {
+		return thrift.PrependError(fmt.Sprintf("%T error reading struct: ", p.Req), err)
+	}
+	return nil
+}
+
+func (p *ZarisKvMultiPutArgs) Write(ctx context.Context, oprot thrift.TProtocol) error {
+	if err := oprot.WriteStructBegin(ctx, "MultiPut_args"); err != nil {
+		return thrift.PrependError(fmt.Sprintf("%T write struct begin error: ", p), err)
+	}
+	if p != nil {
+		if err := p.writeField1(ctx, oprot); err != nil {
+			return err
+		}
+	}
+	if err := oprot.WriteFieldStop(ctx); err != nil {
+		return thrift.PrependError("write field stop error: ", err)
+	}
+	if err := oprot.WriteStructEnd(ctx); err != nil {
+		return thrift.PrependError("write struct stop error: ", err)
+	}
+	return nil
+}
+
+func (p *ZarisKvMultiPutArgs) writeField1(ctx context.Context, oprot thrift.TProtocol) (err error) {
+	if err := oprot.WriteFieldBegin(ctx, "req", thrift.STRUCT, 1); err != nil {
+		return thrift.PrependError(fmt.Sprintf("%T write field begin error 1:req: ", p), err)
+	}
+	if err := p.Req.Write(ctx, oprot); err != nil {
+		return thrift.PrependError(fmt.Sprintf("%T error writing struct: ", p.Req), err)
+	}
+	if err := oprot.WriteFieldEnd(ctx); err != nil {
+		return thrift.PrependError(fmt.Sprintf("%T write field end error 1:req: ", p), err)
+	}
+	return err
+}
+
+func (p *ZarisKvMultiPutArgs) String() string {
+	if p == nil {
+		return "<nil>"
+	}
+	return fmt.Sprintf("ZarisKvMultiPutArgs(%+v)", *p)
+}
+
+// Attributes:
+//   - Success
+type ZarisKvMultiPutResult struct {
+	Success *MultiPutResponse `thrift:"success,0" db:"success" json:"success,omitempty"`
+}
+
+func NewZarisKvMultiPutResult() *ZarisKvMultiPutResult {
+	return &ZarisKvMultiPutResult{}
+}
+
+var ZarisKvMultiPutResult_Success_DEFAULT *MultiPutResponse
+
+func (p *ZarisKvMultiPutResult) GetSuccess() *MultiPutResponse {
+	if !p.IsSetSuccess() {
+		return ZarisKvMultiPutResult_Success_DEFAULT
+	}
+	return p.Success
+}
+func (p *ZarisKvMultiPutResult) IsSetSuccess() bool {
+	return p.Success != nil
+}
+
+func (p *ZarisKvMultiPutResult) Read(ctx context.Context, iprot thrift.TProtocol) error {
+	if _, err := iprot.ReadStructBegin(ctx); err != nil {
+		return thrift.PrependError(fmt.Sprintf("%T read error: ", p), err)
+	}
+
+	for {
+		_, fieldTypeId, fieldId, err := iprot.ReadFieldBegin(ctx)
+		if err != nil {
+			return thrift.PrependError(fmt.Sprintf("%T field %d read error: ", p, fieldId), err)
+		}
+		if fieldTypeId == thrift.STOP {
+			break
+		}
+		switch fieldId {
+		case 0:
+			if fieldTypeId == thrift.STRUCT {
+				if err := p.ReadField0(ctx, iprot); err != nil {
+					return err
+				}
+			} else {
+				if err := iprot.Skip(ctx, fieldTypeId); err != nil {
+					return err
+				}
+			}
+		default:
+			if err := iprot.Skip(ctx, fieldTypeId); err != nil {
+				return err
+			}
+		}
+		if err := iprot.ReadFieldEnd(ctx); err != nil {
+			return err
+		}
+	}
+	if err := iprot.ReadStructEnd(ctx); err != nil {
+		return thrift.PrependError(fmt.Sprintf("%T read struct end error: ", p), err)
+	}
+	return nil
+}
+
+func (p *ZarisKvMultiPutResult) ReadField0(ctx context.Context, iprot thrift.TProtocol) error {
+	p.Success = &MultiPutResponse{}
+	if err := p.Success.Read(ctx, iprot); err != nil {
+		return thrift.PrependError(fmt.Sprintf("%T error reading struct: ", p.Success), err)
+	}
+	return nil
+}
+
+func (p *ZarisKvMultiPutResult) Write(ctx context.Context, oprot thrift.TProtocol) error {
+	if err := oprot.WriteStructBegin(ctx, "MultiPut_result"); err != nil {
+		return thrift.PrependError(fmt.Sprintf("%T write struct begin error: ", p), err)
+	}
+	if p != nil {
+		if err := p.writeField0(ctx, oprot); err != nil {
+			return err
+		}
+	}
+	if err := oprot.WriteFieldStop(ctx); err != nil {
+		return thrift.PrependError("write field stop error: ", err)
+	}
+	if err := oprot.WriteStructEnd(ctx); err != nil {
+		return thrift.PrependError("write struct stop error: ", err)
+	}
+	return nil
+}
+
+func (p *ZarisKvMultiPutResult) writeField0(ctx context.Context, oprot thrift.TProtocol) (err error) {
+	if p.IsSetSuccess() {
+		if err := oprot.WriteFieldBegin(ctx, "success", thrift.STRUCT, 0); err != nil {
+			return thrift.PrependError(fmt.Sprintf("%T write field begin error 0:success: ", p), err)
+		}
+		if err := p.Success.Write(ctx, oprot); err != nil {
+			return thrift.PrependError(fmt.Sprintf("%T error writing struct: ", p.Success), err)
+		}
+		if err := oprot.WriteFieldEnd(ctx); err != nil {
+			return thrift.PrependError(fmt.Sprintf("%T write field end error 0:success: ", p), err)
+		}
+	}
+	return err
+}
+
+func (p *ZarisKvMultiPutResult) String() string {
+	if p == nil {
+		return "<nil>"
+	}
+	return fmt.Sprintf("ZarisKvMultiPutResult(%+v)", *p)
+}
+
+// Attributes:
+//   - Req
+type ZarisKvMultiDeleteArgs struct {
+	Req *MultiDeleteRequest `thrift:"req,1" db:"req" json:"req"`
+}
+
+func NewZarisKvMultiDeleteArgs() *ZarisKvMultiDeleteArgs {
+	return &ZarisKvMultiDeleteArgs{}
+}
+
+var ZarisKvMultiDeleteArgs_Req_DEFAULT *MultiDeleteRequest
+
+func (p *ZarisKvMultiDeleteArgs) GetReq() *MultiDeleteRequest {
+	if !p.IsSetReq() {
+		return ZarisKvMultiDeleteArgs_Req_DEFAULT
+	}
+	return p.Req
+}
+func (p *ZarisKvMultiDeleteArgs) IsSetReq() bool {
+	return p.Req != nil
+}
+
+func (p *ZarisKvMultiDeleteArgs) Read(ctx context.Context, iprot thrift.TProtocol) error {
+	if _, err := iprot.ReadStructBegin(ctx); err != nil {
+		return thrift.PrependError(fmt.Sprintf("%T read error: ", p), err)
+	}
+
+	for {
+		_, fieldTypeId, fieldId, err := iprot.ReadFieldBegin(ctx)
+		if err != nil {
+			return thrift.PrependError(fmt.Sprintf("%T field %d read error: ", p, fieldId), err)
+		}
+		if fieldTypeId == thrift.STOP {
+			break
+		}
+		switch fieldId {
+		case 1:
+			if fieldTypeId == thrift.STRUCT {
+				if err := p.ReadField1(ctx, iprot); err != nil {
+					return err
+				}
+			} else {
+				if err := iprot.Skip(ctx, fieldTypeId); err != nil {
+					return err
+				}
+			}
+		default:
+			if err := iprot.Skip(ctx, fieldTypeId); err != nil {
+				return err
+			}
+		}
+		if err := iprot.ReadFieldEnd(ctx); err != nil {
+			return err
+		}
+	}
+	if err := iprot.ReadStructEnd(ctx); err != nil {
+		return thrift.PrependError(fmt.Sprintf("%T read struct end error: ", p), err)
+	}
+	return nil
+}
+
+func (p *ZarisKvMultiDeleteArgs) ReadField1(ctx context.Context, iprot thrift.TProtocol) error {
+	p.Req = &MultiDeleteRequest{}
+	if err := p.Req.Read(ctx, iprot); err != nil {
+		return thrift.PrependError(fmt.Sprintf("%T error reading struct: ", p.Req), err)
+	}
+	return nil
+}
+
+func (p *ZarisKvMultiDeleteArgs) Write(ctx context.Context, oprot thrift.TProtocol) error {
+	if err := oprot.WriteStructBegin(ctx, "MultiDelete_args"); err != nil {
+		return thrift.PrependError(fmt.Sprintf("%T write struct begin error: ", p), err)
+	}
+	if p != nil {
+		if err := p.writeField1(ctx, oprot); err != nil {
+			return err
+		}
+	}
+	if err := oprot.WriteFieldStop(ctx); err != nil {
+		return thrift.PrependError("write field stop error: ", err)
+	}
+	if err := oprot.WriteStructEnd(ctx); err != nil {
+		return thrift.PrependError("write struct stop error: ", err)
+	}
+	return nil
+}
+
+func (p *ZarisKvMultiDeleteArgs) writeField1(ctx context.Context, oprot thrift.TProtocol) (err error) {
+	if err := oprot.WriteFieldBegin(ctx, "req", thrift.STRUCT, 1); err != nil {
+		return thrift.PrependError(fmt.Sprintf("%T write field begin error 1:req: ", p), err)
+	}
+	if err := p.Req.Write(ctx, oprot); err != nil {
+		return thrift.PrependError(fmt.Sprintf("%T error writing struct: ", p.Req), err)
+	}
+	if err := oprot.WriteFieldEnd(ctx); err != nil {
+		return thrift.PrependError(fmt.Sprintf("%T write field end error 1:req: ", p), err)
+	}
+	return err
+}
+
+func (p *ZarisKvMultiDeleteArgs) String() string {
+	if p == nil {
+		return "<nil>"
+	}
+	return fmt.Sprintf("ZarisKvMultiDeleteArgs(%+v)", *p)
+}
+
+// Attributes:
+//   - Success
+type ZarisKvMultiDeleteResult struct {
+	Success *MultiDeleteResponse `thrift:"success,0" db:"success" json:"success,omitempty"`
+}
+
+func NewZarisKvMultiDeleteResult() *ZarisKvMultiDeleteResult {
+	return &ZarisKvMultiDeleteResult{}
+}
+
+var ZarisKvMultiDeleteResult_Success_DEFAULT *MultiDeleteResponse
+
+func (p *ZarisKvMultiDeleteResult) GetSuccess() *MultiDeleteResponse {
+	if !p.IsSetSuccess() {
+		return ZarisKvMultiDeleteResult_Success_DEFAULT
+	}
+	return p.Success
+}
+func (p *ZarisKvMultiDeleteResult) IsSetSuccess() bool {
+	return p.Success != nil
+}
+
+func (p *ZarisKvMultiDeleteResult) Read(ctx context.Context, iprot thrift.TProtocol) error {
+	if _, err := iprot.ReadStructBegin(ctx); err != nil {
+		return thrift.PrependError(fmt.Sprintf("%T read error: ", p), err)
+	}
+
+	for {
+		_, fieldTypeId, fieldId, err := iprot.ReadFieldBegin(ctx)
+		if err != nil {
+			return thrift.PrependError(fmt.Sprintf("%T field %d read error: ", p, fieldId), err)
+		}
+		if fieldTypeId == thrift.STOP {
+			break
+		}
+		switch fieldId {
+		case 0:
+			if fieldTypeId == thrift.STRUCT {
+				if err := p.ReadField0(ctx, iprot); err != nil {
+					return err
+				}
+			} else {
+				if err := iprot.Skip(ctx, fieldTypeId); err != nil {
+					return err
+				}
+			}
+		default:
+			if err := iprot.Skip(ctx, fieldTypeId); err != nil {
+				return err
+			}
+		}
+		if err := iprot.ReadFieldEnd(ctx); err != nil {
+			return err
+		}
+	}
+	if err := iprot.ReadStructEnd(ctx); err != nil {
+		return thrift.PrependError(fmt.Sprintf("%T read struct end error: ", p), err)
+	}
+	return nil
+}
+
+func (p *ZarisKvMultiDeleteResult) ReadField0(ctx context.Context, iprot thrift.TProtocol) error {
+	p.Success = &MultiDeleteResponse{}
+	if err := p.Success.Read(ctx, iprot); err != nil {
+		return thrift.PrependError(fmt.Sprintf("%T error reading struct: ", p.Success), err)
+	}
+	return nil
+}
+
+func (p *ZarisKvMultiDeleteResult) Write(ctx context.Context, oprot thrift.TProtocol) error {
+	if err := oprot.WriteStructBegin(ctx, "MultiDelete_result"); err != nil {
+		return thrift.PrependError(fmt.Sprintf("%T write struct begin error: ", p), err)
+	}
+	if p != nil {
+		if err := p.writeField0(ctx, oprot); err != nil {
+			return err
+		}
+	}
+	if err := oprot.WriteFieldStop(ctx); err != nil {
+		return thrift.PrependError("write field stop error: ", err)
+	}
+	if err := oprot.WriteStructEnd(ctx); err != nil {
+		return thrift.PrependError("write struct stop error: ", err)
+	}
+	return nil
+}
+
+func (p *ZarisKvMultiDeleteResult) writeField0(ctx context.Context, oprot thrift.TProtocol) (err error) {
+	if p.IsSetSuccess() {
+		if err := oprot.WriteFieldBegin(ctx, "success", thrift.STRUCT, 0); err != nil {
+			return thrift.PrependError(fmt.Sprintf("%T write field begin error 0:success: ", p), err)
+		}
+		if err := p.Success.Write(ctx, oprot); err != nil {
+			return thrift.PrependError(fmt.Sprintf("%T error writing struct: ", p.Success), err)
+		}
+		if err := oprot.WriteFieldEnd(ctx); err != nil {
+			return thrift.PrependError(fmt.Sprintf("%T write field end error 0:success: ", p), err)
+		}
+	}
+	return err
+}
+
+func (p *ZarisKvMultiDeleteResult) String() string {
+	if p == nil {
+		return "<nil>"
+	}
+	return fmt.Sprintf("ZarisKvMultiDeleteResult(%+v)", *p)
 }
 
 type ZarisKvGetClusterMapArgs struct {

@@ -95,7 +95,7 @@ func New(handler runtime.Handler) *Client {
 	return &Client{handler: handler}
 }
 
-// Close closes the engine of a client made by Dial, with every connection it pooled; see
+// Close closes the engine of a client made by Dial, with every connection it opened; see
 // runtime.Engine.Close. For a client made by New it does nothing. It returns nil.
 func (c *Client) Close() error {
 	if c.engine == nil {
@@ -196,6 +196,198 @@ func invokeIncrement(ctx context.Context, kv zaris.ZarisKv, req any) (runtime.Re
 	}
 	if resp == nil {
 		return nil, fmt.Errorf("zaris: Increment: %w", runtime.ErrNoResponse)
+	}
+	return resp, nil
+}
+
+// OpMultiGet describes MultiGet: a multi-key read operation, idempotent, routed by MultiGetRequest.items[].key.
+var OpMultiGet = &runtime.Op{
+	Name:         "MultiGet",
+	Kind:         runtime.Read,
+	Idempotent:   true,
+	RoutingField: "items[].key",
+	Invoke:       invokeMultiGet,
+}
+
+// OpMultiPut describes MultiPut: a multi-key write operation, idempotent, routed by MultiPutRequest.items[].key, each item guarded against replays by items[].ifMatchVersion and items[].ifAbsent.
+var OpMultiPut = &runtime.Op{
+	Name:         "MultiPut",
+	Kind:         runtime.Write,
+	Idempotent:   true,
+	RoutingField: "items[].key",
+	Guards:       []string{"items[].ifMatchVersion", "items[].ifAbsent"},
+	Invoke:       invokeMultiPut,
+}
+
+// OpMultiDelete describes MultiDelete: a multi-key write operation, idempotent, routed by MultiDeleteRequest.items[].key, each item guarded against replays by items[].ifMatchVersion.
+var OpMultiDelete = &runtime.Op{
+	Name:         "MultiDelete",
+	Kind:         runtime.Write,
+	Idempotent:   true,
+	RoutingField: "items[].key",
+	Guards:       []string{"items[].ifMatchVersion"},
+	Invoke:       invokeMultiDelete,
+}
+
+// BatchOps lists every multi-key operation of ZarisKv, in IDL order.
+var BatchOps = []*runtime.Op{OpMultiGet, OpMultiPut, OpMultiDelete}
+
+// Every multi-key response type carries the status and the answering node's map epoch.
+var (
+	_ runtime.Response = (*zaris.MultiGetResponse)(nil)
+	_ runtime.Response = (*zaris.MultiPutResponse)(nil)
+	_ runtime.Response = (*zaris.MultiDeleteResponse)(nil)
+)
+
+// MultiGet calls MultiGet through the client's stack: reads many keys; each item is answered as a Get.
+// The items are split by owner and sent in parallel; items that meet churn are retried on
+// their own. It returns one result per item in request order and each item's error (see
+// runtime.BatchResult); the error is non-nil only when no item got an answer or the batch
+// was refused (runtime.ErrInvalidBatch).
+func (c *Client) MultiGet(ctx context.Context, req *zaris.MultiGetRequest, opts ...runtime.CallOption) (*runtime.BatchResult[*zaris.MultiGetResponse], error) {
+	if req == nil {
+		return nil, fmt.Errorf("zaris: MultiGet: %w", runtime.ErrNilRequest)
+	}
+	return runtime.RunBatch(ctx, c.handler, OpMultiGet, &batchMultiGet, req, opts...)
+}
+
+// batchMultiGet tells the batch engine how to read and split a MultiGetRequest.
+var batchMultiGet = runtime.BatchSpec[*zaris.MultiGetRequest, *zaris.GetItem, *zaris.MultiGetResponse, *zaris.GetOutcome]{
+	Items: func(req *zaris.MultiGetRequest) []*zaris.GetItem { return req.Items },
+	Key: func(it *zaris.GetItem) ([]byte, bool) {
+		if it == nil {
+			return nil, false
+		}
+		return it.Key, true
+	},
+	Guarded: func(it *zaris.GetItem) bool { return false },
+	Request: func(req *zaris.MultiGetRequest, items []*zaris.GetItem) *zaris.MultiGetRequest {
+		sub := *req
+		sub.Items = items
+		return &sub
+	},
+	Results: func(resp *zaris.MultiGetResponse) []*zaris.GetOutcome { return resp.Results },
+	Status: func(r *zaris.GetOutcome) (zaris.KvStatus, bool) {
+		if r == nil {
+			return 0, false
+		}
+		return r.Status, true
+	},
+	Result: func(s zaris.KvStatus) *zaris.GetOutcome { return &zaris.GetOutcome{Status: s} },
+	Response: func(results []*zaris.GetOutcome, epoch int64) *zaris.MultiGetResponse {
+		return &zaris.MultiGetResponse{Status: zaris.KvStatus_Ok, Results: results, MapEpoch: epoch}
+	},
+}
+
+func invokeMultiGet(ctx context.Context, kv zaris.ZarisKv, req any) (runtime.Response, error) {
+	resp, err := kv.MultiGet(ctx, req.(*zaris.MultiGetRequest))
+	if err != nil {
+		return nil, err
+	}
+	if resp == nil {
+		return nil, fmt.Errorf("zaris: MultiGet: %w", runtime.ErrNoResponse)
+	}
+	return resp, nil
+}
+
+// MultiPut calls MultiPut through the client's stack: writes many keys, each optionally guarded by ifMatchVersion or ifAbsent; not atomic.
+// The items are split by owner and sent in parallel; items that meet churn are retried on
+// their own. It returns one result per item in request order and each item's error (see
+// runtime.BatchResult); the error is non-nil only when no item got an answer or the batch
+// was refused (runtime.ErrInvalidBatch).
+func (c *Client) MultiPut(ctx context.Context, req *zaris.MultiPutRequest, opts ...runtime.CallOption) (*runtime.BatchResult[*zaris.MultiPutResponse], error) {
+	if req == nil {
+		return nil, fmt.Errorf("zaris: MultiPut: %w", runtime.ErrNilRequest)
+	}
+	return runtime.RunBatch(ctx, c.handler, OpMultiPut, &batchMultiPut, req, opts...)
+}
+
+// batchMultiPut tells the batch engine how to read and split a MultiPutRequest.
+var batchMultiPut = runtime.BatchSpec[*zaris.MultiPutRequest, *zaris.PutItem, *zaris.MultiPutResponse, *zaris.PutOutcome]{
+	Items: func(req *zaris.MultiPutRequest) []*zaris.PutItem { return req.Items },
+	Key: func(it *zaris.PutItem) ([]byte, bool) {
+		if it == nil {
+			return nil, false
+		}
+		return it.Key, true
+	},
+	Guarded: func(it *zaris.PutItem) bool { return it.IsSetIfMatchVersion() || it.GetIfAbsent() },
+	Request: func(req *zaris.MultiPutRequest, items []*zaris.PutItem) *zaris.MultiPutRequest {
+		sub := *req
+		sub.Items = items
+		return &sub
+	},
+	Results: func(resp *zaris.MultiPutResponse) []*zaris.PutOutcome { return resp.Results },
+	Status: func(r *zaris.PutOutcome) (zaris.KvStatus, bool) {
+		if r == nil {
+			return 0, false
+		}
+		return r.Status, true
+	},
+	Result: func(s zaris.KvStatus) *zaris.PutOutcome { return &zaris.PutOutcome{Status: s} },
+	Response: func(results []*zaris.PutOutcome, epoch int64) *zaris.MultiPutResponse {
+		return &zaris.MultiPutResponse{Status: zaris.KvStatus_Ok, Results: results, MapEpoch: epoch}
+	},
+}
+
+func invokeMultiPut(ctx context.Context, kv zaris.ZarisKv, req any) (runtime.Response, error) {
+	resp, err := kv.MultiPut(ctx, req.(*zaris.MultiPutRequest))
+	if err != nil {
+		return nil, err
+	}
+	if resp == nil {
+		return nil, fmt.Errorf("zaris: MultiPut: %w", runtime.ErrNoResponse)
+	}
+	return resp, nil
+}
+
+// MultiDelete calls MultiDelete through the client's stack: deletes many keys, each optionally guarded by ifMatchVersion; not atomic.
+// The items are split by owner and sent in parallel; items that meet churn are retried on
+// their own. It returns one result per item in request order and each item's error (see
+// runtime.BatchResult); the error is non-nil only when no item got an answer or the batch
+// was refused (runtime.ErrInvalidBatch).
+func (c *Client) MultiDelete(ctx context.Context, req *zaris.MultiDeleteRequest, opts ...runtime.CallOption) (*runtime.BatchResult[*zaris.MultiDeleteResponse], error) {
+	if req == nil {
+		return nil, fmt.Errorf("zaris: MultiDelete: %w", runtime.ErrNilRequest)
+	}
+	return runtime.RunBatch(ctx, c.handler, OpMultiDelete, &batchMultiDelete, req, opts...)
+}
+
+// batchMultiDelete tells the batch engine how to read and split a MultiDeleteRequest.
+var batchMultiDelete = runtime.BatchSpec[*zaris.MultiDeleteRequest, *zaris.DeleteItem, *zaris.MultiDeleteResponse, *zaris.DeleteOutcome]{
+	Items: func(req *zaris.MultiDeleteRequest) []*zaris.DeleteItem { return req.Items },
+	Key: func(it *zaris.DeleteItem) ([]byte, bool) {
+		if it == nil {
+			return nil, false
+		}
+		return it.Key, true
+	},
+	Guarded: func(it *zaris.DeleteItem) bool { return it.IsSetIfMatchVersion() },
+	Request: func(req *zaris.MultiDeleteRequest, items []*zaris.DeleteItem) *zaris.MultiDeleteRequest {
+		sub := *req
+		sub.Items = items
+		return &sub
+	},
+	Results: func(resp *zaris.MultiDeleteResponse) []*zaris.DeleteOutcome { return resp.Results },
+	Status: func(r *zaris.DeleteOutcome) (zaris.KvStatus, bool) {
+		if r == nil {
+			return 0, false
+		}
+		return r.Status, true
+	},
+	Result: func(s zaris.KvStatus) *zaris.DeleteOutcome { return &zaris.DeleteOutcome{Status: s} },
+	Response: func(results []*zaris.DeleteOutcome, epoch int64) *zaris.MultiDeleteResponse {
+		return &zaris.MultiDeleteResponse{Status: zaris.KvStatus_Ok, Results: results, MapEpoch: epoch}
+	},
+}
+
+func invokeMultiDelete(ctx context.Context, kv zaris.ZarisKv, req any) (runtime.Response, error) {
+	resp, err := kv.MultiDelete(ctx, req.(*zaris.MultiDeleteRequest))
+	if err != nil {
+		return nil, err
+	}
+	if resp == nil {
+		return nil, fmt.Errorf("zaris: MultiDelete: %w", runtime.ErrNoResponse)
 	}
 	return resp, nil
 }

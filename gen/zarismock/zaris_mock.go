@@ -95,6 +95,51 @@ func (mr *MockZarisKvMockRecorder) Increment(ctx, req interface{}) *gomock.Call 
 	return mr.mock.ctrl.RecordCallWithMethodType(mr.mock, "Increment", reflect.TypeOf((*MockZarisKv)(nil).Increment), ctx, req)
 }
 
+// MultiDelete mocks base method.
+func (m *MockZarisKv) MultiDelete(ctx context.Context, req *zaris.MultiDeleteRequest) (*zaris.MultiDeleteResponse, error) {
+	m.ctrl.T.Helper()
+	ret := m.ctrl.Call(m, "MultiDelete", ctx, req)
+	ret0, _ := ret[0].(*zaris.MultiDeleteResponse)
+	ret1, _ := ret[1].(error)
+	return ret0, ret1
+}
+
+// MultiDelete indicates an expected call of MultiDelete.
+func (mr *MockZarisKvMockRecorder) MultiDelete(ctx, req interface{}) *gomock.Call {
+	mr.mock.ctrl.T.Helper()
+	return mr.mock.ctrl.RecordCallWithMethodType(mr.mock, "MultiDelete", reflect.TypeOf((*MockZarisKv)(nil).MultiDelete), ctx, req)
+}
+
+// MultiGet mocks base method.
+func (m *MockZarisKv) MultiGet(ctx context.Context, req *zaris.MultiGetRequest) (*zaris.MultiGetResponse, error) {
+	m.ctrl.T.Helper()
+	ret := m.ctrl.Call(m, "MultiGet", ctx, req)
+	ret0, _ := ret[0].(*zaris.MultiGetResponse)
+	ret1, _ := ret[1].(error)
+	return ret0, ret1
+}
+
+// MultiGet indicates an expected call of MultiGet.
+func (mr *MockZarisKvMockRecorder) MultiGet(ctx, req interface{}) *gomock.Call {
+	mr.mock.ctrl.T.Helper()
+	return mr.mock.ctrl.RecordCallWithMethodType(mr.mock, "MultiGet", reflect.TypeOf((*MockZarisKv)(nil).MultiGet), ctx, req)
+}
+
+// MultiPut mocks base method.
+func (m *MockZarisKv) MultiPut(ctx context.Context, req *zaris.MultiPutRequest) (*zaris.MultiPutResponse, error) {
+	m.ctrl.T.Helper()
+	ret := m.ctrl.Call(m, "MultiPut", ctx, req)
+	ret0, _ := ret[0].(*zaris.MultiPutResponse)
+	ret1, _ := ret[1].(error)
+	return ret0, ret1
+}
+
+// MultiPut indicates an expected call of MultiPut.
+func (mr *MockZarisKvMockRecorder) MultiPut(ctx, req interface{}) *gomock.Call {
+	mr.mock.ctrl.T.Helper()
+	return mr.mock.ctrl.RecordCallWithMethodType(mr.mock, "MultiPut", reflect.TypeOf((*MockZarisKv)(nil).MultiPut), ctx, req)
+}
+
 // Put mocks base method.
 func (m *MockZarisKv) Put(ctx context.Context, req *zaris.PutRequest) (*zaris.PutResponse, error) {
 	m.ctrl.T.Helper()

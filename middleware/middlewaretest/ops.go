@@ -63,3 +63,17 @@ func GuardedPutCall(key, value string, version int64, opts ...runtime.CallOption
 func IncrementCall(key string, delta int64, opts ...runtime.CallOption) *runtime.Call {
 	return runtime.NewCall(OpIncrement, []byte(key), &zaris.IncrementRequest{Key: []byte(key), Delta: delta}, false, opts...)
 }
+
+// Items is a runtime.BatchItems of n items with key "k", for a multi-key call that never
+// reaches a transport (a test of call-level middleware sets the call's Batch by hand).
+type Items int
+
+func (n Items) Len() int                      { return int(n) }
+func (Items) Key(int) []byte                  { return []byte("k") }
+func (Items) Invalid(int) bool                { return false }
+func (Items) Guarded(int) bool                { return false }
+func (Items) SubRequest([]int) any            { return nil }
+func (Items) Response(int64) runtime.Response { return nil }
+func (Items) Record(runtime.Response, []int) ([]zaris.KvStatus, error) {
+	return nil, nil
+}

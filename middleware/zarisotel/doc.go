@@ -59,6 +59,13 @@
 //	zaris.client.map.refreshes.performed    counter   of those, the ones that fetched a map
 //	zaris.client.call.duration              histogram seconds per call, all attempts and backoff
 //	                                                  included, by zaris.outcome (DurationBuckets)
+//	zaris.client.batch.items                histogram items per multi-key call (ItemBuckets)
+//	zaris.client.batch.items.retried        counter   item retries of multi-key calls
+//
+// A multi-key call (MultiGet, MultiPut, ...) is one call whose attempts are its
+// sub-requests, one per owner per round; they count as attempts, not retries. Its span
+// also carries zaris.batch.items, zaris.batch.items_retried, zaris.batch.rounds and
+// zaris.batch.sub_requests.
 //
 // With ObserveRefresher, three observable counters also report the client's shared map
 // refresher (runtime.Refresher.Stats), which sees refreshes no call asked for (a newer

@@ -119,6 +119,7 @@ type Telemetry struct {
 	duration      metric.Float64Histogram
 	meter         metric.Meter
 	registration  metric.Registration
+	batch         batchInstruments
 }
 
 // DurationBuckets are the call duration histogram's bucket boundaries, in seconds: from
@@ -163,6 +164,8 @@ func New(opts ...Option) (*Telemetry, error) {
 	t.duration, e = m.Float64Histogram("zaris.client.call.duration", metric.WithUnit("s"),
 		metric.WithDescription("Whole-call duration, all attempts and backoff included, by operation and outcome."),
 		metric.WithExplicitBucketBoundaries(DurationBuckets...))
+	err = errors.Join(err, e)
+	t.batch, e = newBatchInstruments(m)
 	err = errors.Join(err, e)
 	t.meter = m
 	if err != nil {
@@ -282,10 +285,11 @@ func (t *Telemetry) record(ctx context.Context, span trace.Span, op string, call
 		} else {
 			t.attempts.Add(ctx, 1, metric.WithAttributes(opAttr, KeyOutcome.String("error"), KeyErrorType.String(outcome)))
 		}
-		if i < n-1 {
+		if i < n-1 && call.Batch == nil {
 			t.retries.Add(ctx, 1, metric.WithAttributes(opAttr, KeyStatus.String(outcome)))
 		}
 	}
+	t.batch.record(ctx, span, opAttr, call.Batch)
 	if r := call.Stats.RefreshesRequested; r > 0 {
 		t.refreshesReq.Add(ctx, int64(r), metric.WithAttributes(opAttr))
 	}

@@ -14,6 +14,12 @@
 // checks versions as "strictly greater than the one before", because the store numbers
 // versions per segment, not per key.
 //
+// One test mixes MultiGet and MultiPut calls (one to four items, keys may repeat, some puts
+// guarded) with the single-key workload under kill, migration and join. Each item is an
+// operation of its own on its key, spanning its batch's invocation and return (a batch is
+// not atomic); an item without an answer, and each attempt of an item that was sent without
+// a reply, is possibly applied.
+//
 // An operation whose outcome the client does not know is possibly applied, as in Jepsen:
 // it may take effect at any point after its invocation, and its return time is the end of
 // the history. That covers a call that ended in an error (a *runtime.CallError, including
@@ -23,8 +29,9 @@
 // attempt as a possibly-applied operation of its own.
 //
 // The checker is shown to bite: the same workload through a deliberately broken store (a
-// connection wrapper that acknowledges some writes without sending them, or one that
-// serves stale reads) must be reported as not linearizable. When a check does not come
+// connection wrapper that acknowledges some writes without sending them, one that does so
+// for some MultiPut calls, or one that serves stale reads) must be reported as not
+// linearizable. When a check does not come
 // out as expected, porcupine's visualization of the history is written to a new
 // zaris-proof-* directory under the system's temporary directory (kept after the test, so
 // it can be opened) and its path is logged.

@@ -147,6 +147,8 @@ type workload struct {
 
 	mu   sync.Mutex // protects errs
 	errs []error
+
+	batchItems, itemsRetried atomic.Int64 // counted by the batch workers (batch_test.go)
 }
 
 // startWorkload starts workersPer workers on each client.

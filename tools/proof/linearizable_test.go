@@ -208,16 +208,17 @@ func TestLinearizable_AllChurnInOneRun(t *testing.T) {
 // not linearizable.
 
 func TestChecker_BitesOnAcknowledgedButLostWrites(t *testing.T) {
-	runBroken(t, func(kv zaris.ZarisKv, b *broken) zaris.ZarisKv { return &losesWrites{ZarisKv: kv, b: b} })
+	runBroken(t, func(kv zaris.ZarisKv, b *broken) zaris.ZarisKv { return &losesWrites{ZarisKv: kv, b: b} }, 0)
 }
 
 func TestChecker_BitesOnStaleReads(t *testing.T) {
-	runBroken(t, func(kv zaris.ZarisKv, b *broken) zaris.ZarisKv { return &staleReads{ZarisKv: kv, b: b} })
+	runBroken(t, func(kv zaris.ZarisKv, b *broken) zaris.ZarisKv { return &staleReads{ZarisKv: kv, b: b} }, 0)
 }
 
-// runBroken runs the workload (without churn) against a cluster whose every connection
-// goes through wrap, and requires porcupine to find the history not linearizable.
-func runBroken(t *testing.T, wrap func(zaris.ZarisKv, *broken) zaris.ZarisKv) {
+// runBroken runs the workload (without churn), plus batchWorkers batch workers per client,
+// against a cluster whose every connection goes through wrap, and requires porcupine to
+// find the history not linearizable.
+func runBroken(t *testing.T, wrap func(zaris.ZarisKv, *broken) zaris.ZarisKv, batchWorkers int) {
 	c := startCluster(t)
 	ctx := testCtx(t)
 	b := &broken{reads: map[string]*zaris.GetResponse{}}
@@ -236,6 +237,9 @@ func runBroken(t *testing.T, wrap func(zaris.ZarisKv, *broken) zaris.ZarisKv) {
 		newClient(t, c.Seeds(), runtime.WithDialer(dialer)),
 	}
 	w := startWorkload(t, clients, 3, testKeys)
+	if batchWorkers > 0 {
+		w.startBatchWorkers(clients, batchWorkers, 100)
+	}
 	require.NoError(t, w.h.waitCalls(ctx, 3*calls))
 	ops := w.finish()
 	require.Equal(t, porcupine.Illegal, check(t, ops, porcupine.Illegal),

@@ -227,8 +227,8 @@ func TestLeave_LeftNodeDoesNotRejoin(t *testing.T) {
 	n := c.Node(3)
 	require.NoError(t, co.Leave(ctx, 3)) // the coordinator's Leave: the process keeps running
 
-	// The running process hears nothing more from the coordinator and would register again
-	// after RejoinAfter; the coordinator refuses a process that left.
+	// The running process hears nothing more from the coordinator; if it registers again
+	// (its etcd lease lost, say), the coordinator refuses a process that left.
 	req := &zarispeer.RegisterRequest{NodeId: 3, Incarnation: n.incarnation, Host: "127.0.0.1", Port: 1, PeerAddr: n.PeerAddr()}
 	_, err := co.register(req)
 	var left *zarispeer.LeftCluster

@@ -47,6 +47,12 @@ const (
 	// the whole process (a loaded machine) runs the right out without any failure, and the
 	// renewal goes out as soon as the stall ends.
 	DefaultLeaseWait = 5 * DefaultHeartbeat
+	// DefaultCutoverWait is how long a request that finds its segment in a handoff's
+	// cut-over waits for the map that ends it before it answers Migrating (a write) or
+	// Unavailable (a read at the old owner). A fenced handoff takes a map push or two, so
+	// most such requests are answered from the next map a few milliseconds later, where the
+	// client would otherwise back off 100 ms, or 800 ms after Migrating.
+	DefaultCutoverWait = 100 * time.Millisecond
 )
 
 // NodeConfig configures one storage node.
@@ -80,6 +86,8 @@ type NodeConfig struct {
 	ReplicationTimeout time.Duration
 	// LeaseWait: see DefaultLeaseWait.
 	LeaseWait time.Duration
+	// CutoverWait: see DefaultCutoverWait.
+	CutoverWait time.Duration
 	// Etcd is a client of the cluster's etcd, where the node registers under a lease
 	// (EtcdPrefix, default "/zaris/", as the coordinator's); when nil the node connects to
 	// EtcdEndpoints. One of them is required.
@@ -135,6 +143,9 @@ func (c NodeConfig) withDefaults() (NodeConfig, error) {
 	}
 	if c.LeaseWait <= 0 {
 		c.LeaseWait = DefaultLeaseWait
+	}
+	if c.CutoverWait <= 0 {
+		c.CutoverWait = DefaultCutoverWait
 	}
 	if c.Logger == nil {
 		c.Logger = discardLogger()

@@ -93,6 +93,9 @@
 // value over MaxValueSize answer InvalidRequest. A frame over the size limit, bytes that are
 // not Thrift, or a connection silent past IdleTimeout close that one connection; a panicking
 // handler closes the connection that carried its request. Nothing a client sends stops a node.
+// A request that finds its segment in cut-over first waits up to CutoverWait (100 ms) for the
+// map that ends it and is answered from that map, so a handoff usually costs a call a few
+// milliseconds rather than a retry after backoff.
 //
 // Every key has a version, drawn from a per-segment counter that never goes back, so it grows
 // on every write, deletes included: a key deleted and written again gets a higher version. A
@@ -100,6 +103,12 @@
 // it NotFound.
 // Put's ifMatchVersion and ifAbsent and Delete's ifMatchVersion answer Conflict with the
 // current version when they fail. Increment reads the value as a decimal int64 (missing = 0).
+//
+// MultiGet, MultiPut and MultiDelete answer each item exactly as Get, Put and Delete would,
+// with the same status order and replication, one item after another in request order, and
+// carry one result per item. A batch is not atomic: each item stands or fails on its own, and
+// items the node does not own get their own wrong-node status. A batch with no items or more
+// than runtime.MaxBatchItems answers InvalidRequest with no results.
 //
 // # Replication and churn
 //

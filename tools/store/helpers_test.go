@@ -28,7 +28,7 @@ type rawClient struct {
 }
 
 func dialRaw(addr string) (*rawClient, error) {
-	cfg := &thrift.TConfiguration{ConnectTimeout: time.Second, SocketTimeout: time.Second}
+	cfg := &thrift.TConfiguration{ConnectTimeout: time.Second, SocketTimeout: 5 * time.Second} // a loaded machine running -race is slow
 	sock := thrift.NewTSocketConf(addr, cfg)
 	if err := sock.Open(); err != nil {
 		return nil, err

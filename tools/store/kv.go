@@ -44,8 +44,9 @@ func (h *kvHandler) Get(_ context.Context, req *zaris.GetRequest) (*zaris.GetRes
 		resp.Status = zaris.KvStatus_Unavailable
 		return resp, nil
 	}
-	resp.MapEpoch = v.epoch
 	s := runtime.Segment(req.Key, v.segCount)
+	v = n.awaitHandoff(v, s)
+	resp.MapEpoch = v.epoch
 	if resp.Status = n.route(v, s, false); resp.Status != zaris.KvStatus_Ok {
 		return resp, nil
 	}
@@ -98,6 +99,7 @@ func (n *Node) write(ctx context.Context, key []byte, decide func(cur entry, exi
 		return writeResult{status: zaris.KvStatus_Unavailable}
 	}
 	s := runtime.Segment(key, v.segCount)
+	n.awaitHandoff(v, s) // before the segment's write lock, which a handoff's copy may need
 	seg := n.segments()[s]
 	seg.writeMu.Lock()
 	defer seg.writeMu.Unlock()

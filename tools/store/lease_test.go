@@ -18,10 +18,7 @@ import (
 func leaseCluster(t *testing.T, leaseWait time.Duration) (*Node, []byte) {
 	t.Helper()
 	clock := newTestClock(0)
-	cfg := ClusterConfig{Nodes: 1, Segments: 4, ReplicationFactor: 1, FailureTimeout: time.Hour, ProbeTimeout: time.Hour,
-		Logger: testLogger(), Node: NodeConfig{LeaseWait: leaseWait, Clock: clock, LeaseTTL: time.Hour}}
-	c := StartCluster(t, cfg)
-	n := c.Node(1)
+	n := loneNode(t, NodeConfig{LeaseWait: leaseWait, Clock: clock, LeaseTTL: time.Hour})
 	require.True(t, n.leased())
 	clock.Jump(2 * time.Hour) // the right ran out during a stall
 	require.False(t, n.leased())
@@ -32,6 +29,15 @@ func leaseCluster(t *testing.T, leaseWait time.Duration) (*Node, []byte) {
 
 // renew records a renewal of n's etcd lease sent now, as the node's renewal after a stall.
 func renew(n *Node) { n.live.Renewed(n.cfg.Clock.Mono(), n.cfg.LeaseTTL) }
+
+// loneNode starts a one-node cluster of four segments whose coordinator never suspects the
+// node, and returns the node.
+func loneNode(t *testing.T, nc NodeConfig) *Node {
+	t.Helper()
+	cfg := ClusterConfig{Nodes: 1, Segments: 4, ReplicationFactor: 1, FailureTimeout: time.Hour, ProbeTimeout: time.Hour,
+		Logger: testLogger(), Node: nc}
+	return StartCluster(t, cfg).Node(1)
+}
 
 // getAsync runs a Get at n and returns its status once it answers.
 func getAsync(n *Node, key []byte) <-chan zaris.KvStatus {

@@ -69,6 +69,8 @@ type Node struct {
 	clusterID atomic.Pointer[string] // the cluster this node registered with
 	// leaseWaiters counts the requests waiting for a renewal (awaitLease).
 	leaseWaiters atomic.Int32
+	// cutoverWaiters counts the requests waiting in awaitHandoff (tests watch it).
+	cutoverWaiters atomic.Int32
 }
 
 // errOtherCluster refuses peer traffic of another cluster (one whose node took over a port

@@ -198,29 +198,77 @@ func (s *server) serveConn(c net.Conn) {
 	}
 }
 
-// peekConn is a net.Conn whose reads go through a bufio.Reader, so the first bytes of a
-// connection can be peeked at before the Thrift transport reads them.
-type peekConn struct {
+// batchConn is a net.Conn whose reads and writes go through buffers. Replies are written
+// to the socket only when the next read would wait for the network, that is when no further
+// request is already buffered: a client that sends many requests in one write (a pipelined
+// client) gets their replies in one write, and a client that sends one request at a time
+// gets each reply at once, as before. Its read buffer also lets the first bytes of a
+// connection be peeked at before the Thrift transport reads them.
+//
+// The connection's idle timeout is applied here, once per read from or write to the socket,
+// rather than by the Thrift socket above on every read and write of a buffer: the deadlines
+// that socket sets are ignored.
+type batchConn struct {
 	net.Conn
-	r *bufio.Reader
+	r    *bufio.Reader
+	w    *bufio.Writer
+	idle time.Duration // how long one read from or write to the socket may wait; 0: no bound
 }
 
-func (p *peekConn) Read(b []byte) (int, error) { return p.r.Read(b) }
+func newBatchConn(c net.Conn, idle time.Duration) *batchConn {
+	b := &batchConn{Conn: c, idle: idle}
+	b.r = bufio.NewReaderSize(deadlineReader{b}, 64<<10)
+	b.w = bufio.NewWriterSize(deadlineWriter{b}, 64<<10)
+	return b
+}
+
+func (b *batchConn) Read(p []byte) (int, error) {
+	if b.r.Buffered() == 0 && b.w.Buffered() > 0 {
+		if err := b.w.Flush(); err != nil {
+			return 0, err
+		}
+	}
+	return b.r.Read(p)
+}
+
+func (b *batchConn) Write(p []byte) (int, error) { return b.w.Write(p) }
+
+// SetDeadline, SetReadDeadline and SetWriteDeadline ignore the Thrift socket's deadlines.
+func (b *batchConn) SetDeadline(time.Time) error      { return nil }
+func (b *batchConn) SetReadDeadline(time.Time) error  { return nil }
+func (b *batchConn) SetWriteDeadline(time.Time) error { return nil }
+
+// deadlineReader and deadlineWriter are the socket under batchConn's buffers, each read and
+// write bounded by the idle timeout.
+type deadlineReader struct{ b *batchConn }
+
+func (d deadlineReader) Read(p []byte) (int, error) {
+	if d.b.idle > 0 {
+		_ = d.b.Conn.SetReadDeadline(time.Now().Add(d.b.idle))
+	}
+	return d.b.Conn.Read(p)
+}
+
+type deadlineWriter struct{ b *batchConn }
+
+func (d deadlineWriter) Write(p []byte) (int, error) {
+	if d.b.idle > 0 {
+		_ = d.b.Conn.SetWriteDeadline(time.Now().Add(d.b.idle))
+	}
+	return d.b.Conn.Write(p)
+}
 
 func (s *server) process(c net.Conn) error {
+	bc := newBatchConn(c, s.cfg.SocketTimeout)
+	defer bc.w.Flush() // a last reply (an exception before the connection ends) still goes out
 	var in, out thrift.TProtocol
 	switch s.wire {
 	case wireJSON:
-		pc := &peekConn{Conn: c, r: bufio.NewReader(c)}
-		if s.cfg.SocketTimeout > 0 {
-			_ = c.SetReadDeadline(time.Now().Add(s.cfg.SocketTimeout))
-		}
-		first, err := pc.r.Peek(1)
+		first, err := bc.r.Peek(1)
 		if err != nil {
 			return err
 		}
-		_ = c.SetReadDeadline(time.Time{})
-		sock := thrift.NewTSocketFromConnConf(pc, s.cfg)
+		sock := thrift.NewTSocketFromConnConf(bc, s.cfg)
 		var trans thrift.TTransport
 		if first[0] == '[' {
 			trans = thrift.NewTBufferedTransport(sock, 4096)
@@ -231,7 +279,7 @@ func (s *server) process(c net.Conn) error {
 		thrift.PropagateTConfiguration(in, s.cfg) // the JSON factory takes no configuration
 		out = in
 	default:
-		sock := thrift.NewTSocketFromConnConf(c, s.cfg)
+		sock := thrift.NewTSocketFromConnConf(bc, s.cfg)
 		trans, err := s.tf.GetTransport(sock)
 		if err != nil {
 			return err

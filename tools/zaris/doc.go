@@ -11,6 +11,8 @@
 //
 //	get KEY                                       print KEY's value
 //	put KEY VALUE [--if-version N] [--if-absent]  write VALUE to KEY; print "ok version=N"
+//	mget KEY...                                   print KEY=VALUE for each key, in one batch call
+//	mput KEY=VALUE...                             write each key in one batch call; print "KEY ok version=N"
 //	delete KEY [--if-version N]                   delete KEY; print "ok version=N" (the deleted version)
 //	incr KEY [DELTA]                              add DELTA (default 1) to KEY's decimal value; print the sum
 //	map                                           print the cluster map
@@ -22,6 +24,13 @@
 // failed guard is a Conflict (exit 4), and the key's current version is reported. Because
 // a guarded write that is replayed after a lost reply comes back Conflict too, a script that
 // retries a guarded put should read the key before treating exit 4 as someone else's write.
+//
+// mget and mput send one MultiGet or MultiPut: the client splits the keys by owner and
+// retries only the keys that met churn. Each key gets its own line, in the order given:
+// answered ones on stdout, the others (not found, invalid, no answer) on stderr; --json
+// prints one object whose "items" hold one result per key, and --stats adds the batch's
+// rounds, sub-requests and items retried. They exit 0 when every key got an answer,
+// whatever it was, and 5 when some did not. A batch is not atomic.
 //
 // Flags may stand before or after the command and between its arguments; "--" ends the
 // flags, and a negative number (incr k -5) is an argument, not a flag. The client flags:
@@ -42,9 +51,9 @@
 //	                     map refreshes requested and performed, and the statuses seen
 //	--json               print one JSON object on stdout instead of the human output
 //
-// The client reads ZARIS_REQUEST_TIMEOUT, ZARIS_DISABLE_RETRIES and
-// ZARIS_CLIENT_MAP_REFRESH_WAIT_MS itself (see package runtime); a value that does not
-// parse is a configuration error that names the variable (exit 2).
+// The client reads ZARIS_REQUEST_TIMEOUT, ZARIS_DISABLE_RETRIES,
+// ZARIS_CLIENT_MAP_REFRESH_WAIT_MS and ZARIS_PIPELINE itself (see package runtime); a value
+// that does not parse is a configuration error that names the variable (exit 2).
 //
 // # Output
 //

@@ -58,6 +58,8 @@ type command struct {
 var commands = []*command{
 	getCommand,
 	putCommand,
+	mgetCommand,
+	mputCommand,
 	deleteCommand,
 	incrCommand,
 	mapCommand,
@@ -152,6 +154,7 @@ Environment:
   ZARIS_REQUEST_TIMEOUT             whole-call bound: "90s", "60" (seconds) or "infinite"; default 60s
   ZARIS_DISABLE_RETRIES             "true" makes every call a single attempt
   ZARIS_CLIENT_MAP_REFRESH_WAIT_MS  longest wait for a shared map refresh, in ms; default 15000
+  ZARIS_PIPELINE                    "false" gives each call a pooled connection of its own
   A value that does not parse is a configuration error (exit 2).
 
 Exit codes:

@@ -52,6 +52,8 @@ type result struct {
 	Bound string `json:"bound,omitempty"`
 	// Map is the cluster map (the map command).
 	Map *zaris.ClusterMap `json:"map,omitempty"`
+	// Items are the per-key results of mget and mput, in the order given.
+	Items []*result `json:"items,omitempty"`
 	// Stats is what the call cost (--stats).
 	Stats *callStats `json:"stats,omitempty"`
 
@@ -192,6 +194,18 @@ type callStats struct {
 	Statuses []string `json:"statuses"`
 	// History is every attempt in detail.
 	History []attemptStats `json:"history"`
+	// Batch is what a multi-key call cost (mget, mput); its attempts are one per sub-request.
+	Batch *batchStats `json:"batch,omitempty"`
+}
+
+// batchStats is what a multi-key call cost besides its sub-requests (runtime.BatchStats).
+type batchStats struct {
+	// Rounds counts the rounds of sub-requests: 1 when no item met churn.
+	Rounds int `json:"rounds"`
+	// SubRequests counts the sub-requests, one per owner per round.
+	SubRequests int `json:"subRequests"`
+	// ItemsRetried counts item retries.
+	ItemsRetried int `json:"itemsRetried"`
 }
 
 // attemptStats is one attempt of a call.
@@ -225,6 +239,10 @@ func newCallStats(call *runtime.Call) *callStats {
 		BackoffMS:          ms(call.Stats.Backoff),
 		Statuses:           []string{},
 		History:            []attemptStats{},
+	}
+	if call.Batch != nil {
+		st := call.Batch.Stats
+		s.Batch = &batchStats{Rounds: st.Rounds, SubRequests: st.SubRequests, ItemsRetried: st.ItemsRetried}
 	}
 	for _, a := range call.Attempts {
 		as := attemptStats{
@@ -278,6 +296,9 @@ func (s *callStats) print(w io.Writer) {
 		s.Attempts, s.RefreshesRequested, s.RefreshesPerformed,
 		time.Duration(s.BackoffMS*float64(time.Millisecond)).Round(time.Microsecond),
 		strings.Join(s.Statuses, ","))
+	if s.Batch != nil {
+		fmt.Fprintf(w, "batch: rounds=%d sub-requests=%d items retried=%d\n", s.Batch.Rounds, s.Batch.SubRequests, s.Batch.ItemsRetried)
+	}
 	for _, a := range s.History {
 		node := "no node"
 		if a.Node != runtime.NoNode {

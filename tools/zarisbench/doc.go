@@ -17,7 +17,19 @@
 //     success on the dead node's segments, and map fetches against epoch changes;
 //  5. storm: the refresh-storm regression: callers against a segment with no owner end
 //     within their attempts' backoff, the refresher fetches at most once per debounce
-//     window, and callers on healthy segments keep their throughput.
+//     window, and callers on healthy segments keep their throughput;
+//  6. batch: one caller's MultiGet of 100 keys over 3 nodes against the same keys read by
+//     100 sequential Gets and by 100 goroutines each making one Get (keys/s, targets 10x
+//     and 2x), then the items a MultiGet loop retries while a segment migrates and while a
+//     node dies: only items of the moved segments may be retried.
+//  7. pipeline: Get on one node at 1 to 256 callers, in turn: the bare-socket floor (a Go
+//     echo server on loopback, one request per round trip and pipelined), the raw
+//     generated client on a pool, and the typed client pooled and pipelined: ops/s,
+//     p50/p99, allocations per call and CPU seconds per 100,000 calls; and head-of-line
+//     blocking: the Gets' latency next to writers of large values, in both modes.
 //
-// Each section runs against an in-process store (tools/store) on loopback.
+// -sections runs some of them (comma-separated names); the table shows only those.
+//
+// Each section runs against an in-process store (tools/store) on loopback. README.md next
+// to this file reports a run's numbers.
 package main

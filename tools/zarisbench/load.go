@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"slices"
 	"sync"
@@ -37,7 +38,9 @@ func runLoad(ctx context.Context, callers int, d time.Duration, op func(ctx cont
 	ctx, cancel := context.WithDeadline(ctx, end)
 	defer cancel()
 	// The context's timer fires a little after its deadline, while a socket deadline set to
-	// it fires on time: a call failing in between is the run's end too.
+	// it fires on time (or a hair early: the client carries the context's deadline over to
+	// its own clock and back): a call failing in between, or failing on the deadline, which
+	// only the run's end sets, is the run's end too.
 	over := func() bool { return ctx.Err() != nil || !time.Now().Before(end) }
 	lats := make([][]time.Duration, callers)
 	var errs atomic.Int64
@@ -49,7 +52,10 @@ func runLoad(ctx context.Context, callers int, d time.Duration, op func(ctx cont
 			for i := 0; !over(); i++ {
 				t := time.Now()
 				if err := op(ctx, c, i); err != nil {
-					if over() {
+					// The run's end is the only deadline a call of the run can meet (the
+					// attempt timeout is ErrAttemptTimeout), and the layers that see it
+					// first may read the clock a moment before over does.
+					if over() || errors.Is(err, context.DeadlineExceeded) {
 						return // cut short by the end of the run
 					}
 					errs.Add(1)

@@ -39,6 +39,10 @@ type config struct {
 	StormHealthy  int
 	StormDuration time.Duration
 
+	PipelineCallers  []int
+	PipelineDuration time.Duration // one mode at one number of callers
+	HOLValue         int           // bytes of the slow writes of the head-of-line measurement
+
 	// Sections names the sections to run; empty runs them all.
 	Sections []string
 }
@@ -53,6 +57,7 @@ func defaultConfig() config {
 		ChurnWorkers: 256, ChurnDuration: 22 * time.Second,
 		ChurnSchedule: "migrate@3s,join@6s,kill@10s,failback@14s,leave@18s",
 		StormCallers:  256, StormHealthy: 16, StormDuration: 3 * time.Second,
+		PipelineCallers: []int{1, 4, 16, 64, 256}, PipelineDuration: 250 * time.Millisecond, HOLValue: 512 << 10,
 	}
 }
 
@@ -64,8 +69,12 @@ type results struct {
 	Scale     scaleResult      `json:"scale"`
 	Churn     churnResult      `json:"churn"`
 	Storm     stormResult      `json:"storm"`
-	Targets   []target         `json:"targets"`
-	Seconds   float64          `json:"seconds"`
+	Batch     batchResult      `json:"batch"`
+	Pipeline  pipelineResult   `json:"pipeline"`
+	// Sections are the sections that ran, in order.
+	Sections []string `json:"sections"`
+	Targets  []target `json:"targets"`
+	Seconds  float64  `json:"seconds"`
 }
 
 // machine describes where the run happened.
@@ -82,7 +91,7 @@ type machine struct {
 func main() {
 	out := flag.String("out", "bench-out", "directory for bench.json")
 	quick := flag.Bool("quick", false, "a tiny run that only checks the bench works")
-	only := flag.String("sections", "", "comma-separated sections to run (overhead, protocols, scale, churn, storm); default all")
+	only := flag.String("sections", "", "comma-separated sections to run (overhead, protocols, scale, churn, storm, batch, pipeline); default all")
 	flag.Parse()
 	cfg := defaultConfig()
 	if *quick {
@@ -116,6 +125,7 @@ func quickConfig() config {
 		ChurnWorkers: 8, ChurnDuration: 2 * time.Second,
 		ChurnSchedule: "migrate@400ms,kill@800ms,failback@1200ms",
 		StormCallers:  8, StormHealthy: 2, StormDuration: 300 * time.Millisecond,
+		PipelineCallers: []int{1, 4}, PipelineDuration: 50 * time.Millisecond, HOLValue: 64 << 10,
 	}
 }
 
@@ -124,7 +134,7 @@ func quickConfig() config {
 func run(ctx context.Context, cfg config, log io.Writer) (*results, error) {
 	began := time.Now()
 	res := &results{Machine: describeMachine()}
-	step := func(name string, f func() error) error {
+	runStep := func(name string, f func() error) error {
 		t := time.Now()
 		fmt.Fprintf(log, "zarisbench: %s...\n", name)
 		if err := f(); err != nil {
@@ -134,10 +144,11 @@ func run(ctx context.Context, cfg config, log io.Writer) (*results, error) {
 		return nil
 	}
 	var err error
-	steps := []struct {
+	type step struct {
 		name string
 		f    func() error
-	}{
+	}
+	steps := []step{
 		{"overhead", func() error {
 			res.Overhead, err = overhead(ctx, cfg.OverheadCallers, cfg.OverheadRounds, cfg.OverheadDuration, cfg.AllocCalls)
 			return err
@@ -158,12 +169,26 @@ func run(ctx context.Context, cfg config, log io.Writer) (*results, error) {
 			res.Storm, err = storm(ctx, cfg.StormCallers, cfg.StormHealthy, cfg.StormDuration)
 			return err
 		}},
+		{"batch", func() error {
+			res.Batch, err = batch(ctx, cfg.Rounds, cfg.Duration)
+			return err
+		}},
+		{"pipeline", func() error {
+			res.Pipeline, err = pipeline(ctx, cfg.PipelineCallers, cfg.Rounds, cfg.PipelineDuration, cfg.HOLValue)
+			return err
+		}},
+	}
+	for _, name := range cfg.Sections {
+		if !slices.ContainsFunc(steps, func(s step) bool { return s.name == name }) {
+			return nil, fmt.Errorf("unknown section %q (overhead, protocols, scale, churn, storm, batch, pipeline)", name)
+		}
 	}
 	for _, s := range steps {
 		if len(cfg.Sections) > 0 && !slices.Contains(cfg.Sections, s.name) {
 			continue
 		}
-		if err := step(s.name, s.f); err != nil {
+		res.Sections = append(res.Sections, s.name)
+		if err := runStep(s.name, s.f); err != nil {
 			res.Seconds = time.Since(began).Seconds()
 			return res, err
 		}

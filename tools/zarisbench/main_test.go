@@ -3,6 +3,7 @@ package main
 import (
 	"context"
 	"encoding/json"
+	"io"
 	"os"
 	"path/filepath"
 	"strings"
@@ -11,6 +12,8 @@ import (
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+
+	"github.com/clustron/zaris-go/runtime"
 )
 
 // TestQuickRunFillsEverySection runs every section at a tiny size and checks the shape of
@@ -38,6 +41,7 @@ func TestQuickRunFillsEverySection(t *testing.T) {
 	assert.Len(t, res.Scale.Callers, len(cfg.ScaleCallers))
 	assert.Len(t, res.Scale.Nodes, len(cfg.ScaleNodes))
 	assert.Positive(t, res.Scale.ConnBytes)
+	assert.Equal(t, runtime.DefaultPipelining.Conns, res.Scale.PipelineConns, "the scale section's clients are pipelined")
 
 	c := res.Churn
 	assert.True(t, c.Verified, c.Problem)
@@ -51,10 +55,31 @@ func TestQuickRunFillsEverySection(t *testing.T) {
 	assert.Equal(t, s.Calls, s.Failed, "no call on an ownerless segment succeeds")
 	assert.Positive(t, s.HealthyDuring)
 	assert.NotEmpty(t, res.Targets)
+	require.Len(t, res.Pipeline.Rows, len(cfg.PipelineCallers)*len(pipelineModes))
+	for _, r := range res.Pipeline.Rows {
+		assert.Positive(t, r.OpsPerS, "%s at %d callers", r.Mode, r.Callers)
+	}
+	assert.Positive(t, res.Pipeline.HOL.PipedGetsPS)
+	assert.Positive(t, res.Pipeline.HOL.PooledGetsPS)
+
+	br := res.Batch
+	assert.Positive(t, br.MultiKeysPerS)
+	assert.Positive(t, br.SequentialKeysPerS)
+	assert.Positive(t, br.ConcurrentKeysPerS)
+	require.Len(t, br.Events, 2)
+	for _, e := range br.Events {
+		assert.Positive(t, e.Calls, e.Name)
+		assert.Zero(t, e.Stray, "%s: items retried outside the moved segments", e.Name)
+	}
+	require.Len(t, br.GetEvents, 2)
+	for i, e := range br.GetEvents {
+		assert.Equal(t, br.Events[i].Name, e.Name, "the same events")
+		assert.Positive(t, e.Rounds, e.Name)
+	}
 
 	var table strings.Builder
 	writeTable(&table, res)
-	for _, want := range []string{"1. stack overhead", "2. protocols", "3. scale", "4. churn", "5. refresh storm", "targets:"} {
+	for _, want := range []string{"1. stack overhead", "2. protocols", "3. scale", "4. churn", "5. refresh storm", "6. batch", "7. pipeline", "targets:"} {
 		assert.Contains(t, table.String(), want)
 	}
 	dir := t.TempDir()
@@ -63,7 +88,29 @@ func TestQuickRunFillsEverySection(t *testing.T) {
 	require.NoError(t, err)
 	var back map[string]any
 	require.NoError(t, json.Unmarshal(b, &back))
-	for _, k := range []string{"machine", "overhead", "protocols", "scale", "churn", "storm", "targets"} {
+	for _, k := range []string{"machine", "overhead", "protocols", "scale", "churn", "storm", "batch", "pipeline", "targets"} {
 		assert.Contains(t, back, k)
 	}
+}
+
+// TestSectionsPrintsOnlyWhatRan runs one section and checks that the table has no other
+// section's title, and that an unknown section is an error.
+func TestSectionsPrintsOnlyWhatRan(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+	cfg := quickConfig()
+	cfg.Sections = []string{"pipeline"}
+	res, err := run(ctx, cfg, io.Discard)
+	require.NoError(t, err)
+	assert.Equal(t, []string{"pipeline"}, res.Sections)
+	var table strings.Builder
+	writeTable(&table, res)
+	assert.Contains(t, table.String(), "7. pipeline")
+	for _, other := range []string{"1. stack overhead", "2. protocols", "3. scale", "4. churn", "5. refresh storm", "6. batch"} {
+		assert.NotContains(t, table.String(), other)
+	}
+
+	cfg.Sections = []string{"pipelines"}
+	_, err = run(ctx, cfg, io.Discard)
+	assert.ErrorContains(t, err, `unknown section "pipelines"`)
 }

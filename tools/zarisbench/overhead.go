@@ -13,8 +13,8 @@ import (
 	"github.com/clustron/zaris-go/runtime"
 )
 
-// overheadResult compares the typed client through the default stack with the raw
-// generated client at one number of concurrent callers. The sides run in turn, Rounds
+// overheadResult compares the typed client through the default stack, on pooled
+// connections, with the raw generated client at one number of concurrent callers. The sides run in turn, Rounds
 // times, the order swapped each round; a round's ratio compares two runs next to each
 // other in time, and the median of the rounds' ratios is the one reported, so that a burst
 // of load from elsewhere on a shared machine moves one round, not the result.
@@ -66,7 +66,7 @@ func overhead(ctx context.Context, callerCounts []int, rounds int, d time.Durati
 	for _, c := range callerCounts {
 		maxCallers = max(maxCallers, c)
 	}
-	cl, err := dial(ctx, cluster, runtime.WithPoolSize(maxCallers))
+	cl, err := dial(ctx, cluster, runtime.WithPoolSize(maxCallers), runtime.WithPipelining(false))
 	if err != nil {
 		return nil, err
 	}

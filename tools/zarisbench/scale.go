@@ -26,6 +26,9 @@ type scaleResult struct {
 	ConnCount int     `json:"connCount"`
 	// PoolSize is the client's pool size per node (the default) in these runs.
 	PoolSize int `json:"poolSizePerNode"`
+	// PipelineConns is the client's pipelined connections per node (the default), 0 when
+	// pipelining is off.
+	PipelineConns int `json:"pipelineConnsPerNode"`
 }
 
 // scaleRow is one load.
@@ -51,6 +54,9 @@ func scale(ctx context.Context, callerCounts, nodeCounts []int, callerNodes, nod
 		}
 		defer cl.Close()
 		r.PoolSize = cl.Engine().Config().PoolSize
+		if p := cl.Engine().Config().Pipeline; p.Enabled {
+			r.PipelineConns = p.Conns
+		}
 		if err := preload(ctx, cl, ks); err != nil {
 			return nil, err
 		}

@@ -59,6 +59,16 @@ func targets(res *results) []target {
 			fmt.Sprintf("%d fetches in %.1f windows", s.Performed, s.Windows), float64(s.Performed) <= s.Windows+1)
 		add("storm: healthy throughput during over before and after", ">= 0.8", fmt.Sprintf("%.2f", s.HealthyRatio), s.HealthyRatio >= 0.8)
 	}
+	if b := res.Batch; b.Keys > 0 {
+		add(fmt.Sprintf("MultiGet of %d keys over %d nodes, keys/s over %d sequential Gets", b.Keys, b.Nodes, b.Keys), ">= 10",
+			fmt.Sprintf("%.1f", b.OverSequential), b.OverSequential >= 10)
+		add(fmt.Sprintf("MultiGet keys/s over %d concurrent Gets", b.Keys), ">= 2", fmt.Sprintf("%.1f", b.OverConcurrent), b.OverConcurrent >= 2)
+		for _, e := range b.Events {
+			add("batch items retried outside the moved segments, "+e.Name, "0",
+				fmt.Sprintf("%d (of %d retried)", e.Stray, e.ItemsRetried), e.Stray == 0)
+		}
+	}
+	ts = append(ts, pipelineTargets(res)...)
 	return ts
 }
 
@@ -81,50 +91,94 @@ func writeTable(w io.Writer, res *results) {
 		fmt.Fprintln(tw, header)
 	}
 
-	section("1. stack overhead: typed client + default stack vs raw generated client (Get, binary/framed, 1 node; ops/s best of rounds, ratio median of interleaved rounds; cancellable ctx)",
-		"callers\ttyped ops/s\traw ops/s\tratio (median)\trounds' ratios p25-p75\tratio, Background ctx\ttyped allocs\traw allocs\tadded allocs\tadded B\tadded allocs, Background ctx\t")
-	for _, o := range res.Overhead {
-		fmt.Fprintf(tw, "%d\t%.0f\t%.0f\t%.3f\t%.2f-%.2f\t%.3f\t%.1f\t%.1f\t%+.1f\t%+.0f\t%+.1f\t\n", o.Callers, o.TypedOpsPerS, o.RawOpsPerS, o.Ratio,
-			quantileOf(o.RoundRatios, 0.25), quantileOf(o.RoundRatios, 0.75), o.RatioBackground,
-			o.TypedAllocs, o.RawAllocs, o.AddedAllocs, o.AddedBytes, o.AddedAllocsBackground)
+	ran := func(name string) bool { return slices.Contains(res.Sections, name) }
+	if ran("overhead") {
+		section("1. stack overhead: typed client + default stack, pooled, vs raw generated client (Get, binary/framed, 1 node; ops/s best of rounds, ratio median of interleaved rounds; cancellable ctx)",
+			"callers\ttyped ops/s\traw ops/s\tratio (median)\trounds' ratios p25-p75\tratio, Background ctx\ttyped allocs\traw allocs\tadded allocs\tadded B\tadded allocs, Background ctx\t")
+		for _, o := range res.Overhead {
+			fmt.Fprintf(tw, "%d\t%.0f\t%.0f\t%.3f\t%.2f-%.2f\t%.3f\t%.1f\t%.1f\t%+.1f\t%+.0f\t%+.1f\t\n", o.Callers, o.TypedOpsPerS, o.RawOpsPerS, o.Ratio,
+				quantileOf(o.RoundRatios, 0.25), quantileOf(o.RoundRatios, 0.75), o.RatioBackground,
+				o.TypedAllocs, o.RawAllocs, o.AddedAllocs, o.AddedBytes, o.AddedAllocsBackground)
+		}
 	}
-	section("\n2. protocols: 50/50 Get/Put of a 100-byte value, 1 node; bytes on the wire per call",
-		"protocol\ttransport\tcallers\tops/s\tof best\tp99 ms\tPut B up/down\tGet B up/down\t")
-	for _, p := range res.Protocols {
-		fmt.Fprintf(tw, "%s\t%s\t%d\t%.0f\t%.2f\t%.2f\t%.0f/%.0f\t%.0f/%.0f\t\n", p.Protocol, p.Transport, p.Callers, p.OpsPerS, p.Ratio, p.P99Ms,
-			p.PutUp, p.PutDown, p.GetUp, p.GetDown)
+	if ran("protocols") {
+		section("\n2. protocols: 50/50 Get/Put of a 100-byte value, 1 node; bytes on the wire per call",
+			"protocol\ttransport\tcallers\tops/s\tof best\tp99 ms\tPut B up/down\tGet B up/down\t")
+		for _, p := range res.Protocols {
+			fmt.Fprintf(tw, "%s\t%s\t%d\t%.0f\t%.2f\t%.2f\t%.0f/%.0f\t%.0f/%.0f\t\n", p.Protocol, p.Transport, p.Callers, p.OpsPerS, p.Ratio, p.P99Ms,
+				p.PutUp, p.PutDown, p.GetUp, p.GetDown)
+		}
 	}
-	section(fmt.Sprintf("\n3. scale: 50/50 Get/Put, pool %d per node; heap per pooled connection %.0f B (over %d)",
-		res.Scale.PoolSize, res.Scale.ConnBytes, res.Scale.ConnCount),
-		"nodes\tcallers\tops/s\tratio\tp50 ms\tp99 ms\terrors\t")
-	for _, r := range append(append([]scaleRow(nil), res.Scale.Callers...), res.Scale.Nodes...) {
-		fmt.Fprintf(tw, "%d\t%d\t%.0f\t%.2f\t%.2f\t%.2f\t%d\t\n", r.Nodes, r.Callers, r.OpsPerS, r.Ratio, r.P50Ms, r.P99Ms, r.Errors)
+	if ran("scale") {
+		section(fmt.Sprintf("\n3. scale: 50/50 Get/Put, %d pipelined connections and a pool of %d per node; heap per pooled connection %.0f B (over %d)",
+			res.Scale.PipelineConns, res.Scale.PoolSize, res.Scale.ConnBytes, res.Scale.ConnCount),
+			"nodes\tcallers\tops/s\tratio\tp50 ms\tp99 ms\terrors\t")
+		for _, r := range append(append([]scaleRow(nil), res.Scale.Callers...), res.Scale.Nodes...) {
+			fmt.Fprintf(tw, "%d\t%d\t%.0f\t%.2f\t%.2f\t%.2f\t%d\t\n", r.Nodes, r.Callers, r.OpsPerS, r.Ratio, r.P50Ms, r.P99Ms, r.Errors)
+		}
 	}
-	c := res.Churn
-	section(fmt.Sprintf("\n4. churn: demo engine, %d nodes, %d workers, schedule %s", c.Nodes, c.Workers, c.Schedule),
-		"phase\tat s\ttook ms\terrors\tzero window ms\tp99 ms\tp99 ratio\tbefore ops/s\tduring ops/s\tduring/before\tduring/steady\trefreshes req/done\t")
-	for _, p := range append([]churnPhase{c.Steady}, c.Events...) {
-		fmt.Fprintf(tw, "%s\t%.1f\t%.0f\t%d\t%.0f\t%.1f\t%.1f\t%.0f\t%.0f\t%.2f\t%.2f\t%d/%d\t\n", p.Name, p.AtSec, p.TookMs, p.Errors, p.ZeroWindowMs,
-			p.P99Ms, p.P99Ratio, p.BeforeOpsPerS, p.DuringOpsPerS, p.DuringRatio, p.SteadyRatio, p.RefreshesRequested, p.RefreshesPerformed)
+	if ran("churn") {
+		c := res.Churn
+		section(fmt.Sprintf("\n4. churn: demo engine, %d nodes, %d workers, schedule %s", c.Nodes, c.Workers, c.Schedule),
+			"phase\tat s\ttook ms\terrors\tzero window ms\tp99 ms\tp99 ratio\tbefore ops/s\tduring ops/s\tduring/before\tduring/steady\trefreshes req/done\t")
+		for _, p := range append([]churnPhase{c.Steady}, c.Events...) {
+			fmt.Fprintf(tw, "%s\t%.1f\t%.0f\t%d\t%.0f\t%.1f\t%.1f\t%.0f\t%.0f\t%.2f\t%.2f\t%d/%d\t\n", p.Name, p.AtSec, p.TookMs, p.Errors, p.ZeroWindowMs,
+				p.P99Ms, p.P99Ratio, p.BeforeOpsPerS, p.DuringOpsPerS, p.DuringRatio, p.SteadyRatio, p.RefreshesRequested, p.RefreshesPerformed)
+		}
+		tw.Flush()
+		if k := c.Kill; k != nil {
+			fmt.Fprintf(w, "kill of %s (%d segments): first answer on one of them after %.0f ms, on all after %.0f ms (target %.0f ms)\n",
+				k.Node, k.Segments, k.FirstMs, k.AllMs, k.TargetMs)
+		}
+		fmt.Fprintf(w, "map: %d refreshes requested, %d performed (%d GetClusterMap calls incl. bootstrap) for %d epoch changes\n",
+			c.RefreshesRequested, c.RefreshesPerformed, c.MapFetches, c.EpochChanges)
+
+	}
+	if ran("storm") {
+		s := res.Storm
+		fmt.Fprintf(w, "\n5. refresh storm: %d callers on an ownerless segment + %d healthy callers, %.1f s\n", s.Callers, s.Healthy, s.Seconds)
+		fmt.Fprintf(w, "storm calls %d (failed %d, by bound %v): p50 %.0f ms, p99 %.0f ms, max %.0f ms (backoff steps %.0f ms)\n",
+			s.Calls, s.Failed, s.Bounds, s.P50Ms, s.P99Ms, s.MaxMs, s.BoundMs)
+		if sc := s.Slowest; sc != nil {
+			fmt.Fprintf(w, "slowest storm call: %.0f ms, attempts %v ms, %.0f ms outside them (backoff and refresh waits)\n", sc.ElapsedMs, sc.AttemptsMs, sc.OtherMs)
+		}
+		fmt.Fprintf(w, "refreshes: %d requested, %d performed in %.1f debounce windows\n", s.Requested, s.Performed, s.Windows)
+		fmt.Fprintf(w, "healthy: %.0f ops/s before, %.0f during, %.0f after (during over before-and-after %.2f), %d errors, p99 %.1f ms\n",
+			s.HealthyBefore, s.HealthyDuring, s.HealthyAfter, s.HealthyRatio, s.HealthyErrors, s.HealthyP99Ms)
+	}
+	if ran("batch") {
+		b := res.Batch
+		fmt.Fprintf(w, "\n6. batch: MultiGet of %d keys over %d nodes vs single Gets (keys/s, best of rounds)\n", b.Keys, b.Nodes)
+		fmt.Fprintf(w, "MultiGet %.0f keys/s; %d sequential Gets %.0f keys/s (x%.1f); %d concurrent Gets %.0f keys/s (x%.1f)\n",
+			b.MultiKeysPerS, b.Keys, b.SequentialKeysPerS, b.OverSequential, b.Keys, b.ConcurrentKeysPerS, b.OverConcurrent)
+		section("items retried per churn event (one MultiGet loop)", "event	calls	retrying calls	items retried	max per call	batch items in moved segments	stray	item errors\t")
+		for _, e := range b.Events {
+			fmt.Fprintf(tw, "%s\t%d\t%d\t%d\t%d\t%d\t%d\t%d\t\n", e.Name, e.Calls, e.Retrying, e.ItemsRetried, e.MaxPerCall, e.MovedItems, e.Stray, e.ItemErrors)
+		}
+		tw.Flush()
+		for _, e := range b.Events {
+			if e.FirstStray != "" {
+				fmt.Fprintf(w, "%s: first item retried outside the moved segments: %s\n", e.Name, e.FirstStray)
+			}
+			if e.FirstError != "" {
+				fmt.Fprintf(w, "%s: first item without an answer: %s\n", e.Name, e.FirstError)
+			}
+		}
+		section(fmt.Sprintf("the same events under rounds of %d concurrent Gets (a cluster of its own)", b.Keys), "event\trounds\tGets without an answer\t")
+		for _, e := range b.GetEvents {
+			fmt.Fprintf(tw, "%s\t%d\t%d\t\n", e.Name, e.Rounds, e.GetErrors)
+		}
+		tw.Flush()
+		for _, e := range b.GetEvents {
+			if e.FirstError != "" {
+				fmt.Fprintf(w, "%s: first Get without an answer: %s\n", e.Name, e.FirstError)
+			}
+		}
+	}
+	if ran("pipeline") {
+		writePipeline(w, tw, section, res.Pipeline)
 	}
 	tw.Flush()
-	if k := c.Kill; k != nil {
-		fmt.Fprintf(w, "kill of %s (%d segments): first answer on one of them after %.0f ms, on all after %.0f ms (target %.0f ms)\n",
-			k.Node, k.Segments, k.FirstMs, k.AllMs, k.TargetMs)
-	}
-	fmt.Fprintf(w, "map: %d refreshes requested, %d performed (%d GetClusterMap calls incl. bootstrap) for %d epoch changes\n",
-		c.RefreshesRequested, c.RefreshesPerformed, c.MapFetches, c.EpochChanges)
-
-	s := res.Storm
-	fmt.Fprintf(w, "\n5. refresh storm: %d callers on an ownerless segment + %d healthy callers, %.1f s\n", s.Callers, s.Healthy, s.Seconds)
-	fmt.Fprintf(w, "storm calls %d (failed %d, by bound %v): p50 %.0f ms, p99 %.0f ms, max %.0f ms (backoff steps %.0f ms)\n",
-		s.Calls, s.Failed, s.Bounds, s.P50Ms, s.P99Ms, s.MaxMs, s.BoundMs)
-	if sc := s.Slowest; sc != nil {
-		fmt.Fprintf(w, "slowest storm call: %.0f ms, attempts %v ms, %.0f ms outside them (backoff and refresh waits)\n", sc.ElapsedMs, sc.AttemptsMs, sc.OtherMs)
-	}
-	fmt.Fprintf(w, "refreshes: %d requested, %d performed in %.1f debounce windows\n", s.Requested, s.Performed, s.Windows)
-	fmt.Fprintf(w, "healthy: %.0f ops/s before, %.0f during, %.0f after (during over before-and-after %.2f), %d errors, p99 %.1f ms\n",
-		s.HealthyBefore, s.HealthyDuring, s.HealthyAfter, s.HealthyRatio, s.HealthyErrors, s.HealthyP99Ms)
 
 	fmt.Fprintln(w, "\ntargets:")
 	for _, t := range res.Targets {

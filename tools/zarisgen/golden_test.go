@@ -65,8 +65,8 @@ func TestGolden(t *testing.T) {
 	}
 }
 
-// Adding an operation to the IDL with its annotations and running `make generate` yields a
-// typed method that compiles with no hand edit: a scratch copy of the module gets the extra-op
+// Adding an operation (single-key or multi-key) to the IDL with its annotations and running
+// `make generate` yields a typed method that compiles with no hand edit: a scratch copy of the module gets the extra-op
 // fixture as its IDL, is regenerated, and a program using the new method is built against it.
 func TestExtraOpCompiles(t *testing.T) {
 	requireThrift(t)
@@ -96,6 +96,15 @@ func Append(ctx context.Context, c *zarisclient.Client) (*zaris.AppendResponse, 
 	_ = zarisclient.OpAppend.Idempotent
 	return c.Append(ctx, &zaris.AppendRequest{Key: []byte("k"), Suffix: []byte("!")})
 }
+
+func MultiAppend(ctx context.Context, c *zarisclient.Client) ([]*zaris.AppendOutcome, error) {
+	_ = zarisclient.OpMultiAppend.Idempotent
+	res, err := c.MultiAppend(ctx, &zaris.MultiAppendRequest{Items: []*zaris.AppendItem{{Key: "k", Suffix: []byte("!")}}})
+	if err != nil {
+		return nil, err
+	}
+	return res.Response.Outcomes, res.Err(0)
+}
 `
 	require.NoError(t, os.MkdirAll(filepath.Join(dir, "use"), 0o755))
 	require.NoError(t, os.WriteFile(filepath.Join(dir, "use", "use.go"), []byte(use), 0o644))
@@ -108,6 +117,7 @@ func Append(ctx context.Context, c *zarisclient.Client) (*zaris.AppendResponse, 
 	got, err := os.ReadFile(filepath.Join(dir, "gen", "zarisclient", outputFile))
 	require.NoError(t, err)
 	assert.Contains(t, string(got), "func (c *Client) Append(ctx context.Context, req *zaris.AppendRequest, opts ...runtime.CallOption) (*zaris.AppendResponse, error)")
+	assert.Contains(t, string(got), "func (c *Client) MultiAppend(ctx context.Context, req *zaris.MultiAppendRequest, opts ...runtime.CallOption) (*runtime.BatchResult[*zaris.MultiAppendResponse], error)")
 }
 
 // copyTree copies the file or directory src to dst.

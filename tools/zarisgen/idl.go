@@ -33,7 +33,9 @@ type field struct {
 	TypeID   string `json:"typeId"`
 	Required string `json:"required"`
 	Type     *struct {
-		Class string `json:"class"`
+		Class      string   `json:"class"`
+		ElemTypeID string   `json:"elemTypeId"`
+		ElemType   *typeRef `json:"elemType"`
 	} `json:"type"`
 }
 

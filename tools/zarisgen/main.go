@@ -1,8 +1,9 @@
 // Command zarisgen writes the typed per-operation Zaris client (gen/zarisclient) from the IDL.
 //
 // It reads the IDL through `thrift --gen json`, checks every operation's annotations
-// (zaris.kind, zaris.idempotent, zaris.routing, zaris.guards) and the shape of its request
-// and response, and writes one Go file through go/format. The output depends only on the IDL,
+// (zaris.kind, zaris.idempotent, zaris.routing, zaris.guards, and for a multi-key operation
+// zaris.results) and the shape of its request and response, and writes one Go file through
+// go/format. The output depends only on the IDL,
 // so running it twice gives the same bytes. `make generate` runs it; see README.md.
 //
 // Usage:

@@ -15,6 +15,7 @@ const (
 	annIdempotent = "zaris.idempotent"
 	annRouting    = "zaris.routing"
 	annGuards     = "zaris.guards"
+	annResults    = "zaris.results"
 )
 
 // statusEnum is the IDL enum that field 1 of every data response must have.
@@ -28,8 +29,10 @@ type model struct {
 	Service string
 	// ZarisImport is the import path of the thrift-generated package.
 	ZarisImport string
-	// Ops are the data operations, in IDL order.
+	// Ops are the single-key data operations, in IDL order.
 	Ops []opModel
+	// BatchOps are the multi-key data operations, in IDL order.
+	BatchOps []opModel
 }
 
 // opModel is one data operation.
@@ -41,9 +44,10 @@ type opModel struct {
 	RoutingField string
 	RoutingExpr  string // Go expression for the routing key bytes of req
 	Guards       []string
-	GuardExpr    string // Go expression: does req carry a guard
-	Request      string // Go type name of the request struct
-	Response     string // Go type name of the response struct
+	GuardExpr    string      // Go expression: does req carry a guard
+	Request      string      // Go type name of the request struct
+	Response     string      // Go type name of the response struct
+	Batch        *batchModel // set for a multi-key operation
 }
 
 // KindConst is the runtime constant for the operation's kind.
@@ -90,14 +94,17 @@ func buildModel(p *program, source, zarisImport string) (*model, error) {
 		if err != nil {
 			return nil, err
 		}
-		if data {
-			if clientMethods[op.Name] {
-				return nil, &specError{Op: fn.Name, Msg: fmt.Sprintf("operation name %s is taken by the client's own method %s", op.Name, op.Name)}
-			}
+		if data && clientMethods[op.Name] {
+			return nil, &specError{Op: fn.Name, Msg: fmt.Sprintf("operation name %s is taken by the client's own method %s", op.Name, op.Name)}
+		}
+		switch {
+		case data && op.Batch != nil:
+			m.BatchOps = append(m.BatchOps, op)
+		case data:
 			m.Ops = append(m.Ops, op)
 		}
 	}
-	if len(m.Ops) == 0 {
+	if len(m.Ops)+len(m.BatchOps) == 0 {
 		return nil, &specError{Msg: fmt.Sprintf("service %s has no data operations (zaris.kind read or write)", svc.Name)}
 	}
 	return m, nil
@@ -123,10 +130,10 @@ func buildOp(p *program, fn function) (op opModel, data bool, err error) {
 	sort.Strings(names)
 	for _, k := range names {
 		switch k {
-		case annKind, annIdempotent, annRouting, annGuards:
+		case annKind, annIdempotent, annRouting, annGuards, annResults:
 		default:
 			if strings.HasPrefix(k, "zaris.") {
-				return fail("annotation "+k, "unknown annotation (known: %s, %s, %s, %s)", annKind, annIdempotent, annRouting, annGuards)
+				return fail("annotation "+k, "unknown annotation (known: %s, %s, %s, %s, %s)", annKind, annIdempotent, annRouting, annGuards, annResults)
 			}
 		}
 	}
@@ -145,8 +152,8 @@ func buildOp(p *program, fn function) (op opModel, data bool, err error) {
 
 	// The doc becomes part of a one-line comment: a line break in it would end the comment
 	// and put the rest of the doc into the generated code, and a control character or a
-	// byte-order mark is not allowed in Go source at all.
-	op = opModel{Name: fn.Name, Doc: strings.Join(strings.Fields(strings.Map(commentRune, fn.Doc)), " "), Kind: kind}
+	// byte-order mark is not allowed in Go source at all (see commentText).
+	op = opModel{Name: fn.Name, Doc: commentText(fn.Doc), Kind: kind}
 	idem, ok := fn.Annotations[annIdempotent]
 	if !ok {
 		return fail("annotation "+annIdempotent, `missing: a data operation needs zaris.idempotent = "true" or "false"`)
@@ -186,6 +193,20 @@ func buildOp(p *program, fn function) (op opModel, data bool, err error) {
 	if !ok || routing == "" {
 		return fail("annotation "+annRouting, "missing: a data operation needs zaris.routing naming its routing-key field of %s", req.Name)
 	}
+	if field, msg := checkResponse(p, resp); msg != "" {
+		return fail(field, "%s", msg)
+	}
+	if strings.Contains(routing, "[]") {
+		b, field, msg := buildBatch(p, fn, req, resp)
+		if msg != "" {
+			return fail(field, "%s", msg)
+		}
+		op.RoutingField, op.Guards, op.Batch = routing, b.Guards, b
+		return op, true, nil
+	}
+	if _, ok := fn.Annotations[annResults]; ok {
+		return fail("annotation "+annResults, `only a multi-key operation (zaris.routing = "<list>[].<field>") has per-item results`)
+	}
 	if !token.IsIdentifier(routing) {
 		return fail("annotation "+annRouting, "%q is not a field name", routing)
 	}
@@ -206,18 +227,6 @@ func buildOp(p *program, fn function) (op opModel, data bool, err error) {
 		return fail("field "+routing, "the routing-key field must be binary or string, not %s", rf.TypeID)
 	}
 
-	status := resp.fieldByKey(1)
-	if status == nil || status.Name != "status" || status.TypeID != "i32" || !p.hasEnum(statusEnum) {
-		found := "nothing"
-		if status != nil {
-			found = fmt.Sprintf("%s %s", status.TypeID, status.Name)
-		}
-		return fail("field status", "field 1 of response struct %s must be status: %s, found %s", resp.Name, statusEnum, found)
-	}
-	if e := resp.fieldByName("mapEpoch"); e == nil || e.TypeID != "i64" {
-		return fail("field mapEpoch", "response struct %s must carry mapEpoch: i64, the answering node's map epoch", resp.Name)
-	}
-
 	var guardExprs []string
 	if g := fn.Annotations[annGuards]; g != "" {
 		for _, name := range strings.Split(g, ",") {
@@ -233,11 +242,7 @@ func buildOp(p *program, fn function) (op opModel, data bool, err error) {
 				return fail("field "+name, "a guard field must be optional, so that its absence means unguarded")
 			}
 			op.Guards = append(op.Guards, name)
-			if gf.TypeID == "bool" {
-				guardExprs = append(guardExprs, "req.Get"+goName(name)+"()")
-			} else {
-				guardExprs = append(guardExprs, "req.IsSet"+goName(name)+"()")
-			}
+			guardExprs = append(guardExprs, guardExpr("req", gf))
 		}
 	}
 	op.GuardExpr = "false"
@@ -247,11 +252,49 @@ func buildOp(p *program, fn function) (op opModel, data bool, err error) {
 	return op, true, nil
 }
 
-// commentRune maps the runes a Go comment cannot hold (control characters, the byte-order
-// mark, and the replacement of invalid UTF-8) to a space.
-func commentRune(r rune) rune {
-	if unicode.IsControl(r) || r == '\uFEFF' || r == utf8.RuneError {
-		return ' '
+// checkResponse checks that resp has the status and mapEpoch every data response carries;
+// it returns the field at fault and why, or an empty msg.
+func checkResponse(p *program, resp *structType) (field, msg string) {
+	if msg := statusField(p, resp, "response"); msg != "" {
+		return "field status", msg
 	}
-	return r
+	if e := resp.fieldByName("mapEpoch"); e == nil || e.TypeID != "i64" {
+		return "field mapEpoch", fmt.Sprintf("response struct %s must carry mapEpoch: i64, the answering node's map epoch", resp.Name)
+	}
+	return "", ""
+}
+
+// statusField checks that field 1 of s (a response or a per-item result struct, as what
+// says) is status: KvStatus.
+func statusField(p *program, s *structType, what string) string {
+	status := s.fieldByKey(1)
+	if status == nil || status.Name != "status" || status.TypeID != "i32" || !p.hasEnum(statusEnum) {
+		found := "nothing"
+		if status != nil {
+			found = fmt.Sprintf("%s %s", status.TypeID, status.Name)
+		}
+		return fmt.Sprintf("field 1 of %s struct %s must be status: %s, found %s", what, s.Name, statusEnum, found)
+	}
+	return ""
+}
+
+// guardExpr is the Go expression that reports whether recv carries the guard field f: a
+// bool guard when it is true, any other when it is set.
+func guardExpr(recv string, f *field) string {
+	if f.TypeID == "bool" {
+		return recv + ".Get" + goName(f.Name) + "()"
+	}
+	return recv + ".IsSet" + goName(f.Name) + "()"
+}
+
+// commentText is doc as one line of a Go comment: its words joined by single spaces, with
+// the runes a Go comment cannot hold (NUL and other control characters, the byte-order
+// mark, and the replacement of invalid UTF-8) turned into spaces.
+func commentText(doc string) string {
+	return strings.Join(strings.Fields(strings.Map(func(r rune) rune {
+		if unicode.IsControl(r) || r == '\uFEFF' || r == utf8.RuneError {
+			return ' '
+		}
+		return r
+	}, doc)), " ")
 }

@@ -54,7 +54,7 @@ func checkGenerated(t *testing.T, data []byte) {
 		t.Fatalf("generated source does not parse: %v\n%s", err, src)
 	}
 	want := map[string]bool{"New": true, "Dial": true, "Close": true, "Engine": true}
-	for _, op := range m.Ops {
+	for _, op := range append(m.Ops, m.BatchOps...) {
 		want[op.Name] = true
 		want["invoke"+op.Name] = true
 	}

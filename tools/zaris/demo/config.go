@@ -96,7 +96,9 @@ type Config struct {
 	Workers int
 	// KeysPerWorker is how many keys each worker owns and writes. Default 64.
 	KeysPerWorker int
-	// Duration is how long the workload runs. Default 45 s.
+	// Duration is how long the workload runs. Default 45 s. Every scheduled event runs, and
+	// the workload goes on past Duration until the last one completed half a second ago,
+	// so an event that runs late (a loaded machine) still gets a phase of its own.
 	Duration time.Duration
 	// Schedule is the churn, in time order. Events at or after Duration do not run.
 	Schedule []Event

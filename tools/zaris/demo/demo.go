@@ -17,6 +17,10 @@ import (
 // before the read-back.
 const settleTimeout = 30 * time.Second
 
+// eventTail is the least workload a churn event gets after it completes: when events run
+// late (a loaded machine), the workload goes on past Duration until the last one had it.
+const eventTail = 500 * time.Millisecond
+
 // maxErrorSamples is how many full error messages the report keeps.
 const maxErrorSamples = 10
 
@@ -57,7 +61,7 @@ func Run(ctx context.Context, cfg Config) (*Report, error) {
 	}
 	prog := &progress{w: cfg.Progress, live: cfg.Live, every: cfg.ProgressEvery, total: cfg.Duration, start: start, ops: &ops, errs: &errs}
 
-	runCtx, stop := context.WithTimeout(ctx, cfg.Duration)
+	runCtx, stop := context.WithCancel(ctx)
 	defer stop()
 	var wg sync.WaitGroup
 	for _, w := range workers {
@@ -75,7 +79,7 @@ func Run(ctx context.Context, cfg Config) (*Report, error) {
 		if e.At >= cfg.Duration {
 			continue
 		}
-		if !sleepUntil(runCtx, start.Add(e.At)) {
+		if !sleepUntil(ctx, start.Add(e.At)) {
 			break
 		}
 		placeholder := string(e.Kind)
@@ -94,9 +98,14 @@ func Run(ctx context.Context, cfg Config) (*Report, error) {
 		}
 		events = append(events, er)
 	}
-	<-runCtx.Done()
+	endAt := start.Add(cfg.Duration)
+	if len(events) > 0 {
+		endAt = later(endAt, time.Now().Add(eventTail))
+	}
+	sleepUntil(ctx, endAt)
+	stop()
 	wg.Wait()
-	end := min(time.Since(start), cfg.Duration) // the workers stopped at the duration
+	end := time.Since(start)
 	endPerformed := refresher.Stats().Performed
 	close(progressDone)
 	progressWG.Wait()
@@ -142,6 +151,14 @@ func verifyAll(ctx context.Context, cluster *store.Cluster, workers []*worker, v
 		}
 	}
 	return v
+}
+
+// later returns the later of a and b.
+func later(a, b time.Time) time.Time {
+	if b.After(a) {
+		return b
+	}
+	return a
 }
 
 // sleepUntil waits until t and reports whether ctx was still live then.

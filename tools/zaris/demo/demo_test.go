@@ -53,6 +53,10 @@ func TestShortRun(t *testing.T) {
 			assert.Zero(t, p.ErrorCount, "%s: %v", p.Name, p.Errors)
 		}
 	}
+	assert.Positive(t, report.Total.Batches.MultiGets, "the workload makes MultiGet calls")
+	assert.Positive(t, report.Total.Batches.MultiPuts, "the workload makes MultiPut calls")
+	assert.Equal(t, batchSize*(report.Total.Batches.MultiGets+report.Total.Batches.MultiPuts), report.Total.Batches.Items)
+	assert.Contains(t, table.String(), "MultiGet")
 	assert.Contains(t, progress.String(), "ops/s")
 
 	data, err := os.ReadFile(filepath.Join(out, "report.json"))
@@ -163,4 +167,25 @@ func TestSleepUntilAfterTheEnd(t *testing.T) {
 		assert.False(t, sleepUntil(ctx, time.Now().Add(-time.Second)))
 	}
 	assert.True(t, sleepUntil(context.Background(), time.Now().Add(-time.Second)))
+}
+
+// Every scheduled event runs and gets workload of its own, even one due at the very end of
+// the duration (as on a loaded machine, where events run late): the workload goes on past
+// the duration until the last event had eventTail of it. Before, such an event either did
+// not run or its phase had no operations.
+func TestEveryEventGetsAPhase(t *testing.T) {
+	if testing.Short() {
+		t.Skip("runs a cluster under churn")
+	}
+	d := 400 * time.Millisecond
+	events, err := ParseSchedule("migrate@100ms,migrate@" + (d - time.Nanosecond).String())
+	require.NoError(t, err)
+	report, err := Run(context.Background(), Config{Nodes: 3, Workers: 2, KeysPerWorker: 4, Duration: d, Schedule: events})
+	require.NoError(t, err)
+	require.Len(t, report.Events, 2)
+	require.Len(t, report.Phases, 3)
+	for _, p := range report.Phases {
+		assert.Positive(t, p.Ops, p.Name)
+	}
+	assert.True(t, report.OK(), "lost %v, misreported %v, error %q", report.Verification.Lost, report.Verification.Misreported, report.Verification.Error)
 }

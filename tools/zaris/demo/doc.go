@@ -3,6 +3,10 @@
 // schedule (segment migration, scale-out join, a node kill and its failover, failback, a
 // graceful leave), and reports what the application saw.
 //
+// A tenth of the calls are multi-key: MultiGet and MultiPut of four of a worker's keys,
+// each item checked like a single read or write; the report counts them per phase with
+// their items, items retried and items that got no answer.
+//
 // Each worker goroutine owns its keys, so it knows what every key must hold: the last value
 // the store acknowledged, or a later value whose write ended in an error (that write may or
 // may not have applied). Every answer is checked against that knowledge as it arrives, and
@@ -13,7 +17,8 @@
 // with throughput, latency percentiles, errors by the bound that tripped and the last
 // attempt's outcome, attempts per call, retried attempts by what each saw (a status such as
 // Moved, Migrating, OwnershipChanging, ReplicaWriteRejected or Unavailable, or the kind of
-// failure when no answer came: transport, attempt timeout, node unavailable), and map
+// failure when no answer came: transport, attempt timeout, node unavailable; a multi-key
+// call's sub-requests are not retries, its item retries are counted with it), and map
 // refreshes requested by calls versus map fetches the client performed; and the process's
 // peak resident set size (VmHWM on Linux). Run writes it as report.json and as
 // timeline.html, a page with inline SVG charts per second of ops/s, p99 latency and retried

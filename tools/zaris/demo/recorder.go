@@ -26,8 +26,9 @@ type record struct {
 	latency  time.Duration
 	attempts int
 	refReq   int
-	class    string   // "" for a success or an answer; otherwise why the call failed
-	retries  []string // why each attempt but the last was retried (causeName), nil if none
+	class    string       // "" for a success or an answer; otherwise why the call failed
+	retries  []string     // why each attempt but the last was retried (causeName), nil if none
+	batch    *batchRecord // a multi-key call's items, nil for a single-key call
 }
 
 // phaseAcc sums the calls that started in one phase.
@@ -41,6 +42,7 @@ type phaseAcc struct {
 	attempts  int
 	attMax    int
 	refReq    int
+	batches   BatchReport
 	max       time.Duration
 	lat       *hdrhistogram.Histogram
 }
@@ -112,6 +114,7 @@ func (r *recorder) add(w int, rec record) {
 	p.attempts += rec.attempts
 	p.attMax = max(p.attMax, rec.attempts)
 	p.refReq += rec.refReq
+	p.batches.add(rec.batch)
 	p.max = max(p.max, rec.latency)
 	_ = p.lat.RecordValue(int64(lat))
 	if rec.class != "" {
@@ -202,11 +205,15 @@ func (r *recorder) summarize(end time.Duration, endPerformed uint64) ([]PhaseRep
 		if i+1 < len(r.phases) {
 			stop, stopPerformed = r.phases[i+1].start, r.phases[i+1].performed
 		}
+		// An event that began after the workload ended (a late wake-up on a loaded machine,
+		// before the end's own timer fired) has an empty phase.
+		stop = max(stop, p.start)
 		phases = append(phases, p.report(stop, stopPerformed))
 		total.ops += p.ops
 		total.attempts += p.attempts
 		total.attMax = max(total.attMax, p.attMax)
 		total.refReq += p.refReq
+		total.batches.merge(p.batches)
 		total.max = max(total.max, p.max)
 		total.lat.Merge(p.lat)
 		for k, v := range p.errors {
@@ -242,7 +249,7 @@ func (p *phaseAcc) report(stop time.Duration, stopPerformed uint64) PhaseReport 
 	pr := PhaseReport{
 		Name: p.name, StartSec: p.start.Seconds(), EndSec: stop.Seconds(), Ops: p.ops,
 		Errors: maps.Clone(p.errors), Retries: maps.Clone(p.retries), AttemptsMax: p.attMax,
-		RefreshesRequested: p.refReq, RefreshesPerformed: int(stopPerformed - p.performed),
+		RefreshesRequested: p.refReq, RefreshesPerformed: int(stopPerformed - p.performed), Batches: p.batches,
 		P50Ms: ms(time.Duration(p.lat.ValueAtQuantile(50)) * latencyUnit),
 		P99Ms: ms(time.Duration(p.lat.ValueAtQuantile(99)) * latencyUnit),
 		MaxMs: ms(p.max),

@@ -1,12 +1,19 @@
 package demo
 
 import (
+	"context"
+	"errors"
 	"runtime"
 	"testing"
 	"time"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+
+	"github.com/clustron/zaris-go/gen/zaris"
+	"github.com/clustron/zaris-go/gen/zarisclient"
+	mwt "github.com/clustron/zaris-go/middleware/middlewaretest"
+	zrt "github.com/clustron/zaris-go/runtime"
 )
 
 // fakeRecorder is a recorder whose workload clock is *now.
@@ -17,8 +24,8 @@ func fakeRecorder(workers int, now *time.Duration) *recorder {
 }
 
 // Calls count in the phase and the second in which they started, even when added after the
-// next phase began; a phase and a second report counts, latency percentiles, errors and
-// retried attempts by cause.
+// next phase began; a phase and a second report counts, latency percentiles, errors,
+// retried attempts by cause and multi-key calls.
 func TestRecorderPhasesAndSeconds(t *testing.T) {
 	var now time.Duration
 	r := fakeRecorder(2, &now)
@@ -34,6 +41,10 @@ func TestRecorderPhasesAndSeconds(t *testing.T) {
 		retries: []string{"transport"}})
 	r.add(1, record{start: 1800 * time.Millisecond, latency: 100 * time.Millisecond, attempts: 3, refReq: 2,
 		retries: []string{"Moved", "Unavailable"}, class: "deadline (last: Unavailable)"})
+	r.add(1, record{start: 1900 * time.Millisecond, latency: time.Millisecond, attempts: 2,
+		batch: &batchRecord{items: 4, itemsRetried: 2}})
+	r.add(1, record{start: 1950 * time.Millisecond, latency: time.Millisecond, attempts: 1,
+		batch: &batchRecord{put: true, items: 4, itemErrors: 1}, class: "in doubt"})
 	r.renamePhase("kill n3")
 	r.done(0)
 	r.done(1)
@@ -51,14 +62,19 @@ func TestRecorderPhasesAndSeconds(t *testing.T) {
 	assert.Equal(t, 2, steady.RefreshesPerformed)
 	assert.InDelta(t, 1.5, steady.EndSec, 1e-9)
 
+	assert.Equal(t, BatchReport{}, steady.Batches)
+
 	assert.Equal(t, "kill n3", kill.Name)
-	assert.Equal(t, 1, kill.Ops)
-	assert.Equal(t, 1, kill.ErrorCount)
-	assert.Equal(t, map[string]int{"deadline (last: Unavailable)": 1}, kill.Errors)
+	assert.Equal(t, 3, kill.Ops)
+	assert.Equal(t, 2, kill.ErrorCount)
+	assert.Equal(t, map[string]int{"deadline (last: Unavailable)": 1, "in doubt": 1}, kill.Errors)
 	assert.Equal(t, map[string]int{"Moved": 1, "Unavailable": 1}, kill.Retries)
 	assert.Equal(t, 3, kill.RefreshesPerformed)
+	wantBatches := BatchReport{MultiGets: 1, MultiPuts: 1, Items: 8, ItemsRetried: 2, ItemErrors: 1}
+	assert.Equal(t, wantBatches, kill.Batches)
 
-	assert.Equal(t, 102, total.Ops)
+	assert.Equal(t, 104, total.Ops)
+	assert.Equal(t, wantBatches, total.Batches)
 	assert.Equal(t, map[string]int{"transport": 1, "Moved": 1, "Unavailable": 1}, total.Retries)
 	assert.InDelta(t, 300, total.MaxMs, 0.001)
 	assert.Equal(t, 5, total.RefreshesPerformed)
@@ -67,8 +83,8 @@ func TestRecorderPhasesAndSeconds(t *testing.T) {
 	assert.Equal(t, 100, seconds[0].Ops)
 	assert.InDelta(t, 99, seconds[0].P99Ms, 1) // a second keeps 2 significant digits
 	assert.Equal(t, map[string]int{}, seconds[0].Retries)
-	assert.Equal(t, 2, seconds[1].Ops)
-	assert.Equal(t, 1, seconds[1].Errors)
+	assert.Equal(t, 4, seconds[1].Ops)
+	assert.Equal(t, 2, seconds[1].Errors)
 	assert.Equal(t, map[string]int{"transport": 1, "Moved": 1, "Unavailable": 1}, seconds[1].Retries)
 	assert.InDelta(t, 300, seconds[1].P99Ms, 3)
 }
@@ -124,4 +140,59 @@ func TestRecorderMemoryIsConstantInCalls(t *testing.T) {
 	assert.Equal(t, map[string]int{"Moved": 10 * calls / 100}, totalLarge.Retries)
 	assert.Len(t, secs, seconds)
 	runtime.KeepAlive(small)
+}
+
+// A multi-key call's attempts are its sub-requests: captureCallInfo records its batch and
+// no retried attempts; a single-key call's attempts but the last are its retries.
+func TestCaptureCallInfoBatchSubRequestsAreNotRetries(t *testing.T) {
+	attempts := func(call *zrt.Call, statuses ...zaris.KvStatus) {
+		for _, s := range statuses {
+			a := call.StartAttempt()
+			a.Answered, a.Status = true, s
+		}
+	}
+	run := func(call *zrt.Call) callInfo {
+		var ci callInfo
+		h := captureCallInfo(func(context.Context, *zrt.Call) (zrt.Response, error) { return nil, nil })
+		_, _ = h(context.WithValue(context.Background(), callInfoKey{}, &ci), call)
+		return ci
+	}
+
+	single := zrt.NewCall(zarisclient.OpGet, []byte("k"), nil, false)
+	attempts(single, zaris.KvStatus_Moved, zaris.KvStatus_Ok)
+	ci := run(single)
+	assert.Equal(t, []string{"Moved"}, ci.retries)
+	assert.Nil(t, ci.batch)
+
+	batch := zrt.NewCall(zarisclient.OpMultiGet, nil, nil, false)
+	batch.Batch = &zrt.Batch{Items: mwt.Items(4), Errs: []error{nil, nil, nil, errors.New("no answer")},
+		Stats: zrt.BatchStats{Rounds: 2, SubRequests: 3, ItemsRetried: 2}}
+	attempts(batch, zaris.KvStatus_Ok, zaris.KvStatus_Ok, zaris.KvStatus_Ok)
+	ci = run(batch)
+	assert.Empty(t, ci.retries, "sub-requests are not retries")
+	assert.Equal(t, &batchRecord{items: 4, itemsRetried: 2, itemErrors: 1}, ci.batch)
+}
+
+// An event that began after the workload's end (its timer and the end of the workload were
+// both due on a loaded machine, and the end's timer had not fired yet) has an empty phase that
+// ends where it starts, not before.
+func TestSummarizeEventAfterTheEnd(t *testing.T) {
+	var now time.Duration
+	r := fakeRecorder(1, &now)
+	r.startPhase("steady", 0)
+	for _, at := range []time.Duration{time.Second, 2 * time.Second, 3900 * time.Millisecond} {
+		r.add(0, record{start: at, latency: time.Millisecond, attempts: 1})
+	}
+	now = 4100 * time.Millisecond
+	r.startPhase("leave", 0)
+	r.done(0)
+	phases, total, _ := r.summarize(4*time.Second, 0)
+
+	require.Len(t, phases, 2)
+	assert.Equal(t, 3, phases[0].Ops)
+	assert.Equal(t, 0, phases[1].Ops)
+	assert.InDelta(t, 4.1, phases[1].StartSec, 1e-9)
+	assert.InDelta(t, 4.1, phases[1].EndSec, 1e-9)
+	assert.Zero(t, phases[1].OpsPerS)
+	assert.Equal(t, 3, total.Ops)
 }

@@ -76,7 +76,10 @@ type PhaseReport struct {
 	// Retries counts the attempts that were retried, by what each saw: the answer's status
 	// (Moved, Migrating, OwnershipChanging, ReplicaWriteRejected, Unavailable, ...) or the
 	// kind of failure when no answer came (transport, attempt timeout, node unavailable, ...).
+	// A multi-key call's sub-requests are not retries; its item retries are in Batches.
 	Retries map[string]int `json:"retries"`
+	// Batches sums the multi-key calls among Ops.
+	Batches BatchReport `json:"batches"`
 }
 
 // Second is one second of the timeline.
@@ -120,6 +123,7 @@ func (r *Report) WriteTable(w io.Writer) {
 			p.Name, p.Ops, p.OpsPerS, p.P50Ms, p.P99Ms, p.MaxMs, p.ErrorCount, p.AttemptsAvg, p.AttemptsMax, p.RefreshesRequested, p.RefreshesPerformed)
 	}
 	tw.Flush()
+	r.writeBatches(w)
 
 	fmt.Fprintln(w)
 	if len(r.Total.Retries) == 0 {

@@ -18,8 +18,10 @@ import (
 
 // The workload mix, in percent of operations; the rest are guarded (CAS) puts.
 const (
-	getPercent = 50
-	putPercent = 35
+	getPercent  = 45
+	putPercent  = 30
+	mgetPercent = 5 // MultiGet of batchSize of the worker's keys
+	mputPercent = 5 // MultiPut of batchSize of the worker's keys
 )
 
 // keyState is what a key's only writer knows of it: the last acknowledged value, and the
@@ -53,7 +55,8 @@ type callInfo struct {
 	refReq   int
 	sent     bool // an attempt that may have applied failed without an answer
 	history  []runtime.Attempt
-	retries  []string // why each attempt but the last was retried
+	retries  []string     // why each attempt but the last was retried
+	batch    *batchRecord // set by a multi-key call
 }
 
 type callInfoKey struct{}
@@ -66,7 +69,11 @@ func captureCallInfo(next middleware.Handler) middleware.Handler {
 		if ci, ok := ctx.Value(callInfoKey{}).(*callInfo); ok {
 			ci.attempts = len(call.Attempts)
 			ci.refReq = call.Stats.RefreshesRequested
-			if len(call.Attempts) > 1 {
+			if call.Batch != nil {
+				// A multi-key call's attempts are its sub-requests, not retries; the
+				// batch record counts its item retries.
+				ci.batch = newBatchRecord(call.Batch)
+			} else if len(call.Attempts) > 1 {
 				ci.history = slices.Clone(call.Attempts)
 				for _, a := range call.Attempts[:len(call.Attempts)-1] {
 					ci.retries = append(ci.retries, attemptCause(a))
@@ -123,10 +130,15 @@ func (w *worker) run(ctx context.Context) {
 			err = w.get(cctx, k, &ci)
 		case p < getPercent+putPercent:
 			err = w.put(cctx, k, false, &ci)
+		case p < getPercent+putPercent+mgetPercent:
+			err = w.mget(cctx, &ci)
+		case p < getPercent+putPercent+mgetPercent+mputPercent:
+			err = w.mput(cctx, &ci)
 		default:
 			err = w.put(cctx, k, true, &ci)
 		}
-		r := record{start: began.Sub(w.start), latency: time.Since(began), attempts: ci.attempts, refReq: ci.refReq, retries: ci.retries}
+		r := record{start: began.Sub(w.start), latency: time.Since(began), attempts: ci.attempts, refReq: ci.refReq,
+			retries: ci.retries, batch: ci.batch}
 		if err != nil {
 			r.class = errorClass(err)
 			w.errs.Add(1)
@@ -144,19 +156,24 @@ func (w *worker) get(ctx context.Context, k *keyState, _ *callInfo) error {
 	if err != nil {
 		return err
 	}
-	switch resp.Status {
+	w.checkRead(k, resp.Status, resp.Value, resp.Version)
+	return nil
+}
+
+// checkRead checks a read's answer against what k's writer knows.
+func (w *worker) checkRead(k *keyState, status zaris.KvStatus, value []byte, version int64) {
+	switch status {
 	case zaris.KvStatus_Ok:
-		if !k.consistent(resp.Value, resp.Version) {
-			w.miss("get %s returned %q, but its writer last had %q acknowledged", k.key, resp.Value, k.acked)
+		if !k.consistent(value, version) {
+			w.miss("get %s returned %q, but its writer last had %q acknowledged", k.key, value, k.acked)
 		}
 	case zaris.KvStatus_NotFound:
 		if !k.consistent(nil, 0) {
 			w.miss("get %s answered NotFound, but %q was acknowledged", k.key, k.acked)
 		}
 	default:
-		w.miss("get %s answered %s", k.key, resp.Status)
+		w.miss("get %s answered %s", k.key, status)
 	}
-	return nil
 }
 
 // put writes a fresh value; guarded, it is a compare-and-set on the version the writer knows

@@ -1,5 +1,6 @@
-// A fixture for zarisgen's golden tests: the Zaris IDL with one more operation, Append, added
-// the way a user adds one (request and response structs, annotations, nothing else).
+// A fixture for zarisgen's golden tests: the Zaris IDL with two more operations, Append and
+// MultiAppend, added the way a user adds one (request and response structs, annotations,
+// nothing else).
 // The Zaris key-value contract: the wire types of the ZarisKv service and the cluster map.
 //
 // This file is the single source of the generated code under gen/. After editing it run
@@ -17,6 +18,20 @@
 //
 // Every data operation takes one request struct and returns a response struct whose field 1 is
 // `status: KvStatus` and which carries `mapEpoch: i64`, the answering node's cluster-map epoch.
+//
+// A multi-key operation names a list of item structs in its routing annotation and the list
+// of per-item results in its response:
+//   zaris.routing    = "<list>[].<item field>"      the request's list of items and, in each
+//                                                   item, the field whose bytes pick the segment
+//   zaris.results    = "<list>"                     the response's list of per-item results, one
+//                                                   per item in request order; each result
+//                                                   struct's field 1 is `status: KvStatus`
+//   zaris.guards     = "<list>[].<field>,..."       optional: item fields that make a replay of
+//                                                   that item come back Conflict (rule R9)
+// The generated method splits the items by owner, sends one sub-request per owner, and retries
+// only the items whose status is churn. The response's own status is Ok when the node judged
+// the items one by one, InvalidRequest when the batch itself is malformed (no items, or more
+// than runtime.MaxBatchItems); a batch is not atomic across items.
 
 namespace go zaris
 
@@ -135,6 +150,93 @@ struct IncrementResponse {
   4: required i64 mapEpoch,
 }
 
+/** One key of a MultiGet. */
+struct GetItem {
+  1: required binary key,
+}
+
+/** Reads many keys in one call; each item is answered as a Get would be. */
+struct MultiGetRequest {
+  1: required list<GetItem> items,
+}
+
+/** The outcome of one MultiGet item, as in GetResponse. */
+struct GetOutcome {
+  1: required KvStatus status,
+  /** The value, set when status is Ok. */
+  2: optional binary value,
+  /** The key's version when status is Ok; 0 otherwise. */
+  3: required i64 version,
+}
+
+struct MultiGetResponse {
+  /** Ok when the items were judged one by one; InvalidRequest for a malformed batch. */
+  1: required KvStatus status,
+  /** One result per item, in request order. */
+  2: required list<GetOutcome> results,
+  /** The answering node's cluster-map epoch (rule B1). */
+  3: required i64 mapEpoch,
+}
+
+/** One write of a MultiPut, with the guards of PutRequest. */
+struct PutItem {
+  1: required binary key,
+  2: required binary value,
+  /** Apply only if the key's current version equals this one; otherwise Conflict. */
+  3: optional i64 ifMatchVersion,
+  /** When true, apply only if the key does not exist; otherwise Conflict. */
+  4: optional bool ifAbsent,
+}
+
+/** Writes many keys in one call; each item is applied as a Put would be, not atomically. */
+struct MultiPutRequest {
+  1: required list<PutItem> items,
+}
+
+/** The outcome of one MultiPut item, as in PutResponse. */
+struct PutOutcome {
+  1: required KvStatus status,
+  /** The key's version after the write (Ok) or its current version (Conflict). */
+  2: required i64 version,
+}
+
+struct MultiPutResponse {
+  /** Ok when the items were judged one by one; InvalidRequest for a malformed batch. */
+  1: required KvStatus status,
+  /** One result per item, in request order. */
+  2: required list<PutOutcome> results,
+  /** The answering node's cluster-map epoch (rule B1). */
+  3: required i64 mapEpoch,
+}
+
+/** One delete of a MultiDelete, with the guard of DeleteRequest. */
+struct DeleteItem {
+  1: required binary key,
+  /** Delete only if the key's current version equals this one; otherwise Conflict. */
+  2: optional i64 ifMatchVersion,
+}
+
+/** Deletes many keys in one call; each item is applied as a Delete would be, not atomically. */
+struct MultiDeleteRequest {
+  1: required list<DeleteItem> items,
+}
+
+/** The outcome of one MultiDelete item, as in DeleteResponse. */
+struct DeleteOutcome {
+  1: required KvStatus status,
+  /** The version the key had when it was deleted (Ok) or its current version (Conflict). */
+  2: required i64 version,
+}
+
+struct MultiDeleteResponse {
+  /** Ok when the items were judged one by one; InvalidRequest for a malformed batch. */
+  1: required KvStatus status,
+  /** One result per item, in request order. */
+  2: required list<DeleteOutcome> results,
+  /** The answering node's cluster-map epoch (rule B1). */
+  3: required i64 mapEpoch,
+}
+
 /** Appends suffix to the key's value. */
 struct AppendRequest {
   1: required binary key,
@@ -144,6 +246,29 @@ struct AppendRequest {
 struct AppendResponse {
   1: required KvStatus status,
   2: required i64 version,
+  3: required i64 mapEpoch,
+}
+
+/** One append of a MultiAppend. */
+struct AppendItem {
+  1: required string key,
+  2: required binary suffix,
+  3: optional i64 ifMatchVersion,
+}
+
+struct MultiAppendRequest {
+  1: required list<AppendItem> items,
+  2: optional string traceTag,
+}
+
+struct AppendOutcome {
+  1: required KvStatus status,
+  2: required i64 version,
+}
+
+struct MultiAppendResponse {
+  1: required KvStatus status,
+  2: required list<AppendOutcome> outcomes,
   3: required i64 mapEpoch,
 }
 
@@ -198,9 +323,29 @@ service ZarisKv {
   IncrementResponse Increment(1: IncrementRequest req)
     (zaris.kind = "write", zaris.idempotent = "false", zaris.routing = "key")
 
+  /** Reads many keys; each item is answered as a Get. */
+  MultiGetResponse MultiGet(1: MultiGetRequest req)
+    (zaris.kind = "read", zaris.idempotent = "true", zaris.routing = "items[].key",
+     zaris.results = "results")
+
+  /** Writes many keys, each optionally guarded by ifMatchVersion or ifAbsent; not atomic. */
+  MultiPutResponse MultiPut(1: MultiPutRequest req)
+    (zaris.kind = "write", zaris.idempotent = "true", zaris.routing = "items[].key",
+     zaris.results = "results", zaris.guards = "items[].ifMatchVersion,items[].ifAbsent")
+
+  /** Deletes many keys, each optionally guarded by ifMatchVersion; not atomic. */
+  MultiDeleteResponse MultiDelete(1: MultiDeleteRequest req)
+    (zaris.kind = "write", zaris.idempotent = "true", zaris.routing = "items[].key",
+     zaris.results = "results", zaris.guards = "items[].ifMatchVersion")
+
   /** Appends to a key's value. Not idempotent. */
   AppendResponse Append(1: AppendRequest req)
     (zaris.kind = "write", zaris.idempotent = "false", zaris.routing = "key")
+
+  /** Appends to many keys. Not idempotent. */
+  MultiAppendResponse MultiAppend(1: MultiAppendRequest req)
+    (zaris.kind = "write", zaris.idempotent = "false", zaris.routing = "items[].key",
+     zaris.results = "outcomes", zaris.guards = "items[].ifMatchVersion")
 
   /** Returns the answering node's current cluster map. */
   ClusterMap GetClusterMap()

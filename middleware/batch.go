@@ -1,0 +1,383 @@
+package middleware
+
+import (
+	"context"
+	"errors"
+	"slices"
+	"sync"
+	"time"
+
+	"github.com/clustron/zaris-go/gen/zaris"
+	"github.com/clustron/zaris-go/runtime"
+)
+
+// BatchRouter routes a key under the client's current cluster map. runtime.Refresher is one.
+type BatchRouter interface {
+	// Route returns the key's owner under the current map, or an error when its segment
+	// has none.
+	Route(key []byte) (runtime.Route, error)
+}
+
+// BatchParallelism is the most sub-requests of one multi-key call in flight at once.
+const BatchParallelism = 8
+
+// Batches returns the call-level middleware that runs multi-key calls (call.Batch set);
+// every other call goes straight to next. It sits between Deadline and Retry, so call-level
+// middleware sees a batch once, and the layers below Retry see each sub-request as one
+// attempt of its own call.
+//
+// A batch runs in rounds. Each round splits the pending items by owner under the current
+// map (router; without one, all items go in one sub-request), sends one sub-request per
+// owner through next with at most one attempt, addressed to that owner (call.Target)
+// whatever the map says by the time it is sent, at most BatchParallelism at a time, and
+// judges each item by its own status (an item without a key is answered InvalidRequest
+// by RunBatch and never sent), as StatusClassOf does for a single key: an answer
+// (Ok, NotFound, Conflict, InvalidRequest) is final and never resent; churn leaves the item
+// pending. A sub-request that got no reply leaves its items pending, except that an item of
+// a non-idempotent operation that is not guarded is in doubt and never replayed (rule B2);
+// items never sent are always pending.
+//
+// Between rounds the single-key rules apply to the pending items only: the attempt cap and
+// the call's deadline (R4), one backoff, the longest any pending item needs (R5, with the
+// Migrating factor), and one shared map refresh when any pending item met a status or
+// failure that calls for one (R2, R3, B1), before the items are split again by the
+// refreshed map. With a retry budget (rule B3) the batch call deposits once, and each
+// sub-request after the first round takes a token; without one its items end with
+// runtime.BoundBudget. An item out of attempts, time or budget gets its own
+// *runtime.CallError with its attempts.
+//
+// call.Batch.Errs holds each item's error and call.Batch.Attempts each item's attempts;
+// call.Attempts gets one entry per sub-request. The call's error is a *runtime.BatchError
+// only when no item got an answer.
+func Batches(p runtime.RetryPolicy, clock runtime.Clock, r MapRefresher, router BatchRouter, budget runtime.RetryBudget) Middleware {
+	if clock == nil {
+		clock = runtime.SystemClock
+	}
+	return func(next Handler) Handler {
+		return func(ctx context.Context, call *runtime.Call) (runtime.Response, error) {
+			if call.Batch == nil {
+				return next(ctx, call)
+			}
+			e := &batchRun{p: p, clock: clock, r: r, router: router, budget: budget, next: next, call: call}
+			return e.run(ctx)
+		}
+	}
+}
+
+// batchRun is one multi-key call on its way through the batch layer.
+type batchRun struct {
+	p      runtime.RetryPolicy
+	clock  runtime.Clock
+	r      MapRefresher
+	router BatchRouter
+	budget runtime.RetryBudget // nil: no retry budget
+	next   Handler
+	call   *runtime.Call
+
+	hist  [][]runtime.Attempt // per item, its attempts
+	errs  []error
+	epoch int64 // the newest answer epoch seen
+}
+
+// group is the items of one sub-request.
+type group struct {
+	route *runtime.Route // the owner the items were split for; nil without a router
+	idx   []int
+	// routeErr is set for items whose segment has no owner: they are not sent.
+	routeErr error
+}
+
+// subOutcome is how one sub-request ended.
+type subOutcome struct {
+	sub  *subCall
+	resp runtime.Response
+	err  error
+	// statuses are the items' statuses of an answered sub-request, or recordErr why its
+	// reply could not be read.
+	statuses  []zaris.KvStatus
+	recordErr error
+}
+
+// subCall is a sub-request's call; nil for a group that was not sent.
+type subCall struct{ *runtime.Call }
+
+func (s *subCall) lastAttempt() *runtime.Attempt {
+	if s == nil {
+		return nil
+	}
+	return s.Last()
+}
+
+func (e *batchRun) run(ctx context.Context) (runtime.Response, error) {
+	items := e.call.Batch.Items
+	n := items.Len()
+	e.hist = make([][]runtime.Attempt, n)
+	first := make([]runtime.Attempt, n) // the first round's attempts, one allocation
+	for i := range e.hist {
+		e.hist[i] = first[i : i : i+1]
+	}
+	e.errs = make([]error, n)
+	e.call.Batch.Errs = e.errs
+	e.call.Batch.Attempts = e.hist
+	e.call.Batch.Ran = true
+	stats := &e.call.Batch.Stats
+	start := e.clock.Now()
+	limit := MaxAttempts(e.p, e.call)
+	answered := 0
+	if e.budget != nil {
+		e.budget.Deposit()
+	}
+
+	var pending []int
+	for i := range n {
+		if items.Invalid(i) {
+			answered++ // RunBatch answered it InvalidRequest
+			continue
+		}
+		pending = append(pending, i)
+	}
+	for round := 1; len(pending) > 0; round++ {
+		stats.Rounds = round
+		groups := e.split(pending)
+		outs := e.send(ctx, groups, round > 1)
+		var again []int
+		for gi, g := range groups {
+			o := &outs[gi]
+			if sa := o.sub.lastAttempt(); sa != nil && sa.Answered && o.resp != nil {
+				o.statuses, o.recordErr = items.Record(o.resp, g.idx)
+			}
+			for j, i := range g.idx {
+				class, final := e.judge(g, o, j, i)
+				switch {
+				case final == nil && class == runtime.Answer:
+					answered++
+				case final != nil:
+					stop := &StopError{Bound: runtime.BoundNone}
+					if se, ok := errors.AsType[*StopError](final); ok {
+						stop, final = se, nil // ended before it was sent: the last attempt's cause
+					}
+					e.errs[i] = endCall(e.itemCall(i), e.clock, start, limit, stop, final)
+				default:
+					again = append(again, i)
+				}
+			}
+		}
+		if len(again) == 0 {
+			break
+		}
+		slices.Sort(again)
+		pending = again
+		if stop := e.between(ctx, round, limit, pending); stop != nil {
+			for _, i := range pending {
+				e.errs[i] = endCall(e.itemCall(i), e.clock, start, limit, stop, nil)
+			}
+			break
+		}
+		stats.ItemsRetried += len(pending)
+	}
+	resp := items.Response(e.epoch)
+	if answered == 0 {
+		return resp, &runtime.BatchError{Op: opName(e.call), Errs: e.errs}
+	}
+	return resp, nil
+}
+
+// itemCall is a call holding item i's attempts, for building its terminal error.
+func (e *batchRun) itemCall(i int) *runtime.Call {
+	return &runtime.Call{Op: e.call.Op, Attempts: e.hist[i]}
+}
+
+// split groups the items idx by owner under the current map, in order of first appearance.
+func (e *batchRun) split(idx []int) []group {
+	items := e.call.Batch.Items
+	var groups []group
+	for _, i := range idx {
+		var rt runtime.Route
+		if e.router != nil {
+			var err error
+			if rt, err = e.router.Route(items.Key(i)); err != nil {
+				groups = append(groups, group{idx: []int{i}, routeErr: err})
+				continue
+			}
+		}
+		gi := slices.IndexFunc(groups, func(g group) bool {
+			return g.routeErr == nil && (g.route == nil || (g.route.Node == rt.Node && g.route.Addr == rt.Addr))
+		})
+		if gi < 0 {
+			gi = len(groups)
+			g := group{idx: make([]int, 0, len(idx))}
+			if e.router != nil {
+				g.route = &rt
+			}
+			groups = append(groups, g)
+		}
+		groups[gi].idx = append(groups[gi].idx, i)
+	}
+	return groups
+}
+
+// send runs one sub-request per group through next, at most BatchParallelism at a time, and
+// records each one's attempt on the batch call. On a retry round each sub-request first
+// takes a token from the retry budget, if there is one; a group refused one is not sent.
+func (e *batchRun) send(ctx context.Context, groups []group, retry bool) []subOutcome {
+	items := e.call.Batch.Items
+	outs := make([]subOutcome, len(groups))
+	one := func(gi int) {
+		g := groups[gi]
+		if g.routeErr != nil {
+			return
+		}
+		if retry && e.budget != nil && !e.budget.Withdraw() {
+			outs[gi] = subOutcome{sub: nil, err: &StopError{Bound: runtime.BoundBudget, Err: runtime.ErrRetryBudgetExhausted}}
+			return
+		}
+		guarded := true
+		for _, i := range g.idx {
+			guarded = guarded && items.Guarded(i)
+		}
+		sub := runtime.NewCall(e.call.Op, items.Key(g.idx[0]), items.SubRequest(g.idx), guarded, runtime.WithMaxAttempts(1))
+		sub.Deadline = e.call.Deadline
+		sub.Parent = e.call
+		sub.Target = g.route
+		resp, err := e.next(ctx, sub)
+		outs[gi] = subOutcome{sub: &subCall{sub}, resp: resp, err: err}
+	}
+	var wg sync.WaitGroup
+	sem := make(chan struct{}, BatchParallelism)
+	for gi := range groups {
+		if gi == len(groups)-1 {
+			one(gi) // the last in the caller's goroutine
+			break
+		}
+		sem <- struct{}{}
+		wg.Add(1)
+		go func() {
+			defer func() { <-sem; wg.Done() }()
+			one(gi)
+		}()
+	}
+	wg.Wait()
+	for gi, o := range outs {
+		if groups[gi].routeErr != nil || o.sub == nil {
+			continue // not sent
+		}
+		e.call.Batch.Stats.SubRequests++
+		if a := o.sub.Last(); a != nil {
+			rec := *a
+			rec.N = len(e.call.Attempts) + 1
+			e.call.Attempts = append(e.call.Attempts, rec)
+			if a.Answered {
+				e.epoch = max(e.epoch, a.AnswerEpoch)
+			}
+		}
+		e.call.Stats.RefreshesRequested += o.sub.Stats.RefreshesRequested
+		e.call.Stats.RefreshesPerformed += o.sub.Stats.RefreshesPerformed
+	}
+	return outs
+}
+
+// judge records item i's attempt (the j-th item of group g, whose sub-request ended as o)
+// in its history, unless none was made (the sub-request was stopped before it was sent),
+// and returns the attempt's class and, when the item ends here without an answer, its
+// final cause.
+func (e *batchRun) judge(g group, o *subOutcome, j, i int) (runtime.Class, error) {
+	var a runtime.Attempt
+	if g.routeErr != nil {
+		a = runtime.Attempt{Node: runtime.NoNode, Err: g.routeErr, Class: runtime.RefreshRetry}
+		if rt, ok := errors.AsType[*runtime.PartitionError](g.routeErr); ok {
+			a.MapEpoch = rt.Epoch
+		}
+		return e.record(i, &a), nil
+	}
+	sa := o.sub.lastAttempt()
+	if sa == nil {
+		err := o.err
+		if err == nil {
+			err = errNoOutcome
+		}
+		return runtime.Fatal, err
+	}
+	a = *sa
+	if a.Answered && o.resp != nil {
+		if o.recordErr != nil {
+			a.Class, a.Err = runtime.Fatal, o.recordErr
+			return e.record(i, &a), o.recordErr
+		}
+		a.Status, a.Class, a.Err = o.statuses[j], StatusClassOf(o.statuses[j]), nil
+		if a.Class == runtime.Fatal {
+			a.Err = &runtime.StatusError{Status: a.Status}
+			return e.record(i, &a), a.Err
+		}
+		return e.record(i, &a), nil
+	}
+	if errors.Is(a.Err, runtime.ErrInDoubt) && e.call.Batch.Items.Guarded(i) {
+		// The sub-request is in doubt as a whole, but a replay of this item comes back
+		// Conflict (R9): retry it like any failure that calls for a refresh.
+		a.Class = runtime.RefreshRetry
+	}
+	if a.Class == runtime.Retry || a.Class == runtime.RefreshRetry {
+		return e.record(i, &a), nil
+	}
+	err := a.Err
+	if err == nil {
+		err = o.err
+	}
+	return e.record(i, &a), err
+}
+
+// record appends a to item i's attempts, numbered, and returns its class.
+func (e *batchRun) record(i int, a *runtime.Attempt) runtime.Class {
+	a.N = len(e.hist[i]) + 1
+	e.hist[i] = append(e.hist[i], *a)
+	return a.Class
+}
+
+// between applies the single-key rules between rounds to the pending items: the bounds,
+// one backoff, one shared refresh. It returns why the call stops, or nil to go on.
+func (e *batchRun) between(ctx context.Context, round, limit int, pending []int) *StopError {
+	if err := ctx.Err(); err != nil {
+		return stopForContext(ctx, err)
+	}
+	if round >= limit {
+		return &StopError{Bound: runtime.BoundAttempts}
+	}
+	deadline := e.call.Deadline
+	if !beforeDeadline(e.clock, deadline) {
+		return &StopError{Bound: runtime.BoundDeadline}
+	}
+	now := e.clock.Now()
+	var refresh bool
+	var d time.Duration
+	var evidence int64
+	for _, i := range pending {
+		last := &e.hist[i][len(e.hist[i])-1]
+		d = max(d, Delay(e.p, round, last, now, deadline))
+		if last.Class == runtime.RefreshRetry {
+			refresh = true
+			if last.Answered {
+				evidence = max(evidence, last.AnswerEpoch)
+			}
+		}
+	}
+	if d > 0 {
+		err := e.clock.Sleep(ctx, d)
+		e.call.Stats.Backoff += e.clock.Now().Sub(now)
+		if err != nil {
+			return stopForContext(ctx, err)
+		}
+	}
+	if !beforeDeadline(e.clock, deadline) {
+		return &StopError{Bound: runtime.BoundDeadline}
+	}
+	if refresh && e.r != nil {
+		res := refreshBefore(ctx, e.clock, deadline, e.r, evidence)
+		e.call.Stats.RefreshesRequested++
+		if res.Performed {
+			e.call.Stats.RefreshesPerformed++
+		}
+		if err := ctx.Err(); err != nil {
+			return stopForContext(ctx, err)
+		}
+	}
+	return nil
+}

@@ -1,0 +1,699 @@
+package runtime
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"maps"
+	"net"
+	"slices"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/apache/thrift/lib/go/thrift"
+
+	"github.com/clustron/zaris-go/gen/zaris"
+)
+
+// pipelines is the pipelined connection mode of an Engine (Config.Pipeline.Enabled): a
+// pipeGroup of a few shared connections per node, and the pool of per-call state.
+type pipelines struct {
+	conns      int
+	timeout    time.Duration // the attempt timeout, also the longest a write may stall
+	soloPooled bool          // a call alone in flight to its node takes a pooled connection; tests turn it off
+	dialSocket func(ctx context.Context, addr string) (net.Conn, error)
+	protocol   Protocol
+	transport  Transport
+	tcfg       *thrift.TConfiguration
+
+	calls sync.Pool // of *pcall, each with its own encoder
+
+	groups atomic.Pointer[map[string]*pipeGroup] // by node address; replaced copy-on-write under mu
+
+	mu      sync.Mutex   // serialises group creation, retirement and close
+	retired []*pipeGroup // groups of nodes that left the map, closing as their calls end
+	closed  bool
+}
+
+func newPipelines(cfg Config) *pipelines {
+	ps := &pipelines{
+		conns:      cfg.Pipeline.Conns,
+		timeout:    cfg.AttemptTimeout,
+		soloPooled: true,
+		dialSocket: socketDialer(cfg),
+		protocol:   cfg.Protocol,
+		transport:  cfg.Transport,
+		tcfg:       thriftConfig(cfg),
+	}
+	ps.groups.Store(&map[string]*pipeGroup{})
+	return ps
+}
+
+// invokePipelined is Invoke's attempt over a pipelined connection to the route's node: it
+// queues the encoded request, waits for the reply (or the end of the attempt) and records
+// the facts on a, as invoke does for a pooled connection. A request still queued when the
+// attempt ends was never sent (a.Sent false).
+//
+// A call that finds no other call to its node in flight in this mode gains nothing from
+// sharing a connection, so it takes a pooled connection instead and skips the hand-offs
+// between goroutines a pipelined call costs.
+func (c *Engine) invokePipelined(ctx context.Context, call *Call, a *Attempt, r Route, deadline time.Time, callBound bool) (Response, error) {
+	ps := c.pipes
+	g, err := ps.group(r.Addr, c.router.Table())
+	if err != nil {
+		return nil, c.noConnError(ctx, call, r, err)
+	}
+	defer g.active.Add(-1)
+	if g.active.Add(1) == 1 && ps.soloPooled {
+		return c.invokePooled(ctx, call, a, r, deadline, callBound)
+	}
+	conn, err := g.get(ctx, deadline)
+	if err != nil {
+		return nil, c.noConnError(ctx, call, r, err)
+	}
+	p := ps.getCall()
+	p.conn, p.deadline, p.callBound = conn, deadline, callBound
+	resp, err := call.Op.Invoke(ctx, &p.kv, call.Request)
+	a.Sent = p.wasSent
+	if err == nil && resp == nil {
+		err = ErrNoResponse
+	}
+	o := outcome{err: err, attemptTimeout: p.timedOut}
+	ps.putCall(p)
+	if err == nil {
+		a.Answered, a.Status, a.AnswerEpoch = true, resp.GetStatus(), resp.GetMapEpoch()
+		return resp, nil
+	}
+	return nil, c.callError(ctx, call, r, o)
+}
+
+// group returns the group of the node at addr, making it on first use; a node not in
+// table (it left the map) has none: errPoolClosed, nothing sent.
+func (ps *pipelines) group(addr string, table *RoutingTable) (*pipeGroup, error) {
+	if g := (*ps.groups.Load())[addr]; g != nil {
+		return g, nil
+	}
+	ps.mu.Lock()
+	defer ps.mu.Unlock()
+	m := *ps.groups.Load()
+	if g := m[addr]; g != nil {
+		return g, nil
+	}
+	if ps.closed || table == nil || !table.HasAddr(addr) {
+		return nil, errPoolClosed
+	}
+	g := &pipeGroup{ps: ps, addr: addr, slots: make([]pipeSlot, ps.conns)}
+	nm := maps.Clone(m)
+	nm[addr] = g
+	ps.groups.Store(&nm)
+	return g, nil
+}
+
+// retire closes the groups of nodes not in the newly installed map cur: each connection
+// once its calls in flight have ended.
+func (ps *pipelines) retire(cur *RoutingTable) {
+	ps.mu.Lock()
+	defer ps.mu.Unlock()
+	retireAbsent(&ps.groups, cur, func(g *pipeGroup) {
+		g.close(false)
+		ps.retired = append(ps.retired, g)
+	})
+	ps.retired = slices.DeleteFunc(ps.retired, (*pipeGroup).gone)
+}
+
+// close closes every connection, failing the calls in flight on them, and waits for the
+// connections' goroutines.
+func (ps *pipelines) close() {
+	ps.mu.Lock()
+	ps.closed = true
+	m := *ps.groups.Load()
+	ps.groups.Store(&map[string]*pipeGroup{})
+	retired := ps.retired
+	ps.retired = nil
+	ps.mu.Unlock()
+	for _, g := range m {
+		g.close(true)
+	}
+	for _, g := range retired {
+		g.close(true)
+	}
+}
+
+// pipeGroup is the pipelined connections of one node.
+type pipeGroup struct {
+	ps     *pipelines
+	addr   string
+	slots  []pipeSlot
+	closed atomic.Bool
+	active atomic.Int32 // calls to the node in this mode, pooled or pipelined
+}
+
+// pipeSlot holds one connection of a group; mu is held while a connection is dialed into it.
+type pipeSlot struct {
+	mu   sync.Mutex
+	conn atomic.Pointer[pipeConn]
+}
+
+// get picks the open connection with the fewest calls queued or in flight; it dials a new
+// one into a free slot when every open one is busy (or none is open), and goes on the
+// least busy open one if that dial fails.
+func (g *pipeGroup) get(ctx context.Context, deadline time.Time) (*pipeConn, error) {
+	for {
+		if g.closed.Load() {
+			return nil, errPoolClosed
+		}
+		var best *pipeConn
+		full := true
+		for i := range g.slots {
+			c := g.slots[i].conn.Load()
+			if c == nil || c.failed.Load() {
+				full = false
+				continue
+			}
+			if best == nil || c.pending.Load() < best.pending.Load() {
+				best = c
+			}
+		}
+		if best != nil && (full || best.pending.Load() == 0) {
+			return best, nil
+		}
+		for i := range g.slots {
+			s := &g.slots[i]
+			if c := s.conn.Load(); c != nil && !c.failed.Load() {
+				continue
+			}
+			if s.mu.TryLock() {
+				c, err := g.dialInto(ctx, s, deadline)
+				s.mu.Unlock()
+				if err != nil && best != nil && ctx.Err() == nil && !g.closed.Load() {
+					return best, nil // busy but open beats none
+				}
+				return c, err
+			}
+		}
+		if best != nil {
+			return best, nil
+		}
+		// Every free slot is being dialed by another caller: wait for one, then look again.
+		for i := range g.slots {
+			if c := g.slots[i].conn.Load(); c == nil || c.failed.Load() {
+				g.slots[i].mu.Lock()
+				//lint:ignore SA2001 the lock is held for the length of a dial: this waits for it
+				g.slots[i].mu.Unlock()
+				break
+			}
+		}
+		if err := ctx.Err(); err != nil {
+			return nil, err
+		}
+		if !time.Now().Before(deadline) {
+			return nil, errNoConnInTime
+		}
+	}
+}
+
+// dialInto opens a connection in slot s, whose mu the caller holds, unless another caller
+// did meanwhile.
+func (g *pipeGroup) dialInto(ctx context.Context, s *pipeSlot, deadline time.Time) (*pipeConn, error) {
+	if c := s.conn.Load(); c != nil && !c.failed.Load() {
+		return c, nil
+	}
+	dctx, cancel := context.WithDeadline(ctx, deadline)
+	defer cancel()
+	raw, err := g.ps.dialSocket(dctx, g.addr)
+	if err != nil {
+		if dctx.Err() != nil && ctx.Err() == nil {
+			err = errNoConnInTime
+		}
+		return nil, err
+	}
+	c, err := newPipeConn(raw, g.ps)
+	if err != nil {
+		raw.Close()
+		return nil, err
+	}
+	s.conn.Store(c)
+	if g.closed.Load() {
+		// close ran while this dial was in flight and may have missed the slot.
+		c.fail(errConnClosed)
+		return nil, errPoolClosed
+	}
+	return c, nil
+}
+
+// close stops the group: new calls get errPoolClosed; with force every connection fails
+// now (and close waits for its goroutines), else each closes when its last call ends.
+func (g *pipeGroup) close(force bool) {
+	g.closed.Store(true)
+	for i := range g.slots {
+		c := g.slots[i].conn.Load()
+		if c == nil {
+			continue
+		}
+		if force {
+			c.fail(errConnClosed)
+			c.wg.Wait()
+		} else {
+			c.closeIdle()
+		}
+	}
+}
+
+// gone reports whether every connection of a closed group has closed.
+func (g *pipeGroup) gone() bool {
+	for i := range g.slots {
+		if c := g.slots[i].conn.Load(); c != nil && !c.failed.Load() {
+			return false
+		}
+	}
+	return true
+}
+
+// The states of a pcall. A pcall moves queued -> written -> reading -> done as its request
+// is written and its reply read, or -> reading -> done when its connection fails, or
+// queued -> expired when a flush finds its deadline passed; the caller that leaves early
+// swaps in abandoned, after which nothing but the connection touches it and it is never
+// reused.
+const (
+	stQueued int32 = iota
+	stWritten
+	stReading // a reply or a failure is being delivered
+	stDone
+	stAbandoned
+	stExpired // its deadline passed while it was queued: dropped unwritten
+)
+
+// Errors of pipelined connections. Those of a failed connection are Thrift transport or
+// protocol exceptions, so Invoke reports them as ErrTransport.
+var (
+	errConnClosed = thrift.NewTTransportException(thrift.NOT_OPEN, "zaris: pipelined connection closed")
+	errNoReply    = thrift.NewTTransportException(thrift.TIMED_OUT, "zaris: pipelined connection sent no reply within an attempt timeout")
+)
+
+// pcall is one request on a pipelined connection. It is the thrift.TClient of its own
+// generated client, kv, so the operation's generated code encodes the request (on pcall's
+// own protocol, into its own buffer) and decodes the reply into its result struct, while
+// the connection writes and reads the bytes.
+type pcall struct {
+	kv  zaris.ZarisKvClient
+	enc *thrift.TMemoryBuffer
+	out thrift.TProtocol
+
+	conn      *pipeConn
+	deadline  time.Time
+	callBound bool
+	timer     *time.Timer
+
+	state  atomic.Int32
+	method string
+	seq    int32
+	result thrift.TStruct
+	mark   uint64        // the connection's reply count when the request was written
+	done   chan struct{} // receives once the reply or the failure is delivered
+
+	// Set by whoever moved state to stReading, read by the caller after done.
+	err  error
+	sent bool
+
+	// Set by the caller.
+	wasSent   bool // what the caller knows of sent: the request may have reached the node
+	timedOut  bool // the attempt timeout fired while the caller's context was live
+	abandoned bool // the caller left early: the connection may still hold this pcall
+}
+
+func (ps *pipelines) getCall() *pcall {
+	if p, ok := ps.calls.Get().(*pcall); ok {
+		return p
+	}
+	p := &pcall{enc: thrift.NewTMemoryBufferLen(256), done: make(chan struct{}, 1)}
+	var err error
+	if p.out, err = stackProtocol(p.enc, ps.protocol, ps.transport, ps.tcfg); err != nil {
+		panic(err) // the Config was validated
+	}
+	p.kv = *zaris.NewZarisKvClient(p)
+	p.timer = time.NewTimer(time.Hour)
+	p.timer.Stop()
+	return p
+}
+
+// putCall makes p reusable unless its caller left it with the connection.
+func (ps *pipelines) putCall(p *pcall) {
+	if p.abandoned {
+		return
+	}
+	p.conn, p.result, p.err, p.sent, p.wasSent, p.timedOut = nil, nil, nil, false, false, false
+	ps.calls.Put(p)
+}
+
+// Call queues the request and waits for its reply, the end of the caller's context or the
+// attempt's deadline, whichever comes first. It implements thrift.TClient for the
+// generated client kv.
+func (p *pcall) Call(ctx context.Context, method string, args, result thrift.TStruct) (thrift.ResponseMeta, error) {
+	var meta thrift.ResponseMeta
+	c := p.conn
+	p.method, p.result, p.seq = method, result, c.seq.Add(1)
+	p.enc.Reset()
+	if err := p.encode(ctx, args); err != nil {
+		return meta, err
+	}
+	if err := ctx.Err(); err != nil {
+		return meta, err // the caller left while it waited for the connection: send nothing
+	}
+	p.state.Store(stQueued)
+	if err := c.enqueue(p); err != nil {
+		return meta, err
+	}
+	p.timer.Reset(time.Until(p.deadline))
+	select {
+	case <-p.done:
+		p.timer.Stop()
+		p.wasSent = p.sent
+		return meta, p.err
+	case <-ctx.Done():
+	case <-p.timer.C:
+		p.timedOut = ctx.Err() == nil && !p.callBound
+	}
+	p.timer.Stop()
+	switch p.state.Swap(stAbandoned) {
+	case stDone:
+		// The reply won the race: take it.
+		p.state.Store(stDone)
+		<-p.done
+		p.timedOut, p.wasSent = false, p.sent
+		return meta, p.err
+	case stQueued:
+		p.wasSent = false // the writer skips it: nothing goes on the wire
+	case stExpired:
+		p.wasSent = false // the writer dropped it: nothing went on the wire
+	default:
+		p.wasSent = true
+		if p.timedOut && c.replies.Load() == p.mark {
+			// No reply at all came on this connection for the whole attempt.
+			c.fail(errNoReply)
+		}
+	}
+	p.abandoned = true
+	if err := ctx.Err(); err != nil {
+		return meta, err
+	}
+	return meta, context.DeadlineExceeded // the attempt timeout or the call's deadline
+}
+
+// encode writes the request message to p.enc through p's own protocol.
+func (p *pcall) encode(ctx context.Context, args thrift.TStruct) error {
+	if err := p.out.WriteMessageBegin(ctx, p.method, thrift.CALL, p.seq); err != nil {
+		return err
+	}
+	if err := args.Write(ctx, p.out); err != nil {
+		return err
+	}
+	if err := p.out.WriteMessageEnd(ctx); err != nil {
+		return err
+	}
+	return p.out.Flush(ctx)
+}
+
+// deliver hands p its outcome; the caller of deliver moved p to stReading.
+func (p *pcall) deliver(err error, sent bool) {
+	p.err, p.sent = err, sent
+	p.state.Store(stDone)
+	p.done <- struct{}{}
+}
+
+// pipeConn is one pipelined connection. Callers queue encoded requests; whoever flushes
+// (the first caller to find the writer free, else the writer goroutine) takes everything
+// queued and writes it in one write; the reader goroutine reads replies in order and
+// delivers each to the oldest request written, after checking its seqid and method.
+type pipeConn struct {
+	raw net.Conn
+	in  thrift.TProtocol // read by the reader goroutine only
+
+	seq     atomic.Int32
+	pending atomic.Int32  // requests queued or in flight, to pick the least busy connection
+	replies atomic.Uint64 // replies read
+	failed  atomic.Bool
+	closing atomic.Bool // close when pending reaches zero
+
+	mu       sync.Mutex // protects queue, inflight, head and err
+	queue    []*pcall   // encoded, not yet taken by a flush
+	inflight []*pcall   // written, in order, from head on
+	head     int
+	err      error // why the connection failed
+	stop     chan struct{}
+
+	writeTimeout time.Duration // the longest one write may stall
+
+	writeMu sync.Mutex // held by whoever flushes; protects wbuf, spare and batch
+	wbuf    []byte
+	spare   []*pcall
+	batch   []*pcall
+	kick    chan struct{} // wakes the writer goroutine
+
+	wg sync.WaitGroup // the reader and writer goroutines
+}
+
+func newPipeConn(raw net.Conn, ps *pipelines) (*pipeConn, error) {
+	in, err := stackProtocol(newSockTransport(raw), ps.protocol, ps.transport, ps.tcfg)
+	if err != nil {
+		return nil, err
+	}
+	c := &pipeConn{raw: raw, in: in, writeTimeout: ps.timeout, stop: make(chan struct{}), kick: make(chan struct{}, 1)}
+	c.wg.Add(2)
+	go c.readLoop()
+	go c.writeLoop()
+	return c, nil
+}
+
+// enqueue queues p and makes sure a flush will take it: this caller flushes if no one else
+// is, else the writer goroutine is woken.
+func (c *pipeConn) enqueue(p *pcall) error {
+	c.mu.Lock()
+	if c.err != nil {
+		err := c.err
+		c.mu.Unlock()
+		return err
+	}
+	c.queue = append(c.queue, p)
+	c.pending.Add(1)
+	c.mu.Unlock()
+	if c.writeMu.TryLock() {
+		c.flush()
+		c.writeMu.Unlock()
+		return nil
+	}
+	select {
+	case c.kick <- struct{}{}:
+	default:
+	}
+	return nil
+}
+
+func (c *pipeConn) writeLoop() {
+	defer c.wg.Done()
+	for {
+		select {
+		case <-c.kick:
+		case <-c.stop:
+			return
+		}
+		c.writeMu.Lock()
+		c.flush()
+		c.writeMu.Unlock()
+	}
+}
+
+// flush writes everything queued in one write, until the queue is empty. The caller holds
+// writeMu.
+func (c *pipeConn) flush() {
+	for {
+		c.mu.Lock()
+		q := c.queue
+		if len(q) == 0 || c.err != nil {
+			c.mu.Unlock()
+			return
+		}
+		c.queue = c.spare[:0]
+		c.mu.Unlock()
+
+		buf, batch := c.wbuf[:0], c.batch[:0]
+		mark := c.replies.Load()
+		now := time.Now()
+		for _, p := range q {
+			p.mark = mark // before the swap, which publishes it to a caller that times out
+			if !now.Before(p.deadline) && p.state.CompareAndSwap(stQueued, stExpired) {
+				// Its attempt ended while it was queued: it is not written, and its caller,
+				// whose timer fires now, finds it not sent.
+				c.release()
+				continue
+			}
+			if !p.state.CompareAndSwap(stQueued, stWritten) {
+				c.release() // its caller left while it was queued
+				continue
+			}
+			buf = append(buf, p.enc.Bytes()...)
+			batch = append(batch, p)
+		}
+		clear(q)
+		c.spare = q[:0]
+		c.mu.Lock()
+		if err := c.err; err != nil {
+			c.mu.Unlock()
+			// Failed while the batch was assembled: none of it was written.
+			for _, p := range batch {
+				if p.state.CompareAndSwap(stWritten, stReading) {
+					p.deliver(err, false)
+				}
+				c.release()
+			}
+			return
+		}
+		c.inflight = append(c.inflight, batch...)
+		c.mu.Unlock()
+		clear(batch)
+		c.wbuf, c.batch = buf, batch[:0]
+		if len(buf) > 0 {
+			// A node that takes in no batch for a whole attempt timeout is treated as one
+			// that sends no reply for as long (see Call): the connection fails. Without
+			// the bound it would hold the writer, often a caller whose own timer is not
+			// yet running, for as long as the node does not read.
+			c.raw.SetWriteDeadline(time.Now().Add(c.writeTimeout))
+			if _, err := c.raw.Write(buf); err != nil {
+				c.fail(thrift.NewTTransportExceptionFromError(err))
+				return
+			}
+		}
+	}
+}
+
+// release counts one request out of the connection, and closes a retired connection once
+// it carries none.
+func (c *pipeConn) release() {
+	if c.pending.Add(-1) == 0 && c.closing.Load() {
+		c.fail(errConnClosed)
+	}
+}
+
+// closeIdle closes the connection once no request is queued or in flight on it.
+func (c *pipeConn) closeIdle() {
+	c.closing.Store(true)
+	if c.pending.Load() == 0 {
+		c.fail(errConnClosed)
+	}
+}
+
+func (c *pipeConn) readLoop() {
+	defer c.wg.Done()
+	ctx := context.Background()
+	for {
+		name, typeID, seq, err := c.in.ReadMessageBegin(ctx)
+		if err != nil {
+			c.fail(err)
+			return
+		}
+		c.mu.Lock()
+		var p *pcall
+		if c.head < len(c.inflight) {
+			p = c.inflight[c.head]
+			c.inflight[c.head] = nil
+			c.head++
+			if c.head == len(c.inflight) {
+				c.inflight, c.head = c.inflight[:0], 0
+			}
+		}
+		c.mu.Unlock()
+		if p == nil {
+			c.fail(thrift.NewTProtocolExceptionWithType(thrift.INVALID_DATA,
+				fmt.Errorf("zaris: reply %s seqid %d for a request never sent on this connection", name, seq)))
+			return
+		}
+		claimed := p.state.CompareAndSwap(stWritten, stReading)
+		err = c.readReply(ctx, p, claimed, name, typeID, seq)
+		if err != nil {
+			c.fail(err) // first, so that no caller picks the connection again
+			if claimed {
+				p.deliver(err, true)
+			}
+			c.pending.Add(-1)
+			return
+		}
+	}
+}
+
+// readReply reads the rest of a reply to p: into p's result if claimed (and delivers it),
+// else it reads it and drops it; either way it counts p out. An error means the connection
+// can no longer be trusted, and p is still counted in.
+func (c *pipeConn) readReply(ctx context.Context, p *pcall, claimed bool, name string, typeID thrift.TMessageType, seq int32) error {
+	if seq != p.seq || name != p.method {
+		return thrift.NewTProtocolExceptionWithType(thrift.BAD_SEQUENCE_ID,
+			fmt.Errorf("zaris: reply %s seqid %d out of order: the oldest request written is %s seqid %d", name, seq, p.method, p.seq))
+	}
+	var callErr error
+	switch {
+	case typeID == thrift.EXCEPTION:
+		exc := thrift.NewTApplicationException(thrift.UNKNOWN_APPLICATION_EXCEPTION, "Unknown Exception")
+		if err := exc.Read(ctx, c.in); err != nil {
+			return err
+		}
+		callErr = exc
+	case typeID != thrift.REPLY:
+		return thrift.NewTProtocolExceptionWithType(thrift.INVALID_DATA,
+			fmt.Errorf("zaris: reply %s seqid %d has message type %d", name, seq, typeID))
+	case claimed:
+		if err := p.result.Read(ctx, c.in); err != nil {
+			return err
+		}
+	default:
+		if err := thrift.SkipDefaultDepth(ctx, c.in, thrift.STRUCT); err != nil {
+			return err
+		}
+	}
+	if err := c.in.ReadMessageEnd(ctx); err != nil {
+		return err
+	}
+	c.replies.Add(1)
+	c.release()
+	if claimed {
+		p.deliver(callErr, true)
+	}
+	return nil
+}
+
+// fail closes the connection for err (the first failure wins) and fails every request on
+// it: those queued were never sent, those written are in doubt.
+func (c *pipeConn) fail(err error) {
+	c.mu.Lock()
+	if c.err != nil {
+		c.mu.Unlock()
+		return
+	}
+	if !isThriftError(err) {
+		err = thrift.NewTTransportExceptionFromError(err)
+	}
+	c.err = err
+	c.failed.Store(true)
+	queued, inflight := c.queue, c.inflight[c.head:]
+	c.queue, c.inflight, c.head = nil, nil, 0
+	close(c.stop)
+	c.mu.Unlock()
+	c.raw.Close()
+	for _, p := range queued {
+		if p.state.CompareAndSwap(stQueued, stReading) {
+			p.deliver(err, false)
+		}
+		c.pending.Add(-1)
+	}
+	for _, p := range inflight {
+		if p.state.CompareAndSwap(stWritten, stReading) {
+			p.deliver(err, true)
+		}
+		c.pending.Add(-1)
+	}
+}
+
+// isThriftError reports whether err is a Thrift transport or protocol exception.
+func isThriftError(err error) bool {
+	var te thrift.TTransportException
+	var pe thrift.TProtocolException
+	return errors.As(err, &te) || errors.As(err, &pe)
+}

@@ -1,0 +1,94 @@
+package runtime_test
+
+import (
+	"context"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/apache/thrift/lib/go/thrift"
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/clustron/zaris-go/gen/zaris"
+	"github.com/clustron/zaris-go/gen/zarisclient"
+	"github.com/clustron/zaris-go/runtime"
+)
+
+// incrementNode answers the map of itself and holds every Increment until the test ends,
+// counting the Increments it received.
+type incrementNode struct {
+	cmap       *zaris.ClusterMap
+	increments atomic.Int32
+	arrived    chan struct{}
+	hold       chan struct{}
+}
+
+func (n *incrementNode) Increment(ctx context.Context, _ *zaris.IncrementRequest) (*zaris.IncrementResponse, error) {
+	n.increments.Add(1)
+	n.arrived <- struct{}{}
+	<-n.hold
+	return &zaris.IncrementResponse{Status: zaris.KvStatus_Ok, MapEpoch: 1}, nil
+}
+
+func (n *incrementNode) GetClusterMap(context.Context) (*zaris.ClusterMap, error) { return n.cmap, nil }
+
+func (n *incrementNode) Get(context.Context, *zaris.GetRequest) (*zaris.GetResponse, error) {
+	return &zaris.GetResponse{Status: zaris.KvStatus_NotFound, MapEpoch: 1}, nil
+}
+
+func (n *incrementNode) Put(context.Context, *zaris.PutRequest) (*zaris.PutResponse, error) {
+	return nil, thrift.NewTApplicationException(thrift.UNKNOWN_METHOD, "not served")
+}
+
+func (n *incrementNode) Delete(context.Context, *zaris.DeleteRequest) (*zaris.DeleteResponse, error) {
+	return nil, thrift.NewTApplicationException(thrift.UNKNOWN_METHOD, "not served")
+}
+
+func (n *incrementNode) MultiGet(context.Context, *zaris.MultiGetRequest) (*zaris.MultiGetResponse, error) {
+	return nil, thrift.NewTApplicationException(thrift.UNKNOWN_METHOD, "not served")
+}
+
+func (n *incrementNode) MultiPut(context.Context, *zaris.MultiPutRequest) (*zaris.MultiPutResponse, error) {
+	return nil, thrift.NewTApplicationException(thrift.UNKNOWN_METHOD, "not served")
+}
+
+func (n *incrementNode) MultiDelete(context.Context, *zaris.MultiDeleteRequest) (*zaris.MultiDeleteResponse, error) {
+	return nil, thrift.NewTApplicationException(thrift.UNKNOWN_METHOD, "not served")
+}
+
+// TestPipelined_B2_IncrementInFlightOnAKilledNodeIsInDoubt: a non-idempotent Increment
+// written on a pipelined connection when the node's connections die is reported in doubt
+// and never replayed, while a Get in flight with it fails over to a retry and succeeds.
+func TestPipelined_B2_IncrementInFlightOnAKilledNodeIsInDoubt(t *testing.T) {
+	h := &incrementNode{arrived: make(chan struct{}, 8), hold: make(chan struct{})}
+	defer close(h.hold)
+	node := runtime.StartKillableNode(t, h)
+	h.cmap = runtime.OneNodeMap(node.Addr)
+	kv, err := zarisclient.Dial(context.Background(), runtime.WithEnv(func(string) (string, bool) { return "", false }),
+		runtime.WithSeeds(node.Addr), runtime.WithPipelining(true), runtime.WithPipelineConns(1),
+		runtime.WithBackoff(time.Millisecond))
+	require.NoError(t, err)
+	defer kv.Close()
+	runtime.PipelineEveryCall(kv.Engine())
+
+	errs := make(chan error, 1)
+	go func() {
+		_, err := kv.Increment(context.Background(), &zaris.IncrementRequest{Key: []byte("n"), Delta: 1})
+		errs <- err
+	}()
+	<-h.arrived
+	node.DropConns() // the node dies with the Increment in flight; it comes back at once
+	err = <-errs
+	require.ErrorIs(t, err, runtime.ErrInDoubt)
+	require.ErrorIs(t, err, runtime.ErrTransport)
+	var ce *runtime.CallError
+	require.ErrorAs(t, err, &ce)
+	assert.Len(t, ce.Attempts, 1, "not replayed")
+	assert.True(t, ce.Attempts[0].Sent)
+	assert.Equal(t, int32(1), h.increments.Load(), "the node saw the Increment once")
+
+	resp, err := kv.Get(context.Background(), &zaris.GetRequest{Key: []byte("n")})
+	require.NoError(t, err, "the engine reconnects")
+	assert.Equal(t, zaris.KvStatus_NotFound, resp.Status)
+}
