@@ -170,6 +170,7 @@ func TestCaptureCallInfoBatchSubRequestsAreNotRetries(t *testing.T) {
 	attempts(batch, zaris.KvStatus_Ok, zaris.KvStatus_Ok, zaris.KvStatus_Ok)
 	ci = run(batch)
 	assert.Empty(t, ci.retries, "sub-requests are not retries")
+	assert.Equal(t, 2, ci.attempts, "a batch's attempts are its rounds, not its sub-requests")
 	assert.Equal(t, &batchRecord{items: 4, itemsRetried: 2, itemErrors: 1}, ci.batch)
 }
 

@@ -70,8 +70,10 @@ func captureCallInfo(next middleware.Handler) middleware.Handler {
 			ci.attempts = len(call.Attempts)
 			ci.refReq = call.Stats.RefreshesRequested
 			if call.Batch != nil {
-				// A multi-key call's attempts are its sub-requests, not retries; the
-				// batch record counts its item retries.
+				// A multi-key call's attempts are its sub-requests, one per owner, not
+				// retries: its attempts are its rounds (what its slowest item took), and
+				// the batch record counts its item retries.
+				ci.attempts = call.Batch.Stats.Rounds
 				ci.batch = newBatchRecord(call.Batch)
 			} else if len(call.Attempts) > 1 {
 				ci.history = slices.Clone(call.Attempts)
