@@ -123,12 +123,12 @@ func unresolved(text, dir string, rules map[string]bool, files []string) (codes,
 func TestUnresolved(t *testing.T) {
 	rules := map[string]bool{"R1": true, "B2": true}
 	files := []string{"README.md", "runtime/doc.go", "middleware/doc.go"}
-	codes, names := unresolved("rules R1, B2 and R10; see DESIGN.md, runtime/doc.go, doc.go and ./README.md",
+	codes, names := unresolved("rules R1, B2 and R10; see NOTES.md, runtime/doc.go, doc.go and ./README.md",
 		"middleware", rules, files)
 	assert.Equal(t, []string{"R10"}, codes)
-	assert.Equal(t, []string{"DESIGN.md"}, names)
-	_, names = unresolved("see ../shared/STYLE.md", "", rules, files)
-	assert.Equal(t, []string{"../shared/STYLE.md"}, names)
+	assert.Equal(t, []string{"NOTES.md"}, names)
+	_, names = unresolved("see ../elsewhere/GUIDE.md", "", rules, files)
+	assert.Equal(t, []string{"../elsewhere/GUIDE.md"}, names)
 }
 
 // TestRulebook: the Rules section defines R1 to R9 and B1 to B5, every rule code in the
