@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"maps"
 	"net"
+	goruntime "runtime"
 	"slices"
 	"sync"
 	"sync/atomic"
@@ -474,10 +475,14 @@ func (c *pipeConn) enqueue(p *pcall) error {
 		c.mu.Unlock()
 		return err
 	}
+	// With nothing written and unanswered, no reply is coming to wake other callers: this
+	// request goes out at once. Otherwise the callers that the replies on their way wake
+	// will queue theirs too, and the writer goroutine takes them all in one write.
+	idle := c.head == len(c.inflight) && len(c.queue) == 0
 	c.queue = append(c.queue, p)
 	c.pending.Add(1)
 	c.mu.Unlock()
-	if c.writeMu.TryLock() {
+	if idle && c.writeMu.TryLock() {
 		c.flush()
 		c.writeMu.Unlock()
 		return nil
@@ -497,6 +502,9 @@ func (c *pipeConn) writeLoop() {
 		case <-c.stop:
 			return
 		}
+		// Callers made runnable with this goroutine (by one read of several replies) run
+		// first and queue their requests, which then share this write.
+		goruntime.Gosched()
 		c.writeMu.Lock()
 		c.flush()
 		c.writeMu.Unlock()

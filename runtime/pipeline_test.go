@@ -768,3 +768,56 @@ func TestInvokeAfterTheCallerLeftSendsNothing(t *testing.T) {
 }
 
 type leaveKey struct{}
+
+// gatedConn is a connection whose writes after the first wait for gate to close.
+type gatedConn struct {
+	net.Conn
+	writes atomic.Int32
+	gate   chan struct{}
+}
+
+func (g *gatedConn) Write(b []byte) (int, error) {
+	if g.writes.Add(1) > 1 {
+		<-g.gate
+	}
+	return g.Conn.Write(b)
+}
+
+// TestPipelined_CallBehindARequestInFlightLeavesTheWriteToTheWriter checks that a call
+// finding a request written and unanswered on its connection queues its request for the
+// writer goroutine instead of writing it itself: callers woken by the replies on their way
+// then share one write, and a caller is never held by a network write of its own.
+func TestPipelined_CallBehindARequestInFlightLeavesTheWriteToTheWriter(t *testing.T) {
+	srv := startServer(t, headerServer, nil)
+	cfg, err := NewConfig(WithEnv(env(nil)), WithSeeds(srv.addr))
+	require.NoError(t, err)
+	ps := newPipelines(cfg)
+	raw, err := ps.dialSocket(context.Background(), srv.addr)
+	require.NoError(t, err)
+	gated := &gatedConn{Conn: raw, gate: make(chan struct{})}
+	conn, err := newPipeConn(gated, ps)
+	require.NoError(t, err)
+	t.Cleanup(func() { conn.fail(errConnClosed); conn.wg.Wait() })
+
+	go getOn(ps, conn, "slow") // written at once (the connection is idle); its reply waits
+	require.Eventually(t, func() bool { return conn.inFlight() == 1 }, 5*time.Second, time.Millisecond)
+
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan bool, 1)
+	go func() {
+		p := ps.getCall()
+		p.conn, p.deadline = conn, time.Now().Add(time.Hour)
+		_, err := opGet.Invoke(ctx, &p.kv, &zaris.GetRequest{Key: []byte("behind")})
+		done <- errors.Is(err, context.Canceled)
+	}()
+	require.Eventually(t, func() bool { return gated.writes.Load() == 2 }, 5*time.Second, time.Millisecond)
+	cancel() // its write is held at the gate
+	select {
+	case canceled := <-done:
+		assert.True(t, canceled, "the call ends with its context")
+	case <-time.After(10 * time.Second): // a hang detector, not a timing assertion
+		t.Fatal("the caller is held by its own write: it wrote its request itself")
+	}
+	close(gated.gate)
+	close(srv.kv.release)
+}
