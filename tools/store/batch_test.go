@@ -91,7 +91,6 @@ func TestServerWritesABatchOfRepliesAtOnce(t *testing.T) {
 			s := &server{
 				cfg: cfg, wire: wireHeader, ctx: context.Background(), log: slog.New(slog.DiscardHandler),
 				processor: zaris.NewZarisKvProcessor(notFoundKV{}),
-				tf:        thrift.NewTHeaderTransportFactoryConf(nil, cfg), pf: thrift.NewTHeaderProtocolFactoryConf(cfg),
 			}
 			conn := &scriptConn{chunks: tc.chunks}
 			err := s.process(conn)

@@ -73,8 +73,6 @@ type server struct {
 	cfg       *thrift.TConfiguration // the one configuration of socket, transport and protocol
 	processor thrift.TProcessor
 	wire      wire
-	tf        thrift.TTransportFactory
-	pf        thrift.TProtocolFactory
 	log       *slog.Logger
 	ctx       context.Context
 	cancel    context.CancelFunc
@@ -115,16 +113,6 @@ func newServer(parent context.Context, addr string, tlsConfig *tls.Config, cfg *
 		wire:      w,
 		log:       log,
 		conns:     make(map[net.Conn]struct{}),
-	}
-	switch w {
-	case wireHeader:
-		s.tf = thrift.NewTHeaderTransportFactoryConf(nil, cfg)
-		s.pf = thrift.NewTHeaderProtocolFactoryConf(cfg)
-	case wireJSON:
-		s.pf = thrift.NewTJSONProtocolFactory()
-	case wireFramedBinary:
-		s.tf = thrift.NewTFramedTransportFactoryConf(thrift.NewTTransportFactory(), cfg)
-		s.pf = thrift.NewTBinaryProtocolFactoryConf(cfg)
 	}
 	s.ctx, s.cancel = context.WithCancel(parent)
 	s.wg.Add(1)
@@ -261,32 +249,11 @@ func (d deadlineWriter) Write(p []byte) (int, error) {
 func (s *server) process(c net.Conn) error {
 	bc := newBatchConn(c, s.cfg.SocketTimeout)
 	defer bc.w.Flush() // a last reply (an exception before the connection ends) still goes out
-	var in, out thrift.TProtocol
-	switch s.wire {
-	case wireJSON:
-		first, err := bc.r.Peek(1)
-		if err != nil {
-			return err
-		}
-		sock := thrift.NewTSocketFromConnConf(bc, s.cfg)
-		var trans thrift.TTransport
-		if first[0] == '[' {
-			trans = thrift.NewTBufferedTransport(sock, 4096)
-		} else {
-			trans = thrift.NewTFramedTransportConf(sock, s.cfg)
-		}
-		in = s.pf.GetProtocol(trans)
-		thrift.PropagateTConfiguration(in, s.cfg) // the JSON factory takes no configuration
-		out = in
-	default:
-		sock := thrift.NewTSocketFromConnConf(bc, s.cfg)
-		trans, err := s.tf.GetTransport(sock)
-		if err != nil {
-			return err
-		}
-		in = s.pf.GetProtocol(trans)
-		out = in
+	in, err := s.protocolFor(bc)
+	if err != nil {
+		return err
 	}
+	out := in
 	hp, _ := in.(*thrift.THeaderProtocol)
 	for {
 		if s.ctx.Err() != nil {
@@ -315,6 +282,94 @@ func (s *server) process(c net.Conn) error {
 			return err
 		}
 	}
+}
+
+// protocolFor returns the protocol that reads bc's requests and writes its replies. A JSON
+// server tells framed from unframed JSON by the first byte. A header server gives THeader
+// clients the THeader protocol, and serves a client whose first message is plain binary or
+// compact, framed or not, with that protocol directly, answering in the same format as
+// THeader would but without its per-message detection and copying. A connection keeps the
+// format of its first message.
+//
+// The Thrift socket under the protocol has no timeout: batchConn bounds each read from and
+// write to the network itself, and a Thrift socket with a timeout reads the clock on every
+// read and write of a buffer.
+func (s *server) protocolFor(bc *batchConn) (thrift.TProtocol, error) {
+	cfg := *s.cfg
+	cfg.SocketTimeout = 0
+	sock := thrift.NewTSocketFromConnConf(bc, &cfg)
+	framed := func() thrift.TTransport { return thrift.NewTFramedTransportConf(sock, &cfg) }
+	switch s.wire {
+	case wireJSON:
+		first, err := bc.r.Peek(1)
+		if err != nil {
+			return nil, err
+		}
+		var trans thrift.TTransport = framed()
+		if first[0] == '[' {
+			trans = thrift.NewTBufferedTransport(sock, 4096)
+		}
+		in := thrift.NewTJSONProtocol(trans)
+		thrift.PropagateTConfiguration(in, &cfg) // the JSON protocol takes no configuration
+		return in, nil
+	case wireFramedBinary:
+		return thrift.NewTBinaryProtocolConf(framed(), &cfg), nil
+	}
+	switch plainFormat(bc.r) {
+	case formatBinary:
+		return thrift.NewTBinaryProtocolConf(sock, &cfg), nil
+	case formatCompact:
+		return thrift.NewTCompactProtocolConf(sock, &cfg), nil
+	case formatFramedBinary:
+		return thrift.NewTBinaryProtocolConf(framed(), &cfg), nil
+	case formatFramedCompact:
+		return thrift.NewTCompactProtocolConf(framed(), &cfg), nil
+	}
+	return thrift.NewTHeaderProtocolConf(thrift.NewTHeaderTransportConf(sock, &cfg), &cfg), nil
+}
+
+// The formats plainFormat tells apart.
+const (
+	formatOther         = iota // THeader, or bytes no format accepts: the THeader transport decides
+	formatBinary               // strict binary, unframed
+	formatCompact              // compact, unframed
+	formatFramedBinary         // strict binary in frames
+	formatFramedCompact        // compact in frames
+)
+
+// plainFormat peeks at the first message of a connection and names its format. It waits
+// for at most 6 bytes, fewer than any message of any format holds; a read error leaves the
+// decision (and the error) to the THeader transport.
+func plainFormat(r *bufio.Reader) int {
+	head, err := r.Peek(4)
+	if err != nil {
+		return formatOther
+	}
+	if isBinary(head) {
+		return formatBinary
+	}
+	if isCompact(head) {
+		return formatCompact
+	}
+	head, err = r.Peek(6)
+	if err != nil {
+		return formatOther
+	}
+	switch {
+	case isBinary(head[4:]):
+		return formatFramedBinary
+	case isCompact(head[4:]):
+		return formatFramedCompact
+	}
+	return formatOther
+}
+
+// isBinary reports whether b starts a strict binary message: version 1 in the first two bytes.
+func isBinary(b []byte) bool { return b[0] == 0x80 && b[1] == 0x01 }
+
+// isCompact reports whether b starts a compact message: the protocol id, then version 1.
+func isCompact(b []byte) bool {
+	return b[0] == thrift.COMPACT_PROTOCOL_ID && b[1]&thrift.COMPACT_VERSION_MASK == thrift.COMPACT_VERSION
 }
 
 // isEOF reports whether err is the peer going away or the idle timeout closing the conn.
