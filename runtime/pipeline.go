@@ -1,6 +1,7 @@
 package runtime
 
 import (
+	"bufio"
 	"context"
 	"errors"
 	"fmt"
@@ -15,6 +16,7 @@ import (
 	"github.com/apache/thrift/lib/go/thrift"
 
 	"github.com/clustron/zaris-go/gen/zaris"
+	"github.com/clustron/zaris-go/internal/framing"
 )
 
 // pipelines is the pipelined connection mode of an Engine (Config.Pipeline.Enabled): a
@@ -455,7 +457,7 @@ type pipeConn struct {
 }
 
 func newPipeConn(raw net.Conn, ps *pipelines) (*pipeConn, error) {
-	in, err := stackProtocol(newSockTransport(raw), ps.protocol, ps.transport, ps.tcfg)
+	in, err := replyProtocol(raw, ps)
 	if err != nil {
 		return nil, err
 	}
@@ -464,6 +466,24 @@ func newPipeConn(raw net.Conn, ps *pipelines) (*pipeConn, error) {
 	go c.readLoop()
 	go c.writeLoop()
 	return c, nil
+}
+
+// replyProtocol returns the protocol a pipelined connection's reader reads replies with.
+// Framed binary and compact replies are read a whole frame at a time (framing.Reader).
+func replyProtocol(raw net.Conn, ps *pipelines) (thrift.TProtocol, error) {
+	if ps.transport == TransportFramed {
+		switch ps.protocol {
+		case ProtocolBinary:
+			return thrift.NewTBinaryProtocolConf(replyFrames(raw, ps), ps.tcfg), nil
+		case ProtocolCompact:
+			return thrift.NewTCompactProtocolConf(replyFrames(raw, ps), ps.tcfg), nil
+		}
+	}
+	return stackProtocol(newSockTransport(raw), ps.protocol, ps.transport, ps.tcfg)
+}
+
+func replyFrames(raw net.Conn, ps *pipelines) *framing.Reader {
+	return framing.NewReader(bufio.NewReaderSize(raw, bufferSize), ps.tcfg.GetMaxFrameSize())
 }
 
 // enqueue queues p and makes sure a flush will take it: this caller flushes if no one else

@@ -313,7 +313,7 @@ func (s *server) protocolFor(bc *batchConn) (thrift.TProtocol, error) {
 		thrift.PropagateTConfiguration(in, &cfg) // the JSON protocol takes no configuration
 		return in, nil
 	case wireFramedBinary:
-		return thrift.NewTBinaryProtocolConf(framed(), &cfg), nil
+		return thrift.NewTBinaryProtocolConf(newFrameTransport(bc, cfg.GetMaxFrameSize()), &cfg), nil
 	}
 	switch plainFormat(bc.r) {
 	case formatBinary:
@@ -321,9 +321,9 @@ func (s *server) protocolFor(bc *batchConn) (thrift.TProtocol, error) {
 	case formatCompact:
 		return thrift.NewTCompactProtocolConf(sock, &cfg), nil
 	case formatFramedBinary:
-		return thrift.NewTBinaryProtocolConf(framed(), &cfg), nil
+		return thrift.NewTBinaryProtocolConf(newFrameTransport(bc, cfg.GetMaxFrameSize()), &cfg), nil
 	case formatFramedCompact:
-		return thrift.NewTCompactProtocolConf(framed(), &cfg), nil
+		return thrift.NewTCompactProtocolConf(newFrameTransport(bc, cfg.GetMaxFrameSize()), &cfg), nil
 	}
 	return thrift.NewTHeaderProtocolConf(thrift.NewTHeaderTransportConf(sock, &cfg), &cfg), nil
 }

@@ -1,0 +1,102 @@
+// Package framing reads Thrift's framed transport the way its hot paths want: each frame
+// whole into one buffer its connection keeps, from which the protocol reads its fields.
+package framing
+
+import (
+	"context"
+	"encoding/binary"
+	"fmt"
+	"io"
+	"slices"
+
+	"github.com/apache/thrift/lib/go/thrift"
+)
+
+// Reader is the reading half of Thrift's framed transport: each frame is read whole into one
+// buffer the Reader keeps, and the protocol reads its fields from there. It reads what
+// thrift.TFramedTransport reads, without a buffer from a shared pool and a deferred call on
+// every read of a field. Its errors are thrift.TTransportExceptions. Writes fail: a writing
+// transport embeds a Reader and adds its own.
+type Reader struct {
+	r        io.Reader // buffered
+	maxFrame int32
+
+	in   []byte // the frame being read
+	off  int    // the bytes of in read so far
+	size [4]byte
+}
+
+// KeepBuffer is the largest buffer a Reader keeps from one frame to the next.
+const KeepBuffer = 64 << 10
+
+// NewReader reads frames from r, which should be buffered, refusing any larger than maxFrame.
+func NewReader(r io.Reader, maxFrame int32) *Reader {
+	return &Reader{r: r, maxFrame: maxFrame}
+}
+
+func (f *Reader) Open() error                 { return nil }
+func (f *Reader) IsOpen() bool                { return true }
+func (f *Reader) Close() error                { return nil }
+func (f *Reader) Flush(context.Context) error { return nil }
+
+// Write fails: a Reader only reads.
+func (f *Reader) Write([]byte) (int, error) {
+	return 0, thrift.NewTTransportException(thrift.NOT_OPEN, "framing: a Reader does not write")
+}
+
+// RemainingBytes returns what is left of the frame being read.
+func (f *Reader) RemainingBytes() uint64 { return uint64(len(f.in) - f.off) }
+
+func (f *Reader) Read(p []byte) (int, error) {
+	for f.off == len(f.in) {
+		if err := f.next(); err != nil {
+			return 0, err
+		}
+	}
+	n := copy(p, f.in[f.off:])
+	f.off += n
+	return n, nil
+}
+
+func (f *Reader) ReadByte() (byte, error) {
+	for f.off == len(f.in) {
+		if err := f.next(); err != nil {
+			return 0, err
+		}
+	}
+	b := f.in[f.off]
+	f.off++
+	return b, nil
+}
+
+// next reads the next frame, refusing one larger than maxFrame as TFramedTransport does.
+// The buffer grows only as the frame's bytes arrive, not by the size the peer claims.
+func (f *Reader) next() error {
+	if _, err := io.ReadFull(f.r, f.size[:]); err != nil {
+		return thrift.NewTTransportExceptionFromError(err)
+	}
+	size := int(binary.BigEndian.Uint32(f.size[:]))
+	if size > int(f.maxFrame) || size < 0 {
+		return thrift.NewTTransportException(thrift.UNKNOWN_TRANSPORT_EXCEPTION, fmt.Sprintf("Incorrect frame size (%d)", uint32(size)))
+	}
+	if cap(f.in) > KeepBuffer {
+		f.in = nil
+	}
+	in := f.in[:0]
+	for len(in) < size {
+		if len(in) == cap(in) {
+			in = slices.Grow(in, min(size-len(in), max(len(in), 512)))
+		}
+		n, err := f.r.Read(in[len(in):min(cap(in), size)])
+		in = in[:len(in)+n]
+		if err != nil && len(in) < size {
+			if err == io.EOF {
+				err = io.ErrUnexpectedEOF
+			}
+			f.in, f.off = in[:0], 0
+			return thrift.NewTTransportExceptionFromError(err)
+		}
+	}
+	f.in, f.off = in, 0
+	return nil
+}

@@ -1,0 +1,95 @@
+package framing
+
+import (
+	"bytes"
+	"context"
+	"encoding/binary"
+	"errors"
+	"io"
+	"testing"
+	"testing/iotest"
+
+	"github.com/apache/thrift/lib/go/thrift"
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+)
+
+// framed returns payloads as thrift.TFramedTransport writes them.
+func framed(t *testing.T, payloads [][]byte) []byte {
+	var wire bytes.Buffer
+	for _, p := range payloads {
+		ft := thrift.NewTFramedTransportConf(thrift.NewStreamTransportW(&wire), nil)
+		_, err := ft.Write(p)
+		require.NoError(t, err)
+		require.NoError(t, ft.Flush(context.Background()))
+	}
+	return wire.Bytes()
+}
+
+// TestReader_ReadsWhatTFramedTransportWrites reads frames of several sizes, delivered one
+// byte at a time and all at once, by ReadByte and Read, with RemainingBytes counting down
+// each frame.
+func TestReader_ReadsWhatTFramedTransportWrites(t *testing.T) {
+	var payloads [][]byte
+	for _, size := range []int{1, 3, 511, 512, 513, 5000, 70000} {
+		payloads = append(payloads, bytes.Repeat([]byte{byte(size)}, size))
+	}
+	wire := framed(t, payloads)
+	for name, r := range map[string]io.Reader{
+		"one byte at a time": iotest.OneByteReader(bytes.NewReader(wire)),
+		"all at once":        bytes.NewReader(wire),
+	} {
+		t.Run(name, func(t *testing.T) {
+			f := NewReader(r, 1<<20)
+			for i, want := range payloads {
+				first, err := f.ReadByte()
+				require.NoError(t, err, "frame %d", i)
+				assert.EqualValues(t, len(want)-1, f.RemainingBytes())
+				got := []byte{first}
+				for f.RemainingBytes() > 0 {
+					buf := make([]byte, 100)
+					n, err := f.Read(buf)
+					require.NoError(t, err)
+					got = append(got, buf[:n]...)
+				}
+				require.Equal(t, want, got, "frame %d", i)
+			}
+			_, err := f.ReadByte()
+			var te thrift.TTransportException
+			require.ErrorAs(t, err, &te)
+			assert.Equal(t, thrift.END_OF_FILE, te.TypeId(), "after the last frame")
+		})
+	}
+}
+
+// TestReader_DropsALargeBuffer checks that a buffer grown past KeepBuffer by one frame is not
+// kept for the next.
+func TestReader_DropsALargeBuffer(t *testing.T) {
+	f := NewReader(bytes.NewReader(framed(t, [][]byte{make([]byte, 2*KeepBuffer), {1}})), 1<<20)
+	_, err := io.ReadFull(f, make([]byte, 2*KeepBuffer))
+	require.NoError(t, err)
+	_, err = f.ReadByte()
+	require.NoError(t, err)
+	assert.LessOrEqual(t, cap(f.in), KeepBuffer)
+}
+
+// TestReader_RefusesBadFrames checks a frame over the limit and a frame cut short: each is a
+// transport error, and a claimed size alone grows no buffer.
+func TestReader_RefusesBadFrames(t *testing.T) {
+	over := binary.BigEndian.AppendUint32(nil, 1025)
+	_, err := NewReader(bytes.NewReader(over), 1024).ReadByte()
+	require.Error(t, err)
+	assert.Contains(t, err.Error(), "Incorrect frame size (1025)")
+
+	short := append(binary.BigEndian.AppendUint32(nil, 1000), 1, 2, 3)
+	f := NewReader(bytes.NewReader(short), 1024)
+	_, err = f.ReadByte()
+	var te thrift.TTransportException
+	require.ErrorAs(t, err, &te)
+	assert.True(t, errors.Is(err, io.ErrUnexpectedEOF) || te.TypeId() == thrift.END_OF_FILE, "%v", err)
+	assert.Positive(t, cap(f.in))
+	assert.Less(t, cap(f.in), 1000, "the buffer grows with the bytes that came, not the size claimed")
+
+	_, err = f.Write([]byte("x"))
+	assert.Error(t, err, "a Reader does not write")
+}
