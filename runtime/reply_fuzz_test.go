@@ -118,7 +118,7 @@ func (n *replyNode) serve(c net.Conn) {
 }
 
 // FuzzMalformedReply has a fake node answer a Get with arbitrary bytes, in the binary or the
-// compact protocol, framed or not. The client must never panic: the call either gets a
+// compact protocol, framed or not, on a pooled connection and on a pipelined one. The client must never panic: the call either gets a
 // response (the bytes were a valid reply) or fails with a *runtime.CallError whose cause is a
 // transport failure (runtime.ErrTransport), an attempt timeout, a reply without a response
 // (runtime.ErrNoResponse), the node's application exception, or a status the client does
@@ -134,34 +134,45 @@ func FuzzMalformedReply(f *testing.F) {
 			proto = runtime.ProtocolCompact
 		}
 		node.answer(proto, reply, framed)
-		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-		defer cancel()
-		kv, err := zarisclient.Dial(ctx, runtime.WithSeeds(node.ln.Addr().String()), runtime.WithProtocol(proto),
-			runtime.WithRetriesDisabled(), runtime.WithAttemptTimeout(2*time.Second))
-		if err != nil {
-			t.Fatalf("dial: %v", err)
-		}
-		defer kv.Close()
-		resp, err := kv.Get(ctx, &zaris.GetRequest{Key: []byte("k")})
-		if err == nil {
-			if resp == nil {
-				t.Fatal("no error and no response")
-			}
-			return
-		}
-		var ce *runtime.CallError
-		if !errors.As(err, &ce) {
-			t.Fatalf("%T is not a *runtime.CallError: %v", err, err)
-		}
-		var (
-			appErr    thrift.TApplicationException
-			statusErr *runtime.StatusError
-		)
-		switch {
-		case errors.Is(err, runtime.ErrTransport), errors.Is(err, runtime.ErrAttemptTimeout),
-			errors.Is(err, runtime.ErrNoResponse), errors.As(err, &appErr), errors.As(err, &statusErr):
-		default:
-			t.Fatalf("the error is not typed: %v", err)
+		for _, pipelined := range []bool{false, true} {
+			checkMalformedReply(t, node, proto, pipelined)
 		}
 	})
+}
+
+// checkMalformedReply makes one Get to node, on a pooled connection or a pipelined one, and
+// fails t unless it got a response or a typed error.
+func checkMalformedReply(t *testing.T, node *replyNode, proto runtime.Protocol, pipelined bool) {
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	kv, err := zarisclient.Dial(ctx, runtime.WithSeeds(node.ln.Addr().String()), runtime.WithProtocol(proto),
+		runtime.WithRetriesDisabled(), runtime.WithAttemptTimeout(2*time.Second), runtime.WithPipelining(pipelined))
+	if err != nil {
+		t.Fatalf("dial: %v", err)
+	}
+	defer kv.Close()
+	if pipelined {
+		runtime.PipelineEveryCall(kv.Engine())
+	}
+	resp, err := kv.Get(ctx, &zaris.GetRequest{Key: []byte("k")})
+	if err == nil {
+		if resp == nil {
+			t.Fatal("no error and no response")
+		}
+		return
+	}
+	var ce *runtime.CallError
+	if !errors.As(err, &ce) {
+		t.Fatalf("pipelined %v: %T is not a *runtime.CallError: %v", pipelined, err, err)
+	}
+	var (
+		appErr    thrift.TApplicationException
+		statusErr *runtime.StatusError
+	)
+	switch {
+	case errors.Is(err, runtime.ErrTransport), errors.Is(err, runtime.ErrAttemptTimeout),
+		errors.Is(err, runtime.ErrNoResponse), errors.As(err, &appErr), errors.As(err, &statusErr):
+	default:
+		t.Fatalf("pipelined %v: the error is not typed: %v", pipelined, err)
+	}
 }

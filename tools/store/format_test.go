@@ -15,7 +15,7 @@ import (
 )
 
 // firstMessage returns the bytes a client of kind sends for a one-way call named "ping".
-func firstMessage(t *testing.T, kind string) []byte {
+func firstMessage(t testing.TB, kind string) []byte {
 	t.Helper()
 	mem := thrift.NewTMemoryBuffer()
 	var trans thrift.TTransport = mem

@@ -47,6 +47,9 @@ func sendBytes(t *testing.T, addr string, data []byte) {
 //	go -C tools test -run '^$' -fuzz '^FuzzNodeHeaderPort$' -fuzztime 30s ./store
 func FuzzNodeHeaderPort(f *testing.F) {
 	f.Add(binary.BigEndian.AppendUint32(nil, 64<<20))
+	for _, kind := range []string{"binary", "compact", "framed binary", "framed compact", "header"} {
+		f.Add(firstMessage(f, kind)) // each format the port tells apart
+	}
 	addr := fuzzNodeAddr(f, ProtocolHeader)
 	f.Fuzz(func(t *testing.T, data []byte) {
 		sendBytes(t, addr, data)
