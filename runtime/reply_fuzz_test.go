@@ -86,7 +86,10 @@ func (n *replyNode) serve(c net.Conn) {
 	proto, reply, framed := n.proto, n.reply, n.framed
 	n.mu.Unlock()
 	cfg := &thrift.TConfiguration{}
-	trans := thrift.NewTFramedTransportConf(thrift.NewTSocketFromConnConf(c, cfg), cfg)
+	var trans thrift.TTransport = thrift.NewTBufferedTransport(thrift.NewTSocketFromConnConf(c, cfg), 4096)
+	if framed {
+		trans = thrift.NewTFramedTransportConf(thrift.NewTSocketFromConnConf(c, cfg), cfg)
+	}
 	var p thrift.TProtocol
 	if proto == runtime.ProtocolCompact {
 		p = thrift.NewTCompactProtocolConf(trans, cfg)
@@ -118,7 +121,8 @@ func (n *replyNode) serve(c net.Conn) {
 }
 
 // FuzzMalformedReply has a fake node answer a Get with arbitrary bytes, in the binary or the
-// compact protocol, framed or not, on a pooled connection and on a pipelined one. The client must never panic: the call either gets a
+// compact protocol, to a client on the framed or the buffered transport, on a pooled
+// connection and on a pipelined one. The client must never panic: the call either gets a
 // response (the bytes were a valid reply) or fails with a *runtime.CallError whose cause is a
 // transport failure (runtime.ErrTransport), an attempt timeout, a reply without a response
 // (runtime.ErrNoResponse), the node's application exception, or a status the client does
@@ -135,18 +139,23 @@ func FuzzMalformedReply(f *testing.F) {
 		}
 		node.answer(proto, reply, framed)
 		for _, pipelined := range []bool{false, true} {
-			checkMalformedReply(t, node, proto, pipelined)
+			checkMalformedReply(t, node, proto, framed, pipelined)
 		}
 	})
 }
 
 // checkMalformedReply makes one Get to node, on a pooled connection or a pipelined one, and
 // fails t unless it got a response or a typed error.
-func checkMalformedReply(t *testing.T, node *replyNode, proto runtime.Protocol, pipelined bool) {
+func checkMalformedReply(t *testing.T, node *replyNode, proto runtime.Protocol, framed, pipelined bool) {
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
+	transport := runtime.TransportFramed
+	if !framed {
+		transport = runtime.TransportBuffered
+	}
 	kv, err := zarisclient.Dial(ctx, runtime.WithSeeds(node.ln.Addr().String()), runtime.WithProtocol(proto),
-		runtime.WithRetriesDisabled(), runtime.WithAttemptTimeout(2*time.Second), runtime.WithPipelining(pipelined))
+		runtime.WithTransport(transport), runtime.WithRetriesDisabled(), runtime.WithAttemptTimeout(2*time.Second),
+		runtime.WithPipelining(pipelined))
 	if err != nil {
 		t.Fatalf("dial: %v", err)
 	}
