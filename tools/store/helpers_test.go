@@ -28,7 +28,12 @@ type rawClient struct {
 }
 
 func dialRaw(addr string) (*rawClient, error) {
-	cfg := &thrift.TConfiguration{ConnectTimeout: time.Second, SocketTimeout: 5 * time.Second} // a loaded machine running -race is slow
+	return dialRawTimeout(addr, 5*time.Second) // a loaded machine running -race is slow
+}
+
+// dialRawTimeout is dialRaw with a socket timeout of its own.
+func dialRawTimeout(addr string, timeout time.Duration) (*rawClient, error) {
+	cfg := &thrift.TConfiguration{ConnectTimeout: time.Second, SocketTimeout: timeout}
 	sock := thrift.NewTSocketConf(addr, cfg)
 	if err := sock.Open(); err != nil {
 		return nil, err
@@ -85,7 +90,10 @@ func (r *router) close() {
 	r.idle = map[string][]*rawClient{}
 }
 
-// refresh fetches the map from every known node and keeps the newest.
+// refreshTimeout bounds one node's answer to a router's map fetch.
+const refreshTimeout = 2 * time.Second
+
+// refresh fetches the map from every node it knows of and keeps the newest.
 func (r *router) refresh() {
 	r.mu.Lock()
 	addrs := append([]string(nil), r.seeds...)
@@ -99,12 +107,15 @@ func (r *router) refresh() {
 	var wg sync.WaitGroup
 	for _, a := range slices.Compact(addrs) {
 		wg.Go(func() {
-			c, err := r.get(a)
+			// A connection of its own with a short timeout: a hung node (SIGSTOP) would
+			// otherwise hold every refresh for a data call's whole socket timeout, and a
+			// write whose first attempt met it would spend its budget in two timeouts.
+			c, err := dialRawTimeout(a, refreshTimeout)
 			if err != nil {
 				return
 			}
+			defer c.trans.Close()
 			m, err := c.GetClusterMap(context.Background())
-			r.put(a, c, err == nil)
 			if err != nil || m.SegmentCount == 0 {
 				return
 			}
