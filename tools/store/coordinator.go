@@ -67,8 +67,12 @@ type nodeRec struct {
 	lease    clientv3.LeaseID
 	ttl      time.Duration
 	revoking bool // the coordinator is revoking lease and waiting its TTL out
-	cancel   context.CancelFunc
-	kick     chan struct{} // wakes the node's heartbeat loop to push a new map
+	// inherited is a revoke of this node's lease that a previous leader committed: it may
+	// have revoked the lease after it lost the leadership, so the key's deletion (or its
+	// absence at takeover) is waited out for the lease's TTL, not taken as a failure.
+	inherited revokeIntent
+	cancel    context.CancelFunc
+	kick      chan struct{} // wakes the node's heartbeat loop to push a new map
 }
 
 func (r *nodeRec) dataAddr() string {
@@ -198,7 +202,7 @@ func StartCoordinator(cfg CoordinatorConfig) (*Coordinator, error) {
 			}
 		}
 		for _, r := range gone {
-			c.failLocked(r, "no etcd registration")
+			c.failAfterRevokeLocked(r, "no etcd registration")
 		}
 	}
 	c.mu.Unlock()

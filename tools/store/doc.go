@@ -45,7 +45,11 @@
 // the TTL has run out, so it never answers a read from a copy the new owner has already moved
 // past; the node learns of the loss at its next renewal, stops serving, registers again and
 // catches up like a restarted node (a segment whose only copy it held has no owner until it is
-// back, and gets it back intact). A request that finds the right run out waits up to
+// back, and gets it back intact). The revoke's intent is committed, fenced by the leadership,
+// before the revoke is sent: a leader deposed between the two may still revoke the lease,
+// and the next leader, which reads the intent, waits the lease's TTL out before it takes the
+// key's deletion (or its absence at takeover) for a failure
+// (TestCoordinator_RevokeOfADeposedLeaderIsWaitedOut). A request that finds the right run out waits up to
 // NodeConfig.LeaseWait (DefaultLeaseWait, 250 ms) for the next renewal before it answers
 // Unavailable: a stall of the whole process (a loaded machine) runs the right out without any
 // failure, and the renewal goes out as soon as the stall ends. A segment whose every copy died
@@ -74,10 +78,6 @@
 //     the next write).
 //   - Data lives in memory: a restarted node process comes back empty and catches up, and a
 //     segment whose every copy died starts empty (TestRestart_SoleCopyLostStartsAfresh).
-//   - A coordinator revokes a node's lease only right after a commit fenced by its leadership
-//     succeeded; a leader deposed between that commit and the revoke (a stall of a few
-//     milliseconds at exactly that point) could have the new leader fail the node over before
-//     the node's right ran out.
 //
 // # Answers
 //

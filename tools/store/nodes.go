@@ -111,7 +111,7 @@ func (c *Coordinator) watchNodes(rev int64) {
 				c.mu.Lock()
 				rec := c.nodes[int32(id)]
 				if rec != nil && rec.alive && !rec.revoking && rec.lease == clientv3.LeaseID(ev.PrevKv.Lease) {
-					c.failLocked(rec, "etcd lease gone")
+					c.failAfterRevokeLocked(rec, "etcd lease gone")
 				}
 				c.mu.Unlock()
 			}
@@ -128,8 +128,11 @@ func (c *Coordinator) watchNodes(rev int64) {
 func (c *Coordinator) revokeNodeLease(ctx context.Context, rec *nodeRec) bool {
 	c.mu.Lock()
 	lease, ttl := rec.lease, rec.ttl
-	// A fenced commit first: a coordinator that no longer leads revokes nothing. From here
-	// on, the key's deletion is this revoke's, not an expiry: watchNodes leaves the node be.
+	// A fenced commit of the intent first: a coordinator that no longer leads revokes
+	// nothing, and one deposed after the commit (its revoke may still land) has told the next
+	// leader to wait the lease's TTL out (failAfterRevokeLocked). From here on, the key's
+	// deletion is this revoke's, not an expiry: watchNodes leaves the node be.
+	rec.revoking = true
 	err := c.persistLocked()
 	rec.revoking = err == nil
 	c.mu.Unlock()
@@ -144,4 +147,30 @@ func (c *Coordinator) revokeNodeLease(ctx context.Context, rec *nodeRec) bool {
 		return false
 	}
 	return sleepCtx(ctx, ttl+10*time.Millisecond)
+}
+
+// failAfterRevokeLocked fails rec over for why, a registration that went: at once, unless a
+// previous leader committed a revoke of that very lease (rec.inherited). That leader may have
+// sent the revoke after it lost the leadership, an unknown moment before now, and the node
+// serves until the TTL from its last renewal before the revoke: the failover waits the TTL
+// from now, which covers it. Callers hold c.mu.
+func (c *Coordinator) failAfterRevokeLocked(rec *nodeRec, why string) {
+	intent := rec.inherited
+	if intent.Lease == 0 || (rec.lease != 0 && clientv3.LeaseID(intent.Lease) != rec.lease) {
+		c.failLocked(rec, why)
+		return
+	}
+	c.cfg.Logger.Info("waiting out a lease a previous leader revoked", "node", rec.info.ID, "ttl", intent.TTL)
+	c.wg.Add(1)
+	go func() {
+		defer c.wg.Done()
+		if !sleepCtx(c.ctx, intent.TTL+10*time.Millisecond) {
+			return
+		}
+		c.mu.Lock()
+		defer c.mu.Unlock()
+		if c.nodes[rec.info.ID] == rec && rec.alive {
+			c.failLocked(rec, why+" (revoked by a previous leader; its TTL waited out)")
+		}
+	}()
 }

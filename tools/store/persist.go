@@ -40,6 +40,14 @@ type churnData struct {
 	Synced map[string]int32 `json:"synced,omitempty"`
 	// LearnerAt are the epochs each learner was added in: "seg/node" to epoch.
 	LearnerAt map[string]int64 `json:"learner_at,omitempty"`
+	// Revoking are the nodes whose etcd lease the coordinator is revoking: node to lease.
+	Revoking map[int32]revokeIntent `json:"revoking,omitempty"`
+}
+
+// revokeIntent is a revoke of a node's etcd lease, committed before the revoke is sent.
+type revokeIntent struct {
+	Lease int64         `json:"lease"`
+	TTL   time.Duration `json:"ttl"`
 }
 
 type handoffRec struct {
@@ -116,7 +124,19 @@ func (c *Coordinator) stateLocked(m *zarispeer.PeerMap) (control.State, error) {
 		}
 		cd.LearnerAt[syncKeyString(k)] = v
 	}
-	if cd.Handoffs != nil || cd.LastOwner != nil || cd.Synced != nil || cd.LearnerAt != nil {
+	for id, r := range c.nodes {
+		intent := r.inherited
+		if r.revoking {
+			intent = revokeIntent{Lease: int64(r.lease), TTL: r.ttl}
+		}
+		if r.alive && intent.Lease != 0 {
+			if cd.Revoking == nil {
+				cd.Revoking = map[int32]revokeIntent{}
+			}
+			cd.Revoking[id] = intent
+		}
+	}
+	if cd.Handoffs != nil || cd.LastOwner != nil || cd.Synced != nil || cd.LearnerAt != nil || cd.Revoking != nil {
 		data, err := json.Marshal(cd)
 		if err != nil {
 			return control.State{}, err
@@ -240,6 +260,11 @@ func (c *Coordinator) restoreLocked(st control.State) error {
 		for ks, v := range cd.LearnerAt {
 			if k, err := parseSyncKey(ks); err == nil {
 				c.learnerAt[k] = v
+			}
+		}
+		for id, intent := range cd.Revoking {
+			if r := c.nodes[id]; r != nil {
+				r.inherited = intent
 			}
 		}
 	}
