@@ -34,6 +34,7 @@ type thriftConn struct {
 	// callSocket); reused from call to call.
 	noDeadline withoutDeadline
 	lastUsed   time.Time // when the last call started; read by usable
+	deadline   time.Time // the socket's deadline as arm last set it
 	once       sync.Once
 	err        error
 }
@@ -51,14 +52,19 @@ func (c *thriftConn) Close() error {
 // aLongTimeAgo is a deadline that has passed, which makes a blocked read or write return.
 var aLongTimeAgo = time.Unix(1, 0)
 
-// arm prepares the connection for one call: the socket's deadline is set to deadline,
-// and if ctx ends first (the caller cancelled, or a context timeout fired) the deadline is
+// arm prepares the connection for one call starting at now: the socket's deadline is set
+// to deadline, or left where it is if that is no earlier than deadline and at most late
+// after it (else it is set to deadline+late, so the calls of the next late reuse it); and
+// if ctx ends first (the caller cancelled, or a context timeout fired) the deadline is
 // moved to the past so a blocked read or write returns at once. The generated code does
 // not watch its context itself. stop reports false when ctx ended first: the connection's
 // deadline is then spent and it must not be reused.
-func (c *thriftConn) arm(ctx context.Context, deadline time.Time) (stop func() bool) {
-	c.lastUsed = time.Now()
-	c.raw.SetDeadline(deadline)
+func (c *thriftConn) arm(ctx context.Context, deadline, now time.Time, late time.Duration) (stop func() bool) {
+	c.lastUsed = now
+	if deadline.After(c.deadline) || c.deadline.Sub(deadline) > late {
+		c.deadline = deadline.Add(late)
+		c.raw.SetDeadline(c.deadline)
+	}
 	if ctx.Done() == nil {
 		return neverStopped
 	}
@@ -76,10 +82,10 @@ var idleCheckAfter atomic.Int64
 
 func init() { idleCheckAfter.Store(int64(100 * time.Millisecond)) }
 
-// usable reports whether the pool may lend this idle connection: it was used recently, or
-// a peek at the socket finds it open with nothing unasked for waiting.
-func (c *thriftConn) usable() bool {
-	if time.Since(c.lastUsed) < time.Duration(idleCheckAfter.Load()) {
+// usable reports whether the pool may lend this idle connection at now: it was used
+// recently, or a peek at the socket finds it open with nothing unasked for waiting.
+func (c *thriftConn) usable(now time.Time) bool {
+	if now.Sub(c.lastUsed) < time.Duration(idleCheckAfter.Load()) {
 		return true
 	}
 	return idleConnOK(c.raw)
@@ -88,7 +94,7 @@ func (c *thriftConn) usable() bool {
 // checkedConn is implemented by connections that can tell, while idle, whether they are
 // still usable; the pool asks before lending one.
 type checkedConn interface {
-	usable() bool
+	usable(now time.Time) bool
 }
 
 // withoutDeadline is a context that hides its parent's deadline but keeps its
