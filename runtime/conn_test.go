@@ -4,6 +4,7 @@ import (
 	"context"
 	"io"
 	"net"
+	"sync"
 	"testing"
 	"time"
 
@@ -15,13 +16,26 @@ import (
 // connection closed.
 type deadlineConn struct {
 	net.Conn
+	mu  sync.Mutex
 	set []time.Time
 }
 
-func (c *deadlineConn) SetDeadline(t time.Time) error { c.set = append(c.set, t); return nil }
-func (c *deadlineConn) Read([]byte) (int, error)      { return 0, io.EOF }
-func (c *deadlineConn) Write(p []byte) (int, error)   { return len(p), nil }
-func (c *deadlineConn) Close() error                  { return nil }
+func (c *deadlineConn) SetDeadline(t time.Time) error {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.set = append(c.set, t)
+	return nil
+}
+
+// last returns the deadline set last.
+func (c *deadlineConn) last() time.Time {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.set[len(c.set)-1]
+}
+func (c *deadlineConn) Read([]byte) (int, error)    { return 0, io.EOF }
+func (c *deadlineConn) Write(p []byte) (int, error) { return len(p), nil }
+func (c *deadlineConn) Close() error                { return nil }
 
 // TestArmMovesTheSocketDeadlineOnlyWhenItMust checks that arm leaves the socket's deadline
 // where it is while it is no earlier than the call's and at most late after it, and
@@ -84,4 +98,57 @@ func TestCallSocketKeepsTheCallDeadlineExactly(t *testing.T) {
 			assert.True(t, tc.want.Equal(raw.set[0]), "deadline %v, want %v", raw.set[0], tc.want)
 		})
 	}
+}
+
+// TestArmKeepsTheWatchOfARepeatedContext checks that calls on one connection with the
+// context of the call before them reuse its watch and allocate nothing, and that a kept
+// watch still aborts a call in flight when its context ends, but not a later call with
+// another context.
+func TestArmKeepsTheWatchOfARepeatedContext(t *testing.T) {
+	cfg, err := NewConfig(WithEnv(env(nil)), WithSeeds("127.0.0.1:1"))
+	require.NoError(t, err)
+	raw := &deadlineConn{}
+	c, err := newThriftConn(raw, cfg.Protocol, cfg.Transport, thriftConfig(cfg))
+	require.NoError(t, err)
+	deadline := time.Now().Add(time.Minute)
+	call := func(ctx context.Context) bool {
+		stop := c.arm(ctx, deadline, time.Now(), time.Second)
+		return stop()
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	require.True(t, call(ctx))
+	require.True(t, call(ctx))
+	assert.Zero(t, testing.AllocsPerRun(100, func() { call(ctx) }), "a repeated context's calls reuse its watch")
+
+	// The kept watch aborts a call in flight when its context ends.
+	stop := c.arm(ctx, deadline, time.Now(), time.Second)
+	cancel()
+	require.Eventually(t, func() bool { return raw.last().Equal(aLongTimeAgo) }, 10*time.Second, time.Millisecond)
+	assert.False(t, stop(), "the call was aborted")
+
+	// On a fresh connection, a kept watch whose context ends between calls leaves the
+	// next call, with another context, alone.
+	raw = &deadlineConn{}
+	c, err = newThriftConn(raw, cfg.Protocol, cfg.Transport, thriftConfig(cfg))
+	require.NoError(t, err)
+	ctx, cancel = context.WithCancel(context.Background())
+	require.True(t, call(ctx))
+	require.True(t, call(ctx))
+	other, cancelOther := context.WithCancel(context.Background())
+	defer cancelOther()
+	stop = c.arm(other, deadline, time.Now(), time.Second)
+	cancel()
+	c.abort() // as the ended watch would, had it fired late
+	assert.True(t, stop(), "a call with a live context is not aborted")
+	assert.False(t, raw.last().Equal(aLongTimeAgo))
+
+	// A call with a context that ended while its kept watch had nothing to abort is
+	// aborted at once.
+	require.True(t, call(other))
+	require.True(t, call(other))
+	cancelOther()
+	stop = c.arm(other, deadline, time.Now(), time.Second)
+	assert.True(t, raw.last().Equal(aLongTimeAgo))
+	assert.False(t, stop())
 }
