@@ -20,7 +20,11 @@ func (c *Engine) Invoke(ctx context.Context, call *Call) (Response, error) {
 		call.attemptStart = time.Now()
 	}
 	resp, err := c.invoke(ctx, call, a, start)
-	a.Duration = c.clock.Now().Sub(start)
+	if c.sysClock {
+		a.Duration = time.Since(start) // reads only the monotonic clock
+	} else {
+		a.Duration = c.clock.Now().Sub(start)
+	}
 	a.Err = err
 	return resp, err
 }

@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/apache/thrift/lib/go/thrift"
+	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
 	"github.com/clustron/zaris-go/gen/zaris"
@@ -27,17 +28,26 @@ type memSocket struct {
 }
 
 // memNode returns a dialer of memSockets served by node, binary over framed (the defaults).
-func memNode(b *testing.B, node zaris.ZarisKv) (runtime.Dialer, runtime.Config) {
+func memNode(b testing.TB, node zaris.ZarisKv) (runtime.Dialer, runtime.Config) {
 	l, err := net.Listen("tcp", "127.0.0.1:0")
 	require.NoError(b, err)
-	b.Cleanup(func() { l.Close() })
+	accepted := make(chan struct{})
+	b.Cleanup(func() {
+		l.Close()
+		<-accepted
+	})
 	go func() {
+		defer close(accepted)
+		var conns []net.Conn
 		for {
 			c, err := l.Accept()
 			if err != nil {
+				for _, c := range conns {
+					c.Close()
+				}
 				return
 			}
-			b.Cleanup(func() { c.Close() })
+			conns = append(conns, c)
 		}
 	}()
 	cfg, err := runtime.NewConfig(runtime.WithEnv(func(string) (string, bool) { return "", false }), runtime.WithSeeds("127.0.0.1:1"))
@@ -85,36 +95,69 @@ func (memServerSide) RemainingBytes() uint64        { return ^uint64(0) }
 func (memServerSide) Open() error                   { return nil }
 func (memServerSide) IsOpen() bool                  { return true }
 
+// memClients returns the raw generated client on its own connection and the typed client
+// through the default stack on pooled connections, both over memSockets to one node.
+func memClients(t testing.TB) (zaris.ZarisKv, *zarisclient.Client) {
+	owner := int32(1)
+	m := &zaris.ClusterMap{Epoch: 1, SegmentCount: 1, Nodes: []*zaris.NodeInfo{{ID: 1, Host: "127.0.0.1", Port: 1}},
+		Segments: []*zaris.SegmentInfo{{ID: 0, Owner: &owner}}}
+	dial, cfg := memNode(t, &churnNode{id: 1, view: func() *zaris.ClusterMap { return m }})
+	conn, err := dial(context.Background(), "")
+	require.NoError(t, err)
+	t.Cleanup(func() { conn.Close() })
+	client, err := zarisclient.Dial(context.Background(), runtime.WithEnv(func(string) (string, bool) { return "", false }),
+		runtime.WithSeeds("127.0.0.1:1"), runtime.WithDialer(dial), runtime.WithPipelining(false),
+		runtime.WithProtocol(cfg.Protocol), runtime.WithTransport(cfg.Transport))
+	require.NoError(t, err)
+	t.Cleanup(func() { client.Close() })
+	return conn.Client(), client
+}
+
+// TestStackAddsOneAllocation checks that a pooled call through the typed client and the
+// default stack allocates one object (its Call) more than the raw generated client's call,
+// with a context that cannot end and with a cancellable one its calls repeat (the
+// connection keeps its watch on it).
+func TestStackAddsOneAllocation(t *testing.T) {
+	if testing.Short() {
+		t.Skip("counts allocations over many calls")
+	}
+	raw, client := memClients(t)
+	req := &zaris.GetRequest{Key: []byte("k")}
+	rawAllocs := testing.AllocsPerRun(200, func() {
+		if _, err := raw.Get(context.Background(), req); err != nil {
+			t.Fatal(err)
+		}
+	})
+	cancellable, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	for _, ctx := range []context.Context{context.Background(), cancellable} {
+		typed := testing.AllocsPerRun(200, func() {
+			if _, err := client.Get(ctx, req); err != nil {
+				t.Fatal(err)
+			}
+		})
+		assert.Equal(t, rawAllocs+1, typed, "allocations of a typed call (raw: %v)", rawAllocs)
+	}
+}
+
 // BenchmarkStackOverhead compares, over in-memory sockets (see memSocket), the typed
 // client through the default stack on pooled connections with the raw generated client:
 // the difference between the two is the CPU and allocations the client adds to a call,
 // without the noise of syscalls and scheduling that a loopback benchmark carries.
 func BenchmarkStackOverhead(b *testing.B) {
-	owner := int32(1)
-	m := &zaris.ClusterMap{Epoch: 1, SegmentCount: 1, Nodes: []*zaris.NodeInfo{{ID: 1, Host: "127.0.0.1", Port: 1}},
-		Segments: []*zaris.SegmentInfo{{ID: 0, Owner: &owner}}}
-	dial, cfg := memNode(b, &churnNode{id: 1, view: func() *zaris.ClusterMap { return m }})
+	raw, client := memClients(b)
 	req := &zaris.GetRequest{Key: []byte("bench")}
 	cancellable, cancel := context.WithCancel(context.Background())
 	defer cancel()
 
 	b.Run("raw", func(b *testing.B) {
-		conn, err := dial(context.Background(), "")
-		require.NoError(b, err)
-		defer conn.Close()
-		kv := conn.Client()
 		b.ReportAllocs()
 		for b.Loop() {
-			if _, err := kv.Get(context.Background(), req); err != nil {
+			if _, err := raw.Get(context.Background(), req); err != nil {
 				b.Fatal(err)
 			}
 		}
 	})
-	client, err := zarisclient.Dial(context.Background(), runtime.WithEnv(func(string) (string, bool) { return "", false }),
-		runtime.WithSeeds("127.0.0.1:1"), runtime.WithDialer(dial), runtime.WithPipelining(false),
-		runtime.WithProtocol(cfg.Protocol), runtime.WithTransport(cfg.Transport))
-	require.NoError(b, err)
-	defer client.Close()
 	for _, bc := range []struct {
 		name string
 		ctx  context.Context
