@@ -33,9 +33,11 @@ func callConn(ctx context.Context, conn Conn, call *Call, deadline time.Time, ca
 	return resp, o
 }
 
-// callSocket runs call over a built-in connection, starting at now (wall clock). The deadline (or the caller's, if
-// earlier; callerDeadline says the deadline given is already the call's) goes on the socket, and the caller's cancel aborts the socket through
-// context.AfterFunc: no timer or context is made per call. The generated code gets a
+// callSocket runs call over a built-in connection, starting at now (wall clock). The
+// deadline (or the caller's, if earlier; callerDeadline says the deadline given is already
+// the call's) goes on the socket, up to late past it for an attempt timeout (see
+// thriftConn.arm), and the caller's cancel aborts the socket through the connection's
+// watch on its context: no timer or context is made per call. The generated code gets a
 // context without a deadline, because the Thrift protocols retry a timed-out read while
 // their context has a deadline that has not passed.
 func callSocket(ctx context.Context, sc *thriftConn, call *Call, deadline time.Time, callerDeadline bool, now time.Time, late time.Duration) (Response, outcome) {
