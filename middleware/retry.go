@@ -48,7 +48,9 @@ func retryLoop(ctx context.Context, call *runtime.Call, h Handler, p runtime.Ret
 	limit := MaxAttempts(p, call)
 	var resp runtime.Response // the last attempt's response
 	n := 1
-	for ; n <= limit && beforeDeadline(clock, call.Deadline); n++ {
+	// The first attempt's deadline check reads the time the loop started; each later one
+	// reads the clock again.
+	for now := start; n <= limit && (call.Deadline.IsZero() || now.Before(call.Deadline)); n, now = n+1, clock.Now() {
 		if err := ctx.Err(); err != nil {
 			return resp, endCall(call, clock, start, limit, stopForContext(ctx, err), nil)
 		}

@@ -15,13 +15,23 @@ import (
 func (c *Engine) Invoke(ctx context.Context, call *Call) (Response, error) {
 	a := call.Current()
 	start := c.clock.Now()
-	resp, err := c.invoke(ctx, call, a)
-	a.Duration = c.clock.Now().Sub(start)
+	call.attemptStart = start
+	if !c.sysClock {
+		call.attemptStart = time.Now()
+	}
+	resp, err := c.invoke(ctx, call, a, start)
+	if c.sysClock {
+		a.Duration = time.Since(start) // reads only the monotonic clock
+	} else {
+		a.Duration = c.clock.Now().Sub(start)
+	}
 	a.Err = err
 	return resp, err
 }
 
-func (c *Engine) invoke(ctx context.Context, call *Call, a *Attempt) (Response, error) {
+// invoke is Invoke after its clock readings: start is the attempt's start on the Clock,
+// call.attemptStart on the wall clock.
+func (c *Engine) invoke(ctx context.Context, call *Call, a *Attempt, start time.Time) (Response, error) {
 	a.Sent = false
 	if c.closed.Load() {
 		return nil, ErrClosed
@@ -35,7 +45,7 @@ func (c *Engine) invoke(ctx context.Context, call *Call, a *Attempt) (Response, 
 		// The caller has gone: nothing is sent, so the node cannot apply it (rule B2).
 		return nil, c.noConnError(ctx, call, r, err)
 	}
-	deadline, callBound := c.attemptDeadline(call)
+	deadline, callBound := c.attemptDeadline(call, start)
 	if c.pipes != nil {
 		return c.invokePipelined(ctx, call, a, r, deadline, callBound)
 	}
@@ -45,7 +55,7 @@ func (c *Engine) invoke(ctx context.Context, call *Call, a *Attempt) (Response, 
 // invokePooled sends the attempt over a connection borrowed from the node's pool.
 func (c *Engine) invokePooled(ctx context.Context, call *Call, a *Attempt, r Route, deadline time.Time, callBound bool) (Response, error) {
 	p := c.poolFor(r.Addr)
-	conn, err := c.borrow(ctx, p, deadline)
+	conn, err := c.borrow(ctx, p, deadline, call.attemptStart)
 	if err == nil && ctx.Err() != nil {
 		p.put(conn) // the caller left while it waited: send nothing
 		err = ctx.Err()
@@ -59,7 +69,7 @@ func (c *Engine) invokePooled(ctx context.Context, call *Call, a *Attempt, r Rou
 		o    outcome
 	)
 	if sc, ok := conn.(*thriftConn); ok {
-		resp, o = callSocket(ctx, sc, call, deadline, callBound)
+		resp, o = callSocket(ctx, sc, call, deadline, callBound, call.attemptStart, c.lateTimeout)
 	} else {
 		resp, o = callConn(ctx, conn, call, deadline, callBound)
 	}
@@ -86,16 +96,16 @@ type outcome struct {
 // errNoConnInTime is the cause of an attempt that found no free connection in time.
 var errNoConnInTime = errors.New("no free connection within the attempt timeout")
 
-// attemptDeadline is when the attempt must end: the attempt timeout from now, or the call's
-// deadline (call.Deadline, set by the deadline layer) if that comes first, in which case
-// callBound is true. It covers waiting for a connection and the call, and it is a socket
-// deadline, so it is wall-clock time whatever the Clock: the call's deadline is carried
-// over as the time left until it on the Clock.
-func (c *Engine) attemptDeadline(call *Call) (deadline time.Time, callBound bool) {
-	now := time.Now()
+// attemptDeadline is when the attempt must end: the attempt timeout from its start, or the
+// call's deadline (call.Deadline, set by the deadline layer) if that comes first, in which
+// case callBound is true. It covers waiting for a connection and the call, and it is a
+// socket deadline, so it is wall-clock time whatever the Clock: the call's deadline is
+// carried over as the time left until it on the Clock at start, the attempt's start.
+func (c *Engine) attemptDeadline(call *Call, start time.Time) (deadline time.Time, callBound bool) {
+	now := call.attemptStart
 	deadline = now.Add(c.cfg.AttemptTimeout)
 	if !call.Deadline.IsZero() {
-		if d := now.Add(call.Deadline.Sub(c.clock.Now())); d.Before(deadline) {
+		if d := now.Add(call.Deadline.Sub(start)); d.Before(deadline) {
 			return d, true
 		}
 	}
@@ -103,12 +113,12 @@ func (c *Engine) attemptDeadline(call *Call) (deadline time.Time, callBound bool
 }
 
 // borrow gets a connection from p, an idle one at once if it can, else waiting or dialing
-// until deadline; a nil p (the node is not in the map) has none.
-func (c *Engine) borrow(ctx context.Context, p *pool, deadline time.Time) (Conn, error) {
+// until deadline; a nil p (the node is not in the map) has none. now is the wall-clock time.
+func (c *Engine) borrow(ctx context.Context, p *pool, deadline, now time.Time) (Conn, error) {
 	if p == nil {
 		return nil, errPoolClosed
 	}
-	if conn, ok := p.tryIdle(); ok {
+	if conn, ok := p.tryIdle(now); ok {
 		return conn, nil
 	}
 	bctx, cancel := context.WithDeadline(ctx, deadline)

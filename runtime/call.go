@@ -35,7 +35,9 @@ type Call struct {
 	// current map: the batch layer sets it to the owner it split a sub-request's items for.
 	Target *Route
 
-	attemptBuf [3]Attempt
+	attemptBuf [1]Attempt
+	// attemptStart is when Engine.Invoke started the attempt in flight, on the wall clock.
+	attemptStart time.Time
 }
 
 // NewCall returns a call of op for the request req routed by key. The typed client builds one

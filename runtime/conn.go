@@ -29,13 +29,24 @@ type Dialer func(ctx context.Context, addr string) (Conn, error)
 type thriftConn struct {
 	raw    net.Conn
 	client *zaris.ZarisKvClient
-	abort  func() // moves the socket deadline to the past; made once, so arm does not allocate it
 	// noDeadline wraps the context of the call in flight for the generated code (see
 	// callSocket); reused from call to call.
 	noDeadline withoutDeadline
 	lastUsed   time.Time // when the last call started; read by usable
+	deadline   time.Time // the socket's deadline as arm last set it
 	once       sync.Once
 	err        error
+
+	// The watch on the caller's context (see arm): a context.AfterFunc that aborts the
+	// call in flight, kept from call to call while they come with the same context.
+	stopCall  func() bool // c.endCall and c.abort, made once so arm does not allocate them
+	abortCall func()
+	watchMu   sync.Mutex
+	watchDone <-chan struct{} // Done of the context watched; nil when there is no watch
+	watchStop func() bool     // ends the watch
+	lastDone  <-chan struct{} // Done of the previous call's context
+	inCall    bool            // a call is in flight under the watch
+	aborted   bool            // the watch moved the deadline to the past during this call
 }
 
 // Client returns the generated client bound to this connection.
@@ -44,25 +55,97 @@ func (c *thriftConn) Client() zaris.ZarisKv { return c.client }
 // Close closes the socket. Only the socket holds resources (the Thrift layers above it are
 // buffers), and closing a net.Conn is safe while a call reads or writes it.
 func (c *thriftConn) Close() error {
-	c.once.Do(func() { c.err = c.raw.Close() })
+	c.once.Do(func() {
+		c.err = c.raw.Close()
+		c.watchMu.Lock()
+		c.unwatch()
+		c.watchMu.Unlock()
+	})
 	return c.err
 }
 
 // aLongTimeAgo is a deadline that has passed, which makes a blocked read or write return.
 var aLongTimeAgo = time.Unix(1, 0)
 
-// arm prepares the connection for one call: the socket's deadline is set to deadline,
-// and if ctx ends first (the caller cancelled, or a context timeout fired) the deadline is
+// arm prepares the connection for one call starting at now: the socket's deadline is set
+// to deadline, or left where it is if that is no earlier than deadline and at most late
+// after it (else it is set to deadline+late, so the calls of the next late reuse it); and
+// if ctx ends first (the caller cancelled, or a context timeout fired) the deadline is
 // moved to the past so a blocked read or write returns at once. The generated code does
 // not watch its context itself. stop reports false when ctx ended first: the connection's
 // deadline is then spent and it must not be reused.
-func (c *thriftConn) arm(ctx context.Context, deadline time.Time) (stop func() bool) {
-	c.lastUsed = time.Now()
-	c.raw.SetDeadline(deadline)
-	if ctx.Done() == nil {
+//
+// The watch on ctx is a context.AfterFunc, which costs two allocations and a lock and map
+// update on the context's parent to make and again to stop. When a connection's call
+// comes with the context (the same Done channel) of its previous call, as the calls of a
+// long-lived context (one made by signal.NotifyContext, say) do, the watch is kept after
+// the call for the next ones; it ends when a call comes with another context or the
+// connection is closed. A watch that fires between calls does nothing.
+func (c *thriftConn) arm(ctx context.Context, deadline, now time.Time, late time.Duration) (stop func() bool) {
+	c.lastUsed = now
+	if deadline.After(c.deadline) || c.deadline.Sub(deadline) > late {
+		c.deadline = deadline.Add(late)
+		c.raw.SetDeadline(c.deadline)
+	}
+	done := ctx.Done()
+	if done == nil {
 		return neverStopped
 	}
-	return context.AfterFunc(ctx, c.abort)
+	c.watchMu.Lock()
+	if c.watchDone != done {
+		c.unwatch()
+		c.watchDone = done
+		c.watchStop = context.AfterFunc(ctx, c.abortCall)
+	}
+	c.inCall, c.aborted = true, false
+	c.watchMu.Unlock()
+	if ctx.Err() != nil {
+		// A kept watch fired between calls, when there was nothing to abort.
+		c.abort()
+	}
+	return c.stopCall
+}
+
+// abort moves the socket's deadline to the past if a call is in flight and its context
+// has ended. A watch that fires late, after the connection moved on to another context,
+// so finds that context live and does nothing.
+func (c *thriftConn) abort() {
+	c.watchMu.Lock()
+	defer c.watchMu.Unlock()
+	if !c.inCall || c.aborted {
+		return
+	}
+	select {
+	case <-c.watchDone:
+		c.aborted = true
+		c.raw.SetDeadline(aLongTimeAgo)
+	default:
+	}
+}
+
+// endCall ends the call that arm armed with a context that can end, and reports false if
+// its watch aborted it. The watch is kept for the next call if this call's context was
+// also the previous call's; else it ends.
+func (c *thriftConn) endCall() bool {
+	c.watchMu.Lock()
+	defer c.watchMu.Unlock()
+	c.inCall = false
+	if c.aborted {
+		return false
+	}
+	if c.watchDone != c.lastDone {
+		c.lastDone = c.watchDone
+		c.unwatch()
+	}
+	return true
+}
+
+// unwatch ends the watch, if any; c.watchMu is held.
+func (c *thriftConn) unwatch() {
+	if c.watchStop != nil {
+		c.watchStop()
+	}
+	c.watchDone, c.watchStop = nil, nil
 }
 
 func neverStopped() bool { return true }
@@ -76,10 +159,10 @@ var idleCheckAfter atomic.Int64
 
 func init() { idleCheckAfter.Store(int64(100 * time.Millisecond)) }
 
-// usable reports whether the pool may lend this idle connection: it was used recently, or
-// a peek at the socket finds it open with nothing unasked for waiting.
-func (c *thriftConn) usable() bool {
-	if time.Since(c.lastUsed) < time.Duration(idleCheckAfter.Load()) {
+// usable reports whether the pool may lend this idle connection at now: it was used
+// recently, or a peek at the socket finds it open with nothing unasked for waiting.
+func (c *thriftConn) usable(now time.Time) bool {
+	if now.Sub(c.lastUsed) < time.Duration(idleCheckAfter.Load()) {
 		return true
 	}
 	return idleConnOK(c.raw)
@@ -88,7 +171,7 @@ func (c *thriftConn) usable() bool {
 // checkedConn is implemented by connections that can tell, while idle, whether they are
 // still usable; the pool asks before lending one.
 type checkedConn interface {
-	usable() bool
+	usable(now time.Time) bool
 }
 
 // withoutDeadline is a context that hides its parent's deadline but keeps its

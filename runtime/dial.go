@@ -101,7 +101,7 @@ func newThriftConn(raw net.Conn, p Protocol, t Transport, tcfg *thrift.TConfigur
 		raw:    raw,
 		client: zaris.NewZarisKvClient(thrift.NewTStandardClient(proto, proto)),
 	}
-	c.abort = func() { c.raw.SetDeadline(aLongTimeAgo) }
+	c.stopCall, c.abortCall = c.endCall, c.abort
 	return c, nil
 }
 

@@ -44,7 +44,9 @@
 // socket; replace it with WithDialer. The attempt timeout (or the call's deadline,
 // Call.Deadline, when it comes first) and the caller's cancellation are enforced on the
 // socket, because the generated code does not watch its context and the Thrift protocols
-// retry a timed-out read while their context has time left.
+// retry a timed-out read while their context has time left. A call's deadline is put on the
+// socket exactly; the attempt timeout may fire up to 1/64 of it (at most 10 ms) late, so
+// that a busy connection's socket deadline moves once in that time rather than on every call.
 //
 // # Pipelined connections
 //

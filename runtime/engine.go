@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"sync"
 	"sync/atomic"
+	"time"
 
 	"github.com/clustron/zaris-go/gen/zaris"
 )
@@ -17,12 +18,16 @@ import (
 // and records what happened. The generated zarisclient.Dial makes one per client (reach
 // it with Client.Engine). An Engine is safe for concurrent use.
 type Engine struct {
-	cfg       Config
-	dial      Dialer
-	clock     Clock
-	router    Router
-	refresher *Refresher
-	closed    atomic.Bool
+	cfg      Config
+	dial     Dialer
+	clock    Clock
+	sysClock bool // clock is SystemClock: one reading serves as wall-clock and Clock time
+	// lateTimeout is how late a pooled connection's socket may fire an attempt timeout
+	// (see lateAttemptTimeout).
+	lateTimeout time.Duration
+	router      Router
+	refresher   *Refresher
+	closed      atomic.Bool
 
 	pools atomic.Pointer[map[string]*pool] // by node address; replaced copy-on-write under poolMu
 
@@ -42,6 +47,8 @@ func Dial(ctx context.Context, opts ...Option) (*Engine, error) {
 		return nil, err
 	}
 	c := &Engine{cfg: cfg, dial: cfg.Dialer, clock: cfg.Clock}
+	_, c.sysClock = c.clock.(systemClock)
+	c.lateTimeout = lateAttemptTimeout(cfg.AttemptTimeout)
 	if c.dial == nil {
 		c.dial = DefaultDialer(cfg)
 	}

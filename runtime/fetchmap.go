@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"time"
 
 	"github.com/clustron/zaris-go/gen/zaris"
 )
@@ -80,7 +81,7 @@ func (c *Engine) fetchFrom(ctx context.Context, addr string) (*zaris.ClusterMap,
 	spent := false
 	if sc, ok := conn.(*thriftConn); ok {
 		dl, _ := ctx.Deadline()
-		stop := sc.arm(ctx, dl)
+		stop := sc.arm(ctx, dl, time.Now(), 0)
 		m, err = sc.client.GetClusterMap(withoutDeadline{ctx})
 		spent = !stop()
 	} else {

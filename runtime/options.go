@@ -306,6 +306,7 @@ func WithDialTimeout(d time.Duration) Option {
 
 // WithAttemptTimeout bounds one attempt (waiting for a pooled connection, writing the
 // request, reading the reply), distinct from the whole-call deadline (rule B5). Default 5 s.
+// On a pooled connection it may end an attempt up to d/64 (at most 10 ms) late.
 func WithAttemptTimeout(d time.Duration) Option {
 	return optionFunc(func(b *configBuilder) { b.cfg.AttemptTimeout = d })
 }

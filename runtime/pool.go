@@ -5,6 +5,7 @@ import (
 	"errors"
 	"sync"
 	"sync/atomic"
+	"time"
 )
 
 // errPoolClosed is returned by a pool that was closed: its node left the map or the client
@@ -51,13 +52,13 @@ func (p *pool) get(ctx context.Context) (Conn, error) {
 	if p.closed.Load() {
 		return nil, errPoolClosed
 	}
-	if c, ok := p.tryIdle(); ok {
+	if c, ok := p.tryIdle(time.Now()); ok {
 		return c, nil
 	}
 	for {
 		select {
 		case c := <-p.idle:
-			if p.lendable(c) {
+			if p.lendable(c, time.Now()) {
 				return c, nil
 			}
 		case p.slots <- struct{}{}:
@@ -70,25 +71,26 @@ func (p *pool) get(ctx context.Context) (Conn, error) {
 	}
 }
 
-// lendable reports whether an idle connection may be lent; one the node closed while it
-// sat idle is discarded.
-func (p *pool) lendable(c Conn) bool {
-	if cc, ok := c.(checkedConn); ok && !cc.usable() {
+// lendable reports whether an idle connection may be lent at now (wall clock); one the
+// node closed while it sat idle is discarded.
+func (p *pool) lendable(c Conn, now time.Time) bool {
+	if cc, ok := c.(checkedConn); ok && !cc.usable(now) {
 		p.discard(c)
 		return false
 	}
 	return true
 }
 
-// tryIdle borrows an idle connection if there is one, without waiting.
-func (p *pool) tryIdle() (Conn, bool) {
+// tryIdle borrows an idle connection if there is one, without waiting; now is the
+// wall-clock time.
+func (p *pool) tryIdle(now time.Time) (Conn, bool) {
 	if p.closed.Load() {
 		return nil, false
 	}
 	for {
 		select {
 		case c := <-p.idle:
-			if p.lendable(c) {
+			if p.lendable(c, now) {
 				return c, true
 			}
 		default:

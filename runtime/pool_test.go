@@ -22,7 +22,7 @@ type fakeConn struct {
 	broken atomic.Bool // usable reports false: the node closed it while idle
 }
 
-func (c *fakeConn) usable() bool { return !c.broken.Load() }
+func (c *fakeConn) usable(time.Time) bool { return !c.broken.Load() }
 
 func (c *fakeConn) Client() zaris.ZarisKv { return c.kv }
 func (c *fakeConn) Close() error          { c.closes.Add(1); return nil }

@@ -5,6 +5,15 @@ import (
 	"time"
 )
 
+// lateAttemptTimeout is how late, at most, the socket of a pooled connection may end an
+// attempt past its attempt timeout t: 1/64 of it, at most 10 ms. A connection's deadline
+// then moves once in that time, not on every call (each move costs a lock and a timer
+// update in the Go runtime). A call's deadline (Call.Deadline, the context's) is kept
+// exactly.
+func lateAttemptTimeout(t time.Duration) time.Duration {
+	return min(t/64, 10*time.Millisecond)
+}
+
 // callConn runs call over a Conn of a custom Dialer, within deadline through its context.
 func callConn(ctx context.Context, conn Conn, call *Call, deadline time.Time, callBound bool) (Response, outcome) {
 	actx, cancel := context.WithDeadline(ctx, deadline)
@@ -24,12 +33,14 @@ func callConn(ctx context.Context, conn Conn, call *Call, deadline time.Time, ca
 	return resp, o
 }
 
-// callSocket runs call over a built-in connection. The deadline (or the caller's, if
-// earlier; callerDeadline says the deadline given is already the call's) goes on the socket, and the caller's cancel aborts the socket through
-// context.AfterFunc: no timer or context is made per call. The generated code gets a
+// callSocket runs call over a built-in connection, starting at now (wall clock). The
+// deadline (or the caller's, if earlier; callerDeadline says the deadline given is already
+// the call's) goes on the socket, up to late past it for an attempt timeout (see
+// thriftConn.arm), and the caller's cancel aborts the socket through the connection's
+// watch on its context: no timer or context is made per call. The generated code gets a
 // context without a deadline, because the Thrift protocols retry a timed-out read while
 // their context has a deadline that has not passed.
-func callSocket(ctx context.Context, sc *thriftConn, call *Call, deadline time.Time, callerDeadline bool) (Response, outcome) {
+func callSocket(ctx context.Context, sc *thriftConn, call *Call, deadline time.Time, callerDeadline bool, now time.Time, late time.Duration) (Response, outcome) {
 	octx := ctx
 	if cdl, ok := ctx.Deadline(); ok {
 		// The connection carries one call at a time, so its wrapper is reused.
@@ -39,7 +50,10 @@ func callSocket(ctx context.Context, sc *thriftConn, call *Call, deadline time.T
 			deadline, callerDeadline = cdl, true
 		}
 	}
-	stop := sc.arm(ctx, deadline)
+	if callerDeadline {
+		late = 0 // a call's deadline is kept to the letter
+	}
+	stop := sc.arm(ctx, deadline, now, late)
 	resp, err := call.Op.Invoke(octx, sc.client, call.Request)
 	sc.noDeadline.Context = nil
 	o := outcome{spent: !stop()}

@@ -305,6 +305,34 @@ func BenchmarkTypedClientDefaultStack(b *testing.B) {
 	}
 }
 
+// BenchmarkTypedClientPooled is BenchmarkTypedClientDefaultStack on pooled connections
+// (WithPipelining(false)), the mode the bench's stack-overhead section compares with the raw
+// generated client, with a context that cannot be cancelled and with one that can (an
+// application's request context), for which the engine watches the context during the call.
+func BenchmarkTypedClientPooled(b *testing.B) {
+	addr := loopbackNode(b)
+	client, err := zarisclient.Dial(context.Background(), runtime.WithEnv(func(string) (string, bool) { return "", false }),
+		runtime.WithSeeds(addr), runtime.WithPipelining(false))
+	require.NoError(b, err)
+	defer client.Close()
+	req := &zaris.GetRequest{Key: []byte("bench")}
+	cancellable, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	for _, bc := range []struct {
+		name string
+		ctx  context.Context
+	}{{"background ctx", context.Background()}, {"cancellable ctx", cancellable}} {
+		b.Run(bc.name, func(b *testing.B) {
+			b.ReportAllocs()
+			for b.Loop() {
+				if _, err := client.Get(bc.ctx, req); err != nil {
+					b.Fatal(err)
+				}
+			}
+		})
+	}
+}
+
 // BenchmarkRawGeneratedClient is the generated Thrift client alone on one connection made
 // by the engine's dialer: the floor for BenchmarkTypedClientDefaultStack.
 func BenchmarkRawGeneratedClient(b *testing.B) {

@@ -329,6 +329,12 @@ func TestCallerCancelOverTheWire(t *testing.T) {
 	require.NoError(t, err)
 	defer cl.Close()
 	ctx, cancel := context.WithCancel(context.Background())
+	// Calls with the context before: the connection keeps its watch on it, which must
+	// still abort the call.
+	for range 3 {
+		_, err = cl.Invoke(ctx, getCall("fast"))
+		require.NoError(t, err)
+	}
 	time.AfterFunc(50*time.Millisecond, cancel)
 	_, err = cl.Invoke(ctx, getCall("slow"))
 	require.ErrorIs(t, err, context.Canceled)

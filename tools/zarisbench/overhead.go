@@ -29,8 +29,7 @@ type overheadResult struct {
 	Ratio       float64   `json:"ratio"`
 	RoundRatios []float64 `json:"roundRatios"`
 	// TypedBackgroundOpsPerS and RatioBackground are the typed side's with
-	// context.Background(), which cannot be cancelled, so the engine arms no
-	// context.AfterFunc per call.
+	// context.Background(), which cannot be cancelled, so the engine does not watch it.
 	TypedBackgroundOpsPerS float64 `json:"typedBackgroundOpsPerSec"`
 	RatioBackground        float64 `json:"ratioBackground"`
 	// TypedAllocs, RawAllocs, TypedBytes and RawBytes are heap allocations and bytes per
@@ -41,7 +40,8 @@ type overheadResult struct {
 	RawBytes    float64 `json:"rawBytesPerOp"`
 	// AddedAllocs and AddedBytes are what the stack adds per call (target <= 3 allocs),
 	// with the run's context, which can be cancelled (as an application's request context
-	// can): the engine then arms a context.AfterFunc per call to abort the socket.
+	// can): the engine then watches it to abort the socket on cancel, a watch each
+	// connection keeps while its calls come with that context.
 	AddedAllocs float64 `json:"addedAllocsPerOp"`
 	AddedBytes  float64 `json:"addedBytesPerOp"`
 	// AddedAllocsBackground is AddedAllocs with context.Background(), which can never be
