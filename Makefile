@@ -37,8 +37,9 @@ check-generate: generate ## regenerate and fail if gen/ differs from what is com
 	@git diff --exit-code --stat -- gen || { echo "gen/ is stale: run make generate and commit the result"; exit 1; }
 	@test -z "$$(git status --porcelain -- gen)" || { git status --porcelain -- gen; echo "gen/ has files git does not track: run make generate and commit the result"; exit 1; }
 
-test: lint ## lint, run every test with the race detector, then the churn tests in each connection mode, then fuzz each target briefly
+test: lint ## lint, run every test with the race detector (and the allocation counts without it), then the churn tests in each connection mode, then fuzz each target briefly
 	$(GO) test -race -count=1 -timeout 10m ./...
+	$(GO) test -count=1 -run 'Alloc' ./...
 	$(GO) -C $(TOOLS) test -race -count=1 -timeout 10m ./...
 	$(MAKE) test-modes
 	$(MAKE) fuzz
