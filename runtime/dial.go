@@ -98,7 +98,7 @@ func newThriftConn(raw net.Conn, p Protocol, t Transport, tcfg *thrift.TConfigur
 		return nil, err
 	}
 	if p == ProtocolBinary && t == TransportFramed {
-		proto = newMemReads(proto, tcfg)
+		proto = newMemFrames(proto, tcfg)
 	}
 	c := &thriftConn{
 		raw:    raw,
