@@ -39,14 +39,24 @@ func (p pipeTransport) Open() error                              { return nil }
 func (p pipeTransport) IsOpen() bool                             { return true }
 func (p pipeTransport) SetTConfiguration(*thrift.TConfiguration) {}
 
-// headerCall returns a client's THeader frame of the given protocol carrying a call of
-// method with args, followed by raw (bytes that do not decode as args, when set).
+// framedBinary stands for a framed binary client in headerCall.
+const framedBinary thrift.THeaderProtocolID = -1
+
+// headerCall returns a client's frame carrying a call of method with args: a THeader
+// frame of protocol id, or a framed binary one for framedBinary.
 func headerCall(t testing.TB, id thrift.THeaderProtocolID, method string, args thrift.TStruct) []byte {
 	var buf bytes.Buffer
-	p := thrift.NewTHeaderProtocolConf(pipeTransport{w: &buf}, &thrift.TConfiguration{THeaderProtocolID: &id})
+	var p thrift.TProtocol
+	if id == framedBinary {
+		cfg := &thrift.TConfiguration{}
+		p = thrift.NewTBinaryProtocolConf(thrift.NewTFramedTransportConf(pipeTransport{w: &buf}, cfg), cfg)
+	} else {
+		p = thrift.NewTHeaderProtocolConf(pipeTransport{w: &buf}, &thrift.TConfiguration{THeaderProtocolID: &id})
+	}
 	require.NoError(t, p.WriteMessageBegin(bg, method, thrift.CALL, 7))
 	require.NoError(t, args.Write(bg, p))
 	require.NoError(t, p.WriteMessageEnd(bg))
+	require.NoError(t, p.Flush(bg))
 	return buf.Bytes()
 }
 
@@ -88,8 +98,8 @@ func (tooManyItems) Write(ctx context.Context, p thrift.TProtocol) error {
 
 func (tooManyItems) Read(context.Context, thrift.TProtocol) error { return nil }
 
-// The in-memory path writes byte for byte what the generated path writes, for header
-// frames of either protocol, several on one connection, an empty batch and a call whose
+// The in-memory path writes byte for byte what the generated path writes, for framed
+// binary frames and header frames of either protocol, several on one connection, an empty batch and a call whose
 // arguments do not decode (a PROTOCOL_ERROR exception).
 func TestInMemory_RepliesAsTheGeneratedCode(t *testing.T) {
 	kv := &fixedKv{}
@@ -97,7 +107,7 @@ func TestInMemory_RepliesAsTheGeneratedCode(t *testing.T) {
 		kv.outcomes = append(kv.outcomes, &zaris.GetOutcome{Value: fmt.Appendf(nil, "value %d", i), Version: int64(i)})
 	}
 	cfg := serverConfig(4<<20, 1<<16, 0)
-	for _, id := range []thrift.THeaderProtocolID{thrift.THeaderProtocolBinary, thrift.THeaderProtocolCompact} {
+	for _, id := range []thrift.THeaderProtocolID{framedBinary, thrift.THeaderProtocolBinary, thrift.THeaderProtocolCompact} {
 		t.Run(fmt.Sprint(id), func(t *testing.T) {
 			bad := headerCall(t, id, "MultiGet", tooManyItems{})
 			frames := [][]byte{
@@ -127,7 +137,7 @@ func TestInMemory_AllocatesLessPerItem(t *testing.T) {
 	small = big[:5]
 	proc := inMemory(zaris.NewZarisKvProcessor(kv), serverConfig(4<<20, 1<<16, 0), "MultiGet")
 	allocs := func(keys []string) float64 {
-		frame := headerCall(t, thrift.THeaderProtocolBinary, "MultiGet", multiGetArgs(keys...))
+		frame := headerCall(t, framedBinary, "MultiGet", multiGetArgs(keys...))
 		return testing.AllocsPerRun(20, func() { serveFrames(t, proc, frame) })
 	}
 	perItem := (allocs(big) - allocs(small)) / float64(len(big)-len(small))
