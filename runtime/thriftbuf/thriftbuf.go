@@ -294,14 +294,29 @@ func (p *Protocol) WriteString(_ context.Context, v string) error {
 	return nil
 }
 
-// buffers is a Thrift transport reading from in and writing to out.
+// buffers is a Thrift transport reading from in and writing to out. Reading past the end
+// of in is a transport error (end of file), as reading past a frame is on a connection.
 type buffers struct {
 	in, out bytes.Buffer
 	conn    thrift.TTransport // IsOpen asks it; nil: open
 }
 
-func (b *buffers) Read(p []byte) (int, error)        { return b.in.Read(p) }
-func (b *buffers) ReadByte() (byte, error)           { return b.in.ReadByte() }
+func (b *buffers) Read(p []byte) (int, error) {
+	n, err := b.in.Read(p)
+	if err != nil {
+		err = thrift.NewTTransportExceptionFromError(err)
+	}
+	return n, err
+}
+
+func (b *buffers) ReadByte() (byte, error) {
+	c, err := b.in.ReadByte()
+	if err != nil {
+		err = thrift.NewTTransportExceptionFromError(err)
+	}
+	return c, err
+}
+
 func (b *buffers) Write(p []byte) (int, error)       { return b.out.Write(p) }
 func (b *buffers) WriteByte(c byte) error            { return b.out.WriteByte(c) }
 func (b *buffers) WriteString(s string) (int, error) { return b.out.WriteString(s) }
