@@ -128,7 +128,7 @@ func (e *batchRun) run(ctx context.Context) (runtime.Response, error) {
 		e.budget.Deposit()
 	}
 
-	var pending []int
+	pending := make([]int, 0, n)
 	for i := range n {
 		if items.Invalid(i) {
 			answered++ // RunBatch answered it InvalidRequest
@@ -187,31 +187,48 @@ func (e *batchRun) itemCall(i int) *runtime.Call {
 	return &runtime.Call{Op: e.call.Op, Attempts: e.hist[i]}
 }
 
-// split groups the items idx by owner under the current map, in order of first appearance.
+// split groups the items idx by owner under the current map, in order of first appearance,
+// after one group per item whose segment has no owner (those are not sent). The groups'
+// index slices share one backing array.
 func (e *batchRun) split(idx []int) []group {
 	items := e.call.Batch.Items
-	var groups []group
-	for _, i := range idx {
-		var rt runtime.Route
-		if e.router != nil {
-			var err error
-			if rt, err = e.router.Route(items.Key(i)); err != nil {
-				groups = append(groups, group{idx: []int{i}, routeErr: err})
-				continue
-			}
+	if e.router == nil {
+		return []group{{idx: idx}}
+	}
+	routes := make([]runtime.Route, 0, 4) // the owners, in order of first appearance
+	var unrouted []group                  // items whose segment has no owner, one group each
+	of := make([]int, len(idx))           // per item, its owner's index in routes, or -1
+	var count []int                       // per owner, its items
+	for j, i := range idx {
+		rt, err := e.router.Route(items.Key(i))
+		if err != nil {
+			of[j] = -1
+			unrouted = append(unrouted, group{idx: idx[j : j+1 : j+1], routeErr: err})
+			continue
 		}
-		gi := slices.IndexFunc(groups, func(g group) bool {
-			return g.routeErr == nil && (g.route == nil || (g.route.Node == rt.Node && g.route.Addr == rt.Addr))
-		})
-		if gi < 0 {
-			gi = len(groups)
-			g := group{idx: make([]int, 0, len(idx))}
-			if e.router != nil {
-				g.route = &rt
-			}
-			groups = append(groups, g)
+		gi := 0
+		for gi < len(routes) && (routes[gi].Node != rt.Node || routes[gi].Addr != rt.Addr) {
+			gi++
 		}
-		groups[gi].idx = append(groups[gi].idx, i)
+		if gi == len(routes) {
+			routes = append(routes, rt)
+			count = append(count, 0)
+		}
+		of[j] = gi
+		count[gi]++
+	}
+	groups := slices.Grow(unrouted, len(routes))
+	first := len(groups)
+	buf := make([]int, 0, len(idx)-len(unrouted))
+	for gi := range routes {
+		groups = append(groups, group{route: &routes[gi], idx: buf[len(buf) : len(buf) : len(buf)+count[gi]]})
+		buf = buf[:len(buf)+count[gi]]
+	}
+	for j, i := range idx {
+		if gi := of[j]; gi >= 0 {
+			g := &groups[first+gi]
+			g.idx = append(g.idx, i)
+		}
 	}
 	return groups
 }

@@ -97,6 +97,9 @@ func newThriftConn(raw net.Conn, p Protocol, t Transport, tcfg *thrift.TConfigur
 	if err != nil {
 		return nil, err
 	}
+	if p == ProtocolBinary && t == TransportFramed {
+		proto = newMemFrames(proto, tcfg)
+	}
 	c := &thriftConn{
 		raw:    raw,
 		client: zaris.NewZarisKvClient(thrift.NewTStandardClient(proto, proto)),

@@ -33,37 +33,49 @@ func (n *Node) route(v *view, s int32, write bool) zaris.KvStatus {
 
 // Get reads a key at its owner.
 func (h *kvHandler) Get(_ context.Context, req *zaris.GetRequest) (*zaris.GetResponse, error) {
-	n := h.n
+	r := h.n.read(req.GetKey())
+	return &zaris.GetResponse{Status: r.status, Value: r.value, Version: r.version, MapEpoch: r.epoch}, nil
+}
+
+// readResult is the answer to one read: what Get answers, without the response around it.
+type readResult struct {
+	status  zaris.KvStatus
+	value   []byte // nil unless status is Ok
+	version int64
+	epoch   int64
+}
+
+// read answers one read of key at this node under its current map, as Get does.
+func (n *Node) read(key []byte) readResult {
 	v := n.current.Load()
-	resp := &zaris.GetResponse{MapEpoch: n.Epoch()}
-	if !n.validKey(req.GetKey()) {
-		resp.Status = zaris.KvStatus_InvalidRequest
-		return resp, nil
+	r := readResult{epoch: n.Epoch()}
+	if !n.validKey(key) {
+		r.status = zaris.KvStatus_InvalidRequest
+		return r
 	}
 	if v == nil {
-		resp.Status = zaris.KvStatus_Unavailable
-		return resp, nil
+		r.status = zaris.KvStatus_Unavailable
+		return r
 	}
-	s := runtime.Segment(req.Key, v.segCount)
+	s := runtime.Segment(key, v.segCount)
 	v = n.awaitHandoff(v, s)
-	resp.MapEpoch = v.epoch
-	if resp.Status = n.route(v, s, false); resp.Status != zaris.KvStatus_Ok {
-		return resp, nil
+	r.epoch = v.epoch
+	if r.status = n.route(v, s, false); r.status != zaris.KvStatus_Ok {
+		return r
 	}
 	seg := n.segments()[s]
 	seg.mu.Lock()
-	e, ok := seg.lookup(req.Key)
+	e, ok := seg.lookup(key)
 	seg.mu.Unlock()
 	if !ok {
-		resp.Status = zaris.KvStatus_NotFound
-		return resp, nil
+		r.status = zaris.KvStatus_NotFound
+		return r
 	}
-	resp.Value = e.value
-	if resp.Value == nil {
-		resp.Value = []byte{}
+	r.value, r.version = e.value, e.version
+	if r.value == nil {
+		r.value = []byte{}
 	}
-	resp.Version = e.version
-	return resp, nil
+	return r
 }
 
 // change is what a write op decides given the key's current entry: a new value, a delete,

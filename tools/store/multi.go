@@ -17,17 +17,20 @@ import (
 // validBatch reports whether a batch of n items may be served.
 func validBatch(n int) bool { return n > 0 && n <= runtime.MaxBatchItems }
 
-// MultiGet reads each item as Get does.
-func (h *kvHandler) MultiGet(ctx context.Context, req *zaris.MultiGetRequest) (*zaris.MultiGetResponse, error) {
+// MultiGet reads each item as Get does. The outcomes share one backing array.
+func (h *kvHandler) MultiGet(_ context.Context, req *zaris.MultiGetRequest) (*zaris.MultiGetResponse, error) {
 	resp := &zaris.MultiGetResponse{MapEpoch: h.n.Epoch(), Results: []*zaris.GetOutcome{}}
 	if !validBatch(len(req.GetItems())) {
 		resp.Status = zaris.KvStatus_InvalidRequest
 		return resp, nil
 	}
-	for _, it := range req.Items {
-		r, _ := h.Get(ctx, &zaris.GetRequest{Key: it.GetKey()})
-		resp.MapEpoch = max(resp.MapEpoch, r.MapEpoch)
-		resp.Results = append(resp.Results, &zaris.GetOutcome{Status: r.Status, Value: r.Value, Version: r.Version})
+	outs := make([]zaris.GetOutcome, len(req.Items))
+	resp.Results = make([]*zaris.GetOutcome, len(req.Items))
+	for i, it := range req.Items {
+		r := h.n.read(it.GetKey())
+		resp.MapEpoch = max(resp.MapEpoch, r.epoch)
+		outs[i] = zaris.GetOutcome{Status: r.status, Value: r.value, Version: r.version}
+		resp.Results[i] = &outs[i]
 	}
 	return resp, nil
 }

@@ -98,3 +98,31 @@ func TestMulti_MalformedBatchIsInvalidRequest(t *testing.T) {
 
 func boolPtr(b bool) *bool    { return &b }
 func int64Ptr(v int64) *int64 { return &v }
+
+// A MultiGet's cost at the node does not grow by a request and a response per item: a
+// batch of 100 items allocates about as many objects as one of 5 (the items are served,
+// Moved or NotFound, in both). The margin absorbs the cluster's background work, which
+// AllocsPerRun counts too; two objects per item would exceed it.
+func TestMulti_GetAllocatesPerBatchNotPerItem(t *testing.T) {
+	c := StartCluster(t, fastCluster())
+	owner, _, _ := roles(c, 3)
+	h := &kvHandler{c.Node(owner)}
+	_, err := h.Put(bg, &zaris.PutRequest{Key: keyIn(3, 16, "mine"), Value: []byte("v")})
+	require.NoError(t, err)
+	batch := func(n int) *zaris.MultiGetRequest {
+		req := &zaris.MultiGetRequest{}
+		for i := range n {
+			req.Items = append(req.Items, &zaris.GetItem{Key: keyIn(int32(i%16), 16, "mine")})
+		}
+		return req
+	}
+	small, big := batch(5), batch(100)
+	allocs := func(req *zaris.MultiGetRequest) float64 {
+		return testing.AllocsPerRun(50, func() {
+			if _, err := h.MultiGet(bg, req); err != nil {
+				t.Fatal(err)
+			}
+		})
+	}
+	assert.Less(t, allocs(big), allocs(small)+20)
+}

@@ -215,8 +215,9 @@ func StartNode(cfg NodeConfig) (*Node, error) {
 	if cfg.Protocol == ProtocolJSON {
 		w = wireJSON
 	}
-	n.data, err = newServer(n.ctx, cfg.Listen, cfg.TLS, serverConfig(cfg.maxMessage(), 1<<16, cfg.IdleTimeout),
-		w, zaris.NewZarisKvProcessor(&kvHandler{n: n}), cfg.Logger)
+	dataCfg := serverConfig(cfg.maxMessage(), 1<<16, cfg.IdleTimeout)
+	kv := inMemory(zaris.NewZarisKvProcessor(&kvHandler{n: n}), dataCfg, "MultiGet", "MultiPut", "MultiDelete")
+	n.data, err = newServer(n.ctx, cfg.Listen, cfg.TLS, dataCfg, w, kv, cfg.Logger)
 	if err != nil {
 		n.cancel()
 		n.closeEtcd()

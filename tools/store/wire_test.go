@@ -81,6 +81,22 @@ func roundTrip(t *testing.T, cl *zaris.ZarisKvClient, key []byte) {
 	m, err := cl.GetClusterMap(bg)
 	require.NoError(t, err)
 	assert.EqualValues(t, 16, m.SegmentCount)
+	// The multi-key calls, between single-key ones on the same connection.
+	mput, err := cl.MultiPut(bg, &zaris.MultiPutRequest{Items: []*zaris.PutItem{{Key: key, Value: []byte("v2")}, {Key: []byte{}}}})
+	require.NoError(t, err)
+	require.Len(t, mput.Results, 2)
+	assert.Equal(t, zaris.KvStatus_Ok, mput.Results[0].Status)
+	assert.Equal(t, zaris.KvStatus_InvalidRequest, mput.Results[1].Status)
+	mget, err := cl.MultiGet(bg, &zaris.MultiGetRequest{Items: []*zaris.GetItem{{Key: key}, {Key: key}}})
+	require.NoError(t, err)
+	require.Len(t, mget.Results, 2)
+	assert.Equal(t, []byte("v2"), mget.Results[1].Value)
+	mdel, err := cl.MultiDelete(bg, &zaris.MultiDeleteRequest{Items: []*zaris.DeleteItem{{Key: key}}})
+	require.NoError(t, err)
+	assert.Equal(t, zaris.KvStatus_Ok, mdel.Results[0].Status)
+	get, err = cl.Get(bg, &zaris.GetRequest{Key: key})
+	require.NoError(t, err)
+	assert.Equal(t, zaris.KvStatus_NotFound, get.Status)
 }
 
 func TestNode_ServesHeaderBinaryAndCompactClientsOnOnePort(t *testing.T) {

@@ -1,0 +1,213 @@
+package runtime
+
+import (
+	"bytes"
+	"context"
+	"testing"
+
+	"github.com/apache/thrift/lib/go/thrift"
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/clustron/zaris-go/gen/zaris"
+)
+
+// frameOf returns a framed binary message: a reply named name whose body is body.
+func frameOf(t testing.TB, cfg *thrift.TConfiguration, body []byte) []byte {
+	var out thrift.TMemoryBuffer
+	out.Buffer = new(bytes.Buffer)
+	ft := thrift.NewTFramedTransportConf(&out, cfg)
+	p := thrift.NewTBinaryProtocolConf(ft, cfg)
+	ctx := context.Background()
+	if err := p.WriteMessageBegin(ctx, "MultiGet", thrift.REPLY, 9); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := ft.Write(body); err != nil {
+		t.Fatal(err)
+	}
+	if err := p.Flush(ctx); err != nil {
+		t.Fatal(err)
+	}
+	return out.Bytes()
+}
+
+// encode returns s in the binary protocol.
+func encode(t testing.TB, cfg *thrift.TConfiguration, s thrift.TStruct) []byte {
+	var out thrift.TMemoryBuffer
+	out.Buffer = new(bytes.Buffer)
+	if err := s.Write(context.Background(), thrift.NewTBinaryProtocolConf(&out, cfg)); err != nil {
+		t.Fatal(err)
+	}
+	return out.Bytes()
+}
+
+// decodeBoth reads frame's message into a fresh value of each of news, once through the
+// framed binary protocol and once through memFrames over it, and returns both results.
+func decodeBoth(cfg *thrift.TConfiguration, frame []byte, news func() thrift.TStruct) (plain, mem thrift.TStruct, plainErr, memErr error) {
+	read := func(wrap bool) (thrift.TStruct, error) {
+		in := thrift.NewTMemoryBuffer()
+		in.Write(frame)
+		var p thrift.TProtocol = thrift.NewTBinaryProtocolConf(thrift.NewTFramedTransportConf(in, cfg), cfg)
+		if wrap {
+			p = newMemFrames(p, cfg)
+		}
+		ctx := context.Background()
+		if _, _, _, err := p.ReadMessageBegin(ctx); err != nil {
+			return nil, err
+		}
+		s := news()
+		if err := s.Read(ctx, p); err != nil {
+			return nil, err
+		}
+		return s, p.ReadMessageEnd(ctx)
+	}
+	plain, plainErr = read(false)
+	mem, memErr = read(true)
+	return plain, mem, plainErr, memErr
+}
+
+// memFramesConfig is the client's configuration with small limits, so that bodies over
+// them are easy to make.
+func memFramesConfig() *thrift.TConfiguration {
+	cfg := thriftConfig(Config{})
+	cfg.MaxContainerSize = 64
+	cfg.MaxMessageSize = 4096
+	return cfg
+}
+
+// memFrames decodes every kind of field the client's replies carry (lists, maps of
+// strings, optional fields, empty and missing binaries, nested structs, exceptions) as
+// the binary protocol does, and refuses what it refuses: a body cut short, negative sizes,
+// containers over the limit or longer than the body.
+func TestMemFrames_DecodesAsTheBinaryProtocol(t *testing.T) {
+	cfg := memFramesConfig()
+	owner := int32(2)
+	bodies := map[string]struct {
+		s    thrift.TStruct
+		news func() thrift.TStruct
+	}{
+		"multiget": {&zaris.ZarisKvMultiGetResult{Success: &zaris.MultiGetResponse{MapEpoch: 7, Results: []*zaris.GetOutcome{
+			{Status: zaris.KvStatus_Ok, Value: []byte("v"), Version: 3},
+			{Status: zaris.KvStatus_Ok, Value: []byte{}, Version: 4},
+			{Status: zaris.KvStatus_NotFound},
+		}}}, func() thrift.TStruct { return &zaris.ZarisKvMultiGetResult{} }},
+		"map": {&zaris.ZarisKvGetClusterMapResult{Success: &zaris.ClusterMap{Epoch: 3, SegmentCount: 2,
+			Nodes:    []*zaris.NodeInfo{{ID: 2, Host: "127.0.0.1", Port: 7001}},
+			Segments: []*zaris.SegmentInfo{{ID: 0, Owner: &owner}, {ID: 1}},
+		}}, func() thrift.TStruct { return &zaris.ZarisKvGetClusterMapResult{} }},
+		"exception": {thrift.NewTApplicationException(thrift.INTERNAL_ERROR, "boom"),
+			func() thrift.TStruct { return thrift.NewTApplicationException(0, "") }},
+	}
+	for name, b := range bodies {
+		body := encode(t, cfg, b.s)
+		cases := map[string][]byte{
+			"whole":        body,
+			"cut short":    body[:len(body)-3],
+			"first byte":   body[:1],
+			"trailing":     append(append([]byte{}, body...), 0, 0, 0),
+			"huge list":    append([]byte{15, 0, 2, 12, 0x7f, 0, 0, 0}, body...),
+			"negative str": append([]byte{11, 0, 1, 0xff, 0xff, 0xff, 0xf0}, body...),
+		}
+		for what, c := range cases {
+			t.Run(name+"/"+what, func(t *testing.T) {
+				plain, mem, plainErr, memErr := decodeBoth(cfg, frameOf(t, cfg, c), b.news)
+				require.Equal(t, plainErr == nil, memErr == nil, "plain: %v, memFrames: %v", plainErr, memErr)
+				assert.Equal(t, plain, mem)
+			})
+		}
+	}
+}
+
+// memFrames goes back to the connection for the next message: a reply read in memory, then
+// a request written, then a second reply.
+func TestMemFrames_NextMessageOnTheConnection(t *testing.T) {
+	cfg := memFramesConfig()
+	reply := &zaris.ZarisKvMultiGetResult{Success: &zaris.MultiGetResponse{MapEpoch: 1, Results: []*zaris.GetOutcome{{Value: []byte("a")}}}}
+	frame := frameOf(t, cfg, encode(t, cfg, reply))
+	in := thrift.NewTMemoryBuffer()
+	in.Write(frame)
+	in.Write(frame)
+	ft := thrift.NewTFramedTransportConf(in, cfg)
+	p := newMemFrames(thrift.NewTBinaryProtocolConf(ft, cfg), cfg)
+	ctx := context.Background()
+	for range 2 {
+		_, _, seq, err := p.ReadMessageBegin(ctx)
+		require.NoError(t, err)
+		assert.EqualValues(t, 9, seq)
+		got := &zaris.ZarisKvMultiGetResult{}
+		require.NoError(t, got.Read(ctx, p))
+		require.NoError(t, p.ReadMessageEnd(ctx))
+		assert.Equal(t, reply, got)
+		require.NoError(t, p.WriteMessageBegin(ctx, "MultiGet", thrift.CALL, 10))
+		require.NoError(t, (&zaris.ZarisKvMultiGetArgs{Req: &zaris.MultiGetRequest{}}).Write(ctx, p))
+		require.NoError(t, p.WriteMessageEnd(ctx))
+		require.NoError(t, p.Flush(ctx))
+	}
+	assert.Positive(t, in.Len(), "the requests went to the connection")
+}
+
+// Whatever a reply's body holds, memFrames decodes it as the binary protocol does or
+// refuses it as the binary protocol does.
+func FuzzMemFrames(f *testing.F) {
+	cfg := memFramesConfig()
+	f.Add(encode(f, cfg, &zaris.ZarisKvMultiGetResult{Success: &zaris.MultiGetResponse{Results: []*zaris.GetOutcome{{Value: []byte("v")}}}}))
+	f.Add(encode(f, cfg, &zaris.ZarisKvGetClusterMapResult{Success: &zaris.ClusterMap{Nodes: []*zaris.NodeInfo{{Host: "h"}}}}))
+	f.Add([]byte{13, 0, 1, 11, 11, 0, 0, 0, 1, 0, 0, 0, 1, 'k', 0, 0, 0, 1, 'v', 0})
+	f.Fuzz(func(t *testing.T, body []byte) {
+		if len(body) > 4000 {
+			t.Skip("a frame past the configuration's limit") // refused before any body is read
+		}
+		for _, news := range []func() thrift.TStruct{
+			func() thrift.TStruct { return &zaris.ZarisKvMultiGetResult{} },
+			func() thrift.TStruct { return &zaris.ZarisKvGetClusterMapResult{} },
+			func() thrift.TStruct { return thrift.NewTApplicationException(0, "") },
+		} {
+			plain, mem, plainErr, memErr := decodeBoth(cfg, frameOf(t, cfg, body), news)
+			if (plainErr == nil) != (memErr == nil) {
+				t.Fatalf("plain: %v, memFrames: %v", plainErr, memErr)
+			}
+			assert.Equal(t, plain, mem)
+		}
+	})
+}
+
+// writeFrame writes s as a call through p, a binary protocol over the framed transport ft
+// (wrapped by memFrames when wrap is set), and returns the bytes the transport sent.
+func writeFrame(t *testing.T, cfg *thrift.TConfiguration, s thrift.TStruct, wrap bool) []byte {
+	var out thrift.TMemoryBuffer
+	out.Buffer = new(bytes.Buffer)
+	var p thrift.TProtocol = thrift.NewTBinaryProtocolConf(thrift.NewTFramedTransportConf(&out, cfg), cfg)
+	if wrap {
+		p = newMemFrames(p, cfg)
+	}
+	ctx := context.Background()
+	for seq := range int32(2) { // two messages: the second reuses the buffer
+		require.NoError(t, p.WriteMessageBegin(ctx, "Call", thrift.CALL, seq))
+		require.NoError(t, s.Write(ctx, p))
+		require.NoError(t, p.WriteMessageEnd(ctx))
+		require.NoError(t, p.Flush(ctx))
+	}
+	return out.Bytes()
+}
+
+// memFrames encodes a request byte for byte as the binary protocol does: lists, optional
+// fields, bools, empty and missing binaries, nested structs and a map.
+func TestMemFrames_EncodesAsTheBinaryProtocol(t *testing.T) {
+	cfg := thriftConfig(Config{})
+	version, absent, owner := int64(4), true, int32(1)
+	for name, s := range map[string]thrift.TStruct{
+		"multiget": &zaris.ZarisKvMultiGetArgs{Req: &zaris.MultiGetRequest{Items: []*zaris.GetItem{{Key: []byte("a")}, {Key: []byte{}}, {}}}},
+		"multiput": &zaris.ZarisKvMultiPutArgs{Req: &zaris.MultiPutRequest{Items: []*zaris.PutItem{
+			{Key: []byte("a"), Value: []byte("v"), IfMatchVersion: &version}, {Key: []byte("b"), IfAbsent: &absent},
+		}}},
+		"get": &zaris.ZarisKvGetArgs{Req: &zaris.GetRequest{Key: []byte("k")}},
+		"map": &zaris.ClusterMap{Epoch: -1, SegmentCount: 2, Nodes: []*zaris.NodeInfo{{ID: 1, Host: "h", Port: 70}},
+			Segments: []*zaris.SegmentInfo{{ID: 0, Owner: &owner}, {ID: 1, Replicas: []int32{2, 3}}}},
+		"exception": thrift.NewTApplicationException(thrift.INTERNAL_ERROR, "boom"),
+		"headers":   &zaris.ZarisKvGetClusterMapArgs{},
+	} {
+		t.Run(name, func(t *testing.T) {
+			assert.Equal(t, writeFrame(t, cfg, s, false), writeFrame(t, cfg, s, true))
+		})
+	}
+}

@@ -1,0 +1,327 @@
+// Package thriftbuf is the Thrift binary protocol over two in-memory buffers: a Protocol
+// decodes a message held in memory and encodes one into memory, with the bytes and the
+// bounds of thrift's binary protocol. It reads and writes a field with a few byte
+// operations on its buffers, where the binary protocol over a transport makes several
+// calls, an io.ReadFull and an error wrap per field; a message of many small fields (a
+// batch's items) spends most of its encoding and decoding time there. The client's framed
+// connections decode their replies and encode their requests with it, and the reference
+// store its multi-key calls. The runtime's tests hold it to thrift's binary protocol
+// through a framed connection: TestMemFrames_DecodesAsTheBinaryProtocol and FuzzMemFrames
+// (the same values, or an error where the binary protocol errs), and
+// TestMemFrames_EncodesAsTheBinaryProtocol (the same bytes).
+package thriftbuf
+
+import (
+	"bytes"
+	"context"
+	"encoding/binary"
+	"fmt"
+	"io"
+	"math"
+
+	"github.com/apache/thrift/lib/go/thrift"
+)
+
+// Protocol is the binary protocol reading from an input buffer (filled by Fill) and
+// writing to an output buffer (Bytes). Its methods not declared here (ReadByte, WriteByte,
+// WriteI16, the message begin and end, ...) are a thrift binary protocol's over the same
+// buffers. A Protocol is for one goroutine at a time.
+type Protocol struct {
+	thrift.TProtocol
+	cfg     *thrift.TConfiguration
+	bufs    buffers
+	scratch [8]byte
+}
+
+// New returns a Protocol with empty buffers; cfg bounds sizes and sets strictness as for
+// thrift's binary protocol.
+func New(cfg *thrift.TConfiguration) *Protocol {
+	p := &Protocol{cfg: cfg}
+	p.TProtocol = thrift.NewTBinaryProtocolConf(&p.bufs, cfg)
+	return p
+}
+
+// maxKept is the largest buffer a Protocol keeps across Reset.
+const maxKept = 1 << 20
+
+// Reset empties both buffers (dropping one that grew past 1 MiB) and sets the transport
+// whose IsOpen Transport().IsOpen reports (nil: open).
+func (p *Protocol) Reset(conn thrift.TTransport) {
+	for _, b := range []*bytes.Buffer{&p.bufs.in, &p.bufs.out} {
+		if b.Cap() > maxKept {
+			*b = bytes.Buffer{}
+		}
+		b.Reset()
+	}
+	p.bufs.conn = conn
+}
+
+// ResetOutput empties the output buffer.
+func (p *Protocol) ResetOutput() {
+	if p.bufs.out.Cap() > maxKept {
+		p.bufs.out = bytes.Buffer{}
+	}
+	p.bufs.out.Reset()
+}
+
+// Fill appends the next n bytes of r to the input buffer.
+func (p *Protocol) Fill(r io.Reader, n int) error {
+	p.bufs.in.Grow(n)
+	buf := p.bufs.in.AvailableBuffer()[:n]
+	if _, err := io.ReadFull(r, buf); err != nil {
+		return err
+	}
+	p.bufs.in.Write(buf)
+	return nil
+}
+
+// Bytes returns what was written since the output buffer was last emptied; it is valid
+// until the next write or reset.
+func (p *Protocol) Bytes() []byte { return p.bufs.out.Bytes() }
+
+// Transport returns the transport over the buffers.
+func (p *Protocol) Transport() thrift.TTransport { return &p.bufs }
+
+// next returns the input's next k bytes, or an error when fewer are left.
+func (p *Protocol) next(k int) ([]byte, error) {
+	if k < 0 || p.bufs.in.Len() < k {
+		p.bufs.in.Reset()
+		return nil, thrift.NewTProtocolException(io.ErrUnexpectedEOF)
+	}
+	return p.bufs.in.Next(k), nil
+}
+
+func (p *Protocol) ReadStructBegin(context.Context) (string, error) { return "", nil }
+func (p *Protocol) ReadStructEnd(context.Context) error             { return nil }
+func (p *Protocol) ReadFieldEnd(context.Context) error              { return nil }
+func (p *Protocol) ReadMapEnd(context.Context) error                { return nil }
+func (p *Protocol) ReadListEnd(context.Context) error               { return nil }
+func (p *Protocol) ReadSetEnd(context.Context) error                { return nil }
+
+func (p *Protocol) ReadFieldBegin(ctx context.Context) (string, thrift.TType, int16, error) {
+	t, err := p.bufs.in.ReadByte()
+	if err != nil {
+		return "", 0, 0, thrift.NewTProtocolException(err)
+	}
+	if thrift.TType(t) == thrift.STOP {
+		return "", thrift.STOP, 0, nil
+	}
+	id, err := p.ReadI16(ctx)
+	return "", thrift.TType(t), id, err
+}
+
+func (p *Protocol) ReadMapBegin(context.Context) (thrift.TType, thrift.TType, int, error) {
+	b, err := p.next(6)
+	if err != nil {
+		return 0, 0, 0, err
+	}
+	k, v := thrift.TType(b[0]), thrift.TType(b[1])
+	size, err := p.containerSize(int32(binary.BigEndian.Uint32(b[2:])), minSize(k)+minSize(v))
+	return k, v, size, err
+}
+
+func (p *Protocol) ReadListBegin(context.Context) (thrift.TType, int, error) { return p.elems() }
+func (p *Protocol) ReadSetBegin(context.Context) (thrift.TType, int, error)  { return p.elems() }
+
+// elems reads a list's or a set's element type and size.
+func (p *Protocol) elems() (thrift.TType, int, error) {
+	b, err := p.next(5)
+	if err != nil {
+		return 0, 0, err
+	}
+	t := thrift.TType(b[0])
+	size, err := p.containerSize(int32(binary.BigEndian.Uint32(b[1:])), minSize(t))
+	return t, size, err
+}
+
+// containerSize checks a container's size as the binary protocol does: not negative,
+// within the configuration's limit, and not more elements of at least elem bytes each
+// than the input has bytes left.
+func (p *Protocol) containerSize(size int32, elem int) (int, error) {
+	switch {
+	case size < 0:
+		return 0, thrift.NewTProtocolExceptionWithType(thrift.NEGATIVE_SIZE, fmt.Errorf("negative size: %d", size))
+	case size > p.cfg.GetMaxContainerSize():
+		return 0, thrift.NewTProtocolExceptionWithType(thrift.SIZE_LIMIT,
+			fmt.Errorf("container of %d elements exceeds the limit of %d", size, p.cfg.GetMaxContainerSize()))
+	case int64(size)*int64(elem) > int64(p.bufs.in.Len()):
+		return 0, thrift.NewTProtocolExceptionWithType(thrift.SIZE_LIMIT,
+			fmt.Errorf("container of %d elements exceeds the %d bytes left", size, p.bufs.in.Len()))
+	}
+	return int(size), nil
+}
+
+// minSize is the fewest bytes the binary protocol encodes a value of type t in.
+func minSize(t thrift.TType) int {
+	switch t {
+	case thrift.I16:
+		return 2
+	case thrift.I32, thrift.STRING, thrift.MAP:
+		return 4
+	case thrift.I64, thrift.DOUBLE:
+		return 8
+	case thrift.LIST, thrift.SET:
+		return 5
+	case thrift.UUID:
+		return 16
+	}
+	return 1 // bool, byte, struct (its stop byte)
+}
+
+func (p *Protocol) ReadBool(context.Context) (bool, error) {
+	b, err := p.next(1)
+	if err != nil {
+		return false, err
+	}
+	return b[0] == 1, nil
+}
+
+func (p *Protocol) ReadI16(context.Context) (int16, error) {
+	b, err := p.next(2)
+	if err != nil {
+		return 0, err
+	}
+	return int16(binary.BigEndian.Uint16(b)), nil
+}
+
+func (p *Protocol) ReadI32(context.Context) (int32, error) {
+	b, err := p.next(4)
+	if err != nil {
+		return 0, err
+	}
+	return int32(binary.BigEndian.Uint32(b)), nil
+}
+
+func (p *Protocol) ReadI64(context.Context) (int64, error) {
+	b, err := p.next(8)
+	if err != nil {
+		return 0, err
+	}
+	return int64(binary.BigEndian.Uint64(b)), nil
+}
+
+func (p *Protocol) ReadDouble(context.Context) (float64, error) {
+	b, err := p.next(8)
+	if err != nil {
+		return 0, err
+	}
+	return math.Float64frombits(binary.BigEndian.Uint64(b)), nil
+}
+
+// sized reads a string's or a binary's length and returns its bytes, still in the input.
+func (p *Protocol) sized(ctx context.Context) ([]byte, error) {
+	size, err := p.ReadI32(ctx)
+	if err != nil {
+		return nil, err
+	}
+	switch {
+	case size < 0:
+		return nil, thrift.NewTProtocolExceptionWithType(thrift.NEGATIVE_SIZE, fmt.Errorf("negative size: %d", size))
+	case size > p.cfg.GetMaxMessageSize():
+		return nil, thrift.NewTProtocolExceptionWithType(thrift.SIZE_LIMIT, fmt.Errorf("size exceeded max allowed: %d", size))
+	}
+	return p.next(int(size))
+}
+
+func (p *Protocol) ReadString(ctx context.Context) (string, error) {
+	b, err := p.sized(ctx)
+	return string(b), err
+}
+
+// ReadBinary returns a copy: the input buffer is reused.
+func (p *Protocol) ReadBinary(ctx context.Context) ([]byte, error) {
+	b, err := p.sized(ctx)
+	if err != nil {
+		return nil, err
+	}
+	return append([]byte{}, b...), nil
+}
+
+func (p *Protocol) ReadUUID(context.Context) (thrift.Tuuid, error) {
+	var u thrift.Tuuid
+	b, err := p.next(16)
+	if err == nil {
+		copy(u[:], b)
+	}
+	return u, err
+}
+
+func (p *Protocol) Skip(ctx context.Context, t thrift.TType) error {
+	return thrift.SkipDefaultDepth(ctx, p, t)
+}
+
+func (p *Protocol) WriteStructBegin(context.Context, string) error { return nil }
+func (p *Protocol) WriteStructEnd(context.Context) error           { return nil }
+func (p *Protocol) WriteFieldEnd(context.Context) error            { return nil }
+func (p *Protocol) WriteListEnd(context.Context) error             { return nil }
+
+func (p *Protocol) WriteFieldBegin(_ context.Context, _ string, typeID thrift.TType, id int16) error {
+	p.bufs.out.WriteByte(byte(typeID))
+	p.bufs.out.Write(binary.BigEndian.AppendUint16(p.scratch[:0], uint16(id)))
+	return nil
+}
+
+func (p *Protocol) WriteFieldStop(context.Context) error {
+	p.bufs.out.WriteByte(byte(thrift.STOP))
+	return nil
+}
+
+func (p *Protocol) WriteListBegin(_ context.Context, elemType thrift.TType, size int) error {
+	p.bufs.out.WriteByte(byte(elemType))
+	p.bufs.out.Write(binary.BigEndian.AppendUint32(p.scratch[:0], uint32(int32(size))))
+	return nil
+}
+
+func (p *Protocol) WriteI32(_ context.Context, v int32) error {
+	p.bufs.out.Write(binary.BigEndian.AppendUint32(p.scratch[:0], uint32(v)))
+	return nil
+}
+
+func (p *Protocol) WriteI64(_ context.Context, v int64) error {
+	p.bufs.out.Write(binary.BigEndian.AppendUint64(p.scratch[:0], uint64(v)))
+	return nil
+}
+
+func (p *Protocol) WriteBinary(_ context.Context, v []byte) error {
+	p.bufs.out.Write(binary.BigEndian.AppendUint32(p.scratch[:0], uint32(len(v))))
+	p.bufs.out.Write(v)
+	return nil
+}
+
+func (p *Protocol) WriteString(_ context.Context, v string) error {
+	p.bufs.out.Write(binary.BigEndian.AppendUint32(p.scratch[:0], uint32(len(v))))
+	p.bufs.out.WriteString(v)
+	return nil
+}
+
+// buffers is a Thrift transport reading from in and writing to out. Reading past the end
+// of in is a transport error (end of file), as reading past a frame is on a connection.
+type buffers struct {
+	in, out bytes.Buffer
+	conn    thrift.TTransport // IsOpen asks it; nil: open
+}
+
+func (b *buffers) Read(p []byte) (int, error) {
+	n, err := b.in.Read(p)
+	if err != nil {
+		err = thrift.NewTTransportExceptionFromError(err)
+	}
+	return n, err
+}
+
+func (b *buffers) ReadByte() (byte, error) {
+	c, err := b.in.ReadByte()
+	if err != nil {
+		err = thrift.NewTTransportExceptionFromError(err)
+	}
+	return c, err
+}
+
+func (b *buffers) Write(p []byte) (int, error)       { return b.out.Write(p) }
+func (b *buffers) WriteByte(c byte) error            { return b.out.WriteByte(c) }
+func (b *buffers) WriteString(s string) (int, error) { return b.out.WriteString(s) }
+func (b *buffers) Flush(context.Context) error       { return nil }
+func (b *buffers) RemainingBytes() uint64            { return uint64(b.in.Len()) }
+func (b *buffers) Open() error                       { return nil }
+func (b *buffers) Close() error                      { return nil }
+func (b *buffers) IsOpen() bool                      { return b.conn == nil || b.conn.IsOpen() }
