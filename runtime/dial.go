@@ -10,6 +10,7 @@ import (
 	"github.com/apache/thrift/lib/go/thrift"
 
 	"github.com/clustron/zaris-go/gen/zaris"
+	"github.com/clustron/zaris-go/internal/thriftbuf"
 )
 
 // Limits of one Thrift message on a client connection. The store refuses keys and values
@@ -98,7 +99,7 @@ func newThriftConn(raw net.Conn, p Protocol, t Transport, tcfg *thrift.TConfigur
 		return nil, err
 	}
 	if p == ProtocolBinary && t == TransportFramed {
-		proto = newMemFrames(proto, tcfg)
+		proto = thriftbuf.NewFrames(proto, tcfg)
 	}
 	c := &thriftConn{
 		raw:    raw,

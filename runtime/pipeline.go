@@ -17,6 +17,7 @@ import (
 
 	"github.com/clustron/zaris-go/gen/zaris"
 	"github.com/clustron/zaris-go/internal/framing"
+	"github.com/clustron/zaris-go/internal/thriftbuf"
 )
 
 // pipelines is the pipelined connection mode of an Engine (Config.Pipeline.Enabled): a
@@ -334,6 +335,9 @@ func (ps *pipelines) getCall() *pcall {
 	if p.out, err = stackProtocol(p.enc, ps.protocol, ps.transport, ps.tcfg); err != nil {
 		panic(err) // the Config was validated
 	}
+	if ps.protocol == ProtocolBinary && ps.transport == TransportFramed {
+		p.out = thriftbuf.NewFrames(p.out, ps.tcfg) // the request is encoded in memory (thriftbuf)
+	}
 	p.kv = *zaris.NewZarisKvClient(p)
 	p.timer = time.NewTimer(time.Hour)
 	p.timer.Stop()
@@ -469,12 +473,13 @@ func newPipeConn(raw net.Conn, ps *pipelines) (*pipeConn, error) {
 }
 
 // replyProtocol returns the protocol a pipelined connection's reader reads replies with.
-// Framed binary and compact replies are read a whole frame at a time (framing.Reader).
+// Framed binary and compact replies are read a whole frame at a time (framing.Reader), and
+// a binary reply's body is decoded from memory (thriftbuf.Frames).
 func replyProtocol(raw net.Conn, ps *pipelines) (thrift.TProtocol, error) {
 	if ps.transport == TransportFramed {
 		switch ps.protocol {
 		case ProtocolBinary:
-			return thrift.NewTBinaryProtocolConf(replyFrames(raw, ps), ps.tcfg), nil
+			return thriftbuf.NewFrames(thrift.NewTBinaryProtocolConf(replyFrames(raw, ps), ps.tcfg), ps.tcfg), nil
 		case ProtocolCompact:
 			return thrift.NewTCompactProtocolConf(replyFrames(raw, ps), ps.tcfg), nil
 		}

@@ -108,11 +108,11 @@
 // with the same status order and replication, one item after another in request order, and
 // carry one result per item. A batch is not atomic: each item stands or fails on its own, and
 // items the node does not own get their own wrong-node status. A batch with no items or more
-// than runtime.MaxBatchItems answers InvalidRequest with no results. A multi-key call that
-// comes in a binary frame (framed binary or THeader) is decoded from memory and its reply
-// encoded into memory with runtime/thriftbuf, not a field at a time through the connection's
-// protocol layers; the reply's bytes are the generated code's
-// (TestInMemory_RepliesAsTheGeneratedCode).
+// than runtime.MaxBatchItems answers InvalidRequest with no results. A call that comes in a
+// binary frame (every call of a framed binary client, a multi-key call of a THeader one) is
+// decoded from memory and its reply encoded into memory with internal/thriftbuf, not a field
+// at a time through the connection's protocol layers; the reply's bytes are the generated
+// code's (TestInMemory_RepliesAsTheGeneratedCode).
 //
 // # Replication and churn
 //

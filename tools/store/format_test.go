@@ -60,7 +60,7 @@ func TestServer_ServesPlainClientsWithTheirOwnProtocol(t *testing.T) {
 	}{
 		{"binary", firstMessage(t, "binary"), "*thrift.TBinaryProtocol"},
 		{"compact", firstMessage(t, "compact"), "*thrift.TCompactProtocol"},
-		{"framed binary", firstMessage(t, "framed binary"), "*thrift.TBinaryProtocol"},
+		{"framed binary", firstMessage(t, "framed binary"), "*thriftbuf.Frames"},
 		{"framed compact", firstMessage(t, "framed compact"), "*thrift.TCompactProtocol"},
 		{"header", firstMessage(t, "header"), "*thrift.THeaderProtocol"},
 		{"no format", garbage, "*thrift.THeaderProtocol"},

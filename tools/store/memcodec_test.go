@@ -27,6 +27,16 @@ func (k *fixedKv) MultiGet(_ context.Context, req *zaris.MultiGetRequest) (*zari
 	return &zaris.MultiGetResponse{MapEpoch: 3, Results: k.outcomes[:len(req.Items)]}, nil
 }
 
+func (k *fixedKv) Get(context.Context, *zaris.GetRequest) (*zaris.GetResponse, error) {
+	return &zaris.GetResponse{Status: zaris.KvStatus_Ok, Value: []byte("v"), Version: 7, MapEpoch: 3}, nil
+}
+
+func (k *fixedKv) GetClusterMap(context.Context) (*zaris.ClusterMap, error) {
+	owner := int32(1)
+	return &zaris.ClusterMap{Epoch: 3, SegmentCount: 1, Nodes: []*zaris.NodeInfo{{ID: 1, Host: "h", Port: 1}},
+		Segments: []*zaris.SegmentInfo{{ID: 0, Owner: &owner, Replicas: []int32{}}}}, nil
+}
+
 // pipeTransport reads what a client sent from r and keeps what the server writes in w.
 type pipeTransport struct{ r, w *bytes.Buffer }
 
@@ -39,15 +49,15 @@ func (p pipeTransport) Open() error                              { return nil }
 func (p pipeTransport) IsOpen() bool                             { return true }
 func (p pipeTransport) SetTConfiguration(*thrift.TConfiguration) {}
 
-// framedBinary stands for a framed binary client in headerCall.
-const framedBinary thrift.THeaderProtocolID = -1
+// framedBinaryID stands for a framed binary client in headerCall.
+const framedBinaryID thrift.THeaderProtocolID = -1
 
 // headerCall returns a client's frame carrying a call of method with args: a THeader
-// frame of protocol id, or a framed binary one for framedBinary.
+// frame of protocol id, or a framed binary one for framedBinaryID.
 func headerCall(t testing.TB, id thrift.THeaderProtocolID, method string, args thrift.TStruct) []byte {
 	var buf bytes.Buffer
 	var p thrift.TProtocol
-	if id == framedBinary {
+	if id == framedBinaryID {
 		cfg := &thrift.TConfiguration{}
 		p = thrift.NewTBinaryProtocolConf(thrift.NewTFramedTransportConf(pipeTransport{w: &buf}, cfg), cfg)
 	} else {
@@ -60,20 +70,13 @@ func headerCall(t testing.TB, id thrift.THeaderProtocolID, method string, args t
 	return buf.Bytes()
 }
 
-// serveFrames runs proc as the store's server does over one connection that carries
-// frames, and returns what it wrote back.
+// serveFrames runs proc in the store's server over one connection that carries frames,
+// and returns what it wrote back.
 func serveFrames(t testing.TB, proc thrift.TProcessor, frames ...[]byte) []byte {
-	var in, out bytes.Buffer
-	for _, f := range frames {
-		in.Write(f)
-	}
-	cfg := serverConfig(4<<20, 1<<16, 0)
-	hp := thrift.NewTHeaderProtocolConf(pipeTransport{r: &in, w: &out}, cfg)
-	for range frames {
-		require.NoError(t, hp.ReadFrame(bg))
-		_, _ = proc.Process(bg, hp, hp)
-	}
-	return out.Bytes()
+	s := &server{cfg: serverConfig(4<<20, 1<<16, 0), wire: wireHeader, ctx: bg, log: discardLogger(), processor: proc}
+	conn := &scriptConn{chunks: [][]byte{bytes.Join(frames, nil)}}
+	_ = s.process(conn) // the end of the frames, or a call that does not decode, ends it
+	return bytes.Join(conn.writes, nil)
 }
 
 func multiGetArgs(keys ...string) *zaris.ZarisKvMultiGetArgs {
@@ -107,7 +110,7 @@ func TestInMemory_RepliesAsTheGeneratedCode(t *testing.T) {
 		kv.outcomes = append(kv.outcomes, &zaris.GetOutcome{Value: fmt.Appendf(nil, "value %d", i), Version: int64(i)})
 	}
 	cfg := serverConfig(4<<20, 1<<16, 0)
-	for _, id := range []thrift.THeaderProtocolID{framedBinary, thrift.THeaderProtocolBinary, thrift.THeaderProtocolCompact} {
+	for _, id := range []thrift.THeaderProtocolID{framedBinaryID, thrift.THeaderProtocolBinary, thrift.THeaderProtocolCompact} {
 		t.Run(fmt.Sprint(id), func(t *testing.T) {
 			bad := headerCall(t, id, "MultiGet", tooManyItems{})
 			frames := [][]byte{
@@ -137,9 +140,44 @@ func TestInMemory_AllocatesLessPerItem(t *testing.T) {
 	small = big[:5]
 	proc := inMemory(zaris.NewZarisKvProcessor(kv), serverConfig(4<<20, 1<<16, 0), "MultiGet")
 	allocs := func(keys []string) float64 {
-		frame := headerCall(t, framedBinary, "MultiGet", multiGetArgs(keys...))
+		frame := headerCall(t, framedBinaryID, "MultiGet", multiGetArgs(keys...))
 		return testing.AllocsPerRun(20, func() { serveFrames(t, proc, frame) })
 	}
 	perItem := (allocs(big) - allocs(small)) / float64(len(big)-len(small))
 	assert.LessOrEqual(t, perItem, 3.0)
+}
+
+// generatedFrames runs proc over framed binary frames through thrift's own framed transport
+// and binary protocol, one field at a time, and returns what it wrote back.
+func generatedFrames(proc thrift.TProcessor, frames ...[]byte) []byte {
+	var in, out bytes.Buffer
+	in.Write(bytes.Join(frames, nil))
+	cfg := serverConfig(4<<20, 1<<16, 0)
+	p := thrift.NewTBinaryProtocolConf(thrift.NewTFramedTransportConf(pipeTransport{r: &in, w: &out}, cfg), cfg)
+	for range frames {
+		if ok, _ := proc.Process(bg, p, p); !ok {
+			break
+		}
+	}
+	return out.Bytes()
+}
+
+// A node serves a framed binary client in memory (thriftbuf.Frames) and replies byte for
+// byte what thrift's framed binary protocol writes: single-key and multi-key calls, several
+// on one connection, and a call whose arguments do not decode.
+func TestFramedBinary_RepliesAsTheGeneratedCode(t *testing.T) {
+	kv := &fixedKv{}
+	for i := range 10 {
+		kv.outcomes = append(kv.outcomes, &zaris.GetOutcome{Value: fmt.Appendf(nil, "value %d", i), Version: int64(i)})
+	}
+	frames := [][]byte{
+		headerCall(t, framedBinaryID, "Get", &zaris.ZarisKvGetArgs{Req: &zaris.GetRequest{Key: []byte("k")}}),
+		headerCall(t, framedBinaryID, "MultiGet", multiGetArgs("a", "b", "c")),
+		headerCall(t, framedBinaryID, "MultiGet", multiGetArgs()),
+		headerCall(t, framedBinaryID, "GetClusterMap", &zaris.ZarisKvGetClusterMapArgs{}),
+		headerCall(t, framedBinaryID, "MultiGet", tooManyItems{}),
+	}
+	want := generatedFrames(zaris.NewZarisKvProcessor(kv), frames...)
+	require.Contains(t, string(want), "exceeds the limit", "the last call is refused")
+	assert.Equal(t, want, serveFrames(t, zaris.NewZarisKvProcessor(kv), frames...))
 }

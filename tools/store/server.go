@@ -12,6 +12,8 @@ import (
 	"time"
 
 	"github.com/apache/thrift/lib/go/thrift"
+
+	"github.com/clustron/zaris-go/internal/thriftbuf"
 )
 
 func init() {
@@ -313,7 +315,7 @@ func (s *server) protocolFor(bc *batchConn) (thrift.TProtocol, error) {
 		thrift.PropagateTConfiguration(in, &cfg) // the JSON protocol takes no configuration
 		return in, nil
 	case wireFramedBinary:
-		return thrift.NewTBinaryProtocolConf(newFrameTransport(bc, cfg.GetMaxFrameSize()), &cfg), nil
+		return framedBinary(bc, &cfg), nil
 	}
 	switch plainFormat(bc.r) {
 	case formatBinary:
@@ -321,11 +323,18 @@ func (s *server) protocolFor(bc *batchConn) (thrift.TProtocol, error) {
 	case formatCompact:
 		return thrift.NewTCompactProtocolConf(sock, &cfg), nil
 	case formatFramedBinary:
-		return thrift.NewTBinaryProtocolConf(newFrameTransport(bc, cfg.GetMaxFrameSize()), &cfg), nil
+		return framedBinary(bc, &cfg), nil
 	case formatFramedCompact:
 		return thrift.NewTCompactProtocolConf(newFrameTransport(bc, cfg.GetMaxFrameSize()), &cfg), nil
 	}
 	return thrift.NewTHeaderProtocolConf(thrift.NewTHeaderTransportConf(sock, &cfg), &cfg), nil
+}
+
+// framedBinary is the protocol of a framed binary connection: each request frame read
+// whole (frameTransport) and its body decoded, and each reply encoded, in memory
+// (thriftbuf.Frames).
+func framedBinary(bc *batchConn, cfg *thrift.TConfiguration) thrift.TProtocol {
+	return thriftbuf.NewFrames(thrift.NewTBinaryProtocolConf(newFrameTransport(bc, cfg.GetMaxFrameSize()), cfg), cfg)
 }
 
 // The formats plainFormat tells apart.

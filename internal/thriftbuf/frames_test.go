@@ -1,4 +1,4 @@
-package runtime
+package thriftbuf
 
 import (
 	"bytes"
@@ -42,14 +42,14 @@ func encode(t testing.TB, cfg *thrift.TConfiguration, s thrift.TStruct) []byte {
 }
 
 // decodeBoth reads frame's message into a fresh value of each of news, once through the
-// framed binary protocol and once through memFrames over it, and returns both results.
+// framed binary protocol and once through Frames over it, and returns both results.
 func decodeBoth(cfg *thrift.TConfiguration, frame []byte, news func() thrift.TStruct) (plain, mem thrift.TStruct, plainErr, memErr error) {
 	read := func(wrap bool) (thrift.TStruct, error) {
 		in := thrift.NewTMemoryBuffer()
 		in.Write(frame)
 		var p thrift.TProtocol = thrift.NewTBinaryProtocolConf(thrift.NewTFramedTransportConf(in, cfg), cfg)
 		if wrap {
-			p = newMemFrames(p, cfg)
+			p = NewFrames(p, cfg)
 		}
 		ctx := context.Background()
 		if _, _, _, err := p.ReadMessageBegin(ctx); err != nil {
@@ -66,21 +66,25 @@ func decodeBoth(cfg *thrift.TConfiguration, frame []byte, news func() thrift.TSt
 	return plain, mem, plainErr, memErr
 }
 
-// memFramesConfig is the client's configuration with small limits, so that bodies over
+// framesConfig is the client's configuration with small limits, so that bodies over
 // them are easy to make.
-func memFramesConfig() *thrift.TConfiguration {
-	cfg := thriftConfig(Config{})
-	cfg.MaxContainerSize = 64
-	cfg.MaxMessageSize = 4096
-	return cfg
+func framesConfig() *thrift.TConfiguration {
+	strict := true
+	return &thrift.TConfiguration{
+		MaxMessageSize:     4096,
+		MaxFrameSize:       4096,
+		MaxContainerSize:   64,
+		TBinaryStrictRead:  &strict,
+		TBinaryStrictWrite: &strict,
+	}
 }
 
-// memFrames decodes every kind of field the client's replies carry (lists, maps of
+// Frames decodes every kind of field the client's replies carry (lists, maps of
 // strings, optional fields, empty and missing binaries, nested structs, exceptions) as
 // the binary protocol does, and refuses what it refuses: a body cut short, negative sizes,
 // containers over the limit or longer than the body.
 func TestMemFrames_DecodesAsTheBinaryProtocol(t *testing.T) {
-	cfg := memFramesConfig()
+	cfg := framesConfig()
 	owner := int32(2)
 	bodies := map[string]struct {
 		s    thrift.TStruct
@@ -111,24 +115,24 @@ func TestMemFrames_DecodesAsTheBinaryProtocol(t *testing.T) {
 		for what, c := range cases {
 			t.Run(name+"/"+what, func(t *testing.T) {
 				plain, mem, plainErr, memErr := decodeBoth(cfg, frameOf(t, cfg, c), b.news)
-				require.Equal(t, plainErr == nil, memErr == nil, "plain: %v, memFrames: %v", plainErr, memErr)
+				require.Equal(t, plainErr == nil, memErr == nil, "plain: %v, Frames: %v", plainErr, memErr)
 				assert.Equal(t, plain, mem)
 			})
 		}
 	}
 }
 
-// memFrames goes back to the connection for the next message: a reply read in memory, then
+// Frames goes back to the connection for the next message: a reply read in memory, then
 // a request written, then a second reply.
 func TestMemFrames_NextMessageOnTheConnection(t *testing.T) {
-	cfg := memFramesConfig()
+	cfg := framesConfig()
 	reply := &zaris.ZarisKvMultiGetResult{Success: &zaris.MultiGetResponse{MapEpoch: 1, Results: []*zaris.GetOutcome{{Value: []byte("a")}}}}
 	frame := frameOf(t, cfg, encode(t, cfg, reply))
 	in := thrift.NewTMemoryBuffer()
 	in.Write(frame)
 	in.Write(frame)
 	ft := thrift.NewTFramedTransportConf(in, cfg)
-	p := newMemFrames(thrift.NewTBinaryProtocolConf(ft, cfg), cfg)
+	p := NewFrames(thrift.NewTBinaryProtocolConf(ft, cfg), cfg)
 	ctx := context.Background()
 	for range 2 {
 		_, _, seq, err := p.ReadMessageBegin(ctx)
@@ -149,7 +153,7 @@ func TestMemFrames_NextMessageOnTheConnection(t *testing.T) {
 // Whatever a reply's body holds, memFrames decodes it as the binary protocol does or
 // refuses it as the binary protocol does.
 func FuzzMemFrames(f *testing.F) {
-	cfg := memFramesConfig()
+	cfg := framesConfig()
 	f.Add(encode(f, cfg, &zaris.ZarisKvMultiGetResult{Success: &zaris.MultiGetResponse{Results: []*zaris.GetOutcome{{Value: []byte("v")}}}}))
 	f.Add(encode(f, cfg, &zaris.ZarisKvGetClusterMapResult{Success: &zaris.ClusterMap{Nodes: []*zaris.NodeInfo{{Host: "h"}}}}))
 	f.Add([]byte{13, 0, 1, 11, 11, 0, 0, 0, 1, 0, 0, 0, 1, 'k', 0, 0, 0, 1, 'v', 0})
@@ -164,7 +168,7 @@ func FuzzMemFrames(f *testing.F) {
 		} {
 			plain, mem, plainErr, memErr := decodeBoth(cfg, frameOf(t, cfg, body), news)
 			if (plainErr == nil) != (memErr == nil) {
-				t.Fatalf("plain: %v, memFrames: %v", plainErr, memErr)
+				t.Fatalf("plain: %v, Frames: %v", plainErr, memErr)
 			}
 			assert.Equal(t, plain, mem)
 		}
@@ -178,7 +182,7 @@ func writeFrame(t *testing.T, cfg *thrift.TConfiguration, s thrift.TStruct, wrap
 	out.Buffer = new(bytes.Buffer)
 	var p thrift.TProtocol = thrift.NewTBinaryProtocolConf(thrift.NewTFramedTransportConf(&out, cfg), cfg)
 	if wrap {
-		p = newMemFrames(p, cfg)
+		p = NewFrames(p, cfg)
 	}
 	ctx := context.Background()
 	for seq := range int32(2) { // two messages: the second reuses the buffer
@@ -190,10 +194,10 @@ func writeFrame(t *testing.T, cfg *thrift.TConfiguration, s thrift.TStruct, wrap
 	return out.Bytes()
 }
 
-// memFrames encodes a request byte for byte as the binary protocol does: lists, optional
+// Frames encodes a request byte for byte as the binary protocol does: lists, optional
 // fields, bools, empty and missing binaries, nested structs and a map.
 func TestMemFrames_EncodesAsTheBinaryProtocol(t *testing.T) {
-	cfg := thriftConfig(Config{})
+	cfg := framesConfig()
 	version, absent, owner := int64(4), true, int32(1)
 	for name, s := range map[string]thrift.TStruct{
 		"multiget": &zaris.ZarisKvMultiGetArgs{Req: &zaris.MultiGetRequest{Items: []*zaris.GetItem{{Key: []byte("a")}, {Key: []byte{}}, {}}}},

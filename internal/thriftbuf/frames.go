@@ -1,0 +1,77 @@
+package thriftbuf
+
+import (
+	"context"
+
+	"github.com/apache/thrift/lib/go/thrift"
+)
+
+// Frames is the binary protocol of a framed connection that decodes the body of each
+// message it reads and encodes each message it writes in memory, with a Protocol. Once a
+// message begins, the framed transport holds its whole frame; Frames takes the rest of it at
+// once and the generated code decodes it from that buffer; a message written is encoded
+// into a buffer handed to the transport in one write. The bytes are the binary protocol's,
+// read with its bounds (TestMemFrames_DecodesAsTheBinaryProtocol, FuzzMemFrames,
+// TestMemFrames_EncodesAsTheBinaryProtocol). A frame whose size the transport does not
+// know, or larger than the message size limit, is read through the connection's protocol.
+// The client's framed binary connections and the store's framed binary clients use it.
+type Frames struct {
+	thrift.TProtocol                   // what the message goes through: conn, or buf within a body
+	conn             thrift.TProtocol  // the connection's binary protocol
+	frame            thrift.TTransport // the framed transport under conn
+	max              uint64            // the largest message body taken into memory
+	buf              *Protocol
+}
+
+// NewFrames wraps p, a binary protocol over a framed transport, as Frames; cfg is the
+// connection's configuration.
+func NewFrames(p thrift.TProtocol, cfg *thrift.TConfiguration) *Frames {
+	return &Frames{TProtocol: p, conn: p, frame: p.Transport(), max: uint64(cfg.GetMaxMessageSize()), buf: New(cfg)}
+}
+
+func (p *Frames) ReadMessageBegin(ctx context.Context) (string, thrift.TMessageType, int32, error) {
+	p.TProtocol = p.conn
+	name, typeID, seqID, err := p.conn.ReadMessageBegin(ctx)
+	if err != nil {
+		return name, typeID, seqID, err
+	}
+	n := p.frame.RemainingBytes()
+	if n == 0 || n == thrift.UnknownRemainingBytes || n > p.max {
+		return name, typeID, seqID, nil
+	}
+	p.buf.Reset(nil)
+	if err := p.buf.Fill(p.frame, int(n)); err != nil {
+		return name, typeID, seqID, thrift.NewTTransportExceptionFromError(err)
+	}
+	p.TProtocol = p.buf
+	return name, typeID, seqID, nil
+}
+
+func (p *Frames) ReadMessageEnd(ctx context.Context) error {
+	err := p.TProtocol.ReadMessageEnd(ctx)
+	p.TProtocol = p.conn
+	return err
+}
+
+// WriteMessageBegin starts a request in memory, whatever became of the last reply.
+func (p *Frames) WriteMessageBegin(ctx context.Context, name string, typeID thrift.TMessageType, seqID int32) error {
+	p.buf.ResetOutput()
+	p.TProtocol = p.buf
+	return p.buf.WriteMessageBegin(ctx, name, typeID, seqID)
+}
+
+// WriteMessageEnd hands the request to the framed transport; Flush sends it.
+func (p *Frames) WriteMessageEnd(ctx context.Context) error {
+	if p.TProtocol != thrift.TProtocol(p.buf) {
+		return p.TProtocol.WriteMessageEnd(ctx)
+	}
+	p.TProtocol = p.conn
+	if _, err := p.frame.Write(p.buf.Bytes()); err != nil {
+		return thrift.NewTTransportExceptionFromError(err)
+	}
+	return nil
+}
+
+func (p *Frames) Flush(ctx context.Context) error { return p.conn.Flush(ctx) }
+
+func (p *Frames) Transport() thrift.TTransport { return p.frame }
