@@ -440,7 +440,9 @@ const EnvPipeline = "ZARIS_PIPELINE"
 type Pipelining struct {
 	// Enabled turns the mode on. Default true.
 	Enabled bool
-	// Conns is the number of connections per node the calls share (>= 1). Default 2.
+	// Conns is the most connections per node the calls share (>= 1). Default 2. Calls share
+	// the connections open until each carries 8 calls queued or in flight; the next call
+	// then opens another, up to Conns.
 	Conns int
 }
 

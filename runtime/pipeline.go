@@ -159,9 +159,14 @@ type pipeSlot struct {
 	conn atomic.Pointer[pipeConn]
 }
 
+// spreadAt is the calls queued or in flight on every open connection of a node at which a
+// call opens another (up to Pipelining.Conns): below it, calls share the connections
+// already open, whose writes and replies then carry more calls each.
+const spreadAt = 8
+
 // get picks the open connection with the fewest calls queued or in flight; it dials a new
-// one into a free slot when every open one is busy (or none is open), and goes on the
-// least busy open one if that dial fails.
+// one into a free slot when every open one carries spreadAt calls or more (or none is
+// open), and goes on the least busy open one if that dial fails.
 func (g *pipeGroup) get(ctx context.Context, deadline time.Time) (*pipeConn, error) {
 	for {
 		if g.closed.Load() {
@@ -179,7 +184,7 @@ func (g *pipeGroup) get(ctx context.Context, deadline time.Time) (*pipeConn, err
 				best = c
 			}
 		}
-		if best != nil && (full || best.pending.Load() == 0) {
+		if best != nil && (full || best.pending.Load() < spreadAt) {
 			return best, nil
 		}
 		for i := range g.slots {

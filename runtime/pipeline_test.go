@@ -610,12 +610,7 @@ func TestPipelined_FailedDialFallsBackToAnOpenConnection(t *testing.T) {
 	roundTrip(t, cl, "warm")
 	conn := pipeConnsOf(cl, srv.addr)[0]
 
-	slow := make(chan error, 1)
-	go func() {
-		_, err := cl.Invoke(context.Background(), getCall("slow"))
-		slow <- err
-	}()
-	require.Eventually(t, func() bool { return conn.inFlight() == 1 }, 5*time.Second, time.Millisecond)
+	slow := slowCalls(t, cl, conn, spreadAt) // the open connection is as busy as it gets alone
 	dialed := 0
 	cl.pipes.dialSocket = func(context.Context, string) (net.Conn, error) {
 		dialed++
@@ -626,13 +621,52 @@ func TestPipelined_FailedDialFallsBackToAnOpenConnection(t *testing.T) {
 		_, err := cl.Invoke(context.Background(), putCall("k", "v"))
 		put <- err
 	}()
-	// The Put queues behind the slow Get on the open connection, or has already failed.
-	require.Eventually(t, func() bool { return conn.pending.Load() == 2 || len(put) == 1 }, 5*time.Second, time.Millisecond)
+	// The Put queues behind the slow Gets on the open connection, or has already failed.
+	require.Eventually(t, func() bool { return conn.pending.Load() == spreadAt+1 || len(put) == 1 }, 5*time.Second, time.Millisecond)
 	close(srv.kv.release)
 	require.NoError(t, <-put)
-	require.NoError(t, <-slow)
+	for range spreadAt {
+		require.NoError(t, <-slow)
+	}
 	assert.Equal(t, 1, dialed, "it tried to open a second connection")
 	assert.Equal(t, []*pipeConn{conn}, pipeConnsOf(cl, srv.addr))
+}
+
+// slowCalls starts n Gets of the slow key (answered when srv.kv.release closes) and waits
+// until conn carries them all; their errors arrive on the channel returned.
+func slowCalls(t *testing.T, cl *Engine, conn *pipeConn, n int32) <-chan error {
+	t.Helper()
+	errs := make(chan error, n)
+	for range n {
+		go func() {
+			_, err := cl.Invoke(context.Background(), getCall("slow"))
+			errs <- err
+		}()
+		require.Eventually(t, func() bool { return conn.pending.Load() >= 1 }, 5*time.Second, time.Millisecond)
+	}
+	require.Eventually(t, func() bool { return conn.pending.Load() == n }, 5*time.Second, time.Millisecond,
+		"the slow calls share the connection")
+	return errs
+}
+
+// TestPipelined_CallsShareAConnectionUntilItCarriesSpreadAt: calls to a node share the one
+// connection open while it carries fewer than spreadAt calls (their writes and replies then
+// carry more calls each); at spreadAt the next call opens another.
+func TestPipelined_CallsShareAConnectionUntilItCarriesSpreadAt(t *testing.T) {
+	srv := startServer(t, headerServer, nil)
+	cl := dialPipelined(t, srv.addr, 2)
+	roundTrip(t, cl, "warm")
+	conn := pipeConnsOf(cl, srv.addr)[0]
+
+	slow := slowCalls(t, cl, conn, spreadAt)
+	require.Len(t, pipeConnsOf(cl, srv.addr), 1, "fewer than spreadAt calls open no other connection")
+	roundTrip(t, cl, "one more")
+	conns := pipeConnsOf(cl, srv.addr)
+	require.Len(t, conns, 2, "a call finding spreadAt on the open connection opens another")
+	close(srv.kv.release)
+	for range spreadAt {
+		require.NoError(t, <-slow)
+	}
 }
 
 // TestPipelined_ApplicationExceptionKeepsTheConnection: an exception the node answers with
