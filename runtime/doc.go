@@ -52,9 +52,11 @@
 //
 // By default the calls to one node that are in flight together share a few connections
 // (Pipelining.Conns); WithPipelining(false) or ZARIS_PIPELINE=false turns this off. A call
-// encodes its request with a protocol of its own into a buffer and queues it; whoever finds
-// the connection's writer free (the call itself, else the connection's writer goroutine)
-// sends everything queued in one write; the connection's reader goroutine reads the replies
+// encodes its request with a protocol of its own into a buffer and queues it. On an idle
+// connection the call writes it itself; behind requests written and unanswered it leaves
+// the write to the connection's writer goroutine, which lets the callers woken by the same
+// replies queue theirs first and sends everything queued in one write. The connection's
+// reader goroutine reads the replies
 // in order, checks each one's seqid and method against the oldest request written, and
 // decodes it into that call's result. This is plain Thrift on the wire: a Thrift server
 // answers a connection's requests in order. A reply out of order, one for a request never
@@ -66,9 +68,9 @@
 // a whole attempt timeout is closed, and every call in flight on it fails with
 // ErrTransport, as is one the node takes no write from for a whole attempt timeout; a
 // node that dies fails all its calls at once. A request whose deadline passed while it was
-// queued is dropped unwritten. When every open
-// connection is busy, a call dials one more into a free slot, and goes on the least busy
-// open one if that dial fails. A call that finds no other
+// queued is dropped unwritten. When every open connection carries 8 calls or more, a call
+// dials one more into a free slot, and goes on the least busy open one if that dial fails.
+// A call that finds no other
 // call to its node in flight takes a pooled connection, since sharing would only add
 // hand-offs between goroutines. Pipelining needs the built-in dialer; with WithDialer the
 // pool carries every call. tools/zarisbench measures both modes; its README has the
