@@ -64,21 +64,18 @@ func (l failoverLog) of(node int64) []failoverEvent {
 	return out
 }
 
-// TestCoordinator_RevokeOfADeposedLeaderIsWaitedOut: a leader commits its intent to revoke
-// a node's lease and loses the leadership before the revoke, which still lands later. The
-// next leader must not take the key's deletion for an expiry and fail the node over at once,
-// while the node may serve until the TTL from its last renewal: the failover waits the
-// lease's TTL, and here the node, which learns of the loss at its next renewal and stops
-// serving, registers again first.
-func TestCoordinator_RevokeOfADeposedLeaderIsWaitedOut(t *testing.T) {
+// failoverLoggedCluster starts a cluster whose log records its failovers.
+func failoverLoggedCluster(t *testing.T) (*Cluster, failoverLog) {
 	log := newFailoverLog()
 	cfg := fastCluster()
 	cfg.Logger = slog.New(log)
-	c := StartCluster(t, cfg)
-	ctx := testCtx(t)
-	const node = 2
+	return StartCluster(t, cfg), log
+}
 
-	// The deposed leader's last act: the fenced commit of the intent; then it stops.
+// commitRevokeAndStop is a leader deposed right after the fenced commit of its intent to
+// revoke node's lease: it commits the intent, then stops without revoking. It returns the
+// node's record and its lease and TTL.
+func commitRevokeAndStop(t *testing.T, c *Cluster, node int32) (*nodeRec, clientv3.LeaseID, time.Duration) {
 	co := c.Coordinator()
 	co.mu.Lock()
 	rec := co.nodes[node]
@@ -87,6 +84,21 @@ func TestCoordinator_RevokeOfADeposedLeaderIsWaitedOut(t *testing.T) {
 	require.NoError(t, co.persistLocked())
 	co.mu.Unlock()
 	require.NoError(t, c.StopCoordinator())
+	return rec, lease, ttl
+}
+
+// TestCoordinator_RevokeOfADeposedLeaderIsWaitedOut: a leader commits its intent to revoke
+// a node's lease and loses the leadership before the revoke, which still lands later. The
+// next leader must not take the key's deletion for an expiry and fail the node over at once,
+// while the node may serve until the TTL from its last renewal: the failover waits the
+// lease's TTL, and here the node, which learns of the loss at its next renewal and stops
+// serving, registers again first.
+func TestCoordinator_RevokeOfADeposedLeaderIsWaitedOut(t *testing.T) {
+	c, log := failoverLoggedCluster(t)
+	ctx := testCtx(t)
+	const node = 2
+
+	rec, lease, ttl := commitRevokeAndStop(t, c, node)
 	require.NoError(t, c.RestartCoordinator())
 	require.NoError(t, c.WaitSettled(ctx))
 
@@ -113,21 +125,12 @@ func TestCoordinator_RevokeOfADeposedLeaderIsWaitedOut(t *testing.T) {
 // before the next leader reads the registrations: a node whose key is gone at takeover is
 // failed over only once the lease's TTL has run out, unless it registered again first.
 func TestCoordinator_RevokeLandedBeforeTakeoverIsWaitedOut(t *testing.T) {
-	log := newFailoverLog()
-	cfg := fastCluster()
-	cfg.Logger = slog.New(log)
-	c := StartCluster(t, cfg)
+	c, log := failoverLoggedCluster(t)
 	ctx := testCtx(t)
 	const node = 2
 
 	co := c.Coordinator()
-	co.mu.Lock()
-	rec := co.nodes[node]
-	lease, ttl := rec.lease, rec.ttl
-	rec.revoking = true
-	require.NoError(t, co.persistLocked())
-	co.mu.Unlock()
-	require.NoError(t, c.StopCoordinator())
+	_, lease, ttl := commitRevokeAndStop(t, c, node)
 	revoked := time.Now()
 	_, err := co.etcd.Revoke(ctx, clientv3.LeaseID(lease))
 	require.NoError(t, err)
