@@ -105,7 +105,7 @@ func TestCoordinator_RevokeOfADeposedLeaderIsWaitedOut(t *testing.T) {
 	// Its revoke lands under the new leader.
 	next := c.Coordinator()
 	revoked := time.Now()
-	_, err := next.etcd.Revoke(ctx, clientv3.LeaseID(lease))
+	_, err := next.etcd.Revoke(ctx, lease)
 	require.NoError(t, err)
 	require.Eventually(t, func() bool {
 		next.mu.Lock()
@@ -132,7 +132,7 @@ func TestCoordinator_RevokeLandedBeforeTakeoverIsWaitedOut(t *testing.T) {
 	co := c.Coordinator()
 	_, lease, ttl := commitRevokeAndStop(t, c, node)
 	revoked := time.Now()
-	_, err := co.etcd.Revoke(ctx, clientv3.LeaseID(lease))
+	_, err := co.etcd.Revoke(ctx, lease)
 	require.NoError(t, err)
 	require.NoError(t, c.RestartCoordinator())
 	require.NoError(t, c.WaitSettled(ctx))
