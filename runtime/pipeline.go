@@ -496,8 +496,8 @@ func replyFrames(raw net.Conn, ps *pipelines) *framing.Reader {
 	return framing.NewReader(bufio.NewReaderSize(raw, bufferSize), ps.tcfg.GetMaxFrameSize())
 }
 
-// enqueue queues p and makes sure a flush will take it: this caller flushes if no one else
-// is, else the writer goroutine is woken.
+// enqueue queues p and makes sure a flush will take it: on an idle connection with no one
+// else writing this caller flushes, else the writer goroutine is woken.
 func (c *pipeConn) enqueue(p *pcall) error {
 	c.mu.Lock()
 	if c.err != nil {
