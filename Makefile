@@ -88,7 +88,7 @@ fuzz: ## run each fuzz target for FUZZTIME (3s) beyond its committed seeds
 
 # STORE_FAULT_TESTS are the store's own fault tests (fenced cut-over, tombstones) that `make
 # soak` repeats with the proof tests; `make test` runs them once with everything else.
-STORE_FAULT_TESTS := ^(TestCutover_|TestTombstone_|TestSegment_AppliesOnlyNewerEntries)
+STORE_FAULT_TESTS := ^(TestCutover_|TestTombstone_|TestSegment_AppliesOnlyNewerEntries|TestCoordinator_Revoke)
 
 soak: ## long run: each fuzz target for SOAK_FUZZTIME (60s), then the proof tests and the store's fault tests SOAK_COUNT (20) times with -race
 	$(MAKE) fuzz FUZZTIME=$(SOAK_FUZZTIME)
