@@ -215,3 +215,28 @@ func TestMemFrames_EncodesAsTheBinaryProtocol(t *testing.T) {
 		})
 	}
 }
+
+// A list whose header names its elements as lists or sets, with fewer bytes left than five
+// per element, is read as the binary protocol reads it: the binary protocol counts four
+// bytes at least for a list or set element, and the generated code reads the elements as
+// the type it declares (here i32s), whatever type the header names.
+func TestMemFrames_ListOfListsSizeBound(t *testing.T) {
+	cfg := framesConfig()
+	replicas := make([]int32, 32)
+	for i := range replicas {
+		replicas[i] = int32(i + 1)
+	}
+	body := encode(t, cfg, &zaris.ZarisKvGetClusterMapResult{Success: &zaris.ClusterMap{Epoch: 3, SegmentCount: 1,
+		Nodes: []*zaris.NodeInfo{}, Segments: []*zaris.SegmentInfo{{ID: 0, Replicas: replicas}}}})
+	header := []byte{byte(thrift.LIST), 0, 3, byte(thrift.I32), 0, 0, 0, 32}
+	at := bytes.Index(body, header)
+	require.GreaterOrEqual(t, at, 0)
+	for _, elem := range []thrift.TType{thrift.LIST, thrift.SET} {
+		c := append([]byte{}, body...)
+		c[at+3] = byte(elem)
+		plain, mem, plainErr, memErr := decodeBoth(cfg, frameOf(t, cfg, c), func() thrift.TStruct { return &zaris.ZarisKvGetClusterMapResult{} })
+		require.NoError(t, plainErr, "the binary protocol reads it")
+		require.NoError(t, memErr, "elements tagged %v", elem)
+		assert.Equal(t, plain, mem)
+	}
+}

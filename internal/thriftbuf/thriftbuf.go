@@ -151,17 +151,18 @@ func (p *Protocol) containerSize(size int32, elem int) (int, error) {
 	return int(size), nil
 }
 
-// minSize is the fewest bytes the binary protocol encodes a value of type t in.
+// minSize is the fewest bytes the binary protocol counts for a value of type t when it
+// checks a container's size against the bytes left: a list or a set counts four (its
+// size), as thrift's binary protocol counts it, although it takes five, since the generated
+// code reads an element as the type it declares, whatever type the header names.
 func minSize(t thrift.TType) int {
 	switch t {
 	case thrift.I16:
 		return 2
-	case thrift.I32, thrift.STRING, thrift.MAP:
+	case thrift.I32, thrift.STRING, thrift.MAP, thrift.LIST, thrift.SET:
 		return 4
 	case thrift.I64, thrift.DOUBLE:
 		return 8
-	case thrift.LIST, thrift.SET:
-		return 5
 	case thrift.UUID:
 		return 16
 	}
