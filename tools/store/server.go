@@ -315,7 +315,9 @@ func (s *server) protocolFor(bc *batchConn) (thrift.TProtocol, error) {
 		thrift.PropagateTConfiguration(in, &cfg) // the JSON protocol takes no configuration
 		return in, nil
 	case wireFramedBinary:
-		return framedBinary(bc, &cfg), nil
+		// Peer calls carry segment copies of up to peerMaxMessage: their bodies are decoded
+		// from the frame as it was read, not copied into memory once more (framedBinary).
+		return thrift.NewTBinaryProtocolConf(newFrameTransport(bc, cfg.GetMaxFrameSize()), &cfg), nil
 	}
 	switch plainFormat(bc.r) {
 	case formatBinary:
