@@ -2,6 +2,7 @@ package store
 
 import (
 	"bytes"
+	"context"
 	"net"
 	"testing"
 	"time"
@@ -161,4 +162,52 @@ func TestBadInput_SlowAndIdleClientsDoNotHoldUpOthers(t *testing.T) {
 	fresh := mustDial(t, addr)
 	_, err = fresh.GetClusterMap(bg)
 	require.NoError(t, err)
+}
+
+// noArgs is a call's arguments without their one field, the request.
+type noArgs struct{}
+
+func (noArgs) Write(ctx context.Context, p thrift.TProtocol) error { return p.WriteFieldStop(ctx) }
+func (noArgs) Read(context.Context, thrift.TProtocol) error        { return nil }
+
+// A call whose arguments lack the request (a field every generated client sets) is answered
+// InvalidRequest, as a request without a key is, for every key-value operation.
+func TestBadInput_CallWithoutItsRequestAnswersInvalidRequest(t *testing.T) {
+	c := StartCluster(t, fastCluster())
+	owner, _, _ := roles(c, 0)
+	h := &kvHandler{c.Node(owner)}
+	calls := []struct {
+		method string
+		result thrift.TStruct
+		status func() zaris.KvStatus
+	}{}
+	add := func(method string, res thrift.TStruct, status func() zaris.KvStatus) {
+		calls = append(calls, struct {
+			method string
+			result thrift.TStruct
+			status func() zaris.KvStatus
+		}{method, res, status})
+	}
+	get, put, del, inc := &zaris.ZarisKvGetResult{}, &zaris.ZarisKvPutResult{}, &zaris.ZarisKvDeleteResult{}, &zaris.ZarisKvIncrementResult{}
+	mget, mput, mdel := &zaris.ZarisKvMultiGetResult{}, &zaris.ZarisKvMultiPutResult{}, &zaris.ZarisKvMultiDeleteResult{}
+	add("Get", get, func() zaris.KvStatus { return get.GetSuccess().GetStatus() })
+	add("Put", put, func() zaris.KvStatus { return put.GetSuccess().GetStatus() })
+	add("Delete", del, func() zaris.KvStatus { return del.GetSuccess().GetStatus() })
+	add("Increment", inc, func() zaris.KvStatus { return inc.GetSuccess().GetStatus() })
+	add("MultiGet", mget, func() zaris.KvStatus { return mget.GetSuccess().GetStatus() })
+	add("MultiPut", mput, func() zaris.KvStatus { return mput.GetSuccess().GetStatus() })
+	add("MultiDelete", mdel, func() zaris.KvStatus { return mdel.GetSuccess().GetStatus() })
+	proc := zaris.NewZarisKvProcessor(h)
+	for _, c := range calls {
+		t.Run(c.method, func(t *testing.T) {
+			reply := serveFrames(t, proc, headerCall(t, framedBinaryID, c.method, noArgs{}))
+			cfg := &thrift.TConfiguration{}
+			p := thrift.NewTBinaryProtocolConf(thrift.NewTFramedTransportConf(pipeTransport{r: bytes.NewBuffer(reply)}, cfg), cfg)
+			_, typ, _, err := p.ReadMessageBegin(bg)
+			require.NoError(t, err)
+			require.Equal(t, thrift.REPLY, typ)
+			require.NoError(t, c.result.Read(bg, p))
+			assert.Equal(t, zaris.KvStatus_InvalidRequest, c.status())
+		})
+	}
 }

@@ -33,6 +33,9 @@ func (n *Node) route(v *view, s int32, write bool) zaris.KvStatus {
 
 // Get reads a key at its owner.
 func (h *kvHandler) Get(_ context.Context, req *zaris.GetRequest) (*zaris.GetResponse, error) {
+	if req == nil {
+		req = &zaris.GetRequest{} // a call without its request: nothing is valid
+	}
 	r := h.n.read(req.GetKey())
 	return &zaris.GetResponse{Status: r.status, Value: r.value, Version: r.version, MapEpoch: r.epoch}, nil
 }
@@ -153,6 +156,9 @@ func (n *Node) write(ctx context.Context, key []byte, decide func(cur entry, exi
 
 // Put writes a key at its owner, guarded by ifMatchVersion or ifAbsent when set.
 func (h *kvHandler) Put(ctx context.Context, req *zaris.PutRequest) (*zaris.PutResponse, error) {
+	if req == nil {
+		req = &zaris.PutRequest{} // a call without its request: nothing is valid
+	}
 	n := h.n
 	if !n.validKey(req.GetKey()) || len(req.GetValue()) > n.cfg.MaxValueSize {
 		return &zaris.PutResponse{Status: zaris.KvStatus_InvalidRequest, MapEpoch: n.Epoch()}, nil
@@ -174,6 +180,9 @@ func (h *kvHandler) Put(ctx context.Context, req *zaris.PutRequest) (*zaris.PutR
 
 // Delete removes a key at its owner, guarded by ifMatchVersion when set.
 func (h *kvHandler) Delete(ctx context.Context, req *zaris.DeleteRequest) (*zaris.DeleteResponse, error) {
+	if req == nil {
+		req = &zaris.DeleteRequest{} // a call without its request: nothing is valid
+	}
 	n := h.n
 	if !n.validKey(req.GetKey()) {
 		return &zaris.DeleteResponse{Status: zaris.KvStatus_InvalidRequest, MapEpoch: n.Epoch()}, nil
@@ -200,6 +209,9 @@ func (h *kvHandler) Delete(ctx context.Context, req *zaris.DeleteRequest) (*zari
 // Increment adds delta to a key's decimal value (a missing key counts as 0). A value that is
 // not a decimal int64, or a sum that overflows, answers InvalidRequest.
 func (h *kvHandler) Increment(ctx context.Context, req *zaris.IncrementRequest) (*zaris.IncrementResponse, error) {
+	if req == nil {
+		req = &zaris.IncrementRequest{} // a call without its request: nothing is valid
+	}
 	n := h.n
 	if !n.validKey(req.GetKey()) {
 		return &zaris.IncrementResponse{Status: zaris.KvStatus_InvalidRequest, MapEpoch: n.Epoch()}, nil

@@ -19,6 +19,9 @@ func validBatch(n int) bool { return n > 0 && n <= runtime.MaxBatchItems }
 
 // MultiGet reads each item as Get does. The outcomes share one backing array.
 func (h *kvHandler) MultiGet(_ context.Context, req *zaris.MultiGetRequest) (*zaris.MultiGetResponse, error) {
+	if req == nil {
+		req = &zaris.MultiGetRequest{} // a call without its request: nothing is valid
+	}
 	resp := &zaris.MultiGetResponse{MapEpoch: h.n.Epoch(), Results: []*zaris.GetOutcome{}}
 	if !validBatch(len(req.GetItems())) {
 		resp.Status = zaris.KvStatus_InvalidRequest
@@ -37,6 +40,9 @@ func (h *kvHandler) MultiGet(_ context.Context, req *zaris.MultiGetRequest) (*za
 
 // MultiPut writes each item as Put does.
 func (h *kvHandler) MultiPut(ctx context.Context, req *zaris.MultiPutRequest) (*zaris.MultiPutResponse, error) {
+	if req == nil {
+		req = &zaris.MultiPutRequest{} // a call without its request: nothing is valid
+	}
 	resp := &zaris.MultiPutResponse{MapEpoch: h.n.Epoch(), Results: []*zaris.PutOutcome{}}
 	if !validBatch(len(req.GetItems())) {
 		resp.Status = zaris.KvStatus_InvalidRequest
@@ -58,6 +64,9 @@ func (h *kvHandler) MultiPut(ctx context.Context, req *zaris.MultiPutRequest) (*
 
 // MultiDelete deletes each item as Delete does.
 func (h *kvHandler) MultiDelete(ctx context.Context, req *zaris.MultiDeleteRequest) (*zaris.MultiDeleteResponse, error) {
+	if req == nil {
+		req = &zaris.MultiDeleteRequest{} // a call without its request: nothing is valid
+	}
 	resp := &zaris.MultiDeleteResponse{MapEpoch: h.n.Epoch(), Results: []*zaris.DeleteOutcome{}}
 	if !validBatch(len(req.GetItems())) {
 		resp.Status = zaris.KvStatus_InvalidRequest
