@@ -73,7 +73,7 @@ bench-go: ## run the go test benchmarks
 # `make test` runs it with the default, `make soak` for SOAK_FUZZTIME.
 FUZZ_TARGETS := runtime:FuzzNewConfigEnv runtime:FuzzMalformedReply internal/thriftbuf:FuzzMemFrames \
 	tools/zarisgen:FuzzParseProgram tools/zarisgen:FuzzIDLNames \
-	tools/store:FuzzNodeHeaderPort tools/store:FuzzNodeJSONPort
+	tools/store:FuzzNodeHeaderPort tools/store:FuzzNodeJSONPort tools/store:FuzzMemMultiGet
 FUZZTIME      ?= 3s
 SOAK_FUZZTIME ?= 60s
 SOAK_COUNT    ?= 20

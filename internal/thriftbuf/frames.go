@@ -74,4 +74,16 @@ func (p *Frames) WriteMessageEnd(ctx context.Context) error {
 
 func (p *Frames) Flush(ctx context.Context) error { return p.conn.Flush(ctx) }
 
+// Memory returns the in-memory Protocol the current message goes through: between
+// ReadMessageBegin and ReadMessageEnd, the one holding the body read (nil when the body is
+// read from the connection); between WriteMessageBegin and WriteMessageEnd, the one the
+// message is encoded into. Reading and writing through it is reading and writing the
+// message.
+func (p *Frames) Memory() *Protocol {
+	if p.TProtocol == thrift.TProtocol(p.buf) {
+		return p.buf
+	}
+	return nil
+}
+
 func (p *Frames) Transport() thrift.TTransport { return p.frame }

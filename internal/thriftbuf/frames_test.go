@@ -240,3 +240,43 @@ func TestMemFrames_ListOfListsSizeBound(t *testing.T) {
 		assert.Equal(t, plain, mem)
 	}
 }
+
+// duplex reads from in and writes to out.
+type duplex struct {
+	*thrift.TMemoryBuffer
+	out *thrift.TMemoryBuffer
+}
+
+func (d duplex) Write(b []byte) (int, error) { return d.out.Write(b) }
+
+// Memory is the Protocol a message goes through in memory: the body read, unread until
+// read through it, and then the reply being written; it is nil outside a message.
+func TestMemFrames_MemoryIsTheMessageInMemory(t *testing.T) {
+	cfg := framesConfig()
+	ctx := context.Background()
+	body := encode(t, cfg, &zaris.GetRequest{Key: []byte("k")})
+	in, out := thrift.NewTMemoryBuffer(), thrift.NewTMemoryBuffer()
+	in.Write(frameOf(t, cfg, body))
+	p := NewFrames(thrift.NewTBinaryProtocolConf(thrift.NewTFramedTransportConf(duplex{in, out}, cfg), cfg), cfg)
+	require.Nil(t, p.Memory(), "no message yet")
+
+	_, _, _, err := p.ReadMessageBegin(ctx)
+	require.NoError(t, err)
+	m := p.Memory()
+	require.NotNil(t, m)
+	assert.Equal(t, body, m.Unread())
+	var got zaris.GetRequest
+	require.NoError(t, got.Read(ctx, m))
+	assert.Equal(t, []byte("k"), got.Key)
+	assert.Empty(t, m.Unread())
+	require.NoError(t, p.ReadMessageEnd(ctx))
+	require.Nil(t, p.Memory(), "the message has ended")
+
+	reply := &zaris.GetResponse{Value: []byte("v")}
+	require.NoError(t, p.WriteMessageBegin(ctx, "MultiGet", thrift.REPLY, 9))
+	require.NoError(t, reply.Write(ctx, p.Memory()))
+	require.NoError(t, p.WriteMessageEnd(ctx))
+	require.NoError(t, p.Flush(ctx))
+	assert.Equal(t, frameOf(t, cfg, encode(t, cfg, reply)), out.Bytes())
+	require.Nil(t, p.Memory(), "the reply has ended")
+}

@@ -79,6 +79,10 @@ func (p *Protocol) Fill(r io.Reader, n int) error {
 // until the next write or reset.
 func (p *Protocol) Bytes() []byte { return p.bufs.out.Bytes() }
 
+// Unread returns the input not read yet, without reading it; it is valid until the input
+// is next filled or reset.
+func (p *Protocol) Unread() []byte { return p.bufs.in.Bytes() }
+
 // Transport returns the transport over the buffers.
 func (p *Protocol) Transport() thrift.TTransport { return &p.bufs }
 

@@ -112,7 +112,10 @@
 // binary frame (every call of a framed binary client, a multi-key call of a THeader one) is
 // decoded from memory and its reply encoded into memory with internal/thriftbuf, not a field
 // at a time through the connection's protocol layers; the reply's bytes are the generated
-// code's (TestInMemory_RepliesAsTheGeneratedCode).
+// code's (TestInMemory_RepliesAsTheGeneratedCode). A framed binary client's MultiGet goes
+// further: its keys are read where they lie in the request and each outcome is encoded as
+// it is read, with no object per item (memMultiGet; TestMemMultiGet_RepliesAsTheGeneratedCode,
+// FuzzMemMultiGet). A call whose arguments lack the request answers InvalidRequest.
 //
 // # Replication and churn
 //

@@ -216,7 +216,8 @@ func StartNode(cfg NodeConfig) (*Node, error) {
 		w = wireJSON
 	}
 	dataCfg := serverConfig(cfg.maxMessage(), 1<<16, cfg.IdleTimeout)
-	kv := inMemory(zaris.NewZarisKvProcessor(&kvHandler{n: n}), dataCfg, "MultiGet", "MultiPut", "MultiDelete")
+	h := &kvHandler{n: n}
+	kv := serveMultiGetInMemory(inMemory(zaris.NewZarisKvProcessor(h), dataCfg, "MultiGet", "MultiPut", "MultiDelete"), h)
 	n.data, err = newServer(n.ctx, cfg.Listen, cfg.TLS, dataCfg, w, kv, cfg.Logger)
 	if err != nil {
 		n.cancel()
