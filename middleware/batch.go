@@ -46,7 +46,8 @@ const BatchParallelism = 8
 // runtime.BoundBudget. An item out of attempts, time or budget gets its own
 // *runtime.CallError with its attempts.
 //
-// call.Batch.Errs holds each item's error and call.Batch.Attempts each item's attempts;
+// call.Batch.Errs holds each item's error and call.Batch.Attempts each item's attempts
+// (items a sub-request answered alike share the record of that first attempt);
 // call.Attempts gets one entry per sub-request. The call's error is a *runtime.BatchError
 // only when no item got an answer.
 func Batches(p runtime.RetryPolicy, clock runtime.Clock, r MapRefresher, router BatchRouter, budget runtime.RetryBudget) Middleware {
@@ -77,6 +78,11 @@ type batchRun struct {
 	hist  [][]runtime.Attempt // per item, its attempts
 	errs  []error
 	epoch int64 // the newest answer epoch seen
+
+	// shared holds first attempts that items share (see first); sharedFrom is where the
+	// records of the group being judged begin.
+	shared     []runtime.Attempt
+	sharedFrom int
 }
 
 // group is the items of one sub-request.
@@ -112,10 +118,6 @@ func (e *batchRun) run(ctx context.Context) (runtime.Response, error) {
 	items := e.call.Batch.Items
 	n := items.Len()
 	e.hist = make([][]runtime.Attempt, n)
-	first := make([]runtime.Attempt, n) // the first round's attempts, one allocation
-	for i := range e.hist {
-		e.hist[i] = first[i : i : i+1]
-	}
 	e.errs = make([]error, n)
 	e.call.Batch.Errs = e.errs
 	e.call.Batch.Attempts = e.hist
@@ -143,6 +145,7 @@ func (e *batchRun) run(ctx context.Context) (runtime.Response, error) {
 		var again []int
 		for gi, g := range groups {
 			o := &outs[gi]
+			e.sharedFrom = len(e.shared)
 			if sa := o.sub.lastAttempt(); sa != nil && sa.Answered && o.resp != nil {
 				o.statuses, o.recordErr = items.Record(o.resp, g.idx)
 			}
@@ -326,6 +329,9 @@ func (e *batchRun) judge(g group, o *subOutcome, j, i int) (runtime.Class, error
 			a.Err = &runtime.StatusError{Status: a.Status}
 			return e.record(i, &a), a.Err
 		}
+		if len(e.hist[i]) == 0 {
+			return e.first(i, &a), nil
+		}
 		return e.record(i, &a), nil
 	}
 	if errors.Is(a.Err, runtime.ErrInDoubt) && e.call.Batch.Items.Guarded(i) {
@@ -347,6 +353,28 @@ func (e *batchRun) judge(g group, o *subOutcome, j, i int) (runtime.Class, error
 func (e *batchRun) record(i int, a *runtime.Attempt) runtime.Class {
 	a.N = len(e.hist[i]) + 1
 	e.hist[i] = append(e.hist[i], *a)
+	return a.Class
+}
+
+// first makes a, an answered attempt without an error, item i's first attempt, sharing the
+// record with the items of the same sub-request answered with the same status: a batch's
+// items cost a record per status per owner, not one each.
+func (e *batchRun) first(i int, a *runtime.Attempt) runtime.Class {
+	a.N = 1
+	for k := e.sharedFrom; k < len(e.shared); k++ {
+		if s := &e.shared[k]; s.Status == a.Status && s.Class == a.Class {
+			e.hist[i] = e.shared[k : k+1 : k+1]
+			return a.Class
+		}
+	}
+	if len(e.shared) == cap(e.shared) {
+		// A new array; the histories already made keep the old one.
+		e.shared = append(make([]runtime.Attempt, 0, max(4, 2*cap(e.shared))), e.shared[e.sharedFrom:]...)
+		e.sharedFrom = 0
+	}
+	e.shared = append(e.shared, *a)
+	k := len(e.shared) - 1
+	e.hist[i] = e.shared[k : k+1 : k+1]
 	return a.Class
 }
 

@@ -1,8 +1,10 @@
 package middleware_test
 
 import (
+	"bytes"
 	"context"
 	"fmt"
+	"sync/atomic"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
@@ -57,4 +59,93 @@ func TestBatches_AllocatesPerOwnerNotPerItem(t *testing.T) {
 	}
 	small, big := allocs(batch(9)), allocs(batch(300))
 	assert.Less(t, big, small+20, "objects for 300 items, against %v for 9", small)
+}
+
+// BenchmarkBatches100 is the batch layer's own work for a MultiGet of 100 keys over 3
+// owners, with a transport that answers every sub-request at once.
+func BenchmarkBatches100(b *testing.B) {
+	outcomes := make([]*zaris.GetOutcome, 100)
+	for i := range outcomes {
+		outcomes[i] = &zaris.GetOutcome{Status: zaris.KvStatus_Ok}
+	}
+	transport := func(_ context.Context, call *runtime.Call) (runtime.Response, error) {
+		a := call.StartAttempt()
+		a.Node, a.Sent, a.Answered, a.Status = call.Target.Node, true, true, zaris.KvStatus_Ok
+		n := len(call.Request.(*zaris.MultiGetRequest).Items)
+		return &zaris.MultiGetResponse{Status: zaris.KvStatus_Ok, Results: outcomes[:n]}, nil
+	}
+	batches := middleware.Batches(runtime.DefaultRetryPolicy, mwt.NewClock(), nil, ownerByLastByte{}, nil)
+	client := zarisclient.New(batches(transport))
+	req := &zaris.MultiGetRequest{}
+	for i := range 100 {
+		req.Items = append(req.Items, &zaris.GetItem{Key: fmt.Appendf(nil, "k%d", i)})
+	}
+	b.ReportAllocs()
+	for b.Loop() {
+		if _, err := client.MultiGet(context.Background(), req); err != nil {
+			b.Fatal(err)
+		}
+	}
+}
+
+// Items a sub-request answered alike share one record of their first attempt, with their
+// own status; an item retried gets a history of its own, and the items that shared its
+// first record keep theirs.
+func TestBatches_ItemsAnsweredAlikeShareTheirFirstAttempt(t *testing.T) {
+	var calls atomic.Int32
+	transport := func(_ context.Context, call *runtime.Call) (runtime.Response, error) {
+		first := calls.Add(1) <= 2 // the first round: one sub-request per owner
+		a := call.StartAttempt()
+		a.Node, a.Addr, a.Sent, a.Answered, a.Status = call.Target.Node, call.Target.Addr, true, true, zaris.KvStatus_Ok
+		resp := &zaris.MultiGetResponse{Status: zaris.KvStatus_Ok}
+		for _, it := range call.Request.(*zaris.MultiGetRequest).Items {
+			st := zaris.KvStatus_Ok
+			switch {
+			case bytes.HasPrefix(it.Key, []byte("absent")):
+				st = zaris.KvStatus_NotFound
+			case bytes.HasPrefix(it.Key, []byte("moving")) && first:
+				st = zaris.KvStatus_Migrating
+			}
+			resp.Results = append(resp.Results, &zaris.GetOutcome{Status: st})
+		}
+		return resp, nil
+	}
+	batches := middleware.Batches(runtime.DefaultRetryPolicy, mwt.NewClock(), nil, ownerByLastByte{}, nil)
+	var last *runtime.Call
+	record := func(next middleware.Handler) middleware.Handler {
+		return func(ctx context.Context, call *runtime.Call) (runtime.Response, error) {
+			last = call
+			return next(ctx, call)
+		}
+	}
+	client := zarisclient.New(record(batches(transport)))
+	// Keys ending in 0 go to node 1 ('0' % 3 == 0); in 1, to node 2.
+	keys := []string{"ok-0", "absent-0", "ok-a0", "absent-a0", "moving-0", "moving-a0", "ok-1"}
+	req := &zaris.MultiGetRequest{}
+	for _, k := range keys {
+		req.Items = append(req.Items, &zaris.GetItem{Key: []byte(k)})
+	}
+	r, err := client.MultiGet(context.Background(), req)
+	require.NoError(t, err)
+	for i := range keys {
+		require.NoError(t, r.Err(i), keys[i])
+	}
+	h := last.Batch.Attempts
+	want := []zaris.KvStatus{zaris.KvStatus_Ok, zaris.KvStatus_NotFound, zaris.KvStatus_Ok, zaris.KvStatus_NotFound,
+		zaris.KvStatus_Migrating, zaris.KvStatus_Migrating, zaris.KvStatus_Ok}
+	for i, st := range want {
+		require.NotEmpty(t, h[i], keys[i])
+		assert.Equal(t, st, h[i][0].Status, keys[i])
+		assert.Equal(t, 1, h[i][0].N, keys[i])
+	}
+	assert.Same(t, &h[0][0], &h[2][0], "ok items of node 1 share their record")
+	assert.Same(t, &h[1][0], &h[3][0], "absent items of node 1 share their record")
+	assert.NotSame(t, &h[0][0], &h[6][0], "ok items of different nodes do not")
+	for _, i := range []int{4, 5} {
+		require.Len(t, h[i], 2, keys[i])
+		assert.Equal(t, zaris.KvStatus_Ok, h[i][1].Status)
+		assert.Equal(t, 2, h[i][1].N)
+	}
+	assert.NotSame(t, &h[4][1], &h[5][1], "retried items have histories of their own")
+	assert.Equal(t, zaris.KvStatus_Migrating, h[5][0].Status, "the first record is untouched by the retries")
 }

@@ -75,7 +75,9 @@ type Batch struct {
 	// reply and is not replayed (rule B2).
 	Errs []error
 	// Attempts has, once the engine has run, each item's own attempts, oldest first: an
-	// item's attempt is its sub-request's, with the item's status and class.
+	// item's attempt is its sub-request's, with the item's status and class. Items one
+	// sub-request answered with the same status share the record of that first attempt,
+	// so the histories are to be read, not written.
 	Attempts [][]Attempt
 	// Stats counts the engine's work.
 	Stats BatchStats
