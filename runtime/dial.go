@@ -99,7 +99,7 @@ func newThriftConn(raw net.Conn, p Protocol, t Transport, tcfg *thrift.TConfigur
 		return nil, err
 	}
 	if p == ProtocolBinary && t == TransportFramed {
-		proto = thriftbuf.NewFrames(proto, tcfg)
+		proto = thriftbuf.NewFrames(proto, tcfg).ShareBinaries()
 	}
 	c := &thriftConn{
 		raw:    raw,

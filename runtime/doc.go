@@ -47,6 +47,9 @@
 // retry a timed-out read while their context has time left. A call's deadline is put on the
 // socket exactly; the attempt timeout may fire up to 1/64 of it (at most 10 ms) late, so
 // that a busy connection's socket deadline moves once in that time rather than on every call.
+// Over framed binary, the default, a reply is read whole and decoded from memory, and the
+// values in it (a MultiGet's, say) share one allocation: a value kept keeps the bytes of the
+// values after it in that reply alive.
 //
 // # Pipelined connections
 //

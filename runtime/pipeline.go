@@ -484,7 +484,7 @@ func replyProtocol(raw net.Conn, ps *pipelines) (thrift.TProtocol, error) {
 	if ps.transport == TransportFramed {
 		switch ps.protocol {
 		case ProtocolBinary:
-			return thriftbuf.NewFrames(thrift.NewTBinaryProtocolConf(replyFrames(raw, ps), ps.tcfg), ps.tcfg), nil
+			return thriftbuf.NewFrames(thrift.NewTBinaryProtocolConf(replyFrames(raw, ps), ps.tcfg), ps.tcfg).ShareBinaries(), nil
 		case ProtocolCompact:
 			return thrift.NewTCompactProtocolConf(replyFrames(raw, ps), ps.tcfg), nil
 		}

@@ -3,6 +3,7 @@ package thriftbuf
 import (
 	"bytes"
 	"context"
+	"fmt"
 	"testing"
 
 	"github.com/apache/thrift/lib/go/thrift"
@@ -42,14 +43,19 @@ func encode(t testing.TB, cfg *thrift.TConfiguration, s thrift.TStruct) []byte {
 }
 
 // decodeBoth reads frame's message into a fresh value of each of news, once through the
-// framed binary protocol and once through Frames over it, and returns both results.
-func decodeBoth(cfg *thrift.TConfiguration, frame []byte, news func() thrift.TStruct) (plain, mem thrift.TStruct, plainErr, memErr error) {
+// framed binary protocol and once through Frames over it (sharing binaries if share is
+// set), and returns both results.
+func decodeBoth(cfg *thrift.TConfiguration, frame []byte, news func() thrift.TStruct, share bool) (plain, mem thrift.TStruct, plainErr, memErr error) {
 	read := func(wrap bool) (thrift.TStruct, error) {
 		in := thrift.NewTMemoryBuffer()
 		in.Write(frame)
 		var p thrift.TProtocol = thrift.NewTBinaryProtocolConf(thrift.NewTFramedTransportConf(in, cfg), cfg)
 		if wrap {
-			p = NewFrames(p, cfg)
+			f := NewFrames(p, cfg)
+			if share {
+				f.ShareBinaries()
+			}
+			p = f
 		}
 		ctx := context.Background()
 		if _, _, _, err := p.ReadMessageBegin(ctx); err != nil {
@@ -113,11 +119,13 @@ func TestMemFrames_DecodesAsTheBinaryProtocol(t *testing.T) {
 			"negative str": append([]byte{11, 0, 1, 0xff, 0xff, 0xff, 0xf0}, body...),
 		}
 		for what, c := range cases {
-			t.Run(name+"/"+what, func(t *testing.T) {
-				plain, mem, plainErr, memErr := decodeBoth(cfg, frameOf(t, cfg, c), b.news)
-				require.Equal(t, plainErr == nil, memErr == nil, "plain: %v, Frames: %v", plainErr, memErr)
-				assert.Equal(t, plain, mem)
-			})
+			for _, share := range []bool{false, true} {
+				t.Run(fmt.Sprintf("%s/%s/share=%v", name, what, share), func(t *testing.T) {
+					plain, mem, plainErr, memErr := decodeBoth(cfg, frameOf(t, cfg, c), b.news, share)
+					require.Equal(t, plainErr == nil, memErr == nil, "plain: %v, Frames: %v", plainErr, memErr)
+					assert.Equal(t, plain, mem)
+				})
+			}
 		}
 	}
 }
@@ -166,11 +174,13 @@ func FuzzMemFrames(f *testing.F) {
 			func() thrift.TStruct { return &zaris.ZarisKvGetClusterMapResult{} },
 			func() thrift.TStruct { return thrift.NewTApplicationException(0, "") },
 		} {
-			plain, mem, plainErr, memErr := decodeBoth(cfg, frameOf(t, cfg, body), news)
-			if (plainErr == nil) != (memErr == nil) {
-				t.Fatalf("plain: %v, Frames: %v", plainErr, memErr)
+			for _, share := range []bool{false, true} {
+				plain, mem, plainErr, memErr := decodeBoth(cfg, frameOf(t, cfg, body), news, share)
+				if (plainErr == nil) != (memErr == nil) {
+					t.Fatalf("share=%v: plain: %v, Frames: %v", share, plainErr, memErr)
+				}
+				assert.Equal(t, plain, mem, "share=%v", share)
 			}
-			assert.Equal(t, plain, mem)
 		}
 	})
 }
@@ -234,7 +244,7 @@ func TestMemFrames_ListOfListsSizeBound(t *testing.T) {
 	for _, elem := range []thrift.TType{thrift.LIST, thrift.SET} {
 		c := append([]byte{}, body...)
 		c[at+3] = byte(elem)
-		plain, mem, plainErr, memErr := decodeBoth(cfg, frameOf(t, cfg, c), func() thrift.TStruct { return &zaris.ZarisKvGetClusterMapResult{} })
+		plain, mem, plainErr, memErr := decodeBoth(cfg, frameOf(t, cfg, c), func() thrift.TStruct { return &zaris.ZarisKvGetClusterMapResult{} }, false)
 		require.NoError(t, plainErr, "the binary protocol reads it")
 		require.NoError(t, memErr, "elements tagged %v", elem)
 		assert.Equal(t, plain, mem)
@@ -279,4 +289,55 @@ func TestMemFrames_MemoryIsTheMessageInMemory(t *testing.T) {
 	require.NoError(t, p.Flush(ctx))
 	assert.Equal(t, frameOf(t, cfg, encode(t, cfg, reply)), out.Bytes())
 	require.Nil(t, p.Memory(), "the reply has ended")
+}
+
+// With ShareBinaries, the values of one reply are carved from one copy of it: equal to
+// the values the binary protocol reads, none sharing bytes with another or with the
+// connection's buffer (the next reply read leaves them as they were), an empty value
+// empty but set, and one allocation for all of them, not one each.
+func TestMemFrames_SharedBinaries(t *testing.T) {
+	cfg := framesConfig()
+	cfg.MaxContainerSize = 1000
+	reply := func(tag byte) *zaris.ZarisKvMultiGetResult {
+		r := &zaris.MultiGetResponse{MapEpoch: 7}
+		for i := range 20 {
+			r.Results = append(r.Results, &zaris.GetOutcome{Value: bytes.Repeat([]byte{tag + byte(i)}, 5+i), Version: int64(i)})
+		}
+		r.Results = append(r.Results, &zaris.GetOutcome{Value: []byte{}}, &zaris.GetOutcome{Status: zaris.KvStatus_NotFound})
+		return &zaris.ZarisKvMultiGetResult{Success: r}
+	}
+	in := thrift.NewTMemoryBuffer()
+	in.Write(frameOf(t, cfg, encode(t, cfg, reply('a'))))
+	in.Write(frameOf(t, cfg, encode(t, cfg, reply('A'))))
+	p := NewFrames(thrift.NewTBinaryProtocolConf(thrift.NewTFramedTransportConf(in, cfg), cfg), cfg).ShareBinaries()
+	ctx := context.Background()
+	read := func() *zaris.ZarisKvMultiGetResult {
+		_, _, _, err := p.ReadMessageBegin(ctx)
+		require.NoError(t, err)
+		got := &zaris.ZarisKvMultiGetResult{}
+		require.NoError(t, got.Read(ctx, p))
+		require.NoError(t, p.ReadMessageEnd(ctx))
+		return got
+	}
+	first := read()
+	require.Equal(t, reply('a'), first)
+	values := first.Success.Results
+	for i, o := range values[:20] {
+		assert.Equal(t, len(o.Value), cap(o.Value), "value %d is capped: appending to it cannot reach the next", i)
+	}
+	assert.NotNil(t, values[20].Value)
+	assert.Empty(t, values[20].Value)
+	assert.Nil(t, values[21].Value)
+	assert.Equal(t, reply('A'), read())
+	assert.Equal(t, reply('a'), first, "the next reply left the values as they were")
+
+	frame := frameOf(t, cfg, encode(t, cfg, reply('a')))
+	allocs := func(share bool) float64 {
+		return testing.AllocsPerRun(20, func() {
+			_, _, _, err := decodeBoth(cfg, frame, func() thrift.TStruct { return &zaris.ZarisKvMultiGetResult{} }, share)
+			require.NoError(t, err)
+		})
+	}
+	// decodeBoth decodes through the binary protocol too: the difference is Frames'.
+	assert.LessOrEqual(t, allocs(true), allocs(false)-19, "20 values, one allocation")
 }

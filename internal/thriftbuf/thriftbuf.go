@@ -31,6 +31,9 @@ type Protocol struct {
 	cfg     *thrift.TConfiguration
 	bufs    buffers
 	scratch [8]byte
+
+	share bool   // binaries are carved from slab (ShareBinaries)
+	slab  []byte // what is left of the input's copy the binaries read are carved from
 }
 
 // New returns a Protocol with empty buffers; cfg bounds sizes and sets strictness as for
@@ -40,6 +43,13 @@ func New(cfg *thrift.TConfiguration) *Protocol {
 	p.TProtocol = thrift.NewTBinaryProtocolConf(&p.bufs, cfg)
 	return p
 }
+
+// ShareBinaries makes the binaries read from one input share an allocation: the first
+// one read copies the rest of the input at once, and it and the binaries after it are
+// carved from that copy, where each would otherwise be a copy of its own. A binary kept
+// keeps the bytes of the binaries read after it alive. It is for a reader whose binaries
+// live and die together, such as the values of one reply.
+func (p *Protocol) ShareBinaries() { p.share = true }
 
 // maxKept is the largest buffer a Protocol keeps across Reset.
 const maxKept = 1 << 20
@@ -54,6 +64,7 @@ func (p *Protocol) Reset(conn thrift.TTransport) {
 		b.Reset()
 	}
 	p.bufs.conn = conn
+	p.slab = nil
 }
 
 // ResetOutput empties the output buffer.
@@ -66,6 +77,7 @@ func (p *Protocol) ResetOutput() {
 
 // Fill appends the next n bytes of r to the input buffer.
 func (p *Protocol) Fill(r io.Reader, n int) error {
+	p.slab = nil
 	p.bufs.in.Grow(n)
 	buf := p.bufs.in.AvailableBuffer()[:n]
 	if _, err := io.ReadFull(r, buf); err != nil {
@@ -233,13 +245,24 @@ func (p *Protocol) ReadString(ctx context.Context) (string, error) {
 	return string(b), err
 }
 
-// ReadBinary returns a copy: the input buffer is reused.
+// ReadBinary returns a copy, since the input buffer is reused: one of its own, or one
+// carved from the input's copy (ShareBinaries).
 func (p *Protocol) ReadBinary(ctx context.Context) ([]byte, error) {
 	b, err := p.sized(ctx)
 	if err != nil {
 		return nil, err
 	}
-	return append([]byte{}, b...), nil
+	if !p.share || len(b) == 0 {
+		return append([]byte{}, b...), nil
+	}
+	if len(p.slab) < len(b) {
+		// The rest of the input holds every binary still to be read.
+		p.slab = make([]byte, len(b)+p.bufs.in.Len())
+	}
+	v := p.slab[:len(b):len(b)]
+	copy(v, b)
+	p.slab = p.slab[len(b):]
+	return v, nil
 }
 
 func (p *Protocol) ReadUUID(context.Context) (thrift.Tuuid, error) {
