@@ -12,12 +12,12 @@
 package thriftbuf
 
 import (
-	"bytes"
 	"context"
 	"encoding/binary"
 	"fmt"
 	"io"
 	"math"
+	"slices"
 
 	"github.com/apache/thrift/lib/go/thrift"
 )
@@ -28,9 +28,8 @@ import (
 // buffers. A Protocol is for one goroutine at a time.
 type Protocol struct {
 	thrift.TProtocol
-	cfg     *thrift.TConfiguration
-	bufs    buffers
-	scratch [8]byte
+	cfg  *thrift.TConfiguration
+	bufs buffers
 
 	share bool   // binaries are carved from slab (ShareBinaries)
 	slab  []byte // what is left of the input's copy the binaries read are carved from
@@ -57,54 +56,60 @@ const maxKept = 1 << 20
 // Reset empties both buffers (dropping one that grew past 1 MiB) and sets the transport
 // whose IsOpen Transport().IsOpen reports (nil: open).
 func (p *Protocol) Reset(conn thrift.TTransport) {
-	for _, b := range []*bytes.Buffer{&p.bufs.in, &p.bufs.out} {
-		if b.Cap() > maxKept {
-			*b = bytes.Buffer{}
-		}
-		b.Reset()
-	}
+	p.bufs.in, p.bufs.r = kept(p.bufs.in), 0
+	p.bufs.out = kept(p.bufs.out)
 	p.bufs.conn = conn
 	p.slab = nil
 }
 
-// ResetOutput empties the output buffer.
-func (p *Protocol) ResetOutput() {
-	if p.bufs.out.Cap() > maxKept {
-		p.bufs.out = bytes.Buffer{}
+// kept is b emptied, or nil if it grew past maxKept.
+func kept(b []byte) []byte {
+	if cap(b) > maxKept {
+		return nil
 	}
-	p.bufs.out.Reset()
+	return b[:0]
 }
+
+// ResetOutput empties the output buffer.
+func (p *Protocol) ResetOutput() { p.bufs.out = kept(p.bufs.out) }
 
 // Fill appends the next n bytes of r to the input buffer.
 func (p *Protocol) Fill(r io.Reader, n int) error {
 	p.slab = nil
-	p.bufs.in.Grow(n)
-	buf := p.bufs.in.AvailableBuffer()[:n]
-	if _, err := io.ReadFull(r, buf); err != nil {
+	b := &p.bufs
+	if b.r == len(b.in) {
+		b.in, b.r = b.in[:0], 0
+	}
+	have := len(b.in)
+	b.in = slices.Grow(b.in, n)[:have+n]
+	if _, err := io.ReadFull(r, b.in[have:]); err != nil {
+		b.in = b.in[:have]
 		return err
 	}
-	p.bufs.in.Write(buf)
 	return nil
 }
 
 // Bytes returns what was written since the output buffer was last emptied; it is valid
 // until the next write or reset.
-func (p *Protocol) Bytes() []byte { return p.bufs.out.Bytes() }
+func (p *Protocol) Bytes() []byte { return p.bufs.out }
 
 // Unread returns the input not read yet, without reading it; it is valid until the input
 // is next filled or reset.
-func (p *Protocol) Unread() []byte { return p.bufs.in.Bytes() }
+func (p *Protocol) Unread() []byte { return p.bufs.in[p.bufs.r:] }
 
 // Transport returns the transport over the buffers.
 func (p *Protocol) Transport() thrift.TTransport { return &p.bufs }
 
 // next returns the input's next k bytes, or an error when fewer are left.
 func (p *Protocol) next(k int) ([]byte, error) {
-	if k < 0 || p.bufs.in.Len() < k {
-		p.bufs.in.Reset()
+	b := &p.bufs
+	if k < 0 || len(b.in)-b.r < k {
+		b.r = len(b.in)
 		return nil, thrift.NewTProtocolException(io.ErrUnexpectedEOF)
 	}
-	return p.bufs.in.Next(k), nil
+	v := b.in[b.r : b.r+k]
+	b.r += k
+	return v, nil
 }
 
 func (p *Protocol) ReadStructBegin(context.Context) (string, error) { return "", nil }
@@ -115,15 +120,17 @@ func (p *Protocol) ReadListEnd(context.Context) error               { return nil
 func (p *Protocol) ReadSetEnd(context.Context) error                { return nil }
 
 func (p *Protocol) ReadFieldBegin(ctx context.Context) (string, thrift.TType, int16, error) {
-	t, err := p.bufs.in.ReadByte()
-	if err != nil {
-		return "", 0, 0, thrift.NewTProtocolException(err)
+	b := &p.bufs
+	if b.left() == 0 {
+		return "", 0, 0, thrift.NewTProtocolException(io.EOF)
 	}
-	if thrift.TType(t) == thrift.STOP {
+	t := thrift.TType(b.in[b.r])
+	b.r++
+	if t == thrift.STOP {
 		return "", thrift.STOP, 0, nil
 	}
 	id, err := p.ReadI16(ctx)
-	return "", thrift.TType(t), id, err
+	return "", t, id, err
 }
 
 func (p *Protocol) ReadMapBegin(context.Context) (thrift.TType, thrift.TType, int, error) {
@@ -160,9 +167,9 @@ func (p *Protocol) containerSize(size int32, elem int) (int, error) {
 	case size > p.cfg.GetMaxContainerSize():
 		return 0, thrift.NewTProtocolExceptionWithType(thrift.SIZE_LIMIT,
 			fmt.Errorf("container of %d elements exceeds the limit of %d", size, p.cfg.GetMaxContainerSize()))
-	case int64(size)*int64(elem) > int64(p.bufs.in.Len()):
+	case int64(size)*int64(elem) > int64(p.bufs.left()):
 		return 0, thrift.NewTProtocolExceptionWithType(thrift.SIZE_LIMIT,
-			fmt.Errorf("container of %d elements exceeds the %d bytes left", size, p.bufs.in.Len()))
+			fmt.Errorf("container of %d elements exceeds the %d bytes left", size, p.bufs.left()))
 	}
 	return int(size), nil
 }
@@ -257,7 +264,7 @@ func (p *Protocol) ReadBinary(ctx context.Context) ([]byte, error) {
 	}
 	if len(p.slab) < len(b) {
 		// The rest of the input holds every binary still to be read.
-		p.slab = make([]byte, len(b)+p.bufs.in.Len())
+		p.slab = make([]byte, len(b)+p.bufs.left())
 	}
 	v := p.slab[:len(b):len(b)]
 	copy(v, b)
@@ -284,72 +291,89 @@ func (p *Protocol) WriteFieldEnd(context.Context) error            { return nil 
 func (p *Protocol) WriteListEnd(context.Context) error             { return nil }
 
 func (p *Protocol) WriteFieldBegin(_ context.Context, _ string, typeID thrift.TType, id int16) error {
-	p.bufs.out.WriteByte(byte(typeID))
-	p.bufs.out.Write(binary.BigEndian.AppendUint16(p.scratch[:0], uint16(id)))
+	p.bufs.out = append(p.bufs.out, byte(typeID), byte(uint16(id)>>8), byte(id))
 	return nil
 }
 
 func (p *Protocol) WriteFieldStop(context.Context) error {
-	p.bufs.out.WriteByte(byte(thrift.STOP))
+	p.bufs.out = append(p.bufs.out, byte(thrift.STOP))
 	return nil
 }
 
 func (p *Protocol) WriteListBegin(_ context.Context, elemType thrift.TType, size int) error {
-	p.bufs.out.WriteByte(byte(elemType))
-	p.bufs.out.Write(binary.BigEndian.AppendUint32(p.scratch[:0], uint32(int32(size))))
+	p.bufs.out = binary.BigEndian.AppendUint32(append(p.bufs.out, byte(elemType)), uint32(int32(size)))
 	return nil
 }
 
 func (p *Protocol) WriteI32(_ context.Context, v int32) error {
-	p.bufs.out.Write(binary.BigEndian.AppendUint32(p.scratch[:0], uint32(v)))
+	p.bufs.out = binary.BigEndian.AppendUint32(p.bufs.out, uint32(v))
 	return nil
 }
 
 func (p *Protocol) WriteI64(_ context.Context, v int64) error {
-	p.bufs.out.Write(binary.BigEndian.AppendUint64(p.scratch[:0], uint64(v)))
+	p.bufs.out = binary.BigEndian.AppendUint64(p.bufs.out, uint64(v))
 	return nil
 }
 
 func (p *Protocol) WriteBinary(_ context.Context, v []byte) error {
-	p.bufs.out.Write(binary.BigEndian.AppendUint32(p.scratch[:0], uint32(len(v))))
-	p.bufs.out.Write(v)
+	p.bufs.out = append(binary.BigEndian.AppendUint32(p.bufs.out, uint32(len(v))), v...)
 	return nil
 }
 
 func (p *Protocol) WriteString(_ context.Context, v string) error {
-	p.bufs.out.Write(binary.BigEndian.AppendUint32(p.scratch[:0], uint32(len(v))))
-	p.bufs.out.WriteString(v)
+	p.bufs.out = append(binary.BigEndian.AppendUint32(p.bufs.out, uint32(len(v))), v...)
 	return nil
 }
 
 // buffers is a Thrift transport reading from in and writing to out. Reading past the end
 // of in is a transport error (end of file), as reading past a frame is on a connection.
 type buffers struct {
-	in, out bytes.Buffer
-	conn    thrift.TTransport // IsOpen asks it; nil: open
+	in   []byte // in[r:] is not read yet
+	r    int
+	out  []byte
+	conn thrift.TTransport // IsOpen asks it; nil: open
 }
 
+// left is how many input bytes are not read yet.
+func (b *buffers) left() int { return len(b.in) - b.r }
+
 func (b *buffers) Read(p []byte) (int, error) {
-	n, err := b.in.Read(p)
-	if err != nil {
-		err = thrift.NewTTransportExceptionFromError(err)
+	if b.left() == 0 {
+		if len(p) == 0 {
+			return 0, nil
+		}
+		return 0, thrift.NewTTransportExceptionFromError(io.EOF)
 	}
-	return n, err
+	n := copy(p, b.in[b.r:])
+	b.r += n
+	return n, nil
 }
 
 func (b *buffers) ReadByte() (byte, error) {
-	c, err := b.in.ReadByte()
-	if err != nil {
-		err = thrift.NewTTransportExceptionFromError(err)
+	if b.left() == 0 {
+		return 0, thrift.NewTTransportExceptionFromError(io.EOF)
 	}
-	return c, err
+	b.r++
+	return b.in[b.r-1], nil
 }
 
-func (b *buffers) Write(p []byte) (int, error)       { return b.out.Write(p) }
-func (b *buffers) WriteByte(c byte) error            { return b.out.WriteByte(c) }
-func (b *buffers) WriteString(s string) (int, error) { return b.out.WriteString(s) }
-func (b *buffers) Flush(context.Context) error       { return nil }
-func (b *buffers) RemainingBytes() uint64            { return uint64(b.in.Len()) }
-func (b *buffers) Open() error                       { return nil }
-func (b *buffers) Close() error                      { return nil }
-func (b *buffers) IsOpen() bool                      { return b.conn == nil || b.conn.IsOpen() }
+func (b *buffers) Write(p []byte) (int, error) {
+	b.out = append(b.out, p...)
+	return len(p), nil
+}
+
+func (b *buffers) WriteByte(c byte) error {
+	b.out = append(b.out, c)
+	return nil
+}
+
+func (b *buffers) WriteString(s string) (int, error) {
+	b.out = append(b.out, s...)
+	return len(s), nil
+}
+
+func (b *buffers) Flush(context.Context) error { return nil }
+func (b *buffers) RemainingBytes() uint64      { return uint64(b.left()) }
+func (b *buffers) Open() error                 { return nil }
+func (b *buffers) Close() error                { return nil }
+func (b *buffers) IsOpen() bool                { return b.conn == nil || b.conn.IsOpen() }
