@@ -90,8 +90,9 @@ func TestMemMultiGet_RepliesAsTheGeneratedCode(t *testing.T) {
 		serveFrames(t, serveMultiGetInMemory(zaris.NewZarisKvProcessor(h), h), header))
 }
 
-// A MultiGet served in memory allocates nothing per item: 100 items cost fewer than 10
-// allocations more than 5 (the generated code allocates at least two per item).
+// A MultiGet served in memory allocates nothing per item: 100 items cost fewer than 40
+// allocations more than 5, a margin for the race detector's dropped pools (the generated
+// code allocates at least two per item, 190 more).
 func TestMemMultiGet_AllocatesNothingPerItem(t *testing.T) {
 	h, mine, _, _ := memMultiGetNode(t)
 	proc := serveMultiGetInMemory(zaris.NewZarisKvProcessor(h), h)
@@ -103,7 +104,7 @@ func TestMemMultiGet_AllocatesNothingPerItem(t *testing.T) {
 		frame := headerCall(t, framedBinaryID, "MultiGet", multiGetArgs(keys...))
 		return testing.AllocsPerRun(20, func() { serveFrames(t, proc, frame) })
 	}
-	assert.Less(t, allocs(100), allocs(5)+10)
+	assert.Less(t, allocs(100), allocs(5)+40)
 }
 
 // Whatever follows a MultiGet's message header, the node answers as the generated code
