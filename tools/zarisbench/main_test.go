@@ -114,3 +114,22 @@ func TestSectionsPrintsOnlyWhatRan(t *testing.T) {
 	_, err = run(ctx, cfg, io.Discard)
 	assert.ErrorContains(t, err, `unknown section "pipelines"`)
 }
+
+// A kill that hit no segment measured nothing: its target is not kept, however fast the
+// zero answers it waited for came.
+func TestKillOfANodeWithoutSegmentsIsNotAPass(t *testing.T) {
+	kill := func(segments int) target {
+		res := &results{}
+		res.Churn.Kill = &killResult{Node: "n3", Segments: segments, TargetMs: 350}
+		for _, tg := range targets(res) {
+			if strings.HasPrefix(tg.Name, "kill to first answer") {
+				return tg
+			}
+		}
+		t.Fatal("no kill target")
+		return target{}
+	}
+	assert.False(t, kill(0).Holds, kill(0).Got)
+	assert.Contains(t, kill(0).Got, "not measured")
+	assert.True(t, kill(4).Holds, "four segments answered at once")
+}

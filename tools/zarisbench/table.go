@@ -44,8 +44,13 @@ func targets(res *results) []target {
 		add("throughput during "+e.Name+" over just before", ">= 0.8", fmt.Sprintf("%.2f", e.DuringRatio), e.DuringRatio >= 0.8)
 	}
 	if k := res.Churn.Kill; k != nil {
+		got := fmt.Sprintf("%.0f ms (first %.0f ms)", k.AllMs, k.FirstMs)
+		if k.Segments == 0 {
+			// The node served no segment in the second before the kill: nothing was measured.
+			got = "not measured: the killed node answered for no segment just before"
+		}
 		add("kill to first answer on every dead segment", fmt.Sprintf("<= %.0f ms", k.TargetMs),
-			fmt.Sprintf("%.0f ms (first %.0f ms)", k.AllMs, k.FirstMs), k.AllMs <= k.TargetMs)
+			got, k.Segments > 0 && k.AllMs <= k.TargetMs)
 	}
 	if c := res.Churn; c.Workers > 0 {
 		add(fmt.Sprintf("map fetches per epoch change, %d callers", c.Workers), "<= 1",
