@@ -27,29 +27,35 @@ func (ownerByLastByte) Route(key []byte) (runtime.Route, error) {
 	return runtime.Route{Node: int32(n + 1), Addr: ownerAddrs[n]}, nil
 }
 
-// The batch layer's work per item is bookkeeping in slices sized once per call: a batch of
-// 300 items over 3 owners allocates about as many objects in it as one of 9 (the margin
-// allows slices that grow with the batch; one object per item would exceed it).
-func TestBatches_AllocatesPerOwnerNotPerItem(t *testing.T) {
-	outcomes := make([]*zaris.GetOutcome, 300)
+// okTransport answers every MultiGet sub-request at once, each item Ok.
+func okTransport(items int) middleware.Handler {
+	outcomes := make([]*zaris.GetOutcome, items)
 	for i := range outcomes {
 		outcomes[i] = &zaris.GetOutcome{Status: zaris.KvStatus_Ok}
 	}
-	transport := func(_ context.Context, call *runtime.Call) (runtime.Response, error) {
+	return func(_ context.Context, call *runtime.Call) (runtime.Response, error) {
 		a := call.StartAttempt()
 		a.Node, a.Sent, a.Answered, a.Status = call.Target.Node, true, true, zaris.KvStatus_Ok
 		n := len(call.Request.(*zaris.MultiGetRequest).Items)
 		return &zaris.MultiGetResponse{Status: zaris.KvStatus_Ok, Results: outcomes[:n]}, nil
 	}
-	batches := middleware.Batches(runtime.DefaultRetryPolicy, mwt.NewClock(), nil, ownerByLastByte{}, nil)
-	client := zarisclient.New(batches(transport))
-	batch := func(n int) *zaris.MultiGetRequest {
-		req := &zaris.MultiGetRequest{}
-		for i := range n {
-			req.Items = append(req.Items, &zaris.GetItem{Key: fmt.Appendf(nil, "k%d", i)})
-		}
-		return req
+}
+
+// multiGetOf returns a MultiGet of the n keys k0, k1, ...
+func multiGetOf(n int) *zaris.MultiGetRequest {
+	req := &zaris.MultiGetRequest{}
+	for i := range n {
+		req.Items = append(req.Items, &zaris.GetItem{Key: fmt.Appendf(nil, "k%d", i)})
 	}
+	return req
+}
+
+// The batch layer's work per item is bookkeeping in slices sized once per call: a batch of
+// 300 items over 3 owners allocates about as many objects in it as one of 9 (the margin
+// allows slices that grow with the batch; one object per item would exceed it).
+func TestBatches_AllocatesPerOwnerNotPerItem(t *testing.T) {
+	batches := middleware.Batches(runtime.DefaultRetryPolicy, mwt.NewClock(), nil, ownerByLastByte{}, nil)
+	client := zarisclient.New(batches(okTransport(300)))
 	allocs := func(req *zaris.MultiGetRequest) float64 {
 		return testing.AllocsPerRun(20, func() {
 			r, err := client.MultiGet(context.Background(), req)
@@ -57,29 +63,16 @@ func TestBatches_AllocatesPerOwnerNotPerItem(t *testing.T) {
 			require.NoError(t, r.Err(len(req.Items)-1))
 		})
 	}
-	small, big := allocs(batch(9)), allocs(batch(300))
+	small, big := allocs(multiGetOf(9)), allocs(multiGetOf(300))
 	assert.Less(t, big, small+20, "objects for 300 items, against %v for 9", small)
 }
 
 // BenchmarkBatches100 is the batch layer's own work for a MultiGet of 100 keys over 3
 // owners, with a transport that answers every sub-request at once.
 func BenchmarkBatches100(b *testing.B) {
-	outcomes := make([]*zaris.GetOutcome, 100)
-	for i := range outcomes {
-		outcomes[i] = &zaris.GetOutcome{Status: zaris.KvStatus_Ok}
-	}
-	transport := func(_ context.Context, call *runtime.Call) (runtime.Response, error) {
-		a := call.StartAttempt()
-		a.Node, a.Sent, a.Answered, a.Status = call.Target.Node, true, true, zaris.KvStatus_Ok
-		n := len(call.Request.(*zaris.MultiGetRequest).Items)
-		return &zaris.MultiGetResponse{Status: zaris.KvStatus_Ok, Results: outcomes[:n]}, nil
-	}
 	batches := middleware.Batches(runtime.DefaultRetryPolicy, mwt.NewClock(), nil, ownerByLastByte{}, nil)
-	client := zarisclient.New(batches(transport))
-	req := &zaris.MultiGetRequest{}
-	for i := range 100 {
-		req.Items = append(req.Items, &zaris.GetItem{Key: fmt.Appendf(nil, "k%d", i)})
-	}
+	client := zarisclient.New(batches(okTransport(100)))
+	req := multiGetOf(100)
 	b.ReportAllocs()
 	for b.Loop() {
 		if _, err := client.MultiGet(context.Background(), req); err != nil {
