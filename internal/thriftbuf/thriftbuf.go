@@ -4,11 +4,12 @@
 // operations on its buffers, where the binary protocol over a transport makes several
 // calls, an io.ReadFull and an error wrap per field; a message of many small fields (a
 // batch's items) spends most of its encoding and decoding time there. The client's framed
-// connections decode their replies and encode their requests with it, and the reference
-// store its multi-key calls. The runtime's tests hold it to thrift's binary protocol
+// binary connections decode their replies (a reply's binaries sharing one allocation,
+// ShareBinaries) and encode their requests with it; the reference store its framed binary
+// calls and THeader clients' multi-key calls. Its tests hold it to thrift's binary protocol
 // through a framed connection: TestMemFrames_DecodesAsTheBinaryProtocol and FuzzMemFrames
-// (the same values, or an error where the binary protocol errs), and
-// TestMemFrames_EncodesAsTheBinaryProtocol (the same bytes).
+// (the same values, or an error where the binary protocol errs, with and without shared
+// binaries), and TestMemFrames_EncodesAsTheBinaryProtocol (the same bytes).
 package thriftbuf
 
 import (
