@@ -74,7 +74,6 @@ func (p *Frames) WriteMessageEnd(ctx context.Context) error {
 
 func (p *Frames) Flush(ctx context.Context) error { return p.conn.Flush(ctx) }
 
-// Memory returns the in-memory Protocol the current message goes through: between
 // ShareBinaries makes the binaries of each message read share an allocation
 // (Protocol.ShareBinaries) and returns p.
 func (p *Frames) ShareBinaries() *Frames {
@@ -82,6 +81,7 @@ func (p *Frames) ShareBinaries() *Frames {
 	return p
 }
 
+// Memory returns the in-memory Protocol the current message goes through: between
 // ReadMessageBegin and ReadMessageEnd, the one holding the body read (nil when the body is
 // read from the connection); between WriteMessageBegin and WriteMessageEnd, the one the
 // message is encoded into. Reading and writing through it is reading and writing the
