@@ -306,7 +306,8 @@ func WithDialTimeout(d time.Duration) Option {
 
 // WithAttemptTimeout bounds one attempt (waiting for a pooled connection, writing the
 // request, reading the reply), distinct from the whole-call deadline (rule B5). Default 5 s.
-// On a pooled connection it may end an attempt up to d/64 (at most 10 ms) late.
+// An attempt may end up to d/64 past it, never more than 10 ms past it; on a pipelined
+// connection up to 1 ms past it when d/64 is shorter.
 func WithAttemptTimeout(d time.Duration) Option {
 	return optionFunc(func(b *configBuilder) { b.cfg.AttemptTimeout = d })
 }

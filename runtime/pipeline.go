@@ -280,10 +280,11 @@ func (g *pipeGroup) gone() bool {
 }
 
 // The states of a pcall. A pcall moves queued -> written -> reading -> done as its request
-// is written and its reply read, or -> reading -> done when its connection fails, or
-// queued -> expired when a flush finds its deadline passed; the caller that leaves early
-// swaps in abandoned, after which nothing but the connection touches it and it is never
-// reused.
+// is written and its reply read, or -> reading -> done when its connection fails; when its
+// deadline passes first, the sweep or a flush moves it queued -> expired or written ->
+// swept and tells its caller. The caller that leaves on its own (its context, its timer)
+// swaps in abandoned. A pcall expired, swept or abandoned may still be held by the
+// connection, so it is never reused.
 const (
 	stQueued int32 = iota
 	stWritten
@@ -291,6 +292,7 @@ const (
 	stDone
 	stAbandoned
 	stExpired // its deadline passed while it was queued: dropped unwritten
+	stSwept   // its deadline passed after it was written: its reply will be dropped
 )
 
 // Errors of pipelined connections. Those of a failed connection are Thrift transport or
@@ -360,7 +362,9 @@ func (ps *pipelines) putCall(p *pcall) {
 
 // Call queues the request and waits for its reply, the end of the caller's context or the
 // attempt's deadline, whichever comes first. It implements thrift.TClient for the
-// generated client kv.
+// generated client kv. The attempt timeout reaches the caller through the connection's
+// sweep, up to one sweep interval late; a call's own deadline (callBound) that the
+// context does not carry is kept exactly, by a timer.
 func (p *pcall) Call(ctx context.Context, method string, args, result thrift.TStruct) (thrift.ResponseMeta, error) {
 	var meta thrift.ResponseMeta
 	c := p.conn
@@ -376,40 +380,61 @@ func (p *pcall) Call(ctx context.Context, method string, args, result thrift.TSt
 	if err := c.enqueue(p); err != nil {
 		return meta, err
 	}
-	p.timer.Reset(time.Until(p.deadline))
+	var timeout <-chan time.Time
+	if cdl, ok := ctx.Deadline(); p.callBound && (!ok || cdl.After(p.deadline)) {
+		p.timer.Reset(time.Until(p.deadline))
+		timeout = p.timer.C
+	}
+	ctxDone := ctx.Done()
+	if ctxDone == nil && timeout == nil {
+		<-p.done
+		return meta, p.ended(ctx)
+	}
 	select {
 	case <-p.done:
-		p.timer.Stop()
-		p.wasSent = p.sent
-		return meta, p.err
-	case <-ctx.Done():
-	case <-p.timer.C:
-		p.timedOut = ctx.Err() == nil && !p.callBound
+		if timeout != nil {
+			p.timer.Stop()
+		}
+		return meta, p.ended(ctx)
+	case <-ctxDone:
+	case <-timeout:
 	}
-	p.timer.Stop()
+	if timeout != nil {
+		p.timer.Stop()
+	}
 	switch p.state.Swap(stAbandoned) {
 	case stDone:
 		// The reply won the race: take it.
 		p.state.Store(stDone)
 		<-p.done
-		p.timedOut, p.wasSent = false, p.sent
+		p.wasSent = p.sent
 		return meta, p.err
-	case stQueued:
-		p.wasSent = false // the writer skips it: nothing goes on the wire
-	case stExpired:
-		p.wasSent = false // the writer dropped it: nothing went on the wire
+	case stQueued, stExpired:
+		p.wasSent = false // the writer skips it, or dropped it: nothing goes on the wire
 	default:
 		p.wasSent = true
-		if p.timedOut && c.replies.Load() == p.mark {
-			// No reply at all came on this connection for the whole attempt.
-			c.fail(errNoReply)
-		}
 	}
 	p.abandoned = true
 	if err := ctx.Err(); err != nil {
 		return meta, err
 	}
-	return meta, context.DeadlineExceeded // the attempt timeout or the call's deadline
+	return meta, context.DeadlineExceeded // the call's deadline
+}
+
+// ended is the outcome of a call told by done: its reply or its connection's failure, or
+// the end of its attempt at its deadline (errSwept), after which the connection may still
+// hold it.
+func (p *pcall) ended(ctx context.Context) error {
+	p.wasSent = p.sent
+	if p.err != errSwept {
+		return p.err
+	}
+	p.abandoned = true
+	if err := ctx.Err(); err != nil {
+		return err
+	}
+	p.timedOut = !p.callBound
+	return context.DeadlineExceeded // the attempt timeout or the call's deadline
 }
 
 // encode writes the request message to p.enc through p's own protocol.
@@ -447,12 +472,15 @@ type pipeConn struct {
 	failed  atomic.Bool
 	closing atomic.Bool // close when pending reaches zero
 
-	mu       sync.Mutex // protects queue, inflight, head and err
+	mu       sync.Mutex // protects queue, inflight, head, err and sweeping
 	queue    []*pcall   // encoded, not yet taken by a flush
 	inflight []*pcall   // written, in order, from head on
 	head     int
 	err      error // why the connection failed
 	stop     chan struct{}
+	sweeping bool // the sweep goroutine runs
+
+	sweepEvery time.Duration // how often the sweep ends the attempts past their deadline
 
 	writeTimeout time.Duration // the longest one write may stall
 
@@ -462,7 +490,7 @@ type pipeConn struct {
 	batch   []*pcall
 	kick    chan struct{} // wakes the writer goroutine
 
-	wg sync.WaitGroup // the reader and writer goroutines
+	wg sync.WaitGroup // the reader, writer and sweep goroutines
 }
 
 func newPipeConn(raw net.Conn, ps *pipelines) (*pipeConn, error) {
@@ -470,7 +498,8 @@ func newPipeConn(raw net.Conn, ps *pipelines) (*pipeConn, error) {
 	if err != nil {
 		return nil, err
 	}
-	c := &pipeConn{raw: raw, in: in, writeTimeout: ps.timeout, stop: make(chan struct{}), kick: make(chan struct{}, 1)}
+	c := &pipeConn{raw: raw, in: in, writeTimeout: ps.timeout, sweepEvery: sweepInterval(ps.timeout),
+		stop: make(chan struct{}), kick: make(chan struct{}, 1)}
 	c.wg.Add(2)
 	go c.readLoop()
 	go c.writeLoop()
@@ -511,6 +540,7 @@ func (c *pipeConn) enqueue(p *pcall) error {
 	idle := c.head == len(c.inflight) && len(c.queue) == 0
 	c.queue = append(c.queue, p)
 	c.pending.Add(1)
+	c.startSweep()
 	c.mu.Unlock()
 	if idle && c.writeMu.TryLock() {
 		c.flush()
@@ -559,9 +589,9 @@ func (c *pipeConn) flush() {
 		now := time.Now()
 		for _, p := range q {
 			p.mark = mark // before the swap, which publishes it to a caller that times out
-			if !now.Before(p.deadline) && p.state.CompareAndSwap(stQueued, stExpired) {
-				// Its attempt ended while it was queued: it is not written, and its caller,
-				// whose timer fires now, finds it not sent.
+			if !now.Before(p.deadline) && p.expire(stQueued, stExpired, false) {
+				// Its attempt ended while it was queued: it is not written, and its caller
+				// is told so now.
 				c.release()
 				continue
 			}

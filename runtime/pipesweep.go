@@ -1,0 +1,89 @@
+package runtime
+
+import (
+	"errors"
+	"time"
+)
+
+// errSwept is the outcome of a pipelined call whose attempt reached its deadline before its
+// reply: the sweep, or a flush, ended it (see pipeConn.sweep).
+var errSwept = errors.New("zaris: pipelined attempt reached its deadline")
+
+// sweepInterval is how often a pipelined connection's sweep runs for the attempt timeout
+// t: 1/64 of it, at least 1 ms and at most 10 ms, which is how late, at most, a pipelined
+// attempt ends past its attempt timeout.
+func sweepInterval(t time.Duration) time.Duration {
+	return max(lateAttemptTimeout(t), time.Millisecond)
+}
+
+// startSweep starts the connection's sweep goroutine unless it is running; c.mu is held
+// and c.err is nil.
+func (c *pipeConn) startSweep() {
+	if c.sweeping {
+		return
+	}
+	c.sweeping = true
+	c.wg.Add(1)
+	go c.sweepLoop()
+}
+
+// sweepLoop sweeps the connection every sweepEvery while it carries a call, and ends when
+// it carries none or fails.
+func (c *pipeConn) sweepLoop() {
+	defer c.wg.Done()
+	t := time.NewTicker(c.sweepEvery)
+	defer t.Stop()
+	for {
+		select {
+		case <-c.stop:
+			return
+		case <-t.C:
+			if !c.sweep(time.Now()) {
+				return
+			}
+		}
+	}
+}
+
+// sweep ends, as of now, the attempt of every call on the connection whose deadline has
+// passed: one still queued is dropped unwritten, one written is left to its reply, which
+// is read and dropped, and its caller is told either way. A written request whose attempt
+// timeout passed with no reply at all on the connection since it was written fails the
+// connection (errNoReply). sweep reports whether the connection still carries a call; when
+// it carries none, the sweep goroutine ends, and the next call queued starts another.
+func (c *pipeConn) sweep(now time.Time) bool {
+	c.mu.Lock()
+	if c.pending.Load() == 0 || c.err != nil {
+		c.sweeping = false
+		c.mu.Unlock()
+		return false
+	}
+	silent := false
+	for _, p := range c.queue {
+		if !now.Before(p.deadline) {
+			p.expire(stQueued, stExpired, false) // the flush that takes it counts it out
+		}
+	}
+	for _, p := range c.inflight[c.head:] {
+		if !now.Before(p.deadline) && p.expire(stWritten, stSwept, true) && !p.callBound && c.replies.Load() == p.mark {
+			silent = true
+		}
+	}
+	c.mu.Unlock()
+	if silent {
+		c.fail(errNoReply)
+	}
+	return true
+}
+
+// expire ends p's attempt at its deadline if p is in state from: it moves p to state to
+// and tells its caller, with sent saying whether the request was written. It reports
+// whether it did.
+func (p *pcall) expire(from, to int32, sent bool) bool {
+	if !p.state.CompareAndSwap(from, to) {
+		return false
+	}
+	p.err, p.sent = errSwept, sent
+	p.done <- struct{}{}
+	return true
+}
