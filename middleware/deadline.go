@@ -16,16 +16,22 @@ func Deadline(p runtime.RetryPolicy, clock runtime.Clock) Middleware {
 	if clock == nil {
 		clock = runtime.SystemClock
 	}
+	// On the system clock the context's deadline is already on clock: it is taken as it is,
+	// to the nanosecond, so a layer below can tell the two deadlines apart.
+	system := clock == runtime.SystemClock
 	return func(next Handler) Handler {
 		return func(ctx context.Context, call *runtime.Call) (runtime.Response, error) {
 			now := clock.Now()
 			deadline := call.Deadline
 			// The context's deadline is on the wall clock; carry what is left of it over to
-			// clock, so an injected clock sees the same remaining time.
+			// an injected clock, so that it sees the same remaining time.
 			ctxDeadline, hasCtxDeadline := ctx.Deadline()
 			var ctxEnd time.Time
 			if hasCtxDeadline {
-				ctxEnd = now.Add(time.Until(ctxDeadline))
+				ctxEnd = ctxDeadline
+				if !system {
+					ctxEnd = now.Add(time.Until(ctxDeadline))
+				}
 				deadline = earliest(deadline, ctxEnd)
 			}
 			timeout := p.RequestTimeout

@@ -139,3 +139,25 @@ func TestDeadline_NonPositiveCallTimeoutLeavesNoTime(t *testing.T) {
 		})
 	}
 }
+
+// TestDeadline_SystemClockTakesTheContextDeadlineAsItIs: on the system clock, a context
+// deadline earlier than the call's timeout becomes the call's deadline to the nanosecond,
+// so the transport can tell that the context's own end covers it.
+func TestDeadline_SystemClockTakesTheContextDeadlineAsItIs(t *testing.T) {
+	for _, end := range []time.Time{
+		time.Now().Add(time.Second),                               // with a monotonic reading
+		time.Now().Add(time.Second).Round(0).Add(time.Nanosecond), // wall clock only
+	} {
+		ctx, cancel := context.WithDeadline(context.Background(), end)
+		defer cancel()
+		var got time.Time
+		h := middleware.Deadline(runtime.RetryPolicy{RequestTimeout: time.Minute}, nil)(
+			func(_ context.Context, call *runtime.Call) (runtime.Response, error) {
+				got = call.Deadline
+				return nil, nil
+			})
+		_, err := h(ctx, mwt.GetCall("k"))
+		require.NoError(t, err)
+		assert.True(t, got.Equal(end), "call deadline %v, context deadline %v", got, end)
+	}
+}
