@@ -281,10 +281,10 @@ func (g *pipeGroup) gone() bool {
 
 // The states of a pcall. A pcall moves queued -> written -> reading -> done as its request
 // is written and its reply read, or -> reading -> done when its connection fails; when its
-// deadline passes first, the sweep or a flush moves it queued -> expired or written ->
-// swept and tells its caller. The caller that leaves on its own (its context, its timer)
-// swaps in abandoned. A pcall expired, swept or abandoned may still be held by the
-// connection, so it is never reused.
+// deadline passes first, the sweep or a flush moves it queued -> expired, or written (or
+// reading, its reply stalled halfway) -> swept, and tells its caller. The caller that
+// leaves on its own (its context, its timer) swaps in abandoned. A pcall expired, swept or
+// abandoned may still be held by the connection, so it is never reused.
 const (
 	stQueued int32 = iota
 	stWritten
@@ -472,13 +472,19 @@ type pipeConn struct {
 	failed  atomic.Bool
 	closing atomic.Bool // close when pending reaches zero
 
-	mu       sync.Mutex // protects queue, inflight, head, err and sweeping
+	mu       sync.Mutex // protects queue, inflight, head, readingEnd, err and sweeping
 	queue    []*pcall   // encoded, not yet taken by a flush
 	inflight []*pcall   // written, in order, from head on
 	head     int
 	err      error // why the connection failed
 	stop     chan struct{}
 	sweeping bool // the sweep goroutine runs
+
+	// reading is the call whose reply the reader reads, set when the reader claims it
+	// (under mu); the reader, to deliver its reply, or the sweep, at readingEnd (its
+	// deadline), takes it.
+	reading    atomic.Pointer[pcall]
+	readingEnd time.Time
 
 	sweepEvery time.Duration // how often the sweep ends the attempts past their deadline
 
@@ -661,12 +667,19 @@ func (c *pipeConn) readLoop() {
 		}
 		c.mu.Lock()
 		var p *pcall
+		claimed := false
 		if c.head < len(c.inflight) {
 			p = c.inflight[c.head]
 			c.inflight[c.head] = nil
 			c.head++
 			if c.head == len(c.inflight) {
 				c.inflight, c.head = c.inflight[:0], 0
+			}
+			// Claimed under mu, so that the sweep can end its attempt while the reply is
+			// read (a reply may stall halfway).
+			if claimed = p.state.CompareAndSwap(stWritten, stReading); claimed {
+				c.reading.Store(p)
+				c.readingEnd = p.deadline
 			}
 		}
 		c.mu.Unlock()
@@ -675,11 +688,10 @@ func (c *pipeConn) readLoop() {
 				fmt.Errorf("zaris: reply %s seqid %d for a request never sent on this connection", name, seq)))
 			return
 		}
-		claimed := p.state.CompareAndSwap(stWritten, stReading)
 		err = c.readReply(ctx, p, claimed, name, typeID, seq)
 		if err != nil {
 			c.fail(err) // first, so that no caller picks the connection again
-			if claimed {
+			if claimed && c.stillReading(p) {
 				p.deliver(err, true)
 			}
 			c.pending.Add(-1)
@@ -721,10 +733,17 @@ func (c *pipeConn) readReply(ctx context.Context, p *pcall, claimed bool, name s
 	}
 	c.replies.Add(1)
 	c.release()
-	if claimed {
+	if claimed && c.stillReading(p) {
 		p.deliver(callErr, true)
 	}
 	return nil
+}
+
+// stillReading takes p, whose reply the reader has read or failed to read, back from the
+// sweep, and reports whether it is still the reader's to deliver: the sweep did not end
+// its attempt meanwhile.
+func (c *pipeConn) stillReading(p *pcall) bool {
+	return c.reading.CompareAndSwap(p, nil)
 }
 
 // fail closes the connection for err (the first failure wins) and fails every request on

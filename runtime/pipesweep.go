@@ -46,8 +46,8 @@ func (c *pipeConn) sweepLoop() {
 }
 
 // sweep ends, as of now, the attempt of every call on the connection whose deadline has
-// passed: one still queued is dropped unwritten, one written is left to its reply, which
-// is read and dropped, and its caller is told either way. A written request whose attempt
+// passed: one still queued is dropped unwritten, one written (even one whose reply is being
+// read) is left to its reply, which is read and dropped, and its caller is told either way. A written request whose attempt
 // timeout passed with no reply at all on the connection since it was written fails the
 // connection (errNoReply). sweep reports whether the connection still carries a call; when
 // it carries none, the sweep goroutine ends, and the next call queued starts another.
@@ -66,6 +66,14 @@ func (c *pipeConn) sweep(now time.Time) bool {
 	}
 	for _, p := range c.inflight[c.head:] {
 		if !now.Before(p.deadline) && p.expire(stWritten, stSwept, true) && !p.callBound && c.replies.Load() == p.mark {
+			silent = true
+		}
+	}
+	// The reply the reader is reading may have stopped halfway: its caller is told too,
+	// and the reader then drops the reply. The reader claims a call, and sets readingEnd,
+	// under mu only, so readingEnd is the deadline of whichever call this takes.
+	if !now.Before(c.readingEnd) {
+		if p := c.reading.Swap(nil); p != nil && p.expire(stReading, stSwept, true) && !p.callBound && c.replies.Load() == p.mark {
 			silent = true
 		}
 	}
