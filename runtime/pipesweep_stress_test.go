@@ -222,3 +222,66 @@ func errKind(err error) string {
 	}
 	return err.Error()
 }
+
+// TestPipelineSweep_CloseDuringLoad: Close while pipelined callers with short attempts run
+// against a node that answers late or not at all ends every call, leaves every connection
+// with no call counted in, and leaves no goroutine.
+func TestPipelineSweep_CloseDuringLoad(t *testing.T) {
+	for round := range 3 {
+		t.Run(fmt.Sprint(round), func(t *testing.T) {
+			h := &lagNode{hold: make(chan struct{})}
+			t.Cleanup(func() { close(h.hold) })
+			node := StartKillableNode(t, h)
+			h.cmap.Store(OneNodeMap(node.Addr))
+			cl := dialPipelined(t, node.Addr, 2, WithProtocol(ProtocolHeader), WithAttemptTimeout(20*time.Millisecond))
+			stopWatch := make(chan struct{})
+			conns := pipeConnWatch(t, cl, node.Addr, stopWatch)
+
+			var wg sync.WaitGroup
+			var calls atomic.Int32
+			for i := range 16 {
+				wg.Go(func() {
+					for j := 0; ; j++ {
+						key := fmt.Sprintf("k%d-%d", i, j)
+						if j%9 == 4 {
+							key += "!"
+						}
+						ctx, cancel := context.Background(), context.CancelFunc(func() {})
+						if i%2 == 1 {
+							ctx, cancel = context.WithTimeout(ctx, time.Duration(1+j%30)*time.Millisecond)
+						}
+						resp, err := cl.Invoke(ctx, getCall(key))
+						cancel()
+						calls.Add(1)
+						if err == nil {
+							assert.Equal(t, key, string(resp.(*zaris.GetResponse).Value), "the reply of another call")
+						}
+						if errors.Is(err, ErrClosed) {
+							return
+						}
+					}
+				})
+			}
+			eventually(t, func() bool { return calls.Load() >= int32(50*(round+1)) })
+			require.NoError(t, cl.Close())
+			ended := make(chan struct{})
+			go func() {
+				wg.Wait()
+				close(ended)
+			}()
+			select {
+			case <-ended:
+			case <-time.After(10 * time.Second): // a hang detector
+				t.Fatal("callers in flight at Close did not all return")
+			}
+			close(stopWatch)
+			all := conns()
+			require.NotEmpty(t, all)
+			eventually(t, func() bool { return clientGoroutines() == 0 })
+			for _, c := range all {
+				assert.True(t, c.failed.Load(), "Close closed every connection")
+				assert.Zero(t, c.pending.Load())
+			}
+		})
+	}
+}
