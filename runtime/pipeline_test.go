@@ -566,14 +566,7 @@ func TestPipelined_StalledWriteEndsWithTheAttempt(t *testing.T) {
 			accepted <- c // never read from
 		}
 	}()
-	cfg, err := NewConfig(WithEnv(env(nil)), WithSeeds(ln.Addr().String()), WithAttemptTimeout(100*time.Millisecond))
-	require.NoError(t, err)
-	ps := newPipelines(cfg)
-	raw, err := ps.dialSocket(context.Background(), ln.Addr().String())
-	require.NoError(t, err)
-	conn, err := newPipeConn(raw, ps)
-	require.NoError(t, err)
-	t.Cleanup(func() { conn.fail(errConnClosed); conn.wg.Wait() })
+	ps, conn := openPipeConn(t, ln.Addr().String(), WithAttemptTimeout(100*time.Millisecond))
 	peer := <-accepted
 	t.Cleanup(func() { peer.Close() })
 

@@ -35,14 +35,7 @@ func stallingConn(t *testing.T) (ps *pipelines, conn *pipeConn, finish chan stru
 			go serveStalling(c, finish)
 		}
 	}()
-	cfg, err := NewConfig(WithEnv(env(nil)), WithSeeds(ln.Addr().String()), WithTransport(TransportBuffered))
-	require.NoError(t, err)
-	ps = newPipelines(cfg)
-	raw, err := ps.dialSocket(context.Background(), ln.Addr().String())
-	require.NoError(t, err)
-	conn, err = newPipeConn(raw, ps)
-	require.NoError(t, err)
-	t.Cleanup(func() { conn.fail(errConnClosed); conn.wg.Wait() })
+	ps, conn = openPipeConn(t, ln.Addr().String(), WithTransport(TransportBuffered))
 	return ps, conn, finish
 }
 

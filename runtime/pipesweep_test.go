@@ -30,10 +30,15 @@ func silentConn(t *testing.T) (*pipelines, *pipeConn) {
 			go io.Copy(io.Discard, c)
 		}
 	}()
-	cfg, err := NewConfig(WithEnv(env(nil)), WithSeeds(ln.Addr().String()))
+	return openPipeConn(t, ln.Addr().String())
+}
+
+// openPipeConn opens a pipelined connection to addr with opts, closed when the test ends.
+func openPipeConn(t *testing.T, addr string, opts ...Option) (*pipelines, *pipeConn) {
+	cfg, err := NewConfig(append([]Option{WithEnv(env(nil)), WithSeeds(addr)}, opts...)...)
 	require.NoError(t, err)
 	ps := newPipelines(cfg)
-	raw, err := ps.dialSocket(context.Background(), ln.Addr().String())
+	raw, err := ps.dialSocket(context.Background(), addr)
 	require.NoError(t, err)
 	conn, err := newPipeConn(raw, ps)
 	require.NoError(t, err)
