@@ -72,14 +72,13 @@
 // ErrTransport, as is one the node takes no write from for a whole attempt timeout; a
 // node that dies fails all its calls at once. A request whose deadline passed while it was
 // queued is dropped unwritten. A pipelined call waits on its reply and its context alone:
-// while a connection carries calls, its sweep ends those past their attempt timeout every
-// 1/64 of it (at least 1 ms, at most 10 ms), so the attempt timeout may fire up to that late,
-// as on a pooled connection. A call's own deadline that its context does not carry is kept
-// exactly, by a timer. When every open connection carries 8 calls or more, a call
-// dials one more into a free slot, and goes on the least busy open one if that dial fails.
-// A call that finds no other
-// call to its node in flight takes a pooled connection, since sharing would only add
-// hand-offs between goroutines. Pipelining needs the built-in dialer; with WithDialer the
+// while callers wait on a connection, its sweep ends the calls past their attempt timeout
+// every 1/64 of it (at least 1 ms, at most 10 ms), so the attempt timeout may fire up to
+// that late, as on a pooled connection. A call's own deadline that its context does not
+// carry is kept exactly, by a timer. When every open connection carries 8 calls or more, a
+// call dials one more into a free slot, and goes on the least busy open one if that dial
+// fails. A call that finds no other call to its node in flight takes a pooled connection,
+// since sharing would only add hand-offs between goroutines. Pipelining needs the built-in dialer; with WithDialer the
 // pool carries every call. tools/zarisbench measures both modes; its README has the
 // numbers the default was chosen by.
 //

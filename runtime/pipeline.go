@@ -377,9 +377,19 @@ func (p *pcall) Call(ctx context.Context, method string, args, result thrift.TSt
 		return meta, err // the caller left while it waited for the connection: send nothing
 	}
 	p.state.Store(stQueued)
+	c.waiting.Add(1) // before enqueue, which starts the sweep if it does not run
 	if err := c.enqueue(p); err != nil {
+		c.waiting.Add(-1)
 		return meta, err
 	}
+	err := p.wait(ctx)
+	c.waiting.Add(-1)
+	return meta, err
+}
+
+// wait waits for the outcome of p, queued: its reply, the end of the caller's context, or
+// the end of its attempt, told by the sweep or kept by p's timer.
+func (p *pcall) wait(ctx context.Context) error {
 	var timeout <-chan time.Time
 	if cdl, ok := ctx.Deadline(); p.callBound && (!ok || cdl.After(p.deadline)) {
 		p.timer.Reset(time.Until(p.deadline))
@@ -388,14 +398,14 @@ func (p *pcall) Call(ctx context.Context, method string, args, result thrift.TSt
 	ctxDone := ctx.Done()
 	if ctxDone == nil && timeout == nil {
 		<-p.done
-		return meta, p.ended(ctx)
+		return p.ended(ctx)
 	}
 	select {
 	case <-p.done:
 		if timeout != nil {
 			p.timer.Stop()
 		}
-		return meta, p.ended(ctx)
+		return p.ended(ctx)
 	case <-ctxDone:
 	case <-timeout:
 	}
@@ -408,7 +418,7 @@ func (p *pcall) Call(ctx context.Context, method string, args, result thrift.TSt
 		p.state.Store(stDone)
 		<-p.done
 		p.wasSent = p.sent
-		return meta, p.err
+		return p.err
 	case stQueued, stExpired:
 		p.wasSent = false // the writer skips it, or dropped it: nothing goes on the wire
 	default:
@@ -416,9 +426,9 @@ func (p *pcall) Call(ctx context.Context, method string, args, result thrift.TSt
 	}
 	p.abandoned = true
 	if err := ctx.Err(); err != nil {
-		return meta, err
+		return err
 	}
-	return meta, context.DeadlineExceeded // the call's deadline
+	return context.DeadlineExceeded // the call's deadline
 }
 
 // ended is the outcome of a call told by done: its reply or its connection's failure, or
@@ -468,6 +478,7 @@ type pipeConn struct {
 
 	seq     atomic.Int32
 	pending atomic.Int32  // requests queued or in flight, to pick the least busy connection
+	waiting atomic.Int32  // callers waiting on a request of theirs here; the sweep runs while any do
 	replies atomic.Uint64 // replies read
 	failed  atomic.Bool
 	closing atomic.Bool // close when pending reaches zero

@@ -27,8 +27,8 @@ func (c *pipeConn) startSweep() {
 	go c.sweepLoop()
 }
 
-// sweepLoop sweeps the connection every sweepEvery while it carries a call, and ends when
-// it carries none or fails.
+// sweepLoop sweeps the connection every sweepEvery while a caller waits on it, and ends
+// when none does or the connection fails.
 func (c *pipeConn) sweepLoop() {
 	defer c.wg.Done()
 	t := time.NewTicker(c.sweepEvery)
@@ -46,14 +46,15 @@ func (c *pipeConn) sweepLoop() {
 }
 
 // sweep ends, as of now, the attempt of every call on the connection whose deadline has
-// passed: one still queued is dropped unwritten, one written (even one whose reply is being
-// read) is left to its reply, which is read and dropped, and its caller is told either way. A written request whose attempt
-// timeout passed with no reply at all on the connection since it was written fails the
-// connection (errNoReply). sweep reports whether the connection still carries a call; when
-// it carries none, the sweep goroutine ends, and the next call queued starts another.
+// passed: one still queued is dropped unwritten; one written, even one whose reply is being
+// read, is left to its reply, which is read and dropped. Its caller is told either way. A
+// written request whose attempt timeout passed with no reply at all on the connection
+// since it was written fails the connection (errNoReply). sweep reports whether a caller
+// still waits on the connection; when none does (the requests of callers that left may
+// still be in flight), the sweep goroutine ends, and the next call queued starts another.
 func (c *pipeConn) sweep(now time.Time) bool {
 	c.mu.Lock()
-	if c.pending.Load() == 0 || c.err != nil {
+	if c.waiting.Load() == 0 || c.err != nil {
 		c.sweeping = false
 		c.mu.Unlock()
 		return false

@@ -127,9 +127,9 @@ func TestPipelineSweep_EndsAttemptsAtTheirDeadline(t *testing.T) {
 	}
 }
 
-// TestPipelineSweep_RunsWhileTheConnectionCarriesACall: the sweep goroutine starts with the
-// first call queued on a connection and ends once the connection carries none.
-func TestPipelineSweep_RunsWhileTheConnectionCarriesACall(t *testing.T) {
+// TestPipelineSweep_RunsWhileACallerWaits: the sweep goroutine starts with the
+// first call queued on a connection and ends once no caller waits on it.
+func TestPipelineSweep_RunsWhileACallerWaits(t *testing.T) {
 	srv := startServer(t, headerServer, nil)
 	cl := dialPipelined(t, srv.addr, 1)
 	roundTrip(t, cl, "warm")
@@ -146,4 +146,25 @@ func TestPipelineSweep_RunsWhileTheConnectionCarriesACall(t *testing.T) {
 	close(srv.kv.release)
 	require.NoError(t, <-slow)
 	eventually(t, func() bool { return !conn.sweepRunning() })
+}
+
+// TestPipelineSweep_EndsWhenNoCallerWaits: the sweep runs for the callers waiting on a
+// connection, not for the requests it carries: once the only caller left on its context,
+// its request still in flight on a node that never answers, the sweep goroutine ends.
+func TestPipelineSweep_EndsWhenNoCallerWaits(t *testing.T) {
+	ps, conn := silentConn(t)
+	ctx, cancel := context.WithCancel(context.Background())
+	p := ps.getCall()
+	p.conn, p.deadline = conn, time.Now().Add(time.Hour)
+	left := make(chan error, 1)
+	go func() {
+		_, err := opGet.Invoke(ctx, &p.kv, &zaris.GetRequest{Key: []byte("k")})
+		left <- err
+	}()
+	eventually(t, func() bool { return conn.inFlight() == 1 && conn.sweepRunning() })
+	cancel()
+	require.ErrorIs(t, <-left, context.Canceled)
+	eventually(t, func() bool { return !conn.sweepRunning() })
+	assert.Equal(t, int32(1), conn.pending.Load(), "the request is still in flight")
+	assert.NoError(t, conn.failure())
 }
