@@ -41,7 +41,7 @@ func runLoad(ctx context.Context, callers int, d time.Duration, op func(ctx cont
 	// it fires on time (or a hair early: the client carries the context's deadline over to
 	// its own clock and back): a call failing in between, or failing on the deadline, which
 	// only the run's end sets, is the run's end too.
-	over := func() bool { return ctx.Err() != nil || !time.Now().Before(end) }
+	over := func(now time.Time) bool { return ctx.Err() != nil || !now.Before(end) }
 	lats := make([][]time.Duration, callers)
 	var errs atomic.Int64
 	var first atomic.Pointer[string]
@@ -49,20 +49,24 @@ func runLoad(ctx context.Context, callers int, d time.Duration, op func(ctx cont
 	start := time.Now()
 	for c := range callers {
 		wg.Go(func() {
-			for i := 0; !over(); i++ {
-				t := time.Now()
-				if err := op(ctx, c, i); err != nil {
+			// One clock reading per call: the end of one call is the start of the next.
+			t := time.Now()
+			for i := 0; !over(t); i++ {
+				err := op(ctx, c, i)
+				now := time.Now()
+				if err != nil {
 					// The run's end is the only deadline a call of the run can meet (the
 					// attempt timeout is ErrAttemptTimeout), and the layers that see it
 					// first may read the clock a moment before over does.
-					if over() || errors.Is(err, context.DeadlineExceeded) {
+					if over(now) || errors.Is(err, context.DeadlineExceeded) {
 						return // cut short by the end of the run
 					}
 					errs.Add(1)
 					msg := err.Error()
 					first.CompareAndSwap(nil, &msg)
 				}
-				lats[c] = append(lats[c], time.Since(t))
+				lats[c] = append(lats[c], now.Sub(t))
+				t = now
 			}
 		})
 	}
