@@ -66,7 +66,7 @@ func (c *pipeConn) sweep(now time.Time) bool {
 		}
 	}
 	for _, p := range c.inflight[c.head:] {
-		if !now.Before(p.deadline) && p.expire(stWritten, stSwept, true) && !p.callBound && c.replies.Load() == p.mark {
+		if !now.Before(p.deadline) && p.expire(stWritten, stSwept, true) && c.silentSince(p) {
 			silent = true
 		}
 	}
@@ -74,7 +74,7 @@ func (c *pipeConn) sweep(now time.Time) bool {
 	// and the reader then drops the reply. The reader claims a call, and sets readingEnd,
 	// under mu only, so readingEnd is the deadline of whichever call this takes.
 	if !now.Before(c.readingEnd) {
-		if p := c.reading.Swap(nil); p != nil && p.expire(stReading, stSwept, true) && !p.callBound && c.replies.Load() == p.mark {
+		if p := c.reading.Swap(nil); p != nil && p.expire(stReading, stSwept, true) && c.silentSince(p) {
 			silent = true
 		}
 	}
@@ -83,6 +83,13 @@ func (c *pipeConn) sweep(now time.Time) bool {
 		c.fail(errNoReply)
 	}
 	return true
+}
+
+// silentSince reports whether the connection gave no reply at all since p, whose deadline
+// passed, was written, and that deadline was its attempt timeout (not a call's own
+// deadline): then the connection is silent for a whole attempt timeout.
+func (c *pipeConn) silentSince(p *pcall) bool {
+	return !p.callBound && c.replies.Load() == p.mark
 }
 
 // expire ends p's attempt at its deadline if p is in state from: it moves p to state to

@@ -16,9 +16,10 @@ import (
 	"github.com/clustron/zaris-go/gen/zaris"
 )
 
-// lagNode answers each Get with the key as the value, one request at a time per connection,
-// a quarter of them after a lag taken from the key (up to 15 ms), and keys ending in "!" only once hold is closed, holding every reply behind them
-// on their connection. It records every key it received.
+// lagNode answers each Get with the key as the value, one request at a time per connection:
+// a quarter of them after a lag taken from the key (up to 15 ms), and keys ending in "!"
+// only once hold is closed, holding every reply behind them on their connection. It records
+// every key it received.
 type lagNode struct {
 	zaris.ZarisKv // the other methods are not called
 	cmap          atomic.Pointer[zaris.ClusterMap]
