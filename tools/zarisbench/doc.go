@@ -25,8 +25,10 @@
 //  7. pipeline: Get on one node at 1 to 256 callers, in turn: the bare-socket floor (a Go
 //     echo server on loopback, one request per round trip and pipelined), the raw
 //     generated client on a pool, and the typed client pooled and pipelined: ops/s,
-//     p50/p99, allocations per call and CPU seconds per 100,000 calls; and head-of-line
-//     blocking: the Gets' latency next to writers of large values, in both modes.
+//     p50/p99, allocations per call and CPU seconds per 100,000 calls; head-of-line
+//     blocking: the Gets' latency next to writers of large values, in both modes; and the
+//     floor budget: the CPU per call that half the pipelined floor leaves, against the
+//     floor's own sockets and a Get's Thrift encoding and decoding measured in memory.
 //
 // -sections runs some of them (comma-separated names); the table shows only those.
 //

@@ -42,6 +42,7 @@ type config struct {
 	PipelineCallers  []int
 	PipelineDuration time.Duration // one mode at one number of callers
 	HOLValue         int           // bytes of the slow writes of the head-of-line measurement
+	CodecCalls       int           // Gets encoded and decoded in memory for the floor budget
 
 	// Sections names the sections to run; empty runs them all.
 	Sections []string
@@ -58,6 +59,7 @@ func defaultConfig() config {
 		ChurnSchedule: "migrate@3s,join@6s,kill@10s,failback@14s,leave@18s",
 		StormCallers:  256, StormHealthy: 16, StormDuration: 3 * time.Second,
 		PipelineCallers: []int{1, 4, 16, 64, 256}, PipelineDuration: 250 * time.Millisecond, HOLValue: 512 << 10,
+		CodecCalls: 200_000,
 	}
 }
 
@@ -126,6 +128,7 @@ func quickConfig() config {
 		ChurnSchedule: "migrate@400ms,kill@800ms,failback@1200ms",
 		StormCallers:  8, StormHealthy: 2, StormDuration: 300 * time.Millisecond,
 		PipelineCallers: []int{1, 4}, PipelineDuration: 50 * time.Millisecond, HOLValue: 64 << 10,
+		CodecCalls: 1000,
 	}
 }
 
@@ -174,7 +177,7 @@ func run(ctx context.Context, cfg config, log io.Writer) (*results, error) {
 			return err
 		}},
 		{"pipeline", func() error {
-			res.Pipeline, err = pipeline(ctx, cfg.PipelineCallers, cfg.Rounds, cfg.PipelineDuration, cfg.HOLValue)
+			res.Pipeline, err = pipeline(ctx, cfg.PipelineCallers, cfg.Rounds, cfg.PipelineDuration, cfg.HOLValue, cfg.CodecCalls)
 			return err
 		}},
 	}

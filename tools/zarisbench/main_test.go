@@ -6,6 +6,7 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+	goruntime "runtime"
 	"strings"
 	"testing"
 	"time"
@@ -61,6 +62,8 @@ func TestQuickRunFillsEverySection(t *testing.T) {
 	}
 	assert.Positive(t, res.Pipeline.HOL.PipedGetsPS)
 	assert.Positive(t, res.Pipeline.HOL.PooledGetsPS)
+	assert.Equal(t, cfg.PipelineCallers[len(cfg.PipelineCallers)-1], res.Pipeline.Budget.Callers)
+	assert.Positive(t, res.Pipeline.Budget.CodecUs)
 
 	br := res.Batch
 	assert.Positive(t, br.MultiKeysPerS)
@@ -79,7 +82,7 @@ func TestQuickRunFillsEverySection(t *testing.T) {
 
 	var table strings.Builder
 	writeTable(&table, res)
-	for _, want := range []string{"1. stack overhead", "2. protocols", "3. scale", "4. churn", "5. refresh storm", "6. batch", "7. pipeline", "targets:"} {
+	for _, want := range []string{"1. stack overhead", "2. protocols", "3. scale", "4. churn", "5. refresh storm", "6. batch", "7. pipeline", "socket floor budget:", "targets:"} {
 		assert.Contains(t, table.String(), want)
 	}
 	dir := t.TempDir()
@@ -132,4 +135,31 @@ func TestKillOfANodeWithoutSegmentsIsNotAPass(t *testing.T) {
 	assert.False(t, kill(0).Holds, kill(0).Got)
 	assert.Contains(t, kill(0).Got, "not measured")
 	assert.True(t, kill(4).Holds, "four segments answered at once")
+}
+
+// The floor budget is the CPU per call that half the floor leaves on the process's
+// processors, and what the floor and the codec cost of it, in microseconds.
+func TestFloorBudgetIsHalfTheFloorsThroughputOnTheProcessors(t *testing.T) {
+	p := &pipelineResult{Rows: []pipelineRow{
+		{Mode: modeFloorPipe, Callers: 4, OpsPerS: 10, CPUPer100k: 9},
+		{Mode: modeFloorPipe, Callers: 256, OpsPerS: 1e6, CPUPer100k: 0.05},
+		{Mode: modeTypedPipe, Callers: 256, OpsPerS: 2e5, CPUPer100k: 0.6},
+	}}
+	b := newFloorBudget(p, 0.8)
+	cpus := min(goruntime.GOMAXPROCS(0), goruntime.NumCPU())
+	assert.Equal(t, 256, b.Callers)
+	assert.Equal(t, cpus, b.CPUs)
+	assert.InDelta(t, 2*float64(cpus), b.BudgetUs, 1e-9, "%d CPUs over 500,000 calls/s", cpus)
+	assert.InDelta(t, 0.5, b.FloorUs, 1e-9)
+	assert.InDelta(t, 6, b.PipelinedUs, 1e-9)
+	assert.InDelta(t, 0.8, b.CodecUs, 1e-9)
+	assert.Zero(t, newFloorBudget(&pipelineResult{Rows: p.Rows[:2]}, 0.8), "no pipelined row, no budget")
+}
+
+// The codec loop really encodes and decodes: its Gets come back answered, in sequence,
+// and cost some CPU.
+func TestCodecCostDecodesEveryReply(t *testing.T) {
+	us, err := codecCost(context.Background(), 2000)
+	require.NoError(t, err)
+	assert.Positive(t, us)
 }

@@ -71,6 +71,8 @@ type pipelineResult struct {
 	Conns int           `json:"pipelineConns"`
 	Rows  []pipelineRow `json:"rows"`
 	HOL   holResult     `json:"headOfLine"`
+	// Budget is what half the pipelined socket floor at the most callers leaves per call.
+	Budget floorBudget `json:"floorBudget"`
 }
 
 // row returns the row of mode at callers, or nil.
@@ -88,7 +90,7 @@ func (r *pipelineResult) row(mode string, callers int) *pipelineRow {
 // rounds times, the order rotating from round to round, and each mode's best round is
 // kept, so that a burst of load from elsewhere on a shared machine moves one round, not
 // the result.
-func pipeline(ctx context.Context, callerCounts []int, rounds int, d time.Duration, holValue int) (pipelineResult, error) {
+func pipeline(ctx context.Context, callerCounts []int, rounds int, d time.Duration, holValue, codecCalls int) (pipelineResult, error) {
 	res := pipelineResult{Conns: runtime.DefaultPipelining.Conns}
 	cluster, err := startCluster(ctx, 1, 1)
 	if err != nil {
@@ -180,7 +182,15 @@ func pipeline(ctx context.Context, callerCounts []int, rounds int, d time.Durati
 		}
 	}
 	res.HOL, err = headOfLine(ctx, pooled, piped, 16, 2, holValue, 2*d)
-	return res, err
+	if err != nil {
+		return res, err
+	}
+	codecUs, err := codecCost(ctx, codecCalls)
+	if err != nil {
+		return res, err
+	}
+	res.Budget = newFloorBudget(&res, codecUs)
+	return res, nil
 }
 
 // measure runs load and adds the process's allocations and CPU time per call.
@@ -364,6 +374,12 @@ func writePipeline(w io.Writer, tw *tabwriter.Writer, section func(title, header
 	h := p.HOL
 	fmt.Fprintf(w, "head-of-line: %d Get callers next to %d writers of %d KiB values: Get p50/p99 %.2f/%.2f ms pooled (%.0f Gets/s), %.2f/%.2f ms pipelined (%.0f Gets/s)\n",
 		h.Getters, h.Writers, h.ValueBytes>>10, h.PooledP50Ms, h.PooledP99Ms, h.PooledGetsPS, h.PipedP50Ms, h.PipedP99Ms, h.PipedGetsPS)
+	if b := p.Budget; b.BudgetUs > 0 {
+		fmt.Fprintf(w, "socket floor budget: half the pipelined floor at %d callers (%.0f calls/s) on %d CPUs leaves %.2f µs of CPU per call, client and node; "+
+			"the floor's own sockets cost %.2f µs per request and a Get's Thrift encoding and decoding on both sides, in memory, %.2f µs, leaving %.2f µs "+
+			"for the client's stack, routing, the node's lookup and waking each caller; the typed client pipelined spent %.2f µs\n",
+			b.Callers, b.FloorOpsPerS/2, b.CPUs, b.BudgetUs, b.FloorUs, b.CodecUs, b.BudgetUs-b.FloorUs-b.CodecUs, b.PipelinedUs)
+	}
 }
 
 // pipelineTargets checks the pipeline section's budgets.
