@@ -265,6 +265,11 @@ func (b *configBuilder) validate() {
 	if c.Clock == nil {
 		b.fail("Clock", "nil", "a clock is required")
 	}
+	for i, cl := range c.Classifiers {
+		if cl == nil {
+			b.fail("Classifiers", fmt.Sprintf("[%d] nil", i), "a classifier must not be nil")
+		}
+	}
 	b.validatePipeline()
 }
 
@@ -418,7 +423,7 @@ func WithRetryBudget(budget RetryBudget) Option {
 }
 
 // WithClassifiers replaces the default classifier chain (middleware.DefaultClassifiers)
-// with c. To extend the default chain, pass your classifiers followed by
+// with c, none of them nil. To extend the default chain, pass your classifiers followed by
 // middleware.DefaultClassifiers.
 func WithClassifiers(c ...Classifier) Option {
 	c = slices.Clone(c)

@@ -213,6 +213,8 @@ func TestNewConfigValidation(t *testing.T) {
 		{"refresh wait negative", []Option{WithRefreshWait(-1)}, "RefreshWait"},
 		{"refresh debounce negative", []Option{WithRefreshDebounce(-1)}, "RefreshDebounce"},
 		{"nil clock", []Option{WithClock(nil)}, "Clock"},
+		{"nil classifier", []Option{WithClassifiers(nil)}, "Classifiers"},
+		{"nil classifier among others", []Option{WithClassifiers(func(Outcome) (Class, bool) { return Answer, true }, nil)}, "Classifiers"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			opts := []Option{WithEnv(env(nil))}
