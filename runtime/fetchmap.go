@@ -60,15 +60,26 @@ func contains(s []string, v string) bool {
 }
 
 // fetchFrom asks the node at addr for its cluster map within one attempt timeout, over a
-// pooled connection if the node is in the map, else over a connection of its own.
-func (c *Engine) fetchFrom(ctx context.Context, addr string) (*zaris.ClusterMap, error) {
+// pooled connection if the node is in the map, else over a connection of its own. An
+// error after ctx ended matches ctx's error; one after the attempt timeout passed matches
+// ErrAttemptTimeout.
+func (c *Engine) fetchFrom(ctx context.Context, addr string) (m *zaris.ClusterMap, err error) {
+	parent := ctx
 	ctx, cancel := context.WithTimeout(ctx, c.cfg.AttemptTimeout)
 	defer cancel()
+	defer func() {
+		switch {
+		case err == nil:
+		case parent.Err() != nil:
+			if !errors.Is(err, parent.Err()) {
+				err = fmt.Errorf("%w: %w", parent.Err(), err)
+			}
+		case ctx.Err() != nil:
+			err = fmt.Errorf("%w: no map within %s: %w", ErrAttemptTimeout, c.cfg.AttemptTimeout, err)
+		}
+	}()
 	p := c.poolFor(addr)
-	var (
-		conn Conn
-		err  error
-	)
+	var conn Conn
 	if p != nil {
 		conn, err = p.get(ctx)
 	} else {
@@ -77,7 +88,6 @@ func (c *Engine) fetchFrom(ctx context.Context, addr string) (*zaris.ClusterMap,
 	if err != nil {
 		return nil, err
 	}
-	var m *zaris.ClusterMap
 	spent := false
 	if sc, ok := conn.(*thriftConn); ok {
 		dl, _ := ctx.Deadline()

@@ -662,3 +662,62 @@ func BenchmarkInvokeUnderDeadline(b *testing.B) {
 		}
 	}
 }
+
+// silentSeed listens on loopback, accepts connections and never answers; accepted is told
+// of each connection it accepts. The connections close when the test ends.
+func silentSeed(t *testing.T, accepted func()) string {
+	t.Helper()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	require.NoError(t, err)
+	var mu sync.Mutex
+	var conns []net.Conn
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		for {
+			c, err := ln.Accept()
+			if err != nil {
+				return
+			}
+			mu.Lock()
+			conns = append(conns, c)
+			mu.Unlock()
+			accepted()
+		}
+	}()
+	t.Cleanup(func() {
+		ln.Close()
+		<-done
+		mu.Lock()
+		defer mu.Unlock()
+		for _, c := range conns {
+			c.Close()
+		}
+	})
+	return ln.Addr().String()
+}
+
+// TestDialOverASilentSeedSaysWhyItStopped: a seed that accepts the connection and never
+// answers ends the bootstrap when Dial's context ends, with an error matching the
+// context's error (as when the dial itself is cut short), or when the attempt timeout
+// passes, with an error matching ErrAttemptTimeout; both match ErrNoSeeds.
+func TestDialOverASilentSeedSaysWhyItStopped(t *testing.T) {
+	for _, pipelining := range []bool{true, false} {
+		t.Run(fmt.Sprintf("pipelining %v", pipelining), func(t *testing.T) {
+			ctx, cancel := context.WithCancel(context.Background())
+			defer cancel()
+			addr := silentSeed(t, cancel)
+			_, err := Dial(ctx, WithEnv(env(nil)), WithSeeds(addr), WithPipelining(pipelining))
+			require.ErrorIs(t, err, ErrNoSeeds)
+			require.ErrorIs(t, err, context.Canceled)
+			assert.NotErrorIs(t, err, ErrAttemptTimeout)
+
+			addr = silentSeed(t, func() {})
+			_, err = Dial(context.Background(), WithEnv(env(nil)), WithSeeds(addr), WithPipelining(pipelining),
+				WithAttemptTimeout(20*time.Millisecond))
+			require.ErrorIs(t, err, ErrNoSeeds)
+			require.ErrorIs(t, err, ErrAttemptTimeout)
+			assert.NotErrorIs(t, err, context.DeadlineExceeded, "the caller's context did not end")
+		})
+	}
+}
