@@ -17,13 +17,14 @@ type Outcome = runtime.Outcome
 // Classifier judges one attempt's outcome; see runtime.Classifier.
 type Classifier = runtime.Classifier
 
-// DefaultClassifiers is the chain Classify uses when given none: the caller's context and a
-// closed client first, then statuses (R1, R2, R8), Thrift application exceptions, the runtime's transport
+// DefaultClassifiers is the chain Classify uses when given none: the caller's context, a
+// closed client and a request too large to send first, then statuses (R1, R2, R8), Thrift application exceptions, the runtime's transport
 // sentinels and Thrift transport and protocol exceptions (R3). Anything no classifier
 // decides is Fatal. Copy it to extend it; do not modify it.
 var DefaultClassifiers = []Classifier{
 	CallerContext,
 	ClientClosed,
+	RequestTooLarge,
 	StatusClass,
 	ApplicationException,
 	TransportFailure,
@@ -45,6 +46,15 @@ func CallerContext(o Outcome) (runtime.Class, bool) {
 // (runtime.ErrClosed): no retry can succeed.
 func ClientClosed(o Outcome) (runtime.Class, bool) {
 	if o.Err != nil && errors.Is(o.Err, runtime.ErrClosed) {
+		return runtime.Fatal, true
+	}
+	return runtime.Unclassified, false
+}
+
+// RequestTooLarge decides Fatal for a request refused unsent because it is over the
+// client's message limit (runtime.ErrRequestTooLarge): every retry would be refused alike.
+func RequestTooLarge(o Outcome) (runtime.Class, bool) {
+	if o.Err != nil && errors.Is(o.Err, runtime.ErrRequestTooLarge) {
 		return runtime.Fatal, true
 	}
 	return runtime.Unclassified, false

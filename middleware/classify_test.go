@@ -263,6 +263,8 @@ func TestClassify_Classifiers(t *testing.T) {
 		{"context: live", middleware.CallerContext, middleware.Outcome{Ctx: bg, Err: runtime.ErrTransport}, runtime.Unclassified, false},
 		{"closed", middleware.ClientClosed, middleware.Outcome{Ctx: bg, Err: fmt.Errorf("x: %w", runtime.ErrClosed)}, runtime.Fatal, true},
 		{"closed: other error", middleware.ClientClosed, middleware.Outcome{Ctx: bg, Err: runtime.ErrTransport}, runtime.Unclassified, false},
+		{"too large", middleware.RequestTooLarge, middleware.Outcome{Ctx: bg, Err: fmt.Errorf("x: %w", runtime.ErrRequestTooLarge)}, runtime.Fatal, true},
+		{"too large: other error", middleware.RequestTooLarge, middleware.Outcome{Ctx: bg, Err: runtime.ErrTransport}, runtime.Unclassified, false},
 		{"status: answer", middleware.StatusClass, middleware.Outcome{Ctx: bg, Response: ok}, runtime.Answer, true},
 		{"status: unknown status", middleware.StatusClass, middleware.Outcome{Ctx: bg, Response: &mwt.Response{Status: 42}}, runtime.Fatal, true},
 		{"status: error", middleware.StatusClass, middleware.Outcome{Ctx: bg, Err: runtime.ErrTransport}, runtime.Unclassified, false},

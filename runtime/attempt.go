@@ -10,8 +10,9 @@ import (
 // the owner of call.Key under the current map, within the attempt timeout, and records the
 // facts on call.Current() for the classify layer to judge. Any status comes back as a
 // response with a nil error; a failure is a *PartitionError, a *NodeError whose kind
-// (ErrNodeUnavailable, ErrTransport, ErrAttemptTimeout, ErrClosed, or none for the caller's
-// context and application exceptions) says what happened, or ErrClosed. It never refreshes the map itself.
+// (ErrNodeUnavailable, ErrTransport, ErrAttemptTimeout, ErrRequestTooLarge, ErrClosed, or
+// none for the caller's context and application exceptions) says what happened, or
+// ErrClosed. It never refreshes the map itself.
 func (c *Engine) Invoke(ctx context.Context, call *Call) (Response, error) {
 	a := call.Current()
 	start := c.clock.Now()
@@ -73,6 +74,9 @@ func (c *Engine) invokePooled(ctx context.Context, call *Call, a *Attempt, r Rou
 	} else {
 		resp, o = callConn(ctx, conn, call, deadline, callBound)
 	}
+	if o.unsent {
+		a.Sent = false
+	}
 	if o.err == nil {
 		if o.spent {
 			p.discard(conn)
@@ -91,6 +95,7 @@ type outcome struct {
 	err            error
 	attemptTimeout bool // the attempt timeout fired while the caller's context was live
 	spent          bool // the connection's deadline was spent aborting the call: do not reuse it
+	unsent         bool // it failed before any byte of the request reached the socket
 }
 
 // errNoConnInTime is the cause of an attempt that found no free connection in time.

@@ -98,7 +98,7 @@ type Attempt struct {
 	Err error
 	// Sent reports whether the request may have reached the node. False means it provably
 	// never left (no owner, dial refused, no connection, still queued on a pipelined
-	// connection), so replaying it is always safe.
+	// connection, refused as too large), so replaying it is always safe.
 	Sent bool
 	// Class is how the classify layer judged the outcome.
 	Class Class

@@ -28,6 +28,7 @@ type Dialer func(ctx context.Context, addr string) (Conn, error)
 // thriftConn is a Conn made by the built-in dialer.
 type thriftConn struct {
 	raw    net.Conn
+	sock   *sockTransport // the buffered transport over raw that the protocol writes to
 	client *zaris.ZarisKvClient
 	// noDeadline wraps the context of the call in flight for the generated code (see
 	// callSocket); reused from call to call.

@@ -94,7 +94,8 @@ func socketDialer(cfg Config) func(ctx context.Context, addr string) (net.Conn, 
 
 // newThriftConn stacks the protocol and transport on raw and binds a generated client.
 func newThriftConn(raw net.Conn, p Protocol, t Transport, tcfg *thrift.TConfiguration) (*thriftConn, error) {
-	proto, err := stackProtocol(newSockTransport(raw), p, t, tcfg)
+	sock := newSockTransport(raw)
+	proto, err := stackProtocol(sock, p, t, tcfg)
 	if err != nil {
 		return nil, err
 	}
@@ -103,6 +104,7 @@ func newThriftConn(raw net.Conn, p Protocol, t Transport, tcfg *thrift.TConfigur
 	}
 	c := &thriftConn{
 		raw:    raw,
+		sock:   sock,
 		client: zaris.NewZarisKvClient(thrift.NewTStandardClient(proto, proto)),
 	}
 	c.stopCall, c.abortCall = c.endCall, c.abort

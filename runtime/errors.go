@@ -35,6 +35,9 @@ var (
 	ErrNilRequest = errors.New("zaris: nil request")
 	// ErrNoResponse: a node's reply carried no response struct.
 	ErrNoResponse = errors.New("zaris: no response in reply")
+	// ErrRequestTooLarge: the request's encoding is over the client's message limit
+	// (16 MiB), so it was not sent; no node would take it, so it is not retried.
+	ErrRequestTooLarge = errors.New("zaris: request too large")
 )
 
 // StatusError is the cause recorded for an attempt answered with a status the application

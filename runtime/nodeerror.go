@@ -34,6 +34,10 @@ func (c *Engine) callError(ctx context.Context, call *Call, r Route, o outcome) 
 	switch {
 	case c.closed.Load():
 		e.Kind = ErrClosed
+	case !call.Current().Sent && errors.As(err, &protoErr) && protoErr.TypeId() == thrift.SIZE_LIMIT:
+		// Refused while it was written, before any byte left: the request is over the
+		// message limit, and would be on any node.
+		e.Kind = ErrRequestTooLarge
 	case o.attemptTimeout:
 		e.Kind = ErrAttemptTimeout
 		if errors.Is(err, context.DeadlineExceeded) {
@@ -52,7 +56,7 @@ func (c *Engine) callError(ctx context.Context, call *Call, r Route, o outcome) 
 
 // NodeError is the error of one attempt that reached for a node and got no response. Kind
 // is the sentinel that says what kind of failure it was (ErrNodeUnavailable, ErrTransport,
-// ErrAttemptTimeout, ErrClosed), or nil for an error the client does not judge (the
+// ErrAttemptTimeout, ErrRequestTooLarge, ErrClosed), or nil for an error the client does not judge (the
 // caller's context ended, an application exception); Err is the cause. errors.Is and
 // errors.As see both.
 type NodeError struct {

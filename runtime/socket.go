@@ -19,10 +19,23 @@ type sockTransport struct {
 	conn net.Conn
 	r    *bufio.Reader
 	w    *bufio.Writer
+	// wrote is set when a write reaches conn; a pooled call clears it before it starts,
+	// so that a call that failed without it set provably sent nothing.
+	wrote bool
 }
 
 func newSockTransport(conn net.Conn) *sockTransport {
-	return &sockTransport{conn: conn, r: bufio.NewReaderSize(conn, bufferSize), w: bufio.NewWriterSize(conn, bufferSize)}
+	s := &sockTransport{conn: conn, r: bufio.NewReaderSize(conn, bufferSize)}
+	s.w = bufio.NewWriterSize(sockWriter{s}, bufferSize)
+	return s
+}
+
+// sockWriter is what a sockTransport's buffer writes to: its conn, noting the write.
+type sockWriter struct{ s *sockTransport }
+
+func (w sockWriter) Write(p []byte) (int, error) {
+	w.s.wrote = true
+	return w.s.conn.Write(p)
 }
 
 func (s *sockTransport) Open() error  { return nil }

@@ -54,9 +54,10 @@ func callSocket(ctx context.Context, sc *thriftConn, call *Call, deadline time.T
 		late = 0 // a call's deadline is kept to the letter
 	}
 	stop := sc.arm(ctx, deadline, now, late)
+	sc.sock.wrote = false
 	resp, err := call.Op.Invoke(octx, sc.client, call.Request)
 	sc.noDeadline.Context = nil
-	o := outcome{spent: !stop()}
+	o := outcome{spent: !stop(), unsent: err != nil && !sc.sock.wrote}
 	if err == nil && resp == nil {
 		err = ErrNoResponse
 	}

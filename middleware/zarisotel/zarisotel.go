@@ -358,7 +358,8 @@ func attemptAttrs(a *runtime.Attempt) []attribute.KeyValue {
 
 // ErrorKind names the kind of err for the error.type attribute, from the runtime's
 // sentinel errors (found with errors.Is): in_doubt, attempt_timeout, node_unavailable,
-// partition_unavailable, transport, retry_budget_exhausted, closed, no_response, canceled,
+// partition_unavailable, transport, request_too_large, retry_budget_exhausted, closed,
+// no_response, canceled,
 // deadline_exceeded; the status a call gave up on (a *runtime.StatusError) by its name,
 // for example "Moved"; and "other" for anything else. The set is small and fixed, so it
 // is safe as a metric attribute.
@@ -377,6 +378,8 @@ func ErrorKind(err error) string {
 		return "partition_unavailable"
 	case errors.Is(err, runtime.ErrTransport):
 		return "transport"
+	case errors.Is(err, runtime.ErrRequestTooLarge):
+		return "request_too_large"
 	case errors.Is(err, runtime.ErrRetryBudgetExhausted):
 		return "retry_budget_exhausted"
 	case errors.Is(err, runtime.ErrClosed):

@@ -273,6 +273,7 @@ func TestErrorKind(t *testing.T) {
 		{nil, ""},
 		{runtime.ErrNodeUnavailable, "node_unavailable"},
 		{&runtime.CallError{Err: runtime.ErrAttemptTimeout}, "attempt_timeout"},
+		{&runtime.CallError{Err: &runtime.NodeError{Kind: runtime.ErrRequestTooLarge}}, "request_too_large"},
 		{&runtime.CallError{Err: &runtime.StatusError{Status: zaris.KvStatus_Moved}}, "Moved"},
 		{&runtime.StatusError{Status: zaris.KvStatus(99)}, "other"},
 		{context.Canceled, "canceled"},

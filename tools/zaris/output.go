@@ -274,6 +274,7 @@ func outcome(a runtime.Attempt) string {
 		{runtime.ErrPartitionUnavailable, "PartitionUnavailable"},
 		{runtime.ErrAttemptTimeout, "AttemptTimeout"},
 		{runtime.ErrTransport, "Transport"},
+		{runtime.ErrRequestTooLarge, "RequestTooLarge"},
 		{runtime.ErrRetryBudgetExhausted, "RetryBudgetExhausted"},
 		{runtime.ErrClosed, "Closed"},
 		{context.Canceled, "Canceled"},
