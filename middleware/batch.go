@@ -313,6 +313,12 @@ func (e *batchRun) judge(g group, o *subOutcome, j, i int) (runtime.Class, error
 	sa := o.sub.lastAttempt()
 	if sa == nil {
 		err := o.err
+		if ce, ok := errors.AsType[*runtime.CallError](err); ok && len(ce.Attempts) == 0 {
+			// The retry layer ended the sub-request before its attempt (the context had
+			// ended, or the deadline passed): the item ends the same way, with its bound
+			// and cause, not with a call error inside its own.
+			err = &StopError{Bound: ce.Bound, Err: ce.Err}
+		}
 		if err == nil {
 			err = errNoOutcome
 		}

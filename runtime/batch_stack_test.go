@@ -645,3 +645,37 @@ func withCallMiddleware(c *zarisclient.Client, mw ...runtime.Middleware) runtime
 	cfg.CallMiddleware = mw
 	return cfg
 }
+
+// A batch that ends before any sub-request is sent (its context already ended, or a
+// per-call timeout of zero) gives each item the error a single Get gets: a *CallError with
+// the same bound, no attempt, and the same cause, not one wrapped in another.
+func TestBatch_EndedBeforeSendingIsWhatASingleCallGets(t *testing.T) {
+	r := newBatchRig(t)
+	even := keysIn(false, 2)
+	cancelled, cancel := context.WithCancel(context.Background())
+	cancel()
+	for name, tc := range map[string]struct {
+		ctx  context.Context
+		opts []runtime.CallOption
+	}{
+		"cancelled":    {cancelled, nil},
+		"zero timeout": {context.Background(), []runtime.CallOption{runtime.WithTimeout(0)}},
+	} {
+		t.Run(name, func(t *testing.T) {
+			_, single := r.client.Get(tc.ctx, &zaris.GetRequest{Key: []byte(even[0])}, tc.opts...)
+			var want *runtime.CallError
+			require.ErrorAs(t, single, &want)
+			res, err := r.client.MultiGet(tc.ctx, getReq(even...), tc.opts...)
+			require.Error(t, err)
+			for i := range even {
+				var ce *runtime.CallError
+				require.ErrorAs(t, res.Err(i), &ce)
+				assert.Equal(t, want.Bound, ce.Bound)
+				assert.Empty(t, ce.Attempts)
+				assert.Equal(t, want.Err, ce.Err, "the cause itself, not a call error around it")
+				assert.Equal(t, strings.Replace(want.Error(), "Get", "MultiGet", 1), ce.Error())
+			}
+		})
+	}
+	assert.Empty(t, r.nodes["node1:7001"].subRequests())
+}
