@@ -1,0 +1,195 @@
+package proof
+
+import (
+	"context"
+	"fmt"
+	"net"
+	"strings"
+	"sync"
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+	"go.uber.org/goleak"
+
+	"github.com/clustron/zaris-go/gen/zaris"
+	"github.com/clustron/zaris-go/gen/zarisclient"
+	"github.com/clustron/zaris-go/runtime"
+	"github.com/clustron/zaris-go/tools/store"
+)
+
+// TestAPI_FailedDialLeavesNothing: a Dial that fails, on a bad option, a refused seed, or a
+// seed that accepts and never answers until the caller gives up, leaves no goroutine.
+func TestAPI_FailedDialLeavesNothing(t *testing.T) {
+	ignore := goleak.IgnoreCurrent()
+	noEnv := runtime.WithEnv(nil)
+
+	_, err := zarisclient.Dial(context.Background(), noEnv, runtime.WithSeeds("127.0.0.1:1"), runtime.WithPoolSize(0))
+	var ce *runtime.ConfigError
+	require.ErrorAs(t, err, &ce)
+
+	refused, err := net.Listen("tcp", "127.0.0.1:0")
+	require.NoError(t, err)
+	addr := refused.Addr().String()
+	require.NoError(t, refused.Close())
+	_, err = zarisclient.Dial(context.Background(), noEnv, runtime.WithSeeds(addr))
+	require.ErrorIs(t, err, runtime.ErrNoSeeds)
+
+	silent, err := net.Listen("tcp", "127.0.0.1:0")
+	require.NoError(t, err)
+	ctx, cancel := context.WithCancel(context.Background())
+	accepted := make(chan net.Conn, 1)
+	go func() {
+		c, err := silent.Accept()
+		if err == nil {
+			accepted <- c
+			cancel() // the caller gives up once the seed holds the connection
+		}
+	}()
+	_, err = zarisclient.Dial(ctx, noEnv, runtime.WithSeeds(silent.Addr().String()))
+	require.ErrorIs(t, err, runtime.ErrNoSeeds)
+	require.ErrorIs(t, err, context.Canceled)
+	(<-accepted).Close()
+	silent.Close()
+	cancel()
+
+	goleak.VerifyNone(t, ignore)
+}
+
+// TestAPI_CloseUnderLoadLeavesNothing: Close with single-key and multi-key calls in flight
+// on pipelined connections ends every call (an answer, or an error matching ErrClosed), and
+// leaves no goroutine; calls after Close fail with ErrClosed, and Close again returns nil.
+func TestAPI_CloseUnderLoadLeavesNothing(t *testing.T) {
+	ignore := goleak.IgnoreCurrent()
+	ctx := context.Background()
+	cluster, err := store.NewCluster(ctx, store.ClusterConfig{Nodes: 3})
+	require.NoError(t, err)
+	clusterClosed := false
+	defer func() {
+		if !clusterClosed {
+			cluster.Close()
+		}
+	}()
+	kv, err := zarisclient.Dial(ctx, runtime.WithEnv(nil), runtime.WithSeeds(cluster.Seeds()...))
+	require.NoError(t, err)
+
+	items := func(g, n int) ([]*zaris.GetItem, []*zaris.PutItem) {
+		gets, puts := make([]*zaris.GetItem, n), make([]*zaris.PutItem, n)
+		for i := range n {
+			key := fmt.Appendf(nil, "g%d-k%d", g, i)
+			gets[i], puts[i] = &zaris.GetItem{Key: key}, &zaris.PutItem{Key: key, Value: key}
+		}
+		return gets, puts
+	}
+	started := make(chan struct{}, 16)
+	var wg sync.WaitGroup
+	errs := make(chan error, 1024)
+	for g := range 16 {
+		wg.Go(func() {
+			gets, puts := items(g, 50)
+			signalled := false
+			for i := 0; ; i++ {
+				var err error
+				switch i % 3 {
+				case 0:
+					_, err = kv.MultiPut(ctx, &zaris.MultiPutRequest{Items: puts})
+				case 1:
+					_, err = kv.MultiGet(ctx, &zaris.MultiGetRequest{Items: gets})
+				default:
+					_, err = kv.Get(ctx, &zaris.GetRequest{Key: gets[0].Key})
+				}
+				if (i == 3 || err != nil) && !signalled {
+					started <- struct{}{}
+					signalled = true
+				}
+				if err != nil {
+					errs <- err
+					return
+				}
+			}
+		})
+	}
+	for range 16 {
+		<-started
+	}
+	require.NoError(t, kv.Close())
+	wg.Wait()
+	close(errs)
+	for err := range errs {
+		require.ErrorIs(t, err, runtime.ErrClosed)
+	}
+
+	_, err = kv.Get(ctx, &zaris.GetRequest{Key: []byte("k")})
+	require.ErrorIs(t, err, runtime.ErrClosed)
+	res, err := kv.MultiPut(ctx, &zaris.MultiPutRequest{Items: []*zaris.PutItem{{Key: []byte("k"), Value: []byte("v")}}})
+	require.ErrorIs(t, err, runtime.ErrClosed)
+	require.ErrorIs(t, res.Err(0), runtime.ErrClosed)
+	require.NoError(t, kv.Close())
+	eventually(t, func() bool { return len(clientGoroutines()) == 0 }, func() string {
+		return strings.Join(clientGoroutines(), "\n\n")
+	})
+	// The cluster's goroutines come and go with its own traffic: with it closed too,
+	// every goroutine since the start is gone.
+	require.NoError(t, cluster.Close())
+	clusterClosed = true
+	goleak.VerifyNone(t, ignore)
+}
+
+// TestAPI_AnswersComeStraightBack: NotFound and Conflict, from single-key and multi-key
+// calls, come back with a nil error after one attempt, never retried.
+func TestAPI_AnswersComeStraightBack(t *testing.T) {
+	cluster := store.StartCluster(t, store.ClusterConfig{Nodes: 3})
+	ctx := context.Background()
+	var mu sync.Mutex
+	attempts := map[string]int{}
+	count := func(next runtime.Handler) runtime.Handler {
+		return func(ctx context.Context, call *runtime.Call) (runtime.Response, error) {
+			resp, err := next(ctx, call)
+			mu.Lock()
+			attempts[call.Op.Name] += len(call.Attempts)
+			mu.Unlock()
+			return resp, err
+		}
+	}
+	kv, err := zarisclient.Dial(ctx, runtime.WithEnv(nil), runtime.WithSeeds(cluster.Seeds()...), runtime.WithCallMiddleware(count))
+	require.NoError(t, err)
+	defer kv.Close()
+
+	get, err := kv.Get(ctx, &zaris.GetRequest{Key: []byte("absent")})
+	require.NoError(t, err)
+	assert.Equal(t, zaris.KvStatus_NotFound, get.Status)
+	put, err := kv.Put(ctx, &zaris.PutRequest{Key: []byte("k"), Value: []byte("v")})
+	require.NoError(t, err)
+	require.Equal(t, zaris.KvStatus_Ok, put.Status)
+	absent := true
+	put, err = kv.Put(ctx, &zaris.PutRequest{Key: []byte("k"), Value: []byte("w"), IfAbsent: &absent})
+	require.NoError(t, err)
+	assert.Equal(t, zaris.KvStatus_Conflict, put.Status)
+	stale := put.Version + 7
+	del, err := kv.Delete(ctx, &zaris.DeleteRequest{Key: []byte("k"), IfMatchVersion: &stale})
+	require.NoError(t, err)
+	assert.Equal(t, zaris.KvStatus_Conflict, del.Status)
+
+	// A duplicate key in one batch is sent and answered twice, in request order: the
+	// guarded second write of "d" conflicts with the first.
+	mput, err := kv.MultiPut(ctx, &zaris.MultiPutRequest{Items: []*zaris.PutItem{
+		{Key: []byte("d"), Value: []byte("1"), IfAbsent: &absent},
+		{Key: []byte("d"), Value: []byte("2"), IfAbsent: &absent},
+		{Key: []byte("k"), Value: []byte("x"), IfAbsent: &absent},
+	}})
+	require.NoError(t, err)
+	for i, want := range []zaris.KvStatus{zaris.KvStatus_Ok, zaris.KvStatus_Conflict, zaris.KvStatus_Conflict} {
+		assert.Equal(t, want, mput.Response.Results[i].Status, "item %d", i)
+		assert.NoError(t, mput.Err(i))
+	}
+	mget, err := kv.MultiGet(ctx, &zaris.MultiGetRequest{Items: []*zaris.GetItem{{Key: []byte("absent")}, {Key: []byte("d")}}})
+	require.NoError(t, err)
+	assert.Equal(t, zaris.KvStatus_NotFound, mget.Response.Results[0].Status)
+	assert.Equal(t, "1", string(mget.Response.Results[1].Value))
+
+	mu.Lock()
+	defer mu.Unlock()
+	assert.Equal(t, map[string]int{"Get": 1, "Put": 2, "Delete": 1}, map[string]int{"Get": attempts["Get"], "Put": attempts["Put"], "Delete": attempts["Delete"]})
+	assert.LessOrEqual(t, attempts["MultiPut"], 3, "one sub-request per owner, none retried")
+	assert.LessOrEqual(t, attempts["MultiGet"], 2)
+}
