@@ -116,7 +116,11 @@ func (e *CallError) Error() string {
 	case BoundBudget:
 		fmt.Fprintf(&b, ": retry budget exhausted after %s", attempts(len(e.Attempts)))
 	default:
-		fmt.Fprintf(&b, ": failed on attempt %d", len(e.Attempts))
+		if len(e.Attempts) == 0 {
+			b.WriteString(": ended before its first attempt")
+		} else {
+			fmt.Fprintf(&b, ": failed on attempt %d", len(e.Attempts))
+		}
 	}
 	fmt.Fprintf(&b, " in %s", e.Elapsed.Round(time.Millisecond))
 	for _, a := range e.Attempts {

@@ -40,3 +40,10 @@ func TestStatusErrorNamesAnUnknownStatus(t *testing.T) {
 	a := Attempt{N: 1, Node: 1, Answered: true, Status: 42, AnswerEpoch: 3}
 	assert.Equal(t, "attempt 1 node 1 epoch 0: KvStatus(42) (node epoch 3)", a.String())
 }
+
+// A call that ended before its first attempt (its context had ended) says so, rather than
+// naming an attempt 0.
+func TestCallErrorBeforeAnyAttempt(t *testing.T) {
+	e := &CallError{Op: "Get", Bound: BoundNone, MaxAttempts: 3, Err: errors.New("context canceled")}
+	assert.Equal(t, "zaris: Get: ended before its first attempt in 0s: context canceled", e.Error())
+}

@@ -125,8 +125,11 @@ func briefCallError(ce *runtime.CallError) string {
 		how = fmt.Sprintf("deadline passed after %d attempts", n)
 	case runtime.BoundBudget:
 		how = fmt.Sprintf("retry budget exhausted after %d attempts", n)
-	default:
+	case runtime.BoundNone:
 		how = fmt.Sprintf("failed on attempt %d", n)
+		if n == 0 {
+			how = "ended before its first attempt"
+		}
 	}
 	how += " in " + ce.Elapsed.Round(time.Millisecond).String()
 	if ce.Err != nil {
