@@ -90,8 +90,12 @@ func Dial(ctx context.Context, opts ...runtime.Option) (*Client, error) {
 }
 
 // New returns a client that sends every call through handler, a stack you built (for
-// example with middleware.Default). It owns nothing: its Close does nothing.
+// example with middleware.Default). It owns nothing: its Close does nothing. It panics
+// when handler is nil.
 func New(handler runtime.Handler) *Client {
+	if handler == nil {
+		panic("zarisclient: New needs a handler, got nil")
+	}
 	return &Client{handler: handler}
 }
 
@@ -242,8 +246,9 @@ var (
 // MultiGet calls MultiGet through the client's stack: reads many keys; each item is answered as a Get.
 // The items are split by owner and sent in parallel; items that meet churn are retried on
 // their own. It returns one result per item in request order and each item's error (see
-// runtime.BatchResult); the error is non-nil only when no item got an answer or the batch
-// was refused (runtime.ErrInvalidBatch).
+// runtime.BatchResult); the error is non-nil only when no item got an answer (a
+// *runtime.BatchError, with the result) or the batch was refused (runtime.ErrInvalidBatch,
+// runtime.ErrNilRequest, with a nil result).
 func (c *Client) MultiGet(ctx context.Context, req *zaris.MultiGetRequest, opts ...runtime.CallOption) (*runtime.BatchResult[*zaris.MultiGetResponse], error) {
 	if req == nil {
 		return nil, fmt.Errorf("zaris: MultiGet: %w", runtime.ErrNilRequest)
@@ -293,8 +298,9 @@ func invokeMultiGet(ctx context.Context, kv zaris.ZarisKv, req any) (runtime.Res
 // MultiPut calls MultiPut through the client's stack: writes many keys, each optionally guarded by ifMatchVersion or ifAbsent; not atomic.
 // The items are split by owner and sent in parallel; items that meet churn are retried on
 // their own. It returns one result per item in request order and each item's error (see
-// runtime.BatchResult); the error is non-nil only when no item got an answer or the batch
-// was refused (runtime.ErrInvalidBatch).
+// runtime.BatchResult); the error is non-nil only when no item got an answer (a
+// *runtime.BatchError, with the result) or the batch was refused (runtime.ErrInvalidBatch,
+// runtime.ErrNilRequest, with a nil result).
 func (c *Client) MultiPut(ctx context.Context, req *zaris.MultiPutRequest, opts ...runtime.CallOption) (*runtime.BatchResult[*zaris.MultiPutResponse], error) {
 	if req == nil {
 		return nil, fmt.Errorf("zaris: MultiPut: %w", runtime.ErrNilRequest)
@@ -344,8 +350,9 @@ func invokeMultiPut(ctx context.Context, kv zaris.ZarisKv, req any) (runtime.Res
 // MultiDelete calls MultiDelete through the client's stack: deletes many keys, each optionally guarded by ifMatchVersion; not atomic.
 // The items are split by owner and sent in parallel; items that meet churn are retried on
 // their own. It returns one result per item in request order and each item's error (see
-// runtime.BatchResult); the error is non-nil only when no item got an answer or the batch
-// was refused (runtime.ErrInvalidBatch).
+// runtime.BatchResult); the error is non-nil only when no item got an answer (a
+// *runtime.BatchError, with the result) or the batch was refused (runtime.ErrInvalidBatch,
+// runtime.ErrNilRequest, with a nil result).
 func (c *Client) MultiDelete(ctx context.Context, req *zaris.MultiDeleteRequest, opts ...runtime.CallOption) (*runtime.BatchResult[*zaris.MultiDeleteResponse], error) {
 	if req == nil {
 		return nil, fmt.Errorf("zaris: MultiDelete: %w", runtime.ErrNilRequest)

@@ -266,6 +266,23 @@ func TestNewClientHasNothingToClose(t *testing.T) {
 	assert.Nil(t, c.Engine())
 }
 
+// New refuses a nil handler at once, naming it, rather than leaving a client whose every
+// call would panic on a nil function.
+func TestNewRefusesANilHandler(t *testing.T) {
+	assert.PanicsWithValue(t, "zarisclient: New needs a handler, got nil", func() { zarisclient.New(nil) })
+}
+
+// A refused batch (no items, or a nil request) returns a nil result and the error.
+func TestRefusedBatchHasNoResult(t *testing.T) {
+	c := zarisclient.New(func(context.Context, *runtime.Call) (runtime.Response, error) { return nil, nil })
+	res, err := c.MultiGet(context.Background(), &zaris.MultiGetRequest{})
+	assert.ErrorIs(t, err, runtime.ErrInvalidBatch)
+	assert.Nil(t, res)
+	res, err = c.MultiGet(context.Background(), nil)
+	assert.ErrorIs(t, err, runtime.ErrNilRequest)
+	assert.Nil(t, res)
+}
+
 // Dial returns a client on the default stack over its own engine: the engine holds the
 // first map, calls go through the stack's per-client options, and Close closes the
 // engine, after which a call fails with runtime.ErrClosed.
