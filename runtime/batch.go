@@ -149,7 +149,8 @@ func (e *BatchError) Unwrap() []error {
 // more than MaxBatchItems), builds a Call of op carrying the batch, and hands it to h, the
 // client's stack, whose batch layer splits it by owner and retries churn per item. It
 // returns the merged response and each item's error; the error it returns is non-nil only
-// when no item got an answer, or when the batch was refused. The typed client calls it.
+// when no item got an answer, or when the batch was refused (then with a nil result). The
+// typed client calls it.
 func RunBatch[Req, Item, Resp, Result any](ctx context.Context, h func(context.Context, *Call) (Response, error),
 	op *Op, spec *BatchSpec[Req, Item, Resp, Result], req Req, opts ...CallOption) (*BatchResult[Resp], error) {
 	items := spec.Items(req)

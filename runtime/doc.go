@@ -136,6 +136,11 @@
 // *CallError with the item's own attempts). The call's error is a *BatchError only when no
 // item got an answer. A batch is not atomic across items.
 //
+// A batch is split by owner, not by size: the items of one owner go in one request and
+// come back in one reply, and a node refuses a message over its limit by closing the
+// connection (the reference store's limit is 4 MiB each way), which fails every item of
+// that owner with ErrTransport after every attempt. Batch large values in fewer items.
+//
 // # Concurrency
 //
 // Engine, Router, RoutingTable and Refresher are safe for concurrent use; a Call belongs to

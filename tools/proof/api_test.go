@@ -7,6 +7,7 @@ import (
 	"strings"
 	"sync"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
@@ -192,4 +193,53 @@ func TestAPI_AnswersComeStraightBack(t *testing.T) {
 	assert.Equal(t, map[string]int{"Get": 1, "Put": 2, "Delete": 1}, map[string]int{"Get": attempts["Get"], "Put": attempts["Put"], "Delete": attempts["Delete"]})
 	assert.LessOrEqual(t, attempts["MultiPut"], 3, "one sub-request per owner, none retried")
 	assert.LessOrEqual(t, attempts["MultiGet"], 2)
+}
+
+// TestAPI_BatchOverTheNodesMessageLimit pins down a limit the batch layer does not lift: it
+// splits a batch by owner, not by size, so the items of one owner travel in one message
+// each way, and a node refuses a message over its limit (the reference store's data port:
+// 4 MiB) by closing the connection. Five values of 1000 KiB, each valid, to one owner: the
+// MultiPut, and a MultiGet of them once stored, fail on every item with a transport
+// failure after every attempt; sent one by one (or in smaller batches) they are served.
+func TestAPI_BatchOverTheNodesMessageLimit(t *testing.T) {
+	cluster := store.StartCluster(t, store.ClusterConfig{Nodes: 3})
+	ctx := context.Background()
+	kv, err := zarisclient.Dial(ctx, runtime.WithEnv(nil), runtime.WithSeeds(cluster.Seeds()...),
+		runtime.WithDefaultMaxAttempts(2), runtime.WithBackoff(time.Millisecond))
+	require.NoError(t, err)
+	defer kv.Close()
+
+	owner, err := kv.Engine().Route([]byte("k"))
+	require.NoError(t, err)
+	var puts []*zaris.PutItem
+	var gets []*zaris.GetItem
+	value := make([]byte, 1000<<10)
+	for i := 0; len(puts) < 5; i++ {
+		key := fmt.Appendf(nil, "k%d", i)
+		if r, err := kv.Engine().Route(key); err == nil && r.Node == owner.Node {
+			puts = append(puts, &zaris.PutItem{Key: key, Value: value})
+			gets = append(gets, &zaris.GetItem{Key: key})
+		}
+	}
+	res, err := kv.MultiPut(ctx, &zaris.MultiPutRequest{Items: puts})
+	require.ErrorIs(t, err, runtime.ErrTransport)
+	for i := range puts {
+		var ce *runtime.CallError
+		require.ErrorAs(t, res.Err(i), &ce)
+		assert.Equal(t, runtime.BoundAttempts, ce.Bound)
+	}
+	for _, it := range puts {
+		put, err := kv.Put(ctx, &zaris.PutRequest{Key: it.Key, Value: it.Value})
+		require.NoError(t, err)
+		require.Equal(t, zaris.KvStatus_Ok, put.Status)
+	}
+	_, err = kv.MultiGet(ctx, &zaris.MultiGetRequest{Items: gets})
+	require.ErrorIs(t, err, runtime.ErrTransport)
+	for i := 0; i < len(gets); i += 2 {
+		res, err := kv.MultiGet(ctx, &zaris.MultiGetRequest{Items: gets[i:min(i+2, len(gets))]})
+		require.NoError(t, err)
+		for _, r := range res.Response.Results {
+			assert.Equal(t, zaris.KvStatus_Ok, r.Status)
+		}
+	}
 }
