@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 
 	"github.com/apache/thrift/lib/go/thrift"
 
@@ -141,16 +142,16 @@ func ThriftTransport(o Outcome) (runtime.Class, bool) {
 }
 
 // Classify returns the middleware that judges every attempt: the first definite answer of
-// classifiers (DefaultClassifiers when none are given; Fatal when none decides) becomes
-// call.Current().Class. Rule B2 then applies and no classifier can override it: a failure
-// that would be retried after the request may have been sent (Attempt.Sent), on an
-// operation neither idempotent nor guarded, is Fatal with an error that wraps
-// runtime.ErrInDoubt and the cause.
+// classifiers (nil entries skipped; DefaultClassifiers when none are left; Fatal when none
+// decides) becomes call.Current().Class. Rule B2 then applies and no classifier can
+// override it: a failure that would be retried after the request may have been sent
+// (Attempt.Sent), on an operation neither idempotent nor guarded, is Fatal with an error
+// that wraps runtime.ErrInDoubt and the cause.
 func Classify(classifiers ...Classifier) Middleware {
+	classifiers = slices.DeleteFunc(slices.Clone(classifiers), func(c Classifier) bool { return c == nil })
 	if len(classifiers) == 0 {
-		classifiers = DefaultClassifiers
+		classifiers = slices.Clone(DefaultClassifiers)
 	}
-	classifiers = append([]Classifier(nil), classifiers...)
 	return func(next Handler) Handler {
 		return func(ctx context.Context, call *runtime.Call) (runtime.Response, error) {
 			resp, err := next(ctx, call)

@@ -299,6 +299,8 @@ func TestClassify_Chain(t *testing.T) {
 		{"default chain", nil, runtime.RefreshRetry},
 		{"first definite wins", []middleware.Classifier{never, retryAll, middleware.StatusClass}, runtime.Retry},
 		{"none decides: fatal", []middleware.Classifier{never}, runtime.Fatal},
+		{"nil entries skipped", []middleware.Classifier{nil, retryAll}, runtime.Retry},
+		{"only nil entries: default chain", []middleware.Classifier{nil}, runtime.RefreshRetry},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

@@ -94,4 +94,11 @@ func TestForOps(t *testing.T) {
 			assert.Equal(t, tt.want, trace)
 		})
 	}
+	t.Run("nil middleware", func(t *testing.T) {
+		var trace []string
+		h := middleware.ForOps(nil, mwt.OpPut)(okHandler(&trace))
+		_, err := h(context.Background(), mwt.PutCall("k", "v"))
+		require.NoError(t, err)
+		assert.Equal(t, []string{"handler"}, trace)
+	})
 }
