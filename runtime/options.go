@@ -11,6 +11,7 @@ import (
 	"strconv"
 	"strings"
 	"time"
+	"unicode"
 )
 
 // The environment variables a client reads when it is built (NewConfig, Dial). A value
@@ -214,7 +215,10 @@ func (b *configBuilder) validate() {
 	}
 	for _, s := range c.Seeds {
 		host, port, err := net.SplitHostPort(s)
-		if err == nil && host == "" {
+		switch {
+		case strings.ContainsFunc(s, unicode.IsSpace):
+			err = errors.New("contains a space")
+		case err == nil && host == "":
 			err = errors.New("missing host")
 		}
 		if err == nil {
@@ -274,7 +278,8 @@ func (b *configBuilder) validate() {
 }
 
 // WithSeeds sets the host:port addresses the first cluster map is fetched from (and
-// refetched from when no node of the current map answers). At least one is required.
+// refetched from when no node of the current map answers). At least one is required; each
+// must be host:port exactly, without spaces (trim what you split from a list).
 func WithSeeds(addrs ...string) Option {
 	seeds := append([]string(nil), addrs...)
 	return optionFunc(func(b *configBuilder) { b.cfg.Seeds = seeds })

@@ -201,6 +201,8 @@ func TestNewConfigValidation(t *testing.T) {
 		{"seed without port", []Option{WithSeeds("localhost")}, "Seeds"},
 		{"seed without host", []Option{WithSeeds(":7000")}, "Seeds"},
 		{"seed bad port", []Option{WithSeeds("h:99999")}, "Seeds"},
+		{"seed with a space", []Option{WithSeeds("127.0.0.1:7001", " 127.0.0.1:7002")}, "Seeds"},
+		{"seed with a trailing space", []Option{WithSeeds("127.0.0.1:7002 ")}, "Seeds"},
 		{"unknown protocol", []Option{WithProtocol("xml")}, "Protocol"},
 		{"unknown transport", []Option{WithTransport("carrier-pigeon")}, "Transport"},
 		{"pool size zero", []Option{WithPoolSize(0)}, "PoolSize"},
