@@ -3,6 +3,7 @@ package middleware
 import (
 	"context"
 	"fmt"
+	"math"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -17,10 +18,11 @@ type BudgetPolicy struct {
 	// takes one token. Ratio 0.2 lets retries add at most 20% to the calls. In [0, 1].
 	Ratio float64
 	// MinPerSecond is the floor: retries allowed per second whatever the call rate, so a
-	// client with little traffic can still retry. Up to one second's worth is kept. >= 0.
+	// client with little traffic can still retry. Up to one second's worth is kept. Finite,
+	// >= 0.
 	MinPerSecond float64
 	// MaxBanked caps the tokens calls can bank, so a long healthy spell does not buy an
-	// unbounded burst of retries in the next outage. >= 0.
+	// unbounded burst of retries in the next outage. >= 0, below 2^63 thousandths.
 	MaxBanked float64
 }
 
@@ -51,13 +53,14 @@ type RetryBudget struct {
 // when nil). Its floor starts full; nothing is banked. It returns an error naming the field
 // when p is out of range.
 func NewRetryBudget(p BudgetPolicy, clock runtime.Clock) (*RetryBudget, error) {
+	// Written so that NaN, which every comparison rejects, fails each check.
 	switch {
-	case p.Ratio < 0 || p.Ratio > 1:
+	case !(p.Ratio >= 0 && p.Ratio <= 1):
 		return nil, fmt.Errorf("middleware: retry budget Ratio %v is not in [0, 1]", p.Ratio)
-	case p.MinPerSecond < 0:
-		return nil, fmt.Errorf("middleware: retry budget MinPerSecond %v is negative", p.MinPerSecond)
-	case p.MaxBanked < 0:
-		return nil, fmt.Errorf("middleware: retry budget MaxBanked %v is negative", p.MaxBanked)
+	case !(p.MinPerSecond >= 0 && p.MinPerSecond <= math.MaxFloat64):
+		return nil, fmt.Errorf("middleware: retry budget MinPerSecond %v is not a finite number >= 0", p.MinPerSecond)
+	case !(p.MaxBanked >= 0 && p.MaxBanked*1000 < math.MaxInt64):
+		return nil, fmt.Errorf("middleware: retry budget MaxBanked %v is not a number in [0, %.0f)", p.MaxBanked, math.MaxInt64/1000.0)
 	}
 	if clock == nil {
 		clock = runtime.SystemClock

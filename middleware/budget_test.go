@@ -1,6 +1,7 @@
 package middleware_test
 
 import (
+	"math"
 	"sync"
 	"testing"
 	"time"
@@ -64,7 +65,9 @@ func TestB3_RetryBudget(t *testing.T) {
 	})
 
 	t.Run("invalid policy", func(t *testing.T) {
-		for _, p := range []middleware.BudgetPolicy{{Ratio: -0.1}, {Ratio: 1.5}, {MinPerSecond: -1}, {MaxBanked: -1}} {
+		nan, inf := math.NaN(), math.Inf(1)
+		for _, p := range []middleware.BudgetPolicy{{Ratio: -0.1}, {Ratio: 1.5}, {MinPerSecond: -1}, {MaxBanked: -1},
+			{Ratio: nan}, {MinPerSecond: nan}, {MaxBanked: nan}, {MinPerSecond: inf}, {MaxBanked: inf}, {MaxBanked: 1e300}} {
 			_, err := middleware.NewRetryBudget(p, nil)
 			assert.Error(t, err, "%+v", p)
 		}
