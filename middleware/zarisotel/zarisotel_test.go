@@ -282,3 +282,11 @@ func TestErrorKind(t *testing.T) {
 		assert.Equal(t, tc.want, zarisotel.ErrorKind(tc.err), "%v", tc.err)
 	}
 }
+
+// WithClock(nil) measures on the system clock, as no WithClock does.
+func TestNilClockIsTheSystemClock(t *testing.T) {
+	f := newFixture(t, []mwt.Outcome{mwt.Answer(zaris.KvStatus_Ok)}, zarisotel.WithClock(nil))
+	_, err := f.handler(context.Background(), mwt.GetCall("k"))
+	require.NoError(t, err)
+	assert.Len(t, f.spans.Ended(), 1)
+}

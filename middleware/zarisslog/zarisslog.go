@@ -59,7 +59,11 @@ func WithoutKeys() Option {
 
 // WithClock measures a call's elapsed time on clock instead of runtime.SystemClock; give
 // it the clock the stack runs on (runtime.Config.Clock) when that is not the system's.
+// Nil means runtime.SystemClock.
 func WithClock(clock runtime.Clock) Option {
+	if clock == nil {
+		clock = runtime.SystemClock
+	}
 	return optionFunc(func(c *config) { c.clock = clock })
 }
 

@@ -199,3 +199,11 @@ func TestHistoryWithTheTextHandler(t *testing.T) {
 	assert.Equal(t, "level=INFO msg=history attempts.1.node=3 attempts.1.addr=h:1 attempts.1.map_epoch=4 "+
 		"attempts.1.status=Moved attempts.1.answer_epoch=5 attempts.1.class=refresh-retry attempts.1.duration=0s\n", buf.String())
 }
+
+// WithClock(nil) measures on the system clock, as no WithClock does.
+func TestNilClockIsTheSystemClock(t *testing.T) {
+	h, buf := stack(t, []mwt.Outcome{mwt.Answer(zaris.KvStatus_Ok)}, zarisslog.WithAlways(), zarisslog.WithClock(nil))
+	_, err := h(context.Background(), mwt.GetCall("k"))
+	require.NoError(t, err)
+	assert.Len(t, lines(t, buf), 1)
+}
