@@ -25,20 +25,12 @@ func TestRequestTooLargeIsRefusedUnsent(t *testing.T) {
 	for _, p := range []runtime.Protocol{runtime.ProtocolBinary, runtime.ProtocolCompact, runtime.ProtocolHeader} {
 		for _, pipelined := range []bool{false, true} {
 			t.Run(fmt.Sprintf("%s pipelined %v", p, pipelined), func(t *testing.T) {
-				h := &incrementNode{arrived: make(chan struct{}, 8), hold: make(chan struct{})}
-				defer close(h.hold)
-				node := runtime.StartKillableNode(t, h)
-				h.cmap = runtime.OneNodeMap(node.Addr)
-				kv, err := zarisclient.Dial(context.Background(), runtime.WithEnv(func(string) (string, bool) { return "", false }),
-					runtime.WithSeeds(node.Addr), runtime.WithProtocol(p), runtime.WithPipelining(pipelined),
-					runtime.WithBackoff(time.Millisecond))
-				require.NoError(t, err)
-				defer kv.Close()
+				kv, h := oneNodeClient(t, runtime.WithProtocol(p), runtime.WithPipelining(pipelined))
 				if pipelined {
 					runtime.PipelineEveryCall(kv.Engine())
 				}
 
-				_, err = kv.Increment(context.Background(), &zaris.IncrementRequest{Key: huge, Delta: 1})
+				_, err := kv.Increment(context.Background(), &zaris.IncrementRequest{Key: huge, Delta: 1})
 				requireTooLarge(t, err)
 				assert.NotErrorIs(t, err, runtime.ErrInDoubt)
 				_, err = kv.Put(context.Background(), &zaris.PutRequest{Key: []byte("k"), Value: huge})
@@ -54,14 +46,7 @@ func TestRequestTooLargeIsRefusedUnsent(t *testing.T) {
 	}
 
 	t.Run("MultiPut", func(t *testing.T) {
-		h := &incrementNode{arrived: make(chan struct{}, 8), hold: make(chan struct{})}
-		defer close(h.hold)
-		node := runtime.StartKillableNode(t, h)
-		h.cmap = runtime.OneNodeMap(node.Addr)
-		kv, err := zarisclient.Dial(context.Background(), runtime.WithEnv(func(string) (string, bool) { return "", false }),
-			runtime.WithSeeds(node.Addr), runtime.WithBackoff(time.Millisecond))
-		require.NoError(t, err)
-		defer kv.Close()
+		kv, _ := oneNodeClient(t)
 		items := make([]*zaris.PutItem, 17)
 		for i := range items {
 			items[i] = &zaris.PutItem{Key: fmt.Appendf(nil, "k%d", i), Value: huge[:1<<20]}
@@ -83,4 +68,19 @@ func requireTooLarge(t *testing.T, err error) {
 	require.Len(t, ce.Attempts, 1, "not retried")
 	assert.False(t, ce.Attempts[0].Sent)
 	assert.Equal(t, runtime.Fatal, ce.Attempts[0].Class)
+}
+
+// oneNodeClient dials a client with opts to a node of its own, an incrementNode; both are
+// closed when the test ends.
+func oneNodeClient(t *testing.T, opts ...runtime.Option) (*zarisclient.Client, *incrementNode) {
+	t.Helper()
+	h := &incrementNode{arrived: make(chan struct{}, 8), hold: make(chan struct{})}
+	t.Cleanup(func() { close(h.hold) })
+	node := runtime.StartKillableNode(t, h)
+	h.cmap = runtime.OneNodeMap(node.Addr)
+	opts = append([]runtime.Option{runtime.WithEnv(nil), runtime.WithSeeds(node.Addr), runtime.WithBackoff(time.Millisecond)}, opts...)
+	kv, err := zarisclient.Dial(context.Background(), opts...)
+	require.NoError(t, err)
+	t.Cleanup(func() { kv.Close() })
+	return kv, h
 }
