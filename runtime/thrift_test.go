@@ -663,9 +663,9 @@ func BenchmarkInvokeUnderDeadline(b *testing.B) {
 	}
 }
 
-// silentSeed listens on loopback, accepts connections and never answers; accepted is told
-// of each connection it accepts. The connections close when the test ends.
-func silentSeed(t *testing.T, accepted func()) string {
+// silentSeed listens on loopback, accepts connections and never answers; each connection
+// it accepts goes to accepted. The connections close when the test ends.
+func silentSeed(t *testing.T, accepted chan<- net.Conn) string {
 	t.Helper()
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	require.NoError(t, err)
@@ -682,7 +682,7 @@ func silentSeed(t *testing.T, accepted func()) string {
 			mu.Lock()
 			conns = append(conns, c)
 			mu.Unlock()
-			accepted()
+			accepted <- c
 		}
 	}()
 	t.Cleanup(func() {
@@ -697,6 +697,13 @@ func silentSeed(t *testing.T, accepted func()) string {
 	return ln.Addr().String()
 }
 
+// closedByPeer reports whether the peer of c closed its end: a read of c ends with EOF.
+func closedByPeer(c net.Conn) bool {
+	c.SetReadDeadline(time.Now().Add(10 * time.Second))
+	_, err := io.Copy(io.Discard, c)
+	return err == nil // io.Copy reports EOF as no error
+}
+
 // TestDialOverASilentSeedSaysWhyItStopped: a seed that accepts the connection and never
 // answers ends the bootstrap when Dial's context ends, with an error matching the
 // context's error (as when the dial itself is cut short), or when the attempt timeout
@@ -706,18 +713,25 @@ func TestDialOverASilentSeedSaysWhyItStopped(t *testing.T) {
 		t.Run(fmt.Sprintf("pipelining %v", pipelining), func(t *testing.T) {
 			ctx, cancel := context.WithCancel(context.Background())
 			defer cancel()
-			addr := silentSeed(t, cancel)
-			_, err := Dial(ctx, WithEnv(env(nil)), WithSeeds(addr), WithPipelining(pipelining))
+			accepted := make(chan net.Conn, 1)
+			go func() {
+				c := <-accepted
+				cancel() // the caller gives up once the seed holds the connection
+				accepted <- c
+			}()
+			_, err := Dial(ctx, WithEnv(env(nil)), WithSeeds(silentSeed(t, accepted)), WithPipelining(pipelining))
 			require.ErrorIs(t, err, ErrNoSeeds)
 			require.ErrorIs(t, err, context.Canceled)
 			assert.NotErrorIs(t, err, ErrAttemptTimeout)
+			assert.True(t, closedByPeer(<-accepted), "the failed Dial closed its connection")
 
-			addr = silentSeed(t, func() {})
-			_, err = Dial(context.Background(), WithEnv(env(nil)), WithSeeds(addr), WithPipelining(pipelining),
+			accepted = make(chan net.Conn, 1)
+			_, err = Dial(context.Background(), WithEnv(env(nil)), WithSeeds(silentSeed(t, accepted)), WithPipelining(pipelining),
 				WithAttemptTimeout(20*time.Millisecond))
 			require.ErrorIs(t, err, ErrNoSeeds)
 			require.ErrorIs(t, err, ErrAttemptTimeout)
 			assert.NotErrorIs(t, err, context.DeadlineExceeded, "the caller's context did not end")
+			assert.True(t, closedByPeer(<-accepted), "the failed Dial closed its connection")
 		})
 	}
 }
