@@ -53,6 +53,15 @@ func TestR5_Backoff(t *testing.T) {
 		})
 	}
 
+	t.Run("MaxBackoff zero is no cap, Backoff zero no wait", func(t *testing.T) {
+		uncapped := p
+		uncapped.MaxBackoff = 0
+		assert.Equal(t, 30*time.Second, middleware.Delay(uncapped, 300, moved, now, time.Time{}))
+		none := p
+		none.Backoff = 0
+		assert.Zero(t, middleware.Delay(none, 3, migrating, now, time.Time{}))
+	})
+
 	t.Run("stack sleeps 100 then 200", func(t *testing.T) {
 		s := newStack(t, policy(func(p *runtime.RetryPolicy) { p.MaxAttempts = 4 }), []mwt.Outcome{
 			mwt.Answer(zaris.KvStatus_Unavailable), mwt.Answer(zaris.KvStatus_Unavailable), mwt.Answer(zaris.KvStatus_Ok),

@@ -31,9 +31,10 @@ const (
 type RetryPolicy struct {
 	// MaxAttempts caps the attempts of one call, the first included (R4). Default 3.
 	MaxAttempts int
-	// Backoff is the base delay: before attempt n+1 the client waits Backoff*n (R5). Default 100 ms.
+	// Backoff is the base delay: before attempt n+1 the client waits Backoff*n (R5); zero
+	// means no wait. Default 100 ms.
 	Backoff time.Duration
-	// MaxBackoff caps one delay (R5). Default 2 s.
+	// MaxBackoff caps one delay (R5); zero means no cap. Default 2 s.
 	MaxBackoff time.Duration
 	// MigratingFactor multiplies the delay after a Migrating answer (R5). Default 8.
 	MigratingFactor int
