@@ -68,13 +68,24 @@ func (c *Engine) fetchFrom(ctx context.Context, addr string) (m *zaris.ClusterMa
 	ctx, cancel := context.WithTimeout(ctx, c.cfg.AttemptTimeout)
 	defer cancel()
 	defer func() {
-		switch {
-		case err == nil:
-		case parent.Err() != nil:
-			if !errors.Is(err, parent.Err()) {
-				err = fmt.Errorf("%w: %w", parent.Err(), err)
+		if err == nil {
+			return
+		}
+		if perr := parent.Err(); perr != nil {
+			if !errors.Is(err, perr) {
+				err = fmt.Errorf("%w: %w", perr, err)
 			}
-		case ctx.Err() != nil:
+			return
+		}
+		// The socket's deadline may fire before the context's timer does: tell the
+		// deadline that passed by the clock, not by the contexts' errors.
+		dl, _ := ctx.Deadline()
+		if time.Now().Before(dl) {
+			return
+		}
+		if pdl, ok := parent.Deadline(); ok && !pdl.After(dl) {
+			err = fmt.Errorf("%w: %w", context.DeadlineExceeded, err)
+		} else {
 			err = fmt.Errorf("%w: no map within %s: %w", ErrAttemptTimeout, c.cfg.AttemptTimeout, err)
 		}
 	}()

@@ -705,9 +705,10 @@ func closedByPeer(c net.Conn) bool {
 }
 
 // TestDialOverASilentSeedSaysWhyItStopped: a seed that accepts the connection and never
-// answers ends the bootstrap when Dial's context ends, with an error matching the
-// context's error (as when the dial itself is cut short), or when the attempt timeout
-// passes, with an error matching ErrAttemptTimeout; both match ErrNoSeeds.
+// answers ends the bootstrap when Dial's context ends (cancelled, or past its deadline),
+// with an error matching the context's error (as when the dial itself is cut short), or
+// when the attempt timeout passes, with an error matching ErrAttemptTimeout; all match
+// ErrNoSeeds, and the connection to the seed is closed.
 func TestDialOverASilentSeedSaysWhyItStopped(t *testing.T) {
 	for _, pipelining := range []bool{true, false} {
 		t.Run(fmt.Sprintf("pipelining %v", pipelining), func(t *testing.T) {
@@ -731,6 +732,16 @@ func TestDialOverASilentSeedSaysWhyItStopped(t *testing.T) {
 			require.ErrorIs(t, err, ErrNoSeeds)
 			require.ErrorIs(t, err, ErrAttemptTimeout)
 			assert.NotErrorIs(t, err, context.DeadlineExceeded, "the caller's context did not end")
+			assert.True(t, closedByPeer(<-accepted), "the failed Dial closed its connection")
+
+			// The caller's deadline, before the attempt timeout, is the caller's.
+			accepted = make(chan net.Conn, 1)
+			short, cancelShort := context.WithTimeout(context.Background(), 20*time.Millisecond)
+			defer cancelShort()
+			_, err = Dial(short, WithEnv(env(nil)), WithSeeds(silentSeed(t, accepted)), WithPipelining(pipelining))
+			require.ErrorIs(t, err, ErrNoSeeds)
+			require.ErrorIs(t, err, context.DeadlineExceeded)
+			assert.NotErrorIs(t, err, ErrAttemptTimeout)
 			assert.True(t, closedByPeer(<-accepted), "the failed Dial closed its connection")
 		})
 	}
