@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -81,8 +82,16 @@ func Dial(ctx context.Context, opts ...Option) (*Engine, error) {
 	return nil, fmt.Errorf("%w: %w", ErrNoSeeds, errors.Join(errs...))
 }
 
-// Config returns the client's configuration.
-func (c *Engine) Config() Config { return c.cfg }
+// Config returns a copy of the client's configuration: changing it changes nothing of
+// the client's.
+func (c *Engine) Config() Config {
+	cfg := c.cfg
+	cfg.Seeds = slices.Clone(cfg.Seeds)
+	cfg.CallMiddleware = slices.Clone(cfg.CallMiddleware)
+	cfg.AttemptMiddleware = slices.Clone(cfg.AttemptMiddleware)
+	cfg.Classifiers = slices.Clone(cfg.Classifiers)
+	return cfg
+}
 
 // Refresher returns the client's shared map refresher, which the refresh middleware asks
 // for refreshes (rules R2, R3, R6, B1).

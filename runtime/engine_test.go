@@ -369,4 +369,17 @@ func TestEngineAccessors(t *testing.T) {
 	m := mc.Map()
 	m.Epoch = 100
 	assert.Equal(t, int64(9), mc.Map().Epoch, "Map returns a copy")
+
+	mw := func(next Handler) Handler { return next }
+	cls := func(Outcome) (Class, bool) { return Answer, true }
+	mc = newMockEngine(t, testMap(9, 4, 1), WithCallMiddleware(mw), WithAttemptMiddleware(mw), WithClassifiers(cls))
+	cfg := mc.Config()
+	seed := cfg.Seeds[0]
+	cfg.Seeds[0] = "elsewhere:1"
+	cfg.CallMiddleware[0], cfg.AttemptMiddleware[0], cfg.Classifiers[0] = nil, nil, nil
+	cfg = mc.Config()
+	assert.Equal(t, seed, cfg.Seeds[0], "Config returns a copy")
+	assert.NotNil(t, cfg.CallMiddleware[0])
+	assert.NotNil(t, cfg.AttemptMiddleware[0])
+	assert.NotNil(t, cfg.Classifiers[0])
 }
