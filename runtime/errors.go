@@ -36,7 +36,8 @@ var (
 	// ErrNoResponse: a node's reply carried no response struct.
 	ErrNoResponse = errors.New("zaris: no response in reply")
 	// ErrRequestTooLarge: the request's encoding is over the client's message limit
-	// (16 MiB), so it was not sent; no node would take it, so it is not retried.
+	// (16 MiB), so it was not sent; no node would take it, so it is not retried. Framed
+	// and header transports check the limit; the buffered transport does not, and sends it.
 	ErrRequestTooLarge = errors.New("zaris: request too large")
 )
 
