@@ -16,13 +16,14 @@ import (
 )
 
 // TestRequestTooLargeIsRefusedUnsent: a request larger than the client's message limit
-// never leaves the client. Whatever the protocol and connection mode, the call ends after
-// one attempt, not sent, with an error matching ErrRequestTooLarge: an idempotent Put is not
-// retried into the same refusal, and a non-idempotent Increment is not reported in doubt.
-// A multi-key call whose sub-request is too large gives each of its items that error.
+// never leaves the client over a framed or header transport, pooled or pipelined: the call
+// ends after one attempt, not sent, with an error matching ErrRequestTooLarge. An
+// idempotent Put is not retried into the same refusal, and a non-idempotent Increment is
+// not reported in doubt. A multi-key call whose sub-request is too large gives each of its
+// items that error. The buffered transport has no frame to check, and sends it.
 func TestRequestTooLargeIsRefusedUnsent(t *testing.T) {
 	huge := bytes.Repeat([]byte("x"), 17<<20)
-	for _, p := range []runtime.Protocol{runtime.ProtocolBinary, runtime.ProtocolCompact, runtime.ProtocolHeader} {
+	for _, p := range []runtime.Protocol{runtime.ProtocolBinary, runtime.ProtocolHeader} {
 		for _, pipelined := range []bool{false, true} {
 			t.Run(fmt.Sprintf("%s pipelined %v", p, pipelined), func(t *testing.T) {
 				kv, h := oneNodeClient(t, runtime.WithProtocol(p), runtime.WithPipelining(pipelined))
@@ -44,6 +45,15 @@ func TestRequestTooLargeIsRefusedUnsent(t *testing.T) {
 			})
 		}
 	}
+
+	t.Run("buffered transport sends it", func(t *testing.T) {
+		kv, _ := oneNodeClient(t, runtime.WithTransport(runtime.TransportBuffered), runtime.WithPipelining(false))
+		_, err := kv.Put(context.Background(), &zaris.PutRequest{Key: []byte("k"), Value: huge})
+		assert.NotErrorIs(t, err, runtime.ErrRequestTooLarge)
+		var ce *runtime.CallError
+		require.ErrorAs(t, err, &ce)
+		assert.True(t, ce.Attempts[0].Sent, "no frame to check: the node got it (and refused Put)")
+	})
 
 	t.Run("MultiPut", func(t *testing.T) {
 		kv, _ := oneNodeClient(t)
