@@ -317,8 +317,7 @@ func TestB5_AttemptTimeoutOverTheWire(t *testing.T) {
 			call.Deadline = time.Now().Add(30 * time.Millisecond)
 			_, err = cl.Invoke(context.Background(), call)
 			require.ErrorIs(t, err, context.DeadlineExceeded)
-			assert.NotErrorIs(t, err, ErrAttemptTimeout)
-			assert.Less(t, call.Attempts[0].Duration, 100*time.Millisecond)
+			assert.NotErrorIs(t, err, ErrAttemptTimeout, "the call's deadline ended it, not the attempt timeout")
 		})
 	}
 }
