@@ -280,7 +280,7 @@ func (g *pipeGroup) gone() bool {
 }
 
 // The states of a pcall. A pcall moves queued -> written -> reading -> done as its request
-// is written and its reply read, or -> reading -> done when its connection fails; when its
+// is written and its reply read, or -> failing -> done when its connection fails; when its
 // deadline passes first, the sweep or a flush moves it queued -> expired, or written (or
 // reading, its reply stalled halfway) -> swept, and tells its caller. The caller that
 // leaves on its own (its context, its timer) swaps in abandoned. A pcall expired, swept or
@@ -288,11 +288,12 @@ func (g *pipeGroup) gone() bool {
 const (
 	stQueued int32 = iota
 	stWritten
-	stReading // a reply or a failure is being delivered
+	stReading // its reply is being read, or the failure of its read delivered
 	stDone
 	stAbandoned
 	stExpired // its deadline passed while it was queued: dropped unwritten
 	stSwept   // its deadline passed after it was written: its reply will be dropped
+	stFailing // its connection's failure is being delivered, with whether it was written
 )
 
 // Errors of pipelined connections. Those of a failed connection are Thrift transport or
@@ -323,7 +324,7 @@ type pcall struct {
 	mark   uint64        // the connection's reply count when the request was written
 	done   chan struct{} // receives once the reply or the failure is delivered
 
-	// Set by whoever moved state to stReading, read by the caller after done.
+	// Set by whoever moved state to stReading or stFailing, read by the caller after done.
 	err  error
 	sent bool
 
@@ -413,15 +414,18 @@ func (p *pcall) wait(ctx context.Context) error {
 		p.timer.Stop()
 	}
 	switch p.state.Swap(stAbandoned) {
-	case stDone:
-		// The reply won the race: take it.
-		p.state.Store(stDone)
+	case stDone, stFailing:
+		// The reply, or the connection's failure (told at once, and only it knows whether
+		// the request was written), won the race: take it.
 		<-p.done
+		p.state.Store(stDone)
 		p.wasSent = p.sent
 		return p.err
 	case stQueued, stExpired:
 		p.wasSent = false // the writer skips it, or dropped it: nothing goes on the wire
 	default:
+		// Written, or taken by a flush that writes it unless the connection fails first:
+		// in doubt.
 		p.wasSent = true
 	}
 	p.abandoned = true
@@ -461,7 +465,7 @@ func (p *pcall) encode(ctx context.Context, args thrift.TStruct) error {
 	return p.out.Flush(ctx)
 }
 
-// deliver hands p its outcome; the caller of deliver moved p to stReading.
+// deliver hands p its outcome; the caller of deliver moved p to stReading or stFailing.
 func (p *pcall) deliver(err error, sent bool) {
 	p.err, p.sent = err, sent
 	p.state.Store(stDone)
@@ -508,6 +512,10 @@ type pipeConn struct {
 	kick    chan struct{} // wakes the writer goroutine
 
 	wg sync.WaitGroup // the reader, writer and sweep goroutines
+
+	// failClaimed, set by tests only, runs when the connection's failure has claimed a call
+	// and not yet told it.
+	failClaimed func(p *pcall)
 }
 
 func newPipeConn(raw net.Conn, ps *pipelines) (*pipeConn, error) {
@@ -626,9 +634,7 @@ func (c *pipeConn) flush() {
 			c.mu.Unlock()
 			// Failed while the batch was assembled: none of it was written.
 			for _, p := range batch {
-				if p.state.CompareAndSwap(stWritten, stReading) {
-					p.deliver(err, false)
-				}
+				c.failCall(p, stWritten, err, false)
 				c.release()
 			}
 			return
@@ -776,16 +782,24 @@ func (c *pipeConn) fail(err error) {
 	c.mu.Unlock()
 	c.raw.Close()
 	for _, p := range queued {
-		if p.state.CompareAndSwap(stQueued, stReading) {
-			p.deliver(err, false)
-		}
+		c.failCall(p, stQueued, err, false)
 		c.pending.Add(-1)
 	}
 	for _, p := range inflight {
-		if p.state.CompareAndSwap(stWritten, stReading) {
-			p.deliver(err, true)
-		}
+		c.failCall(p, stWritten, err, true)
 		c.pending.Add(-1)
+	}
+}
+
+// failCall tells p, in state from, the connection's failure err, unless its caller or the
+// sweep ended it first; sent says whether its request was written. A caller that leaves
+// meanwhile waits for it, so that its attempt's Sent is exact.
+func (c *pipeConn) failCall(p *pcall, from int32, err error, sent bool) {
+	if p.state.CompareAndSwap(from, stFailing) {
+		if c.failClaimed != nil {
+			c.failClaimed(p)
+		}
+		p.deliver(err, sent)
 	}
 }
 

@@ -848,3 +848,41 @@ func TestPipelined_CallBehindARequestInFlightLeavesTheWriteToTheWriter(t *testin
 	close(gated.gate)
 	close(srv.kv.release)
 }
+
+// TestPipelined_CallerLeavingAsItsConnectionFailsWhileQueued: a caller that leaves at the
+// very moment its connection fails, its request still queued (the failure has taken it
+// off the queue and not yet told it), reports the attempt not sent: the request was never
+// written.
+func TestPipelined_CallerLeavingAsItsConnectionFailsWhileQueued(t *testing.T) {
+	ps, conn := silentConn(t)
+	conn.writeMu.Lock() // the writer is busy: the request stays queued
+	defer conn.writeMu.Unlock()
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	p := ps.getCall()
+	p.conn, p.deadline = conn, time.Now().Add(time.Hour)
+	ended := make(chan error, 1)
+	go func() {
+		_, err := opPut.Invoke(ctx, &p.kv, &zaris.PutRequest{Key: []byte("k"), Value: []byte("v")})
+		ended <- err
+	}()
+	eventually(t, func() bool { return conn.queued() == 1 })
+
+	conn.failClaimed = func(claimed *pcall) {
+		if claimed != p {
+			return
+		}
+		cancel() // the caller leaves now
+		// Until it has given up on its request (it may wait for the failure to be told).
+		eventually(t, func() bool { return p.state.Load() == stAbandoned })
+	}
+	conn.fail(errConnClosed)
+	select {
+	case err := <-ended:
+		require.Error(t, err)
+	case <-time.After(10 * time.Second): // a hang detector, not a timing assertion
+		t.Fatal("the caller did not return")
+	}
+	assert.False(t, p.wasSent, "the request was still queued: it was never written")
+	assert.Zero(t, conn.pending.Load())
+}
