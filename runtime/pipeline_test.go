@@ -5,6 +5,7 @@ import (
 	"encoding/binary"
 	"errors"
 	"fmt"
+	"math"
 	"net"
 	goruntime "runtime"
 	"runtime/debug"
@@ -885,4 +886,47 @@ func TestPipelined_CallerLeavingAsItsConnectionFailsWhileQueued(t *testing.T) {
 	}
 	assert.False(t, p.wasSent, "the request was still queued: it was never written")
 	assert.Zero(t, conn.pending.Load())
+}
+
+// TestPipelined_SeqidWrapsAround: a connection's seqids wrap from int32 max to int32 min,
+// with requests in flight across the wrap, over every protocol and transport; each reply
+// still matches its request and the connection stays open.
+func TestPipelined_SeqidWrapsAround(t *testing.T) {
+	servers := map[serverKind]*testServer{}
+	for _, kind := range []serverKind{headerServer, jsonFramedServer, jsonBufferedServer} {
+		servers[kind] = startServer(t, kind, nil)
+	}
+	for _, p := range []Protocol{ProtocolBinary, ProtocolCompact, ProtocolJSON, ProtocolHeader} {
+		for _, tr := range []Transport{TransportFramed, TransportBuffered} {
+			t.Run(fmt.Sprintf("%s-%s", p, tr), func(t *testing.T) {
+				kind := headerServer
+				if p == ProtocolJSON {
+					kind = map[Transport]serverKind{TransportFramed: jsonFramedServer, TransportBuffered: jsonBufferedServer}[tr]
+				}
+				srv := servers[kind]
+				ps, conn := openPipeConn(t, srv.addr, WithProtocol(p), WithTransport(tr))
+				conn.seq.Store(math.MaxInt32 - 2)
+				const n = 6
+				var wg sync.WaitGroup
+				for i := range n {
+					wg.Go(func() {
+						k := fmt.Sprintf("wrap-%s-%s-%d", p, tr, i)
+						p := ps.getCall()
+						defer ps.putCall(p)
+						p.conn, p.deadline = conn, time.Now().Add(time.Minute)
+						_, err := opPut.Invoke(context.Background(), &p.kv, &zaris.PutRequest{Key: []byte(k), Value: []byte(k)})
+						assert.NoError(t, err)
+						resp, err, _ := getOn(ps, conn, k)
+						if assert.NoError(t, err) {
+							assert.Equal(t, k, string(resp.(*zaris.GetResponse).Value), "the reply of another request")
+						}
+					})
+				}
+				wg.Wait()
+				assert.Equal(t, int32(math.MinInt32+2*n-3), conn.seq.Load(), "the seqids wrapped")
+				assert.Equal(t, uint64(2*n), conn.replies.Load())
+				assert.NoError(t, conn.failure())
+			})
+		}
+	}
 }
