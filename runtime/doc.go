@@ -56,12 +56,13 @@
 // By default the calls to one node that are in flight together share a few connections
 // (Pipelining.Conns); WithPipelining(false) or ZARIS_PIPELINE=false turns this off. A call
 // encodes its request with a protocol of its own into a buffer and queues it. On an idle
-// connection the call writes it itself; behind requests written and unanswered it leaves
-// the write to the connection's writer goroutine, which lets the callers woken by the same
-// replies queue theirs first and sends everything queued in one write. The connection's
-// reader goroutine reads the replies
-// in order, checks each one's seqid and method against the oldest request written, and
-// decodes it into that call's result. This is plain Thrift on the wire: a Thrift server
+// connection the call writes it itself if it fits in a socket buffer (16 KiB), so that no
+// caller is held by a write the node does not take in; behind requests written and
+// unanswered, or when larger, it leaves the write to the connection's writer goroutine,
+// which lets the callers woken by the same replies queue theirs first and sends everything
+// queued in one write. The connection's reader goroutine reads the replies in order,
+// checks each one's seqid and method against the oldest request written, and decodes it
+// into that call's result. This is plain Thrift on the wire: a Thrift server
 // answers a connection's requests in order. A reply out of order, one for a request never
 // sent, or one cut short fails that connection, and only it. A request still queued when
 // its attempt ends (the caller's context, the attempt timeout) is never written: the

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"maps"
+	"math"
 	"net"
 	goruntime "runtime"
 	"slices"
@@ -567,10 +568,14 @@ func (c *pipeConn) enqueue(p *pcall) error {
 	c.pending.Add(1)
 	c.startSweep()
 	c.mu.Unlock()
+	// The caller writes one batch at most, and only what fits in the socket's buffer: a
+	// larger write could hold it for as long as the node does not read.
 	if idle && c.writeMu.TryLock() {
-		c.flush()
+		wrote := c.flushOnce(bufferSize)
 		c.writeMu.Unlock()
-		return nil
+		if wrote {
+			return nil // whoever queued meanwhile woke the writer
+		}
 	}
 	select {
 	case c.kick <- struct{}{}:
@@ -591,70 +596,79 @@ func (c *pipeConn) writeLoop() {
 		// first and queue their requests, which then share this write.
 		goruntime.Gosched()
 		c.writeMu.Lock()
-		c.flush()
+		for c.flushOnce(math.MaxInt) {
+		}
 		c.writeMu.Unlock()
 	}
 }
 
-// flush writes everything queued in one write, until the queue is empty. The caller holds
-// writeMu.
-func (c *pipeConn) flush() {
-	for {
-		c.mu.Lock()
-		q := c.queue
-		if len(q) == 0 || c.err != nil {
-			c.mu.Unlock()
-			return
-		}
-		c.queue = c.spare[:0]
+// flushOnce writes everything queued in one write, unless it comes to more than limit
+// bytes. It reports whether it took the queue: false when the queue was empty, over limit
+// or the connection failed. The caller holds writeMu.
+func (c *pipeConn) flushOnce(limit int) bool {
+	c.mu.Lock()
+	q := c.queue
+	if len(q) == 0 || c.err != nil || limit < math.MaxInt && queuedBytes(q) > limit {
 		c.mu.Unlock()
+		return false
+	}
+	c.queue = c.spare[:0]
+	c.mu.Unlock()
 
-		buf, batch := c.wbuf[:0], c.batch[:0]
-		mark := c.replies.Load()
-		now := time.Now()
-		for _, p := range q {
-			p.mark = mark // before the swap, which publishes it to a caller that times out
-			if !now.Before(p.deadline) && p.expire(stQueued, stExpired, false) {
-				// Its attempt ended while it was queued: it is not written, and its caller
-				// is told so now.
-				c.release()
-				continue
-			}
-			if !p.state.CompareAndSwap(stQueued, stWritten) {
-				c.release() // its caller left while it was queued
-				continue
-			}
-			buf = append(buf, p.enc.Bytes()...)
-			batch = append(batch, p)
+	buf, batch := c.wbuf[:0], c.batch[:0]
+	mark := c.replies.Load()
+	now := time.Now()
+	for _, p := range q {
+		p.mark = mark // before the swap, which publishes it to a caller that times out
+		if !now.Before(p.deadline) && p.expire(stQueued, stExpired, false) {
+			// Its attempt ended while it was queued: it is not written, and its caller
+			// is told so now.
+			c.release()
+			continue
 		}
-		clear(q)
-		c.spare = q[:0]
-		c.mu.Lock()
-		if err := c.err; err != nil {
-			c.mu.Unlock()
-			// Failed while the batch was assembled: none of it was written.
-			for _, p := range batch {
-				c.failCall(p, stWritten, err, false)
-				c.release()
-			}
-			return
+		if !p.state.CompareAndSwap(stQueued, stWritten) {
+			c.release() // its caller left while it was queued
+			continue
 		}
-		c.inflight = append(c.inflight, batch...)
+		buf = append(buf, p.enc.Bytes()...)
+		batch = append(batch, p)
+	}
+	clear(q)
+	c.spare = q[:0]
+	c.mu.Lock()
+	if err := c.err; err != nil {
 		c.mu.Unlock()
-		clear(batch)
-		c.wbuf, c.batch = buf, batch[:0]
-		if len(buf) > 0 {
-			// A node that takes in no batch for a whole attempt timeout is treated as one
-			// that sends no reply for as long (see Call): the connection fails. Without
-			// the bound it would hold the writer, often a caller whose own timer is not
-			// yet running, for as long as the node does not read.
-			c.raw.SetWriteDeadline(time.Now().Add(c.writeTimeout))
-			if _, err := c.raw.Write(buf); err != nil {
-				c.fail(thrift.NewTTransportExceptionFromError(err))
-				return
-			}
+		// Failed while the batch was assembled: none of it was written.
+		for _, p := range batch {
+			c.failCall(p, stWritten, err, false)
+			c.release()
+		}
+		return true
+	}
+	c.inflight = append(c.inflight, batch...)
+	c.mu.Unlock()
+	clear(batch)
+	c.wbuf, c.batch = buf, batch[:0]
+	if len(buf) > 0 {
+		// A node that takes in no batch for a whole attempt timeout is treated as one
+		// that sends no reply for as long (see Call): the connection fails. Without
+		// the bound it would hold the writer, often a caller whose own timer is not
+		// yet running, for as long as the node does not read.
+		c.raw.SetWriteDeadline(time.Now().Add(c.writeTimeout))
+		if _, err := c.raw.Write(buf); err != nil {
+			c.fail(thrift.NewTTransportExceptionFromError(err))
 		}
 	}
+	return true
+}
+
+// queuedBytes is the size of the requests in q.
+func queuedBytes(q []*pcall) int {
+	n := 0
+	for _, p := range q {
+		n += p.enc.Len()
+	}
+	return n
 }
 
 // release counts one request out of the connection, and closes a retired connection once

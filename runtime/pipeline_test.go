@@ -930,3 +930,60 @@ func TestPipelined_SeqidWrapsAround(t *testing.T) {
 		}
 	}
 }
+
+// stallConn is a connection to a node that reads nothing: every write blocks until the
+// connection is closed.
+type stallConn struct {
+	net.Conn
+	writing chan struct{} // closed when the first write starts
+	once    sync.Once
+	closed  chan struct{}
+	close   sync.Once
+}
+
+func (s *stallConn) Write([]byte) (int, error) {
+	s.once.Do(func() { close(s.writing) })
+	<-s.closed
+	return 0, net.ErrClosed
+}
+
+func (s *stallConn) Close() error {
+	s.close.Do(func() { close(s.closed) })
+	return s.Conn.Close()
+}
+
+// TestPipelined_CallerLeavesWhileALargeRequestIsWritten: on an idle connection, a request
+// larger than the socket's buffer is written by the writer goroutine, not by its caller, so
+// that a caller whose node reads nothing leaves with its context, not at the write timeout
+// (an attempt timeout). The request may be partly written: in doubt.
+func TestPipelined_CallerLeavesWhileALargeRequestIsWritten(t *testing.T) {
+	srv := startServer(t, headerServer, nil)
+	cfg, err := NewConfig(WithEnv(env(nil)), WithSeeds(srv.addr), WithAttemptTimeout(time.Hour))
+	require.NoError(t, err)
+	ps := newPipelines(cfg)
+	raw, err := ps.dialSocket(context.Background(), srv.addr)
+	require.NoError(t, err)
+	stall := &stallConn{Conn: raw, writing: make(chan struct{}), closed: make(chan struct{})}
+	conn, err := newPipeConn(stall, ps)
+	require.NoError(t, err)
+	t.Cleanup(func() { conn.fail(errConnClosed); conn.wg.Wait() })
+
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	p := ps.getCall()
+	p.conn, p.deadline = conn, time.Now().Add(time.Hour)
+	done := make(chan error, 1)
+	go func() {
+		_, err := opPut.Invoke(ctx, &p.kv, &zaris.PutRequest{Key: []byte("k"), Value: make([]byte, 4*bufferSize)})
+		done <- err
+	}()
+	<-stall.writing
+	cancel()
+	select {
+	case err := <-done:
+		require.ErrorIs(t, err, context.Canceled)
+		assert.True(t, p.wasSent, "the request may be partly written: in doubt")
+	case <-time.After(10 * time.Second): // a hang detector, not a timing assertion
+		t.Fatal("the caller is held by the write of its own request")
+	}
+}
