@@ -68,10 +68,12 @@
 // its attempt ends (the caller's context, the attempt timeout) is never written: the
 // attempt is not sent, so it may be retried whatever the operation (rule B2). One written
 // and not answered is in doubt; the caller leaves at once, and the reply, when it comes, is
-// read and dropped on a connection that stays in use. A connection that gives no reply for
-// a whole attempt timeout is closed, and every call in flight on it fails with
-// ErrTransport, as is one the node takes no write from for a whole attempt timeout; a
-// node that dies fails all its calls at once. A request whose deadline passed while it was
+// read and dropped on a connection that stays in use, unless the node seems dead: a call
+// whose attempt timeout passes with no reply at all on its connection since its request
+// was written closes the connection, and every call in flight on it fails with
+// ErrTransport (the connection was then silent for that attempt timeout less what the
+// attempt spent before the write, dialing or queued). So does a node that takes no write
+// for a whole attempt timeout; a node that dies fails all its calls at once. A request whose deadline passed while it was
 // queued is dropped unwritten. A pipelined call waits on its reply and its context alone:
 // while callers wait on a connection, its sweep ends the calls past their attempt timeout
 // every 1/64 of it (at least 1 ms, at most 10 ms), so the attempt timeout may fire up to
@@ -114,9 +116,9 @@
 // ErrNodeUnavailable (no connection: the dial failed, the node left the map, or none was
 // free within the attempt timeout; not sent), ErrTransport (a Thrift transport or protocol
 // failure: sent, unless the request was still queued on a pipelined connection that
-// failed; Attempt.Sent says which), ErrAttemptTimeout (the per-attempt timeout, rule B5: sent),
-// ErrRequestTooLarge (the request's encoding is over the client's message limit: not sent,
-// not retried), ErrClosed.
+// failed; Attempt.Sent says which), ErrAttemptTimeout (the per-attempt timeout, rule B5: sent, unless
+// the request was still queued on a pipelined connection), ErrRequestTooLarge (the request's
+// encoding is over the client's message limit: not sent, not retried), ErrClosed.
 // Any error closes the pooled connection it happened on; a pipelined connection is closed
 // only by a failure of the connection itself (see above), so an application exception or
 // a caller that left early leaves it in use. An error the client does

@@ -87,7 +87,8 @@ func (c *pipeConn) sweep(now time.Time) bool {
 
 // silentSince reports whether the connection gave no reply at all since p, whose deadline
 // passed, was written, and that deadline was its attempt timeout (not a call's own
-// deadline): then the connection is silent for a whole attempt timeout.
+// deadline): then the connection is silent for an attempt timeout less what p's attempt
+// spent before its write (dialing, queued).
 func (c *pipeConn) silentSince(p *pcall) bool {
 	return !p.callBound && c.replies.Load() == p.mark
 }
