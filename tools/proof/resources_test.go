@@ -111,11 +111,45 @@ func clientGoroutines() []string {
 // were before the test.
 func TestResources_PoolsStayBoundedThroughFiftyKillsAndRestarts(t *testing.T) {
 	const (
-		nodes    = 3
 		poolSize = 4
-		workers  = 8
 		cycles   = 50
 	)
+	opts := []runtime.Option{runtime.WithPoolSize(poolSize)}
+	var tr *connTracker
+	withTracker := func(cfg runtime.Config) []runtime.Option {
+		tr = &connTracker{dial: runtime.DefaultDialer(cfg)}
+		return []runtime.Option{runtime.WithDialer(tr.dialer)}
+	}
+	churnNodes(t, cycles, opts, withTracker, func(cycle int) {
+		require.LessOrEqual(t, tr.live.Load(), int64(churnNodeCount*poolSize), "cycle %d: live connections", cycle)
+	}, func() {
+		t.Logf("dials %d, peak live connections %d", tr.dials.Load(), tr.peak.Load())
+		assert.LessOrEqual(t, tr.peak.Load(), int64(churnNodeCount*poolSize), "the pools are bounded")
+		assert.Greater(t, tr.dials.Load(), int64(churnNodeCount*poolSize), "killed connections were dialed again")
+		assert.Zero(t, tr.live.Load(), "connections left open by Close")
+	})
+}
+
+// TestResources_PipelinedConnectionsThroughKillsAndRestarts is the same churn with
+// pipelined connections (the default, which needs the built-in dialer) and callers that
+// leave early too: Close must leave no goroutine of the client and none of its sockets,
+// and closing the cluster must bring the process back to where it was.
+func TestResources_PipelinedConnectionsThroughKillsAndRestarts(t *testing.T) {
+	opts := []runtime.Option{runtime.WithPipelining(true), runtime.WithPipelineConns(2)}
+	churnNodes(t, 20, opts, nil, nil, nil)
+}
+
+// churnNodeCount is the cluster size of churnNodes.
+const churnNodeCount = 3
+
+// churnNodes runs 8 workers calling without pause (Puts and Gets, every third call with a
+// context that ends within a few milliseconds) through a client dialed with opts (and
+// extra(cfg)'s options, if extra is set) against a 3-node cluster while a node is killed
+// and restarted cycles times in turn, calling check after each cycle. Then it calls done,
+// closes the client and checks that it leaves no goroutine of the client, and that closing
+// the cluster brings the process's sockets and goroutines back to where they were.
+func churnNodes(t *testing.T, cycles int, opts []runtime.Option, extra func(runtime.Config) []runtime.Option, check func(cycle int), done func()) {
+	const workers = 8
 	// No garbage collection: its finalizers would close leaked sockets and hide a leak.
 	defer debug.SetGCPercent(debug.SetGCPercent(-1))
 	ignore := goleak.IgnoreCurrent()
@@ -123,7 +157,7 @@ func TestResources_PoolsStayBoundedThroughFiftyKillsAndRestarts(t *testing.T) {
 
 	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 	defer cancel()
-	c, err := store.NewCluster(ctx, store.ClusterConfig{Nodes: nodes, Segments: segments, FailureTimeout: time.Second})
+	c, err := store.NewCluster(ctx, store.ClusterConfig{Nodes: churnNodeCount, Segments: segments, FailureTimeout: time.Second})
 	require.NoError(t, err)
 	clusterClosed := false
 	defer func() {
@@ -132,15 +166,17 @@ func TestResources_PoolsStayBoundedThroughFiftyKillsAndRestarts(t *testing.T) {
 		}
 	}()
 
-	opts := []runtime.Option{
-		runtime.WithSeeds(c.Seeds()...), runtime.WithPoolSize(poolSize),
+	opts = append([]runtime.Option{
+		runtime.WithSeeds(c.Seeds()...),
 		runtime.WithAttemptTimeout(time.Second), runtime.WithRequestTimeout(3 * time.Second),
 		runtime.WithBackoff(10 * time.Millisecond),
+	}, opts...)
+	if extra != nil {
+		cfg, err := runtime.NewConfig(opts...)
+		require.NoError(t, err)
+		opts = append(opts, extra(cfg)...)
 	}
-	cfg, err := runtime.NewConfig(opts...)
-	require.NoError(t, err)
-	tr := &connTracker{dial: runtime.DefaultDialer(cfg)}
-	kv, err := zarisclient.Dial(ctx, append(opts, runtime.WithDialer(tr.dialer))...)
+	kv, err := zarisclient.Dial(ctx, opts...)
 	require.NoError(t, err)
 	closed := false
 	defer func() {
@@ -163,12 +199,17 @@ func TestResources_PoolsStayBoundedThroughFiftyKillsAndRestarts(t *testing.T) {
 				default:
 				}
 				key := []byte(fmt.Sprintf("r%d-%d", w, i%16))
+				cctx, ccancel := ctx, context.CancelFunc(func() {})
+				if i%3 == 2 {
+					cctx, ccancel = context.WithTimeout(ctx, time.Duration(1+i%5)*time.Millisecond)
+				}
 				var err error
 				if i%2 == 0 {
-					_, err = kv.Put(ctx, &zaris.PutRequest{Key: key, Value: []byte("v")})
+					_, err = kv.Put(cctx, &zaris.PutRequest{Key: key, Value: []byte("v")})
 				} else {
-					_, err = kv.Get(ctx, &zaris.GetRequest{Key: key})
+					_, err = kv.Get(cctx, &zaris.GetRequest{Key: key})
 				}
+				ccancel()
 				if err != nil {
 					errs.Add(1)
 				} else {
@@ -186,28 +227,28 @@ func TestResources_PoolsStayBoundedThroughFiftyKillsAndRestarts(t *testing.T) {
 		}
 	}
 	waitCalls(100)
-	assert.LessOrEqual(t, tr.live.Load(), int64(nodes*poolSize))
 	for i := range cycles {
-		id := int32(i%nodes) + 1
+		id := int32(i%churnNodeCount) + 1
 		require.NoError(t, c.Kill(id), "cycle %d: kill node %d", i, id)
 		require.NoError(t, c.Restart(ctx, id), "cycle %d: restart node %d", i, id)
 		waitCalls(10)
-		live := tr.live.Load()
-		require.LessOrEqual(t, live, int64(nodes*poolSize), "cycle %d: live connections", i)
+		if check != nil {
+			check(i)
+		}
 	}
 	// The cluster still serves this client after the churn.
 	require.NoError(t, c.WaitSettled(ctx))
 	waitCalls(100)
 	close(stop)
 	wg.Wait()
-	t.Logf("calls ok %d, failed %d; dials %d, peak live connections %d", ok.Load(), errs.Load(), tr.dials.Load(), tr.peak.Load())
-	assert.LessOrEqual(t, tr.peak.Load(), int64(nodes*poolSize), "the pools are bounded")
-	assert.Greater(t, tr.dials.Load(), int64(nodes*poolSize), "killed connections were dialed again")
+	t.Logf("calls ok %d, failed %d", ok.Load(), errs.Load())
 
-	// Close the client: no connection it dialed, no socket it opened, no goroutine of it.
+	// Close the client: no socket it opened, no goroutine of it.
 	require.NoError(t, kv.Close())
 	closed = true
-	assert.Zero(t, tr.live.Load(), "connections left open by Close")
+	if done != nil {
+		done()
+	}
 	eventually(t, func() bool { return len(clientGoroutines()) == 0 }, func() string {
 		return strings.Join(clientGoroutines(), "\n\n")
 	})
