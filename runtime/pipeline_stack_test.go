@@ -92,3 +92,33 @@ func TestPipelined_B2_IncrementInFlightOnAKilledNodeIsInDoubt(t *testing.T) {
 	require.NoError(t, err, "the engine reconnects")
 	assert.Equal(t, zaris.KvStatus_NotFound, resp.Status)
 }
+
+// TestPipelined_B2_IncrementQueuedOnAKilledNodeIsRetriedOnce: a non-idempotent Increment
+// still queued, never written, when its node's connections die was not sent: it is
+// retried (rule B2), on a new connection, and the node applies it once.
+func TestPipelined_B2_IncrementQueuedOnAKilledNodeIsRetriedOnce(t *testing.T) {
+	h := &incrementNode{arrived: make(chan struct{}, 8), hold: make(chan struct{})}
+	close(h.hold) // every Increment is answered at once
+	node := runtime.StartKillableNode(t, h)
+	h.cmap = runtime.OneNodeMap(node.Addr)
+	kv, err := zarisclient.Dial(context.Background(), runtime.WithEnv(func(string) (string, bool) { return "", false }),
+		runtime.WithSeeds(node.Addr), runtime.WithPipelining(true), runtime.WithPipelineConns(1),
+		runtime.WithBackoff(time.Millisecond))
+	require.NoError(t, err)
+	defer kv.Close()
+	runtime.PipelineEveryCall(kv.Engine())
+	_, err = kv.Get(context.Background(), &zaris.GetRequest{Key: []byte("warm")}) // opens the connection
+	require.NoError(t, err)
+
+	queued, release := runtime.HoldPipelinedWrites(kv.Engine(), node.Addr)
+	defer release()
+	errs := make(chan error, 1)
+	go func() {
+		_, err := kv.Increment(context.Background(), &zaris.IncrementRequest{Key: []byte("n"), Delta: 1})
+		errs <- err
+	}()
+	require.Eventually(t, func() bool { return queued() == 1 }, 10*time.Second, time.Millisecond)
+	node.DropConns() // the node's connections die with the Increment queued
+	require.NoError(t, <-errs, "retried, since it was never sent")
+	assert.Equal(t, int32(1), h.increments.Load(), "the node applied the Increment once")
+}

@@ -40,6 +40,32 @@ func dialPipelined(t *testing.T, addr string, conns int, opts ...Option) *Engine
 // flight to its node. Exported for the runtime_test package.
 func PipelineEveryCall(c *Engine) { c.pipes.soloPooled = false }
 
+// HoldPipelinedWrites holds the writes of every pipelined connection open to addr (there
+// must be one), so that the requests queued on them stay queued, and returns how many are
+// queued and the function that lets the writes go.
+// Exported for the runtime_test package.
+func HoldPipelinedWrites(c *Engine, addr string) (queued func() int, release func()) {
+	conns := pipeConnsOf(c, addr)
+	if len(conns) == 0 {
+		panic("no pipelined connection open to " + addr)
+	}
+	for _, pc := range conns {
+		pc.writeMu.Lock()
+	}
+	queued = func() int {
+		n := 0
+		for _, pc := range conns {
+			n += pc.queued()
+		}
+		return n
+	}
+	return queued, sync.OnceFunc(func() {
+		for _, pc := range conns {
+			pc.writeMu.Unlock()
+		}
+	})
+}
+
 // TestPipelined_ACallAloneTakesAPooledConnection: a call with no other in flight to its
 // node goes over a pooled connection; concurrent calls share a pipelined one.
 func TestPipelined_ACallAloneTakesAPooledConnection(t *testing.T) {
