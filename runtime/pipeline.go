@@ -154,10 +154,12 @@ type pipeGroup struct {
 	active atomic.Int32 // calls to the node in this mode, pooled or pipelined
 }
 
-// pipeSlot holds one connection of a group; mu is held while a connection is dialed into it.
+// pipeSlot holds one connection of a group; mu is held while a connection is dialed into
+// it, and dialed is closed when that dial ends.
 type pipeSlot struct {
-	mu   sync.Mutex
-	conn atomic.Pointer[pipeConn]
+	mu     sync.Mutex
+	conn   atomic.Pointer[pipeConn]
+	dialed atomic.Pointer[chan struct{}] // nil while no dial runs
 }
 
 // spreadAt is the calls queued or in flight on every open connection of a node at which a
@@ -194,7 +196,11 @@ func (g *pipeGroup) get(ctx context.Context, deadline time.Time) (*pipeConn, err
 				continue
 			}
 			if s.mu.TryLock() {
+				dialed := make(chan struct{})
+				s.dialed.Store(&dialed)
 				c, err := g.dialInto(ctx, s, deadline)
+				s.dialed.Store(nil)
+				close(dialed)
 				s.mu.Unlock()
 				if err != nil && best != nil && ctx.Err() == nil && !g.closed.Load() {
 					return best, nil // busy but open beats none
@@ -206,21 +212,41 @@ func (g *pipeGroup) get(ctx context.Context, deadline time.Time) (*pipeConn, err
 			return best, nil
 		}
 		// Every free slot is being dialed by another caller: wait for one, then look again.
-		for i := range g.slots {
-			if c := g.slots[i].conn.Load(); c == nil || c.failed.Load() {
-				g.slots[i].mu.Lock()
-				//lint:ignore SA2001 the lock is held for the length of a dial: this waits for it
-				g.slots[i].mu.Unlock()
-				break
-			}
-		}
-		if err := ctx.Err(); err != nil {
+		if err := g.waitDial(ctx, deadline); err != nil {
 			return nil, err
 		}
-		if !time.Now().Before(deadline) {
-			return nil, errNoConnInTime
-		}
 	}
+}
+
+// waitDial waits for the end of a dial into a free slot of g, within the caller's context
+// and deadline.
+func (g *pipeGroup) waitDial(ctx context.Context, deadline time.Time) error {
+	for i := range g.slots {
+		s := &g.slots[i]
+		if c := s.conn.Load(); c != nil && !c.failed.Load() {
+			continue
+		}
+		dialed := s.dialed.Load()
+		if dialed == nil {
+			goruntime.Gosched() // the dial is starting, or just ended: look again
+			break
+		}
+		t := time.NewTimer(time.Until(deadline))
+		defer t.Stop()
+		select {
+		case <-*dialed:
+		case <-ctx.Done():
+		case <-t.C:
+		}
+		break
+	}
+	if err := ctx.Err(); err != nil {
+		return err
+	}
+	if !time.Now().Before(deadline) {
+		return errNoConnInTime
+	}
+	return nil
 }
 
 // dialInto opens a connection in slot s, whose mu the caller holds, unless another caller

@@ -1013,3 +1013,57 @@ func TestPipelined_CallerLeavesWhileALargeRequestIsWritten(t *testing.T) {
 		t.Fatal("the caller is held by the write of its own request")
 	}
 }
+
+// TestPipelined_CallerWaitingOnAnotherCallsDialLeaves: a call that finds every slot of its
+// node being dialed by other calls waits for one of those dials, but leaves when its own
+// context ends or its own deadline passes, as a call waiting for a pooled connection does,
+// not when the other call's dial ends. Nothing is sent.
+func TestPipelined_CallerWaitingOnAnotherCallsDialLeaves(t *testing.T) {
+	for _, leave := range []string{"context", "call deadline"} {
+		t.Run(leave, func(t *testing.T) {
+			srv := startServer(t, headerServer, nil)
+			cl := dialPipelined(t, srv.addr, 1, WithAttemptTimeout(time.Hour))
+			dialing, gate := make(chan struct{}), make(chan struct{})
+			defer close(gate)
+			dialStarted := sync.OnceFunc(func() { close(dialing) })
+			cl.pipes.dialSocket = func(ctx context.Context, addr string) (net.Conn, error) {
+				dialStarted()
+				select { // a node slow to accept
+				case <-gate:
+				case <-ctx.Done():
+				}
+				return nil, errors.New("dial abandoned")
+			}
+			go cl.Invoke(context.Background(), getCall("first")) // dials, and holds the slot
+			<-dialing
+
+			ctx, cancel := context.WithCancel(context.Background())
+			defer cancel()
+			call := putCall("second", "x")
+			if leave == "call deadline" {
+				call.Deadline = time.Now().Add(20 * time.Millisecond) // not carried by ctx
+			}
+			done := make(chan error, 1)
+			go func() {
+				_, err := cl.Invoke(ctx, call)
+				done <- err
+			}()
+			g := (*cl.pipes.groups.Load())[srv.addr]
+			eventually(t, func() bool { return g.active.Load() == 2 }) // the second call looks for a connection
+			if leave == "context" {
+				cancel()
+			}
+			select {
+			case err := <-done:
+				if leave == "context" {
+					require.ErrorIs(t, err, context.Canceled)
+				} else {
+					require.ErrorIs(t, err, ErrNodeUnavailable, "no connection within its deadline")
+				}
+				assert.False(t, call.Attempts[0].Sent)
+			case <-time.After(10 * time.Second): // a hang detector, not a timing assertion
+				t.Fatal("the call waits for another call's dial past its own end")
+			}
+		})
+	}
+}
