@@ -57,20 +57,27 @@ func (n *incrementNode) MultiDelete(context.Context, *zaris.MultiDeleteRequest) 
 	return nil, thrift.NewTApplicationException(thrift.UNKNOWN_METHOD, "not served")
 }
 
-// TestPipelined_B2_IncrementInFlightOnAKilledNodeIsInDoubt: a non-idempotent Increment
-// written on a pipelined connection when the node's connections die is reported in doubt
-// and never replayed, while a Get in flight with it fails over to a retry and succeeds.
-func TestPipelined_B2_IncrementInFlightOnAKilledNodeIsInDoubt(t *testing.T) {
-	h := &incrementNode{arrived: make(chan struct{}, 8), hold: make(chan struct{})}
-	defer close(h.hold)
+// dialIncrementNode serves h on a killable node and dials it with one pipelined connection
+// that carries every call; the client is closed when the test ends.
+func dialIncrementNode(t *testing.T, h *incrementNode) (*runtime.KillableNode, *zarisclient.Client) {
 	node := runtime.StartKillableNode(t, h)
 	h.cmap = runtime.OneNodeMap(node.Addr)
 	kv, err := zarisclient.Dial(context.Background(), runtime.WithEnv(func(string) (string, bool) { return "", false }),
 		runtime.WithSeeds(node.Addr), runtime.WithPipelining(true), runtime.WithPipelineConns(1),
 		runtime.WithBackoff(time.Millisecond))
 	require.NoError(t, err)
-	defer kv.Close()
+	t.Cleanup(func() { kv.Close() })
 	runtime.PipelineEveryCall(kv.Engine())
+	return node, kv
+}
+
+// TestPipelined_B2_IncrementInFlightOnAKilledNodeIsInDoubt: a non-idempotent Increment
+// written on a pipelined connection when the node's connections die is reported in doubt
+// and never replayed, while a Get in flight with it fails over to a retry and succeeds.
+func TestPipelined_B2_IncrementInFlightOnAKilledNodeIsInDoubt(t *testing.T) {
+	h := &incrementNode{arrived: make(chan struct{}, 8), hold: make(chan struct{})}
+	defer close(h.hold)
+	node, kv := dialIncrementNode(t, h)
 
 	errs := make(chan error, 1)
 	go func() {
@@ -79,7 +86,7 @@ func TestPipelined_B2_IncrementInFlightOnAKilledNodeIsInDoubt(t *testing.T) {
 	}()
 	<-h.arrived
 	node.DropConns() // the node dies with the Increment in flight; it comes back at once
-	err = <-errs
+	err := <-errs
 	require.ErrorIs(t, err, runtime.ErrInDoubt)
 	require.ErrorIs(t, err, runtime.ErrTransport)
 	var ce *runtime.CallError
@@ -99,15 +106,8 @@ func TestPipelined_B2_IncrementInFlightOnAKilledNodeIsInDoubt(t *testing.T) {
 func TestPipelined_B2_IncrementQueuedOnAKilledNodeIsRetriedOnce(t *testing.T) {
 	h := &incrementNode{arrived: make(chan struct{}, 8), hold: make(chan struct{})}
 	close(h.hold) // every Increment is answered at once
-	node := runtime.StartKillableNode(t, h)
-	h.cmap = runtime.OneNodeMap(node.Addr)
-	kv, err := zarisclient.Dial(context.Background(), runtime.WithEnv(func(string) (string, bool) { return "", false }),
-		runtime.WithSeeds(node.Addr), runtime.WithPipelining(true), runtime.WithPipelineConns(1),
-		runtime.WithBackoff(time.Millisecond))
-	require.NoError(t, err)
-	defer kv.Close()
-	runtime.PipelineEveryCall(kv.Engine())
-	_, err = kv.Get(context.Background(), &zaris.GetRequest{Key: []byte("warm")}) // opens the connection
+	node, kv := dialIncrementNode(t, h)
+	_, err := kv.Get(context.Background(), &zaris.GetRequest{Key: []byte("warm")}) // opens the connection
 	require.NoError(t, err)
 
 	queued, release := runtime.HoldPipelinedWrites(kv.Engine(), node.Addr)

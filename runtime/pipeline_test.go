@@ -876,6 +876,19 @@ func TestPipelined_CallBehindARequestInFlightLeavesTheWriteToTheWriter(t *testin
 	close(srv.kv.release)
 }
 
+// putOnConn starts a Put of value over conn on ctx, with a deadline an hour away, and
+// returns its pcall and where its error arrives.
+func putOnConn(ctx context.Context, ps *pipelines, conn *pipeConn, value []byte) (*pcall, <-chan error) {
+	p := ps.getCall()
+	p.conn, p.deadline = conn, time.Now().Add(time.Hour)
+	done := make(chan error, 1)
+	go func() {
+		_, err := opPut.Invoke(ctx, &p.kv, &zaris.PutRequest{Key: []byte("k"), Value: value})
+		done <- err
+	}()
+	return p, done
+}
+
 // TestPipelined_CallerLeavingAsItsConnectionFailsWhileQueued: a caller that leaves at the
 // very moment its connection fails, its request still queued (the failure has taken it
 // off the queue and not yet told it), reports the attempt not sent: the request was never
@@ -886,13 +899,7 @@ func TestPipelined_CallerLeavingAsItsConnectionFailsWhileQueued(t *testing.T) {
 	defer conn.writeMu.Unlock()
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
-	p := ps.getCall()
-	p.conn, p.deadline = conn, time.Now().Add(time.Hour)
-	ended := make(chan error, 1)
-	go func() {
-		_, err := opPut.Invoke(ctx, &p.kv, &zaris.PutRequest{Key: []byte("k"), Value: []byte("v")})
-		ended <- err
-	}()
+	p, ended := putOnConn(ctx, ps, conn, []byte("v"))
 	eventually(t, func() bool { return conn.queued() == 1 })
 
 	conn.failClaimed = func(claimed *pcall) {
@@ -996,13 +1003,7 @@ func TestPipelined_CallerLeavesWhileALargeRequestIsWritten(t *testing.T) {
 
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
-	p := ps.getCall()
-	p.conn, p.deadline = conn, time.Now().Add(time.Hour)
-	done := make(chan error, 1)
-	go func() {
-		_, err := opPut.Invoke(ctx, &p.kv, &zaris.PutRequest{Key: []byte("k"), Value: make([]byte, 4*bufferSize)})
-		done <- err
-	}()
+	p, done := putOnConn(ctx, ps, conn, make([]byte, 4*bufferSize))
 	<-stall.writing
 	cancel()
 	select {
