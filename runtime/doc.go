@@ -64,7 +64,8 @@
 // checks each one's seqid and method against the oldest request written, and decodes it
 // into that call's result. This is plain Thrift on the wire: a Thrift server
 // answers a connection's requests in order. A reply out of order, one for a request never
-// sent, or one cut short fails that connection, and only it. A request still queued when
+// sent, one cut short or one that cannot be read (a frame over the size limit) fails that
+// connection at once, and only it. A request still queued when
 // its attempt ends (the caller's context, the attempt timeout) is never written: the
 // attempt is not sent, so it may be retried whatever the operation (rule B2). One written
 // and not answered is in doubt; the caller leaves at once, and the reply, when it comes, is

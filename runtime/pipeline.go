@@ -560,7 +560,8 @@ func newPipeConn(raw net.Conn, ps *pipelines) (*pipeConn, error) {
 
 // replyProtocol returns the protocol a pipelined connection's reader reads replies with.
 // Framed binary and compact replies are read a whole frame at a time (framing.Reader), and
-// a binary reply's body is decoded from memory (thriftbuf.Frames).
+// a binary reply's body is decoded from memory (thriftbuf.Frames). JSON replies are read
+// through failedReads.
 func replyProtocol(raw net.Conn, ps *pipelines) (thrift.TProtocol, error) {
 	if ps.transport == TransportFramed {
 		switch ps.protocol {
@@ -568,9 +569,32 @@ func replyProtocol(raw net.Conn, ps *pipelines) (thrift.TProtocol, error) {
 			return thriftbuf.NewFrames(thrift.NewTBinaryProtocolConf(replyFrames(raw, ps), ps.tcfg), ps.tcfg).ShareBinaries(), nil
 		case ProtocolCompact:
 			return thrift.NewTCompactProtocolConf(replyFrames(raw, ps), ps.tcfg), nil
+		case ProtocolJSON:
+			return thrift.NewTJSONProtocol(&failedReads{TTransport: replyFrames(raw, ps)}), nil
 		}
 	}
+	if ps.protocol == ProtocolJSON {
+		return thrift.NewTJSONProtocol(&failedReads{TTransport: newSockTransport(raw)}), nil
+	}
 	return stackProtocol(newSockTransport(raw), ps.protocol, ps.transport, ps.tcfg)
+}
+
+// failedReads is a transport whose reads, once one has failed, all fail the same way. The
+// JSON protocol drops the error of some reads (skipping white space) and reads on: over
+// frames, it would take the bytes after a refused frame header for the next header, and
+// wait for bytes that never come instead of failing the connection.
+type failedReads struct {
+	thrift.TTransport
+	err error
+}
+
+func (f *failedReads) Read(p []byte) (int, error) {
+	if f.err != nil {
+		return 0, f.err
+	}
+	n, err := f.TTransport.Read(p)
+	f.err = err
+	return n, err
 }
 
 func replyFrames(raw net.Conn, ps *pipelines) *framing.Reader {
