@@ -232,12 +232,12 @@ func (g *pipeGroup) waitDial(ctx context.Context, deadline time.Time) error {
 			break
 		}
 		t := time.NewTimer(time.Until(deadline))
-		defer t.Stop()
 		select {
 		case <-*dialed:
 		case <-ctx.Done():
 		case <-t.C:
 		}
+		t.Stop()
 		break
 	}
 	if err := ctx.Err(); err != nil {
@@ -702,8 +702,7 @@ func (c *pipeConn) flushOnce(limit int) bool {
 	if len(buf) > 0 {
 		// A node that takes in no batch for a whole attempt timeout is treated as one
 		// that sends no reply for as long (see Call): the connection fails. Without
-		// the bound it would hold the writer, often a caller whose own timer is not
-		// yet running, for as long as the node does not read.
+		// the bound it would hold the writer for as long as the node does not read.
 		c.raw.SetWriteDeadline(time.Now().Add(c.writeTimeout))
 		if _, err := c.raw.Write(buf); err != nil {
 			c.fail(thrift.NewTTransportExceptionFromError(err))
