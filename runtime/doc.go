@@ -69,12 +69,12 @@
 // its attempt ends (the caller's context, the attempt timeout) is never written: the
 // attempt is not sent, so it may be retried whatever the operation (rule B2). One written
 // and not answered is in doubt; the caller leaves at once, and the reply, when it comes, is
-// read and dropped on a connection that stays in use, unless the node seems dead: a call
-// whose attempt timeout passes with no reply at all on its connection since its request
-// was written closes the connection, and every call in flight on it fails with
-// ErrTransport (the connection was then silent for that attempt timeout less what the
-// attempt spent before the write, dialing or queued). So does a node that takes no write
-// for a whole attempt timeout; a node that dies fails all its calls at once. A request whose deadline passed while it was
+// read and dropped on a connection that stays in use, unless the node seems dead: when a
+// call's attempt timeout passes with no reply at all on its connection since its request
+// was written, the connection is closed once it has given no reply for a whole attempt
+// timeout since that write (an attempt may spend part of its timeout dialing or queued),
+// and every call in flight on it fails with ErrTransport. So does a node that takes no
+// write for a whole attempt timeout; a node that dies fails all its calls at once. A request whose deadline passed while it was
 // queued is dropped unwritten. A pipelined call waits on its reply and its context alone:
 // while callers wait on a connection, its sweep ends the calls past their attempt timeout
 // every 1/64 of it (at least 1 ms, at most 10 ms), so the attempt timeout may fire up to

@@ -344,12 +344,13 @@ type pcall struct {
 	callBound bool
 	timer     *time.Timer
 
-	state  atomic.Int32
-	method string
-	seq    int32
-	result thrift.TStruct
-	mark   uint64        // the connection's reply count when the request was written
-	done   chan struct{} // receives once the reply or the failure is delivered
+	state   atomic.Int32
+	method  string
+	seq     int32
+	result  thrift.TStruct
+	mark    uint64        // the connection's reply count when the request was written
+	written time.Time     // when the write carrying the request began
+	done    chan struct{} // receives once the reply or the failure is delivered
 
 	// Set by whoever moved state to stReading or stFailing, read by the caller after done.
 	err  error
@@ -530,6 +531,15 @@ type pipeConn struct {
 
 	sweepEvery time.Duration // how often the sweep ends the attempts past their deadline
 
+	// quiet is the silence the sweep watches, under mu: since is when a request was written
+	// (zero: none watched) whose attempt timeout passed with no reply since, and mark the
+	// reply count then. Unless a reply comes, the connection fails an attempt timeout after
+	// since.
+	quiet struct {
+		mark  uint64
+		since time.Time
+	}
+
 	writeTimeout time.Duration // the longest one write may stall
 
 	writeMu sync.Mutex // held by whoever flushes; protects wbuf, spare and batch
@@ -669,7 +679,7 @@ func (c *pipeConn) flushOnce(limit int) bool {
 	mark := c.replies.Load()
 	now := time.Now()
 	for _, p := range q {
-		p.mark = mark // before the swap, which publishes it to a caller that times out
+		p.mark, p.written = mark, now // before the swap, which publishes them to the sweep
 		if !now.Before(p.deadline) && p.expire(stQueued, stExpired, false) {
 			// Its attempt ended while it was queued: it is not written, and its caller
 			// is told so now.

@@ -49,35 +49,40 @@ func (c *pipeConn) sweepLoop() {
 // passed: one still queued is dropped unwritten; one written, even one whose reply is being
 // read, is left to its reply, which is read and dropped. Its caller is told either way. A
 // written request whose attempt timeout passed with no reply at all on the connection
-// since it was written fails the connection (errNoReply). sweep reports whether a caller
-// still waits on the connection; when none does (the requests of callers that left may
-// still be in flight), the sweep goroutine ends, and the next call queued starts another.
+// since it was written is watched: once the connection has given no reply for a whole
+// attempt timeout since that write, it fails (errNoReply). sweep reports whether a caller
+// still waits on the connection or a silence is watched; when neither (the requests of
+// callers that left may still be in flight), the sweep goroutine ends, and the next call
+// queued starts another.
 func (c *pipeConn) sweep(now time.Time) bool {
 	c.mu.Lock()
-	if c.waiting.Load() == 0 || c.err != nil {
+	if c.quiet.since.IsZero() || c.replies.Load() != c.quiet.mark {
+		c.quiet.since = time.Time{} // a reply came: the silence watched is over
+	}
+	if c.waiting.Load() == 0 && c.quiet.since.IsZero() || c.err != nil {
 		c.sweeping = false
 		c.mu.Unlock()
 		return false
 	}
-	silent := false
 	for _, p := range c.queue {
 		if !now.Before(p.deadline) {
 			p.expire(stQueued, stExpired, false) // the flush that takes it counts it out
 		}
 	}
 	for _, p := range c.inflight[c.head:] {
-		if !now.Before(p.deadline) && p.expire(stWritten, stSwept, true) && c.silentSince(p) {
-			silent = true
+		if !now.Before(p.deadline) && p.expire(stWritten, stSwept, true) {
+			c.watchSilence(p)
 		}
 	}
 	// The reply the reader is reading may have stopped halfway: its caller is told too,
 	// and the reader then drops the reply. The reader claims a call, and sets readingEnd,
 	// under mu only, so readingEnd is the deadline of whichever call this takes.
 	if !now.Before(c.readingEnd) {
-		if p := c.reading.Swap(nil); p != nil && p.expire(stReading, stSwept, true) && c.silentSince(p) {
-			silent = true
+		if p := c.reading.Swap(nil); p != nil && p.expire(stReading, stSwept, true) {
+			c.watchSilence(p)
 		}
 	}
+	silent := !c.quiet.since.IsZero() && c.replies.Load() == c.quiet.mark && !now.Before(c.quiet.since.Add(c.writeTimeout))
 	c.mu.Unlock()
 	if silent {
 		c.fail(errNoReply)
@@ -85,12 +90,16 @@ func (c *pipeConn) sweep(now time.Time) bool {
 	return true
 }
 
-// silentSince reports whether the connection gave no reply at all since p, whose deadline
-// passed, was written, and that deadline was its attempt timeout (not a call's own
-// deadline): then the connection is silent for an attempt timeout less what p's attempt
-// spent before its write (dialing, queued).
-func (c *pipeConn) silentSince(p *pcall) bool {
-	return !p.callBound && c.replies.Load() == p.mark
+// watchSilence starts watching the connection's silence since p was written if p's
+// attempt timeout (not a call's own deadline) has just passed with no reply at all on the
+// connection since then. c.mu is held.
+func (c *pipeConn) watchSilence(p *pcall) {
+	if p.callBound || c.replies.Load() != p.mark {
+		return
+	}
+	if c.quiet.since.IsZero() || p.written.Before(c.quiet.since) {
+		c.quiet.mark, c.quiet.since = p.mark, p.written
+	}
 }
 
 // expire ends p's attempt at its deadline if p is in state from: it moves p to state to

@@ -168,3 +168,42 @@ func TestPipelineSweep_EndsWhenNoCallerWaits(t *testing.T) {
 	assert.Equal(t, int32(1), conn.pending.Load(), "the request is still in flight")
 	assert.NoError(t, conn.failure())
 }
+
+// TestPipelineSweep_SilenceIsCountedFromTheWrite: an attempt that spent part of its timeout
+// before its request was written (dialing, queued) ends at its deadline, but the connection
+// is closed only once it has given no reply for a whole attempt timeout since the write:
+// the sweep goes on watching for that, with no caller waiting, and a reply meanwhile keeps
+// the connection open.
+func TestPipelineSweep_SilenceIsCountedFromTheWrite(t *testing.T) {
+	const timeout = time.Hour
+	for _, replied := range []bool{false, true} {
+		t.Run(map[bool]string{false: "no reply", true: "a late reply"}[replied], func(t *testing.T) {
+			srv := startServer(t, headerServer, nil)
+			ps, conn := openPipeConn(t, srv.addr, WithAttemptTimeout(timeout))
+			// Half its attempt timeout is gone: only the sweeps below, at injected times, reach it.
+			before := time.Now()
+			deadline := before.Add(timeout / 2)
+			p, ended := getOnConn(ps, conn, "slow", deadline, false) // answered when release closes
+			eventually(t, func() bool { return conn.inFlight() == 1 })
+			after := time.Now() // the request was written between before and after
+
+			require.True(t, conn.sweep(deadline))
+			require.ErrorIs(t, <-ended, context.DeadlineExceeded)
+			assert.True(t, p.timedOut)
+			assert.NoError(t, conn.failure(), "silent for half an attempt timeout only")
+			eventually(t, func() bool { return conn.waiting.Load() == 0 })
+			if replied {
+				close(srv.kv.release)
+				eventually(t, func() bool { return conn.pending.Load() == 0 })
+				assert.False(t, conn.sweep(after.Add(timeout)), "nothing left to watch: the sweep ends")
+				assert.NoError(t, conn.failure())
+				return
+			}
+			assert.True(t, conn.sweep(before.Add(timeout-time.Nanosecond)), "the sweep watches the silence out")
+			assert.NoError(t, conn.failure())
+			conn.sweep(after.Add(timeout))
+			assert.ErrorIs(t, conn.failure(), errNoReply, "no reply for a whole attempt timeout since the write")
+			close(srv.kv.release)
+		})
+	}
+}
