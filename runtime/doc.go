@@ -60,31 +60,31 @@
 // caller is held by a write the node does not take in; behind requests written and
 // unanswered, or when larger, it leaves the write to the connection's writer goroutine,
 // which lets the callers woken by the same replies queue theirs first and sends everything
-// queued in one write. The connection's reader goroutine reads the replies in order,
-// checks each one's seqid and method against the oldest request written, and decodes it
-// into that call's result. This is plain Thrift on the wire: a Thrift server
-// answers a connection's requests in order. A reply out of order, one for a request never
-// sent, one cut short or one that cannot be read (a frame over the size limit) fails that
-// connection at once, and only it. A request still queued when
-// its attempt ends (the caller's context, the attempt timeout) is never written: the
-// attempt is not sent, so it may be retried whatever the operation (rule B2). One written
-// and not answered is in doubt; the caller leaves at once, and the reply, when it comes, is
-// read and dropped on a connection that stays in use, unless the node seems dead: when a
-// call's attempt timeout passes with no reply at all on its connection since its request
-// was written, the connection is closed once it has given no reply for a whole attempt
-// timeout since that write (an attempt may spend part of its timeout dialing or queued),
-// and every call in flight on it fails with ErrTransport. So does a node that takes no
-// write for a whole attempt timeout; a node that dies fails all its calls at once. A request whose deadline passed while it was
-// queued is dropped unwritten. A pipelined call waits on its reply and its context alone:
-// while callers wait on a connection, its sweep ends the calls past their attempt timeout
-// every 1/64 of it (at least 1 ms, at most 10 ms), so the attempt timeout may fire up to
-// that late, as on a pooled connection. A call's own deadline that its context does not
-// carry is kept exactly, by a timer. When every open connection carries 8 calls or more, a
-// call dials one more into a free slot, and goes on the least busy open one if that dial
-// fails. A call that finds no other call to its node in flight takes a pooled connection,
-// since sharing would only add hand-offs between goroutines. Pipelining needs the built-in dialer; with WithDialer the
-// pool carries every call. tools/zarisbench measures both modes; its README has the
-// numbers the default was chosen by.
+// queued in one write. The connection's reader goroutine reads the replies in order, checks
+// each one's seqid and method against the oldest request written, and decodes it into that
+// call's result. This is plain Thrift on the wire: a Thrift server answers a connection's
+// requests in order. A reply out of order, one for a request never sent, one cut short or
+// one that cannot be read (a frame over the size limit) fails that connection at once, and
+// only it. A request still queued when its attempt ends (the caller's context, the attempt
+// timeout) is never written: the attempt is not sent, so it may be retried whatever the
+// operation (rule B2). One written and not answered is in doubt; the caller leaves at once,
+// and the reply, when it comes, is read and dropped on a connection that stays in use,
+// unless the node seems dead: when a call's attempt timeout passes with no reply at all on
+// its connection since its request was written, the connection is closed once it has given
+// no reply for a whole attempt timeout since that write (an attempt may spend part of its
+// timeout dialing or queued), and every call in flight on it fails with ErrTransport. So
+// does a node that takes no write for a whole attempt timeout; a node that dies fails all
+// its calls at once. A request whose deadline passed while it was queued is dropped
+// unwritten. A pipelined call waits on its reply and its context alone: while callers wait
+// on a connection, its sweep ends the calls past their attempt timeout every 1/64 of it (at
+// least 1 ms, at most 10 ms), so the attempt timeout may fire up to that late, as on a
+// pooled connection. A call's own deadline that its context does not carry is kept exactly,
+// by a timer. When every open connection carries 8 calls or more, a call dials one more
+// into a free slot, and goes on the least busy open one if that dial fails. A call that
+// finds no other call to its node in flight takes a pooled connection, since sharing would
+// only add hand-offs between goroutines. Pipelining needs the built-in dialer; with
+// WithDialer the pool carries every call. tools/zarisbench measures both modes; its README
+// has the numbers the default was chosen by.
 //
 // # The refresher
 //
