@@ -1074,28 +1074,16 @@ func TestPipelined_CallerWaitingOnAnotherCallsDialLeaves(t *testing.T) {
 // connection at once, over every protocol and transport, not after an attempt timeout of
 // silence.
 func TestPipelined_ReplyOverTheFrameLimitFailsTheConnectionAtOnce(t *testing.T) {
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	require.NoError(t, err)
-	t.Cleanup(func() { ln.Close() })
-	go func() {
-		for {
-			c, err := ln.Accept()
-			if err != nil {
-				return
-			}
-			t.Cleanup(func() { c.Close() })
-			go func() {
-				if _, err := c.Read(make([]byte, 1)); err == nil { // a request arrives
-					// Two frame headers over the limit, and then nothing.
-					_, _ = c.Write([]byte{0x7f, 0xff, 0xff, 0x00, 0x0f, 0xff, 0x80, 0x01})
-				}
-			}()
+	addr := serveLoopback(t, func(c net.Conn) {
+		if _, err := c.Read(make([]byte, 1)); err == nil { // a request arrives
+			// Two frame headers over the limit, and then nothing.
+			_, _ = c.Write([]byte{0x7f, 0xff, 0xff, 0x00, 0x0f, 0xff, 0x80, 0x01})
 		}
-	}()
+	})
 	for _, p := range []Protocol{ProtocolBinary, ProtocolCompact, ProtocolJSON, ProtocolHeader} {
 		for _, tr := range []Transport{TransportFramed, TransportBuffered} {
 			t.Run(fmt.Sprintf("%s-%s", p, tr), func(t *testing.T) {
-				ps, conn := openPipeConn(t, ln.Addr().String(), WithProtocol(p), WithTransport(tr), WithAttemptTimeout(time.Hour))
+				ps, conn := openPipeConn(t, addr, WithProtocol(p), WithTransport(tr), WithAttemptTimeout(time.Hour))
 				done := make(chan error, 1)
 				go func() {
 					_, err, _ := getOn(ps, conn, "k")

@@ -17,6 +17,13 @@ import (
 // silentConn returns a pipelined connection to a node that reads every request and
 // answers none.
 func silentConn(t *testing.T) (*pipelines, *pipeConn) {
+	addr := serveLoopback(t, func(c net.Conn) { _, _ = io.Copy(io.Discard, c) })
+	return openPipeConn(t, addr)
+}
+
+// serveLoopback serves each connection to a loopback port with serve until the test ends,
+// when it closes them, and returns the port's address.
+func serveLoopback(t *testing.T, serve func(net.Conn)) string {
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	require.NoError(t, err)
 	t.Cleanup(func() { ln.Close() })
@@ -27,10 +34,10 @@ func silentConn(t *testing.T) (*pipelines, *pipeConn) {
 				return
 			}
 			t.Cleanup(func() { c.Close() })
-			go io.Copy(io.Discard, c)
+			go serve(c)
 		}
 	}()
-	return openPipeConn(t, ln.Addr().String())
+	return ln.Addr().String()
 }
 
 // openPipeConn opens a pipelined connection to addr with opts, closed when the test ends.
