@@ -56,6 +56,10 @@ type ClusterConfig struct {
 	// starts (again on a restart, with the same address) and returns the address the node
 	// advertises for peer traffic (NodeConfig.PeerAdvertise): a test puts a proxy there.
 	PeerFront func(id int32, peerAddr string) string
+
+	// coordDial is the coordinator's dial of a silent node's data port
+	// (CoordinatorConfig.dial); tests only.
+	coordDial func(network, addr string, timeout time.Duration) (net.Conn, error)
 }
 
 // Cluster is a Zaris store in one process: a coordinator and nodes on loopback TCP, each node
@@ -149,6 +153,7 @@ func (cfg ClusterConfig) coordinatorConfig(listen string) CoordinatorConfig {
 		Etcd:              cfg.Etcd,
 		EtcdPrefix:        cfg.EtcdPrefix,
 		Logger:            cfg.Logger,
+		dial:              cfg.coordDial,
 	}
 }
 

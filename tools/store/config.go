@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"net"
 	"time"
 
 	clientv3 "go.etcd.io/etcd/client/v3"
@@ -203,6 +204,10 @@ type CoordinatorConfig struct {
 	Fence control.Fence
 	// Logger receives the coordinator's log; default discards.
 	Logger *slog.Logger
+
+	// dial opens the connection that checks whether a silent node's data port still
+	// accepts; default net.DialTimeout. Tests cut the coordinator off from a node with it.
+	dial func(network, addr string, timeout time.Duration) (net.Conn, error)
 }
 
 func (c CoordinatorConfig) withDefaults() (CoordinatorConfig, error) {
@@ -235,6 +240,9 @@ func (c CoordinatorConfig) withDefaults() (CoordinatorConfig, error) {
 	}
 	if c.Logger == nil {
 		c.Logger = discardLogger()
+	}
+	if c.dial == nil {
+		c.dial = net.DialTimeout
 	}
 	return c, nil
 }

@@ -26,8 +26,10 @@
 // refuses a probe (a killed process) is failed over at once, typically within one heartbeat,
 // well inside the client's retry window: each segment it owned goes to a replica (or to a
 // learner that reported a full copy), and the new map goes out at once. A node that stops
-// answering while its port still accepts is suspected after DefaultFailureTimeout (250 ms)
-// and pinged on a fresh connection; only if that probe goes unanswered for
+// answering while its port still accepts, or whose port the coordinator cannot reach (a
+// partition: a dial that times out, where the node may still serve its clients), is
+// suspected after DefaultFailureTimeout (250 ms) and pinged on a fresh connection; only if
+// that probe goes unanswered for
 // DefaultProbeTimeout (1 s) does the coordinator give up on it. So a live node that is
 // merely slow (a loaded machine, a long GC pause) keeps its segments. This is the
 // lease-plus-probe scheme of many stores: a short timeout only raises suspicion, and the

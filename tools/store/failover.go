@@ -6,6 +6,7 @@ import (
 	"net"
 	"slices"
 	"sync/atomic"
+	"syscall"
 	"time"
 
 	"github.com/apache/thrift/lib/go/thrift"
@@ -70,7 +71,7 @@ func (c *Coordinator) monitor(ctx context.Context, rec *nodeRec) {
 			}
 			continue
 		}
-		fail := errors.Is(err, errIncarnation) || !probe(rec.dataAddr(), min(c.cfg.FailureTimeout/2, time.Second))
+		fail := errors.Is(err, errIncarnation) || refused(c.cfg.dial, rec.dataAddr(), min(c.cfg.FailureTimeout/2, time.Second))
 		if !fail && time.Since(lastOK) > c.cfg.FailureTimeout {
 			// Suspected: silent past the failure timeout although its port accepts.
 			e, perr := c.probeNode(ctx, rec)
@@ -162,14 +163,17 @@ func sleepCtx(ctx context.Context, d time.Duration) bool {
 	return ctx.Err() == nil
 }
 
-// probe reports whether something accepts connections at addr.
-func probe(addr string, timeout time.Duration) bool {
-	conn, err := net.DialTimeout("tcp", addr, timeout)
+// refused reports whether addr, dialled with dial, refused a connection: nothing listens
+// there, so the node's process is gone. A dial that times out or fails otherwise proves
+// nothing (a partition between the coordinator and the node, a full accept queue): the node
+// may be alive and serving its clients, so it is only suspected.
+func refused(dial func(network, addr string, timeout time.Duration) (net.Conn, error), addr string, timeout time.Duration) bool {
+	conn, err := dial("tcp", addr, timeout)
 	if err != nil {
-		return false
+		return errors.Is(err, syscall.ECONNREFUSED)
 	}
 	conn.Close()
-	return true
+	return false
 }
 
 // failLocked fails a node over: every segment it owned goes to a replica (the preferred

@@ -3,6 +3,9 @@ package store
 import (
 	"context"
 	"fmt"
+	"net"
+	"sync/atomic"
+	"syscall"
 	"testing"
 	"time"
 
@@ -151,37 +154,90 @@ func TestLeave_WaitsForTheSegmentsWhoseOnlyCopyTheNodeHolds(t *testing.T) {
 }
 
 func TestLease_OwnerCutOffFromTheCoordinatorStopsServingBeforeItIsReplaced(t *testing.T) {
-	cfg := fastCluster()
-	cfg.FailureTimeout = 100 * time.Millisecond
-	cfg.ProbeTimeout = time.Second
-	c := StartCluster(t, cfg)
-	ctx := testCtx(t)
-	const seg = 0
-	key := keyIn(seg, 16, "k")
-	owner, replica, _ := roles(c, seg)
-	put := func(addr, value string) zaris.KvStatus {
-		cl := mustDial(t, addr)
-		defer cl.trans.Close()
-		resp, err := cl.Put(ctx, &zaris.PutRequest{Key: key, Value: []byte(value)})
-		require.NoError(t, err)
-		return resp.Status
-	}
-	require.Equal(t, zaris.KvStatus_Ok, put(c.Addr(owner), "old"))
-
 	// The owner stops answering the coordinator but still answers clients: the coordinator
 	// fails it over to the replica, which takes new writes. The cut-off owner must not go on
-	// answering reads with the value it holds.
-	c.Node(owner).slowness.Store(int64(time.Hour))
-	waitFailedOver(t, c.Coordinator(), owner, 0)
-	require.Eventually(t, func() bool { return put(c.Addr(replica), "new") == zaris.KvStatus_Ok },
-		20*time.Second, 10*time.Millisecond, "the replica never took the segment over")
+	// answering reads with the value it holds. In "unreachable" the coordinator cannot even
+	// connect to the owner's data port (a partition drops its SYNs, so the dial times out
+	// rather than being refused): that is no proof the process is gone.
+	for _, unreachable := range []bool{false, true} {
+		name := map[bool]string{false: "silent", true: "unreachable"}[unreachable]
+		t.Run(name, func(t *testing.T) {
+			cfg := fastCluster()
+			cfg.FailureTimeout = 100 * time.Millisecond
+			cfg.ProbeTimeout = time.Second
+			var cutOff atomic.Pointer[string] // the data address the coordinator cannot reach
+			if unreachable {
+				drop := synDroppingAddr(t)
+				cfg.coordDial = func(network, addr string, timeout time.Duration) (net.Conn, error) {
+					if p := cutOff.Load(); p != nil && *p == addr {
+						addr = drop
+					}
+					return net.DialTimeout(network, addr, timeout)
+				}
+			}
+			c := StartCluster(t, cfg)
+			ctx := testCtx(t)
+			const seg = 0
+			key := keyIn(seg, 16, "k")
+			owner, replica, _ := roles(c, seg)
+			put := func(addr, value string) zaris.KvStatus {
+				cl := mustDial(t, addr)
+				defer cl.trans.Close()
+				resp, err := cl.Put(ctx, &zaris.PutRequest{Key: key, Value: []byte(value)})
+				require.NoError(t, err)
+				return resp.Status
+			}
+			require.Equal(t, zaris.KvStatus_Ok, put(c.Addr(owner), "old"))
 
-	cl := mustDial(t, c.Addr(owner))
-	defer cl.trans.Close()
-	resp, err := cl.Get(ctx, &zaris.GetRequest{Key: key})
+			addr := c.Addr(owner)
+			cutOff.Store(&addr)
+			c.Node(owner).slowness.Store(int64(time.Hour))
+			waitFailedOver(t, c.Coordinator(), owner, 0)
+			require.Eventually(t, func() bool { return put(c.Addr(replica), "new") == zaris.KvStatus_Ok },
+				20*time.Second, 10*time.Millisecond, "the replica never took the segment over")
+
+			cl := mustDial(t, c.Addr(owner))
+			defer cl.trans.Close()
+			resp, err := cl.Get(ctx, &zaris.GetRequest{Key: key})
+			require.NoError(t, err)
+			require.NotEqual(t, zaris.KvStatus_Ok, resp.Status, "the cut-off owner served a read: %q", resp.Value)
+			require.True(t, retryable(resp.Status), "the cut-off owner answered %v", resp.Status)
+		})
+	}
+}
+
+// synDroppingAddr returns a loopback address whose SYNs the kernel drops: a socket listening
+// with a full accept queue that nobody accepts from. A dial to it times out, as across a
+// network partition.
+func synDroppingAddr(t *testing.T) string {
+	t.Helper()
+	fd, err := syscall.Socket(syscall.AF_INET, syscall.SOCK_STREAM, 0)
 	require.NoError(t, err)
-	require.NotEqual(t, zaris.KvStatus_Ok, resp.Status, "the cut-off owner served a read: %q", resp.Value)
-	require.True(t, retryable(resp.Status), "the cut-off owner answered %v", resp.Status)
+	t.Cleanup(func() { syscall.Close(fd) })
+	require.NoError(t, syscall.Bind(fd, &syscall.SockaddrInet4{Addr: [4]byte{127, 0, 0, 1}}))
+	require.NoError(t, syscall.Listen(fd, 0))
+	sa, err := syscall.Getsockname(fd)
+	require.NoError(t, err)
+	addr := fmt.Sprintf("127.0.0.1:%d", sa.(*syscall.SockaddrInet4).Port)
+	filler, err := net.DialTimeout("tcp", addr, time.Second) // fills the queue of one
+	require.NoError(t, err)
+	t.Cleanup(func() { filler.Close() })
+	return addr
+}
+
+func TestRefused_OnlyARefusedConnectionMeansTheProcessIsGone(t *testing.T) {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	require.NoError(t, err)
+	live := ln.Addr().String()
+	closed, err := net.Listen("tcp", "127.0.0.1:0")
+	require.NoError(t, err)
+	gone := closed.Addr().String()
+	require.NoError(t, closed.Close())
+	defer ln.Close()
+
+	require.False(t, refused(net.DialTimeout, live, time.Second), "a port that accepts")
+	require.True(t, refused(net.DialTimeout, gone, time.Second), "a port nothing listens on")
+	require.False(t, refused(net.DialTimeout, synDroppingAddr(t), 50*time.Millisecond), "a port that does not answer")
 }
 
 func TestFailureDetector_NodeFailedOverWhileAliveComesBackWithItsData(t *testing.T) {
