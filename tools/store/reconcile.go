@@ -75,6 +75,7 @@ func (c *Coordinator) reconcileOnce() bool {
 				sg.Replicas, sg.Learners = remove(sg.Replicas, id), remove(sg.Learners, id)
 				delete(c.learnerAt, syncKey{int32(s), id})
 				delete(c.synced, syncKey{int32(s), id})
+				c.newTenureLocked(sg)
 				c.lastOwner[s] = ownerRef{}
 				changed = true
 			}
@@ -138,6 +139,20 @@ func (c *Coordinator) reconcileOnce() bool {
 		c.handoff(s)
 	}
 	return changed || len(picks) > 0
+}
+
+// newTenureLocked is called when segment sg of the map about to be published gets an owner
+// (another node, or the same one again after it lost the segment). An owner forwards its
+// writes only to the learners that fetched from it since it became owner, so a copy a learner
+// fetched before may miss writes the owner acknowledges from now on, whether the learner
+// reported it yet or not: every learner of sg must fetch again (Synced answers Refetch to a
+// copy fetched at an earlier epoch). Callers hold c.mu.
+func (c *Coordinator) newTenureLocked(sg *zarispeer.PeerSegment) {
+	for _, l := range sg.Learners {
+		k := syncKey{sg.ID, l}
+		c.learnerAt[k] = c.m.Epoch + 1 // the epoch of the map published next
+		delete(c.synced, k)
+	}
 }
 
 // handoffReadyLocked reports whether segment s can be handed to its wanted owner now: both
@@ -209,6 +224,7 @@ func (c *Coordinator) completeHandoff(s int32, w segWant, from, to int32, old *n
 	if moved {
 		setOwner(ms, to)
 		ms.Replicas = remove(ms.Replicas, to)
+		c.newTenureLocked(ms)
 		if w.kind == kindFailback || slices.Contains(c.want[s].members, from) {
 			ms.Replicas = append(ms.Replicas, from)
 		}
