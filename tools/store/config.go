@@ -40,8 +40,10 @@ const (
 	// the TTL and may serve until TTL (less a tenth for clock rates) after it sent its last
 	// successful renewal; a node whose renewals stop is failed over when etcd expires its key.
 	DefaultLeaseTTL = 2 * time.Second
-	// DefaultReplicationTimeout bounds how long an owner keeps a write waiting for an
-	// unreachable replica to be removed from the map before it answers Unavailable.
+	// DefaultReplicationTimeout bounds how long a write's caller waits while the owner
+	// replicates it (an unreachable replica holds it until a map drops that replica). The
+	// caller is then answered Unavailable if no copy can hold the write, else nothing (in
+	// doubt), and the owner goes on until every copy applied the write or was dropped.
 	DefaultReplicationTimeout = 2 * time.Second
 	// DefaultLeaseWait is how long a request that finds the node's right to serve run out
 	// waits for the next renewal of its etcd lease before it answers Unavailable. A stall of

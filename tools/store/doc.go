@@ -123,7 +123,11 @@
 //
 // The owner sends each write to every replica and every learner that already fetched its copy,
 // and acknowledges the write only after all of them applied it; a replica it cannot reach holds
-// the write until the coordinator's next map drops that replica. A replica applies writes only
+// the write until the coordinator's next map drops that replica. A write that may have
+// reached a copy is seen through even when its caller stops waiting (ReplicationTimeout, in
+// doubt): the owner resends it until every copy applied it, and applies it itself, before
+// its next write to the segment or its confirmation of a cut-over, so the copies never
+// disagree on it (TestHandoff_WriteInFlightAtCutoverLeavesTheCopiesAlike). A replica applies writes only
 // from the owner its own map names. So after a single node failure every acknowledged write is
 // on the new owner, whichever order the nodes learn the new map in.
 //
@@ -153,7 +157,8 @@
 // segment while another still answers reads from an older copy, however slow the old owner is.
 // The coordinator does it in three steps: revoke (a map puts the segment in cut-over: the
 // owner answers writes Migrating and reads Unavailable), confirm (the old owner installed that
-// map, or it was failed over: its etcd lease is gone, so it no longer serves), publish (the
+// map and finished the write it had in flight on the segment, or it was failed over: its etcd
+// lease is gone, so it no longer serves), publish (the
 // map naming the new owner; a failback marks it transitioning until every node has it).
 // Failover of a live node is fenced the same way by its lease.
 //

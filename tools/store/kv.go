@@ -4,6 +4,8 @@ import (
 	"context"
 	"math"
 	"strconv"
+	"sync"
+	"time"
 
 	"github.com/apache/thrift/lib/go/thrift"
 
@@ -108,6 +110,13 @@ var errInDoubt = thrift.ErrAbandonRequest
 
 // write runs one write op at the segment's owner: route by the node's map, decide from the
 // current entry, replicate, then apply locally and acknowledge.
+//
+// Once the write may have reached a copy, the owner sees it through whatever the caller
+// does: it resends it until every copy applied it (then applies it itself) or its map no
+// longer makes it the owner, holding the segment's write lock, so no later write and no
+// cut-over's confirmation (confirmedEpoch) comes before it. The caller waits at most
+// ReplicationTimeout, or until ctx ends, and is then answered in doubt: so the copies never
+// disagree on a write, whatever the client was told.
 func (n *Node) write(ctx context.Context, key []byte, decide func(cur entry, exists bool) change) writeResult {
 	v := n.current.Load()
 	if v == nil {
@@ -116,8 +125,18 @@ func (n *Node) write(ctx context.Context, key []byte, decide func(cur entry, exi
 	s := runtime.Segment(key, v.segCount)
 	n.awaitHandoff(v, s) // before the segment's write lock, which a handoff's copy may need
 	seg := n.segments()[s]
-	seg.writeMu.Lock()
-	defer seg.writeMu.Unlock()
+	timer := time.NewTimer(n.cfg.ReplicationTimeout) // the caller's wait, the lock's included
+	defer timer.Stop()
+	if !seg.writeMu.lockUnless(timer.C, ctx.Done()) {
+		// An earlier write is still being seen through: nothing was written.
+		return writeResult{status: zaris.KvStatus_Unavailable, epoch: n.Epoch()}
+	}
+	locked := true
+	defer func() {
+		if locked {
+			seg.writeMu.Unlock()
+		}
+	}()
 	v = n.current.Load()
 	if st := n.route(v, s, true); st != zaris.KvStatus_Ok {
 		return writeResult{status: st, epoch: v.epoch}
@@ -136,22 +155,101 @@ func (n *Node) write(ctx context.Context, key []byte, decide func(cur entry, exi
 	} else if e.Value == nil {
 		e.Value = []byte{}
 	}
-	v, st, inDoubt := n.replicate(ctx, s, seg, e)
-	if st != zaris.KvStatus_Ok {
-		if inDoubt {
-			// Some copy may hold this version: it is never handed out again.
-			seg.mu.Lock()
-			seg.counter = max(seg.counter, version)
-			seg.mu.Unlock()
+
+	seg.writing.Store(v.epoch)
+	p := new(pendingWrite)
+	p.idle.L = &p.mu
+	done := make(chan writeResult, 1)
+	locked = false
+	n.wg.Add(1)
+	go func() {
+		defer n.wg.Done()
+		defer seg.writeMu.Unlock()
+		defer seg.writing.Store(0)
+		v, st, inDoubt := n.replicate(s, seg, e, p)
+		if st == zaris.KvStatus_Ok && !p.commit() {
+			st = zaris.KvStatus_Unavailable // no copy was sent the write, and its caller left
 		}
-		return writeResult{status: st, epoch: v.epoch, inDoubt: inDoubt}
+		seg.mu.Lock()
+		defer seg.mu.Unlock()
+		switch {
+		case st == zaris.KvStatus_Ok:
+			seg.apply(e)
+			// Every copy applied this write and all before it: its version is stable.
+			seg.collect(version)
+			done <- writeResult{status: st, version: version, prev: cur, epoch: v.epoch}
+		case inDoubt:
+			// Some copy may hold this version: it is never handed out again.
+			seg.counter = max(seg.counter, version)
+			done <- writeResult{status: st, epoch: v.epoch, inDoubt: true}
+		default:
+			done <- writeResult{status: st, epoch: v.epoch}
+		}
+	}()
+	select {
+	case r := <-done:
+		return r
+	case <-timer.C:
+	case <-ctx.Done():
 	}
-	seg.mu.Lock()
-	seg.apply(e)
-	// Every copy applied this write and all before it: its version is stable.
-	seg.collect(version)
-	seg.mu.Unlock()
-	return writeResult{status: zaris.KvStatus_Ok, version: version, prev: cur, epoch: v.epoch}
+	if p.abandon() {
+		return writeResult{status: zaris.KvStatus_Unavailable, epoch: n.Epoch()}
+	}
+	return writeResult{status: zaris.KvStatus_Unavailable, epoch: n.Epoch(), inDoubt: true}
+}
+
+// pendingWrite is what a write's caller and the owner's replication of it share: whether
+// the write may have reached a copy, and whether the caller gave up on a write that had not.
+type pendingWrite struct {
+	mu        sync.Mutex
+	idle      sync.Cond // signalled when a send ends; its L is &mu
+	sending   int       // sends in flight
+	reached   bool      // some copy may have applied the write
+	abandoned bool      // the caller was answered that nothing was written: send nothing more
+}
+
+// send reports whether the replication may send n more copies of the write, and counts them.
+func (p *pendingWrite) send(n int) bool {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if p.abandoned {
+		return false
+	}
+	p.sending += n
+	return true
+}
+
+// sent records the end of one send; reached says whether the copy may have applied it.
+func (p *pendingWrite) sent(reached bool) {
+	p.mu.Lock()
+	p.sending--
+	p.reached = p.reached || reached
+	p.mu.Unlock()
+	p.idle.Broadcast()
+}
+
+// commit reports whether the owner may apply the write, every copy having applied it: not
+// if the caller was told nothing was written. Otherwise the write counts as reached.
+func (p *pendingWrite) commit() bool {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	p.reached = p.reached || !p.abandoned
+	return !p.abandoned
+}
+
+// abandon waits for the sends in flight (each ends within peerCallTimeout), then stops the
+// replication if the write has certainly reached no copy, and reports whether it did: the
+// caller may then be told that nothing was written.
+func (p *pendingWrite) abandon() bool {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	for p.sending > 0 && !p.reached {
+		p.idle.Wait()
+	}
+	if !p.reached {
+		p.abandoned = true
+	}
+	return p.abandoned
 }
 
 // Put writes a key at its owner, guarded by ifMatchVersion or ifAbsent when set.

@@ -90,12 +90,67 @@ type entry struct {
 	deleted bool
 }
 
+// writeLock is a mutex whose Lock can also be given up (lockUnless). The zero value is
+// unlocked.
+type writeLock struct {
+	mu   sync.Mutex
+	held bool
+	free chan struct{} // closed by the Unlock that ends the current hold
+}
+
+// Lock waits for the lock and takes it.
+func (l *writeLock) Lock() { l.lockUnless(nil, nil) }
+
+// TryLock takes the lock if it is free, and reports whether it did.
+func (l *writeLock) TryLock() bool {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if l.held {
+		return false
+	}
+	l.held, l.free = true, make(chan struct{})
+	return true
+}
+
+// lockUnless waits for the lock and takes it, unless stop or done is closed (or receives)
+// first; it reports whether it took the lock.
+func (l *writeLock) lockUnless(stop <-chan time.Time, done <-chan struct{}) bool {
+	for {
+		l.mu.Lock()
+		if !l.held {
+			l.held, l.free = true, make(chan struct{})
+			l.mu.Unlock()
+			return true
+		}
+		free := l.free
+		l.mu.Unlock()
+		select {
+		case <-free:
+		case <-stop:
+			return false
+		case <-done:
+			return false
+		}
+	}
+}
+
+// Unlock releases the lock.
+func (l *writeLock) Unlock() {
+	l.mu.Lock()
+	l.held = false
+	close(l.free)
+	l.mu.Unlock()
+}
+
 // segment is a node's copy of one segment.
 type segment struct {
 	// writeMu serializes the owner's writes to the segment, each held from the read of the
 	// current value until every replica applied the write, and orders copies for learners
 	// (Fetch) between writes.
-	writeMu sync.Mutex
+	writeMu writeLock
+	// writing is the epoch of the map the write holding writeMu was routed with, 0 when
+	// none is in flight (see confirmedEpoch).
+	writing atomic.Int64
 
 	mu   sync.Mutex // protects everything below
 	data map[string]entry
@@ -407,6 +462,39 @@ func (n *Node) slow() {
 		select {
 		case <-time.After(d):
 		case <-n.ctx.Done():
+		}
+	}
+}
+
+// confirmedEpoch is the epoch the node reports to the coordinator: that of its map, or,
+// while a write routed with an older map is in flight on a segment the map puts in cut-over
+// here, that write's epoch. The coordinator names a new owner only once the old one
+// confirmed the cut-over, so a write the old owner began before it reaches every copy, or
+// none, before another node owns the segment.
+func (n *Node) confirmedEpoch() int64 {
+	v := n.current.Load()
+	if v == nil {
+		return 0
+	}
+	e := v.epoch
+	for s, seg := range n.segments() {
+		if sv := &v.segs[s]; sv.cutover && sv.owner == n.cfg.ID {
+			if w := seg.writing.Load(); w != 0 {
+				e = min(e, w)
+			}
+		}
+	}
+	return e
+}
+
+// awaitConfirmed waits up to d for the writes that hold confirmedEpoch back to end, and
+// returns confirmedEpoch.
+func (n *Node) awaitConfirmed(d time.Duration) int64 {
+	deadline := time.Now().Add(d)
+	for {
+		e := n.confirmedEpoch()
+		if e == n.Epoch() || !time.Now().Before(deadline) || !sleepCtx(n.ctx, time.Millisecond) {
+			return e
 		}
 	}
 }

@@ -16,17 +16,17 @@ type peerHandler struct{ n *Node }
 
 var _ zarispeer.ZarisPeer = (*peerHandler)(nil)
 
-// Ping answers the coordinator's heartbeat with the node's process and epoch. The lease
+// Ping answers the coordinator's heartbeat with the node's process and confirmed epoch. The lease
 // argument is not used: a node's right to serve comes from its etcd lease.
 func (h *peerHandler) Ping(_ context.Context, _ int64, clusterID string, _ int64) (*zarispeer.PingResponse, error) {
 	if !h.n.sameCluster(clusterID) {
 		return nil, errOtherCluster
 	}
 	h.n.slow()
-	return &zarispeer.PingResponse{NodeId: h.n.cfg.ID, Incarnation: h.n.incarnation, Epoch: h.n.Epoch()}, nil
+	return &zarispeer.PingResponse{NodeId: h.n.cfg.ID, Incarnation: h.n.incarnation, Epoch: h.n.confirmedEpoch()}, nil
 }
 
-// PushMap installs a newer map and returns the node's epoch. The lease argument is not used.
+// PushMap installs a newer map and returns the node's confirmed epoch. The lease argument is not used.
 func (h *peerHandler) PushMap(_ context.Context, pm *zarispeer.PeerMap, _ int64) (int64, error) {
 	if pm == nil {
 		return 0, fmt.Errorf("store: PushMap without a map")
@@ -36,7 +36,9 @@ func (h *peerHandler) PushMap(_ context.Context, pm *zarispeer.PeerMap, _ int64)
 	}
 	h.n.slow()
 	h.n.install(pm)
-	return h.n.Epoch(), nil
+	// A write in flight on a segment pm puts in cut-over here is waited for a little, so the
+	// coordinator does not push again at once for a confirmation still to come.
+	return h.n.awaitConfirmed(h.n.cfg.CutoverWait / 2), nil
 }
 
 // GetPeerMap returns the node's current map.
@@ -156,25 +158,24 @@ func (h *peerHandler) Fetch(_ context.Context, req *zarispeer.FetchRequest) (*za
 
 // replicate sends e, a write to segment s that this node owns, to every replica and
 // registered learner of the segment, and returns once all of them applied it (Ok) or once the
-// node must not apply it: the map changed and this node no longer serves writes to s (the
-// status to answer), or the replicas stayed unreachable past ReplicationTimeout
-// (Unavailable). inDoubt reports that some copy may hold the write although it failed: the
-// node must then not answer a status (a client takes a status other than Ok for "not
-// applied" and replays even a non-idempotent write); it drops the request unanswered, which
-// a client treats as a write whose outcome is unknown. An unreachable replica holds the write until the coordinator's next map drops
-// it; the write then completes with the remaining copies. Callers hold seg.writeMu.
-func (n *Node) replicate(ctx context.Context, s int32, seg *segment, e *zarispeer.Entry) (_ *view, _ zaris.KvStatus, inDoubt bool) {
+// node must not apply it: its map no longer makes it the segment's owner (the status to
+// answer), or p was abandoned before anything was sent (Unavailable). A cut-over does not
+// end it: the coordinator confirms the cut-over only once it is over (confirmedEpoch).
+// inDoubt reports that some copy may hold the write although it failed: the node must then
+// not answer a status (a client takes a status other than Ok for "not applied" and replays
+// even a non-idempotent write); it drops the request unanswered, which a client treats as a
+// write whose outcome is unknown. An unreachable replica holds the write until the
+// coordinator's next map drops it; the write then completes with the remaining copies.
+// Callers hold seg.writeMu.
+func (n *Node) replicate(s int32, seg *segment, e *zarispeer.Entry, p *pendingWrite) (_ *view, _ zaris.KvStatus, inDoubt bool) {
 	me := n.cfg.ID
-	deadline := time.Now().Add(n.cfg.ReplicationTimeout)
+	ctx := n.ctx
 	acked := make(map[int32]bool)
 	for {
 		ch := n.changedCh()
 		v := n.current.Load()
-		if st := v.route(s, me, true); st != zaris.KvStatus_Ok {
-			return v, st, inDoubt
-		}
-		if time.Now().After(deadline) {
-			return v, zaris.KvStatus_Unavailable, inDoubt
+		if v.segs[s].owner != me {
+			return v, v.route(s, me, true), inDoubt
 		}
 		sv := &v.segs[s]
 		var targets []int32
@@ -192,6 +193,9 @@ func (n *Node) replicate(ctx context.Context, s int32, seg *segment, e *zarispee
 		seg.mu.Unlock()
 		if len(targets) == 0 {
 			return v, zaris.KvStatus_Ok, false
+		}
+		if !p.send(len(targets)) {
+			return v, zaris.KvStatus_Unavailable, inDoubt
 		}
 
 		// Each copy is sent in its own goroutine. Should a newer map drop a copy still
@@ -217,6 +221,7 @@ func (n *Node) replicate(ctx context.Context, s int32, seg *segment, e *zarispee
 					r.resp, err = zarispeer.NewZarisPeerClient(c).Replicate(ctx, req)
 					return err
 				})
+				p.sent(r.err == nil && r.resp.Status == zarispeer.PeerStatus_Ok || r.err != nil && !notSent(r.err))
 				results <- r
 			}()
 		}
@@ -253,8 +258,6 @@ func (n *Node) replicate(ctx context.Context, s int32, seg *segment, e *zarispee
 				}
 			case <-ctx.Done():
 				return v, zaris.KvStatus_Unavailable, true
-			case <-n.ctx.Done():
-				return v, zaris.KvStatus_Unavailable, true
 			}
 		}
 		if abandoned {
@@ -272,8 +275,6 @@ func (n *Node) replicate(ctx context.Context, s int32, seg *segment, e *zarispee
 		}
 		select {
 		case <-ctx.Done():
-			return v, zaris.KvStatus_Unavailable, true
-		case <-n.ctx.Done():
 			return v, zaris.KvStatus_Unavailable, true
 		case <-ch:
 		case <-time.After(retryPause):
