@@ -47,7 +47,11 @@
 // the TTL has run out, so it never answers a read from a copy the new owner has already moved
 // past; the node learns of the loss at its next renewal, stops serving, registers again and
 // catches up like a restarted node (a segment whose only copy it held has no owner until it is
-// back, and gets it back intact). The revoke's intent is committed, fenced by the leadership,
+// back, and gets it back intact). A process registering as a node that is registered from
+// another address (restarted elsewhere while its first process may still run) is admitted
+// only once the first is failed over that way: the new key in etcd replaced the first
+// process's key, not its lease (TestRegister_NewProcessOfALiveNodeFencesTheOldOne). The
+// revoke's intent is committed, fenced by the leadership,
 // before the revoke is sent: a leader deposed between the two may still revoke the lease,
 // and the next leader, which reads the intent, waits the lease's TTL out before it takes the
 // key's deletion (or its absence at takeover) for a failure

@@ -88,17 +88,12 @@ func (c *Coordinator) monitor(ctx context.Context, rec *nodeRec) {
 			// The node may be alive, only cut off: it must stop serving before another node
 			// takes its segments over, so end its etcd lease and wait its TTL out. The node
 			// learns of the loss at its next renewal and registers again.
-			if !c.revokeNodeLease(ctx, rec) {
+			if !c.giveUp(ctx, rec, perr.Error()) {
 				if ctx.Err() != nil {
 					return
 				}
 				continue
 			}
-			c.mu.Lock()
-			if c.nodes[rec.info.ID] == rec && rec.alive {
-				c.failLocked(rec, perr.Error())
-			}
-			c.mu.Unlock()
 			return
 		}
 		if fail {
@@ -110,6 +105,22 @@ func (c *Coordinator) monitor(ctx context.Context, rec *nodeRec) {
 			return
 		}
 	}
+}
+
+// giveUp fails over rec, a node that may be alive, once it can no longer serve: it revokes
+// the node's etcd lease and waits the TTL out (revokeNodeLease). It reports false if the
+// lease could not be revoked or ctx ended. The node learns of the loss at its next renewal
+// and registers again.
+func (c *Coordinator) giveUp(ctx context.Context, rec *nodeRec, why string) bool {
+	if !c.revokeNodeLease(ctx, rec) {
+		return false
+	}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.nodes[rec.info.ID] == rec && rec.alive {
+		c.failLocked(rec, why)
+	}
+	return true
 }
 
 // ping sends the heartbeat and returns the epoch the node holds; a node that answers as

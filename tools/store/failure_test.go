@@ -272,3 +272,33 @@ func TestFailureDetector_NodeFailedOverWhileAliveComesBackWithItsData(t *testing
 		require.Equal(t, v, got, k)
 	}
 }
+
+// A second process registers as node 1 from another address (node 1 restarted elsewhere
+// while its first process still runs, cut off from the coordinator but not from its clients
+// or etcd). Its registration in etcd replaces the first process's key, but not its lease, so
+// the first process keeps its right to serve: the coordinator must fence it (revoke that
+// lease, wait its TTL out) before it hands the segments to another node, or the first
+// process answers reads from a copy the new owner has moved past.
+func TestRegister_NewProcessOfALiveNodeFencesTheOldOne(t *testing.T) {
+	c := StartCluster(t, fastCluster())
+	ctx := testCtx(t)
+	const seg = 0
+	key := keyIn(seg, 16, "twin")
+	owner, replica, _ := roles(c, seg)
+	putUntilOk(t, c.Addr(owner), key, "old", "owner")
+	c.Node(owner).slowness.Store(int64(time.Hour)) // cut off from the coordinator
+
+	cfg := c.cfg.Node
+	cfg.ID, cfg.Coordinator, cfg.Etcd, cfg.EtcdPrefix = owner, c.Coordinator().Addr(), c.cfg.Etcd, c.cfg.EtcdPrefix
+	twin, err := StartNode(cfg)
+	require.NoError(t, err)
+	defer twin.Close()
+
+	waitFailedOver(t, c.Coordinator(), owner, 0)
+	putUntilOk(t, c.Addr(replica), key, "new", "replica")
+	cl := mustDial(t, c.Addr(owner))
+	defer cl.trans.Close()
+	resp, err := cl.Get(ctx, &zaris.GetRequest{Key: key})
+	require.NoError(t, err)
+	require.NotEqual(t, zaris.KvStatus_Ok, resp.Status, "the first process served a read: %q", resp.Value)
+}
