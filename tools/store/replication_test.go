@@ -11,24 +11,34 @@ import (
 	"github.com/clustron/zaris-go/gen/zaris"
 )
 
+// replicatedSeg is the segment the tests of this file write to.
+const replicatedSeg = 0
+
+// replicatedKey starts a cluster whose owners wait 300 ms for their replicas, and writes
+// "v1" to a key of segment replicatedSeg. It returns the segment's owner and replica, and
+// the key.
+func replicatedKey(t *testing.T) (c *Cluster, owner, replica int32, key []byte) {
+	cfg := fastCluster()
+	cfg.Node.ReplicationTimeout = 300 * time.Millisecond
+	c = StartCluster(t, cfg)
+	owner, replica, _ = roles(c, replicatedSeg)
+	key = keyIn(replicatedSeg, 16, "replicated")
+	putUntilOk(t, c.Addr(owner), key, "v1", "owner")
+	return c, owner, replica, key
+}
+
 // A write in flight when its segment migrates: the owner sends it to the replica, the
 // replica takes longer than the peer timeout to apply it (it is paused), and the cut-over
 // arrives meanwhile. Whatever the client is told, the copies must agree afterwards: once
 // the new owner (the replica) answered a read with the write, the old owner, kept as replica,
 // must answer the same when the new owner dies and it takes the segment back.
 func TestHandoff_WriteInFlightAtCutoverLeavesTheCopiesAlike(t *testing.T) {
-	cfg := fastCluster()
-	cfg.Node.ReplicationTimeout = 300 * time.Millisecond
-	c := StartCluster(t, cfg)
+	c, owner, replica, key := replicatedKey(t)
 	ctx := testCtx(t)
-	const seg = 0
-	owner, replica, _ := roles(c, seg)
-	key := keyIn(seg, 16, "inflight")
-	putUntilOk(t, c.Addr(owner), key, "v1", "owner")
 
 	// The replica pauses: it installs no map and applies no write to the segment.
 	rn := c.Node(replica)
-	rseg := rn.segments()[seg]
+	rseg := rn.segments()[replicatedSeg]
 	rn.installMu.Lock()
 	rseg.mu.Lock()
 	installing, applying := true, true
@@ -52,7 +62,7 @@ func TestHandoff_WriteInFlightAtCutoverLeavesTheCopiesAlike(t *testing.T) {
 		put <- err
 	}()
 	// The write is in flight at the owner once it holds the segment's write lock.
-	oseg := c.Node(owner).segments()[seg]
+	oseg := c.Node(owner).segments()[replicatedSeg]
 	require.Eventually(t, func() bool {
 		if oseg.writeMu.TryLock() {
 			oseg.writeMu.Unlock()
@@ -63,7 +73,7 @@ func TestHandoff_WriteInFlightAtCutoverLeavesTheCopiesAlike(t *testing.T) {
 	time.Sleep(20 * time.Millisecond) // its Replicate reaches the paused replica
 
 	migrated := make(chan error, 1)
-	go func() { migrated <- c.MigrateSegment(ctx, seg, replica) }()
+	go func() { migrated <- c.MigrateSegment(ctx, replicatedSeg, replica) }()
 	t.Logf("the write ended with %v", <-put)
 
 	// The replica resumes: the Replicate it held lands, then the maps.
@@ -105,18 +115,12 @@ func TestHandoff_WriteInFlightAtCutoverLeavesTheCopiesAlike(t *testing.T) {
 // killed, and no coordinator drops it from the map), nothing can hold the write and the
 // caller is answered Unavailable, the key unchanged.
 func TestReplicationTimeout_AnswersUnavailableOnlyWhenNoCopyCanHoldTheWrite(t *testing.T) {
-	cfg := fastCluster()
-	cfg.Node.ReplicationTimeout = 300 * time.Millisecond
-	c := StartCluster(t, cfg)
+	c, owner, replica, key := replicatedKey(t)
 	ctx := testCtx(t)
-	const seg = 0
-	owner, replica, _ := roles(c, seg)
-	key := keyIn(seg, 16, "timeout")
-	putUntilOk(t, c.Addr(owner), key, "v1", "owner")
 	cl := mustDial(t, c.Addr(owner))
 	defer cl.trans.Close()
 
-	rseg := c.Node(replica).segments()[seg]
+	rseg := c.Node(replica).segments()[replicatedSeg]
 	rseg.mu.Lock()
 	_, err := cl.Put(ctx, &zaris.PutRequest{Key: key, Value: []byte("v2")})
 	rseg.mu.Unlock()
