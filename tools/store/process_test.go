@@ -125,7 +125,7 @@ func TestProcess_KillNineNodeUnderLoadLosesNoAckedWrite(t *testing.T) {
 	}
 	bin := buildZarisd(t)
 	etcd := etcdArgs(t)
-	co := startProc(t, bin, append([]string{"coordinator", "--listen", "127.0.0.1:0", "--nodes", "3", "--segments", "16",
+	co := startProc(t, bin, append([]string{"coordinator", "--listen", stablePort(), "--nodes", "3", "--segments", "16",
 		"--failure-timeout", "1s", "--log-level", "debug"}, etcd...)...)
 	var nodes []*proc
 	var seeds []string
@@ -172,7 +172,9 @@ func TestProcess_StoppedNodeIsFailedOverAfterTheTimeoutAndRejoins(t *testing.T) 
 	}
 	bin := buildZarisd(t)
 	etcd := etcdArgs(t)
-	co := startProc(t, bin, append([]string{"coordinator", "--listen", "127.0.0.1:0", "--nodes", "3", "--segments", "16",
+	// A fixed port, here and above: should the coordinator's etcd session expire (a loaded
+	// machine), it leads again on the address the nodes know.
+	co := startProc(t, bin, append([]string{"coordinator", "--listen", stablePort(), "--nodes", "3", "--segments", "16",
 		"--failure-timeout", "500ms"}, etcd...)...)
 	var nodes []*proc
 	var seeds []string
