@@ -356,14 +356,7 @@ func (c *Coordinator) register(req *zarispeer.RegisterRequest) (*zarispeer.PeerM
 			// replaced its key in etcd, not its lease, so it may still serve. It is given
 			// up on like a node that stopped answering (its lease revoked, the TTL waited
 			// out) before this process is admitted; until then the node registers again.
-			if !old.revoking {
-				old.revoking = true
-				c.wg.Add(1)
-				go func() {
-					defer c.wg.Done()
-					c.giveUp(c.ctx, old, "another process registered as this node")
-				}()
-			}
+			c.giveUpLocked(old, "another process registered as this node")
 			return nil, fmt.Errorf("store: node %d: its process at %s is being failed over first", req.NodeId, old.dataAddr())
 		}
 		c.failLocked(old, "registered again")

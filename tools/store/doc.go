@@ -50,7 +50,8 @@
 // back, and gets it back intact). A process registering as a node that is registered from
 // another address (restarted elsewhere while its first process may still run) is admitted
 // only once the first is failed over that way: the new key in etcd replaced the first
-// process's key, not its lease (TestRegister_NewProcessOfALiveNodeFencesTheOldOne). The
+// process's key, not its lease, which the cluster state records so that a coordinator
+// taking over fences it too (TestRegister_NewProcessOfALiveNodeFencesTheOldOne). The
 // revoke's intent is committed, fenced by the leadership,
 // before the revoke is sent: a leader deposed between the two may still revoke the lease,
 // and the next leader, which reads the intent, waits the lease's TTL out before it takes the

@@ -123,6 +123,20 @@ func (c *Coordinator) giveUp(ctx context.Context, rec *nodeRec, why string) bool
 	return true
 }
 
+// giveUpLocked starts giving rec up (giveUp) in the background, unless that is under way.
+// Callers hold c.mu.
+func (c *Coordinator) giveUpLocked(rec *nodeRec, why string) {
+	if rec.revoking {
+		return
+	}
+	rec.revoking = true
+	c.wg.Add(1)
+	go func() {
+		defer c.wg.Done()
+		c.giveUp(c.ctx, rec, why)
+	}()
+}
+
 // ping sends the heartbeat and returns the epoch the node holds; a node that answers as
 // another process than rec yields errIncarnation.
 func ping(ctx context.Context, cl thrift.TClient, rec *nodeRec, m *zarispeer.PeerMap) (int64, error) {

@@ -13,6 +13,7 @@ import (
 
 	"github.com/clustron/zaris-go/gen/zaris"
 	"github.com/clustron/zaris-go/gen/zarispeer"
+	"github.com/clustron/zaris-go/tools/store/control"
 )
 
 // slowCluster starts a cluster whose coordinator suspects a node after a short silence but
@@ -273,32 +274,48 @@ func TestFailureDetector_NodeFailedOverWhileAliveComesBackWithItsData(t *testing
 	}
 }
 
-// A second process registers as node 1 from another address (node 1 restarted elsewhere
+// A second process registers as a node from another address (the node restarted elsewhere
 // while its first process still runs, cut off from the coordinator but not from its clients
 // or etcd). Its registration in etcd replaces the first process's key, but not its lease, so
 // the first process keeps its right to serve: the coordinator must fence it (revoke that
 // lease, wait its TTL out) before it hands the segments to another node, or the first
-// process answers reads from a copy the new owner has moved past.
+// process answers reads from a copy the new owner has moved past. In "takeover" the second
+// process registers while no coordinator runs, and the next one finds it in etcd.
 func TestRegister_NewProcessOfALiveNodeFencesTheOldOne(t *testing.T) {
-	c := StartCluster(t, fastCluster())
-	ctx := testCtx(t)
-	const seg = 0
-	key := keyIn(seg, 16, "twin")
-	owner, replica, _ := roles(c, seg)
-	putUntilOk(t, c.Addr(owner), key, "old", "owner")
-	c.Node(owner).slowness.Store(int64(time.Hour)) // cut off from the coordinator
+	for _, takeover := range []bool{false, true} {
+		t.Run(map[bool]string{false: "running", true: "takeover"}[takeover], func(t *testing.T) {
+			c := StartCluster(t, fastCluster())
+			ctx := testCtx(t)
+			const seg = 0
+			key := keyIn(seg, 16, "twin")
+			owner, replica, _ := roles(c, seg)
+			putUntilOk(t, c.Addr(owner), key, "old", "owner")
+			c.Node(owner).slowness.Store(int64(time.Hour)) // cut off from the coordinator
 
-	cfg := c.cfg.Node
-	cfg.ID, cfg.Coordinator, cfg.Etcd, cfg.EtcdPrefix = owner, c.Coordinator().Addr(), c.cfg.Etcd, c.cfg.EtcdPrefix
-	twin, err := StartNode(cfg)
-	require.NoError(t, err)
-	defer twin.Close()
+			coordAddr := c.Coordinator().Addr()
+			if takeover {
+				require.NoError(t, c.StopCoordinator())
+			}
+			cfg := c.cfg.Node
+			cfg.ID, cfg.Coordinator, cfg.Etcd, cfg.EtcdPrefix = owner, coordAddr, c.cfg.Etcd, c.cfg.EtcdPrefix
+			twin, err := StartNode(cfg)
+			require.NoError(t, err)
+			defer twin.Close()
+			if takeover {
+				require.Eventually(t, func() bool {
+					resp, err := c.cfg.Etcd.Get(ctx, control.NodeKey(twin.cfg.EtcdPrefix, owner))
+					return err == nil && len(resp.Kvs) == 1 && parseRegistration(resp.Kvs[0].Value, 0).value.Incarnation == twin.incarnation
+				}, 10*time.Second, time.Millisecond, "the second process never registered in etcd")
+				require.NoError(t, c.RestartCoordinator())
+			}
 
-	waitFailedOver(t, c.Coordinator(), owner, 0)
-	putUntilOk(t, c.Addr(replica), key, "new", "replica")
-	cl := mustDial(t, c.Addr(owner))
-	defer cl.trans.Close()
-	resp, err := cl.Get(ctx, &zaris.GetRequest{Key: key})
-	require.NoError(t, err)
-	require.NotEqual(t, zaris.KvStatus_Ok, resp.Status, "the first process served a read: %q", resp.Value)
+			waitFailedOver(t, c.Coordinator(), owner, 0)
+			putUntilOk(t, c.Addr(replica), key, "new", "replica")
+			cl := mustDial(t, c.Addr(owner))
+			defer cl.trans.Close()
+			resp, err := cl.Get(ctx, &zaris.GetRequest{Key: key})
+			require.NoError(t, err)
+			require.NotEqual(t, zaris.KvStatus_Ok, resp.Status, "the first process served a read: %q", resp.Value)
+		})
+	}
 }

@@ -44,8 +44,9 @@ func parseRegistration(value []byte, lease int64) *registration {
 
 // adoptRegistrationsLocked gives every node restored as up the lease of its current
 // registration in etcd, and returns the nodes that have none any more (or one of another
-// process): their right to serve has ended. It returns the revision it read at. Callers
-// hold c.mu.
+// process) and whose recorded lease is gone: their right to serve has ended. A node whose
+// key another process replaced while its recorded lease lives on may still serve: it is
+// given up on (giveUpLocked). It returns the revision it read at. Callers hold c.mu.
 func (c *Coordinator) adoptRegistrationsLocked() ([]*nodeRec, int64, error) {
 	ctx, cancel := context.WithTimeout(c.ctx, commitTimeout)
 	defer cancel()
@@ -71,6 +72,12 @@ func (c *Coordinator) adoptRegistrationsLocked() ([]*nodeRec, int64, error) {
 			continue
 		}
 		r := regs[id]
+		if r != nil && r.value.Incarnation != rec.incarnation && rec.lease != 0 {
+			if ttl, err := c.etcd.TimeToLive(ctx, rec.lease); err != nil || ttl.TTL > 0 {
+				c.giveUpLocked(rec, "another process registered as this node")
+				continue
+			}
+		}
 		if r == nil || r.value.Incarnation != rec.incarnation {
 			gone = append(gone, rec)
 			continue

@@ -92,7 +92,8 @@ func (c *Coordinator) stateLocked(m *zarispeer.PeerMap) (control.State, error) {
 		case r.alive:
 			state = memberUp
 		}
-		st.Members[id] = control.Member{ID: id, Addr: r.dataAddr(), PeerAddr: r.info.PeerAddr, State: state, Incarnation: r.incarnation}
+		st.Members[id] = control.Member{ID: id, Addr: r.dataAddr(), PeerAddr: r.info.PeerAddr, State: state, Incarnation: r.incarnation,
+			Lease: int64(r.lease), LeaseTTL: r.ttl}
 	}
 	var cd churnData
 	for s, w := range c.want {
@@ -228,6 +229,8 @@ func (c *Coordinator) restoreLocked(st control.State) error {
 			incarnation: mem.Incarnation,
 			alive:       mem.State == memberUp || mem.State == memberLeaving,
 			leaving:     mem.State == memberLeaving,
+			lease:       clientv3.LeaseID(mem.Lease),
+			ttl:         mem.LeaseTTL,
 			kick:        make(chan struct{}, 1),
 		}
 	}

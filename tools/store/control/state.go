@@ -10,6 +10,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"time"
 
 	clientv3 "go.etcd.io/etcd/client/v3"
 )
@@ -24,6 +25,11 @@ type Member struct {
 	PeerAddr string `json:"peer_addr,omitempty"`
 	// Incarnation names the member's process: a restarted process has another.
 	Incarnation int64 `json:"incarnation,omitempty"`
+	// Lease is the etcd lease that process registered under, LeaseTTL its TTL: a
+	// coordinator taking over can still end the lease of a process whose key another
+	// process of the member replaced.
+	Lease    int64         `json:"lease,omitempty"`
+	LeaseTTL time.Duration `json:"lease_ttl,omitempty"`
 }
 
 // ChurnStep is the churn operation in progress: what it is, and how far it got, so that a
