@@ -156,7 +156,15 @@ func (n *Node) write(ctx context.Context, key []byte, decide func(cur entry, exi
 		e.Value = []byte{}
 	}
 
+	// confirmedEpoch holds a cut-over back from here on; a cut-over map installed since the
+	// route was confirmed without waiting for this write, which must then reach no copy.
 	seg.writing.Store(v.epoch)
+	if now := n.current.Load(); now != v {
+		if st := now.route(s, n.cfg.ID, true); st != zaris.KvStatus_Ok {
+			seg.writing.Store(0)
+			return writeResult{status: st, epoch: now.epoch}
+		}
+	}
 	p := new(pendingWrite)
 	p.idle.L = &p.mu
 	done := make(chan writeResult, 1)

@@ -153,3 +153,35 @@ func TestReplicationTimeout_AnswersUnavailableOnlyWhenNoCopyCanHoldTheWrite(t *t
 	require.NoError(t, err)
 	require.Equal(t, "v2", string(g.Value))
 }
+
+// A cut-over map installed while a write is between its route and its replication (here,
+// while it decides on the current value): the node confirms the cut-over at once (no write
+// holds confirmedEpoch back yet), so the write must then reach no copy, else a new owner
+// could be named while the old owner still sends it (the copies would disagree, as in
+// TestHandoff_WriteInFlightAtCutoverLeavesTheCopiesAlike). The coordinator is stopped so the
+// maps are the test's alone.
+func TestHandoff_CutoverConfirmedDuringAWriteKeepsItFromAnyCopy(t *testing.T) {
+	c := StartCluster(t, fastCluster())
+	const seg = 0
+	owner, replica, _ := roles(c, seg)
+	key := keyIn(seg, 16, "confirm")
+	putUntilOk(t, c.Addr(owner), key, "v1", "owner")
+	require.NoError(t, c.StopCoordinator())
+
+	n := c.Node(owner)
+	var cutEpoch, confirmed int64
+	r := n.write(testCtx(t), key, func(cur entry, exists bool) change {
+		pm := cloneMap(n.current.Load().pm)
+		pm.Epoch++
+		pm.Segments[seg].Cutover = true
+		require.True(t, n.install(pm))
+		cutEpoch, confirmed = pm.Epoch, n.confirmedEpoch()
+		return change{value: []byte("v2")}
+	})
+	require.Equal(t, cutEpoch, confirmed, "the node did not confirm the cut-over")
+	require.Equal(t, zaris.KvStatus_Migrating, r.status, "a write went on after its node confirmed the cut-over")
+	rseg := c.Node(replica).segments()[seg]
+	rseg.mu.Lock()
+	defer rseg.mu.Unlock()
+	require.Equal(t, "v1", string(rseg.data[string(key)].value), "the replica applied a write sent after the cut-over was confirmed")
+}
