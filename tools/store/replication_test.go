@@ -185,3 +185,38 @@ func TestHandoff_CutoverConfirmedDuringAWriteKeepsItFromAnyCopy(t *testing.T) {
 	defer rseg.mu.Unlock()
 	require.Equal(t, "v1", string(rseg.data[string(key)].value), "the replica applied a write sent after the cut-over was confirmed")
 }
+
+// A write still being seen through (its replica paused, no coordinator to drop it) does not
+// keep its node from closing: Close ends the resending and returns.
+func TestClose_EndsAWriteBeingSeenThrough(t *testing.T) {
+	cfg := fastCluster()
+	cfg.Node.ReplicationTimeout = 300 * time.Millisecond
+	c := StartCluster(t, cfg)
+	ctx := testCtx(t)
+	const seg = 0
+	owner, replica, _ := roles(c, seg)
+	key := keyIn(seg, 16, "close")
+	putUntilOk(t, c.Addr(owner), key, "v1", "owner")
+	require.NoError(t, c.StopCoordinator())
+
+	rseg := c.Node(replica).segments()[seg]
+	rseg.mu.Lock()
+	defer rseg.mu.Unlock()
+	cl := mustDial(t, c.Addr(owner))
+	defer cl.trans.Close()
+	_, err := cl.Put(ctx, &zaris.PutRequest{Key: key, Value: []byte("v2")})
+	require.Error(t, err, "a write its replica may hold was answered")
+	n := c.Node(owner)
+	require.NotZero(t, n.segments()[seg].writing.Load(), "the write is no longer being seen through")
+
+	closed := make(chan struct{})
+	go func() {
+		n.Close()
+		close(closed)
+	}()
+	select {
+	case <-closed:
+	case <-ctx.Done():
+		t.Fatal("Close waited for a write that cannot complete")
+	}
+}
