@@ -138,7 +138,13 @@ func (h *peerHandler) Fetch(_ context.Context, req *zarispeer.FetchRequest) (*za
 		return rejected(v)
 	}
 	seg := n.segments()[req.Segment]
-	seg.writeMu.Lock()
+	// A write being seen through holds the lock until its copies answer, however long: wait
+	// as a write does, at most ReplicationTimeout, and let the learner ask again.
+	timer := time.NewTimer(n.cfg.ReplicationTimeout)
+	defer timer.Stop()
+	if !seg.writeMu.lockUnless(timer.C, n.ctx.Done()) {
+		return nil, fmt.Errorf("store: segment %d: a write is still being replicated", req.Segment)
+	}
 	defer seg.writeMu.Unlock()
 	if v = n.current.Load(); !ok(v) {
 		return rejected(v)

@@ -9,6 +9,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/clustron/zaris-go/gen/zaris"
+	"github.com/clustron/zaris-go/gen/zarispeer"
 )
 
 // replicatedSeg is the segment the tests of this file write to.
@@ -218,5 +219,42 @@ func TestClose_EndsAWriteBeingSeenThrough(t *testing.T) {
 	case <-closed:
 	case <-ctx.Done():
 		t.Fatal("Close waited for a write that cannot complete")
+	}
+}
+
+// A learner's Fetch that meets a write still being seen through (here the test holds the
+// segment's write lock, as such a write does) is answered once ReplicationTimeout passed,
+// rather than waiting as long as the write: else each fetch the learner retries after its
+// own timeout stays behind, blocked, for as long as the write lasts.
+func TestFetch_WaitsForAWriteBeingSeenThroughAtMostReplicationTimeout(t *testing.T) {
+	cfg := fastCluster()
+	cfg.Node.ReplicationTimeout = 100 * time.Millisecond
+	c := StartCluster(t, cfg)
+	const seg = 0
+	owner, replica, _ := roles(c, seg)
+	putUntilOk(t, c.Addr(owner), keyIn(seg, 16, "fetch"), "v1", "owner")
+	n := c.Node(owner)
+	oseg := n.segments()[seg]
+	require.True(t, oseg.writeMu.TryLock())
+	defer oseg.writeMu.Unlock()
+
+	v := n.current.Load()
+	fetched := make(chan error, 1)
+	go func() {
+		resp, err := (&peerHandler{n: n}).Fetch(context.Background(), &zarispeer.FetchRequest{
+			Learner: replica, Epoch: v.epoch, Segment: seg, ClusterId: v.pm.ClusterId,
+		})
+		if err == nil {
+			err = fmt.Errorf("answered %v while a write held the segment", resp.Status)
+		}
+		fetched <- err
+	}()
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	select {
+	case err := <-fetched:
+		require.ErrorContains(t, err, "still being replicated")
+	case <-ctx.Done():
+		t.Fatal("the fetch waited as long as the write")
 	}
 }
