@@ -470,7 +470,9 @@ func (n *Node) slow() {
 // while a write routed with an older map is in flight on a segment the map puts in cut-over
 // here, that write's epoch. The coordinator names a new owner only once the old one
 // confirmed the cut-over, so a write the old owner began before it reaches every copy, or
-// none, before another node owns the segment.
+// none, before another node owns the segment. A write stores its epoch in segment.writing
+// before it last checks the map, so either it sees the cut-over map and sends nothing, or
+// this sees the write (TestHandoff_CutoverConfirmedDuringAWriteKeepsItFromAnyCopy).
 func (n *Node) confirmedEpoch() int64 {
 	v := n.current.Load()
 	if v == nil {
