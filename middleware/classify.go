@@ -19,9 +19,10 @@ type Outcome = runtime.Outcome
 type Classifier = runtime.Classifier
 
 // DefaultClassifiers is the chain Classify uses when given none: the caller's context, a
-// closed client and a request too large to send first, then statuses (R1, R2, R8), Thrift application exceptions, the runtime's transport
-// sentinels and Thrift transport and protocol exceptions (R3). Anything no classifier
-// decides is Fatal. Copy it to extend it; do not modify it.
+// closed client and a request too large to send first, then statuses (R1, R2, R8), Thrift
+// application exceptions, the runtime's transport sentinels and Thrift transport and
+// protocol exceptions (R3). Anything no classifier decides is Fatal. Copy it to extend it;
+// do not modify it.
 var DefaultClassifiers = []Classifier{
 	CallerContext,
 	ClientClosed,

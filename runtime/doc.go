@@ -117,9 +117,10 @@
 // ErrNodeUnavailable (no connection: the dial failed, the node left the map, or none was
 // free within the attempt timeout; not sent), ErrTransport (a Thrift transport or protocol
 // failure: sent, unless the request was still queued on a pipelined connection that
-// failed; Attempt.Sent says which), ErrAttemptTimeout (the per-attempt timeout, rule B5: sent, unless
-// the request was still queued on a pipelined connection), ErrRequestTooLarge (the request's
-// encoding is over the client's message limit: not sent, not retried), ErrClosed.
+// failed; Attempt.Sent says which), ErrAttemptTimeout (the per-attempt timeout, rule B5:
+// sent, unless the request was still queued on a pipelined connection),
+// ErrRequestTooLarge (the request's encoding is over the client's message limit: not
+// sent, not retried), ErrClosed.
 // Any error closes the pooled connection it happened on; a pipelined connection is closed
 // only by a failure of the connection itself (see above), so an application exception or
 // a caller that left early leaves it in use. An error the client does

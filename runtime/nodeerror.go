@@ -56,9 +56,9 @@ func (c *Engine) callError(ctx context.Context, call *Call, r Route, o outcome) 
 
 // NodeError is the error of one attempt that reached for a node and got no response. Kind
 // is the sentinel that says what kind of failure it was (ErrNodeUnavailable, ErrTransport,
-// ErrAttemptTimeout, ErrRequestTooLarge, ErrClosed), or nil for an error the client does not judge (the
-// caller's context ended, an application exception); Err is the cause. errors.Is and
-// errors.As see both.
+// ErrAttemptTimeout, ErrRequestTooLarge, ErrClosed), or nil for an error the client does
+// not judge (the caller's context ended, an application exception); Err is the cause.
+// errors.Is and errors.As see both.
 type NodeError struct {
 	// Op is the operation's name.
 	Op string

@@ -363,10 +363,9 @@ func attemptAttrs(a *runtime.Attempt) []attribute.KeyValue {
 // ErrorKind names the kind of err for the error.type attribute, from the runtime's
 // sentinel errors (found with errors.Is): in_doubt, attempt_timeout, node_unavailable,
 // partition_unavailable, transport, request_too_large, retry_budget_exhausted, closed,
-// no_response, canceled,
-// deadline_exceeded; the status a call gave up on (a *runtime.StatusError) by its name,
-// for example "Moved"; and "other" for anything else. The set is small and fixed, so it
-// is safe as a metric attribute.
+// no_response, canceled, deadline_exceeded; the status a call gave up on (a
+// *runtime.StatusError) by its name, for example "Moved"; and "other" for anything else.
+// The set is small and fixed, so it is safe as a metric attribute.
 func ErrorKind(err error) string {
 	var se *runtime.StatusError
 	switch {
