@@ -143,8 +143,9 @@
 //
 // A batch is split by owner, not by size: the items of one owner go in one request and
 // come back in one reply, and a node refuses a message over its limit by closing the
-// connection (the reference store's limit is 4 MiB each way), which fails every item of
-// that owner with ErrTransport after every attempt. Batch large values in fewer items.
+// connection (the reference store's limit is 4 MiB each way by default, more when its key
+// and value limits are raised), which fails every item of that owner with ErrTransport
+// after every attempt. Batch large values in fewer items.
 //
 // # Concurrency
 //
