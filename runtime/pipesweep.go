@@ -56,7 +56,7 @@ func (c *pipeConn) sweepLoop() {
 // queued starts another.
 func (c *pipeConn) sweep(now time.Time) bool {
 	c.mu.Lock()
-	if c.quiet.since.IsZero() || c.replies.Load() != c.quiet.mark {
+	if c.replies.Load() != c.quiet.mark {
 		c.quiet.since = time.Time{} // a reply came: the silence watched is over
 	}
 	if c.waiting.Load() == 0 && c.quiet.since.IsZero() || c.err != nil {
