@@ -251,13 +251,12 @@ func (c *Coordinator) failLocked(rec *nodeRec, why string) {
 		delete(c.synced, syncKey{int32(s), next})
 		delete(c.learnerAt, syncKey{int32(s), next})
 		sg.Cutover, sg.Transitioning = false, false
-		if next != noOwner {
-			c.newTenureLocked(sg)
-		}
 		if next == noOwner {
 			// No copy is left. If this very process comes back (it was failed over while
 			// alive), its data is intact and it takes the segment back.
 			c.lastOwner[s] = ownerRef{id: id, incarnation: rec.incarnation}
+		} else {
+			c.newTenureLocked(sg)
 		}
 		if w.owner == next {
 			w.owner = noOwner
