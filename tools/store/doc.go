@@ -27,41 +27,39 @@
 // well inside the client's retry window: each segment it owned goes to a replica (or to a
 // learner that reported a full copy), and the new map goes out at once. A node that stops
 // answering while its port still accepts, or whose port the coordinator cannot reach (a
-// partition: a dial that times out, where the node may still serve its clients), is
-// suspected after DefaultFailureTimeout (250 ms) and pinged on a fresh connection; only if
-// that probe goes unanswered for
-// DefaultProbeTimeout (1 s) does the coordinator give up on it. So a live node that is
-// merely slow (a loaded machine, a long GC pause) keeps its segments. This is the
+// partition: a dial that times out, where the node may still serve its clients), is suspected
+// after DefaultFailureTimeout (250 ms) and pinged on a fresh connection; only if that probe
+// goes unanswered for DefaultProbeTimeout (1 s) does the coordinator give up on it. So a live
+// node that is merely slow (a loaded machine, a long GC pause) keeps its segments. This is the
 // lease-plus-probe scheme of many stores: a short timeout only raises suspicion, and the
 // verdict takes a direct question that a dead process cannot answer.
 //
-// A node's right to serve comes from etcd, not from the coordinator. Each node registers
-// under a lease (NodeConfig.LeaseTTL, DefaultLeaseTTL 2 s) that it renews every third of the
-// TTL, and serves the segments it owns only until the TTL, less a tenth, after it sent its
-// last successful renewal, measured on its own monotonic clock (control.Liveness). etcd
-// starts the TTL when the renewal arrives, after the send, so the node always stops before
-// etcd expires its key, and no two hosts need to agree on the time (node wall clocks skewed
-// by ±10 s change nothing: TestLinearizable_NodeClocksSkewedTenSeconds). The coordinator
-// watches the nodes' keys: a key that goes is a failed node. A node the coordinator gave up on
-// while it may be alive (cut off, stalled) is failed over only once its lease is revoked and
-// the TTL has run out, so it never answers a read from a copy the new owner has already moved
-// past; the node learns of the loss at its next renewal, stops serving, registers again and
-// catches up like a restarted node (a segment whose only copy it held has no owner until it is
-// back, and gets it back intact). A process registering as a node that is registered from
-// another address (restarted elsewhere while its first process may still run) is admitted
-// only once the first is failed over that way: the new key in etcd replaced the first
-// process's key, not its lease, which the cluster state records so that a coordinator
-// taking over fences it too (TestRegister_NewProcessOfALiveNodeFencesTheOldOne). The
-// revoke's intent is committed, fenced by the leadership,
-// before the revoke is sent: a leader deposed between the two may still revoke the lease,
-// and the next leader, which reads the intent, waits the lease's TTL out before it takes the
-// key's deletion (or its absence at takeover) for a failure
-// (TestCoordinator_RevokeOfADeposedLeaderIsWaitedOut). A request that finds the right run out waits up to
-// NodeConfig.LeaseWait (DefaultLeaseWait, 250 ms) for the next renewal before it answers
-// Unavailable: a stall of the whole process (a loaded machine) runs the right out without any
-// failure, and the renewal goes out as soon as the stall ends. A segment whose every copy died
-// with its process starts empty once a wanted node is back: with one node failure at a time
-// and the default replication factor of 2 that never happens.
+// A node's right to serve comes from etcd, not from the coordinator. Each node registers under
+// a lease (NodeConfig.LeaseTTL, DefaultLeaseTTL 2 s) that it renews every third of the TTL, and
+// serves the segments it owns only until the TTL, less a tenth, after it sent its last
+// successful renewal, measured on its own monotonic clock (control.Liveness). etcd starts the
+// TTL when the renewal arrives, after the send, so the node always stops before etcd expires
+// its key, and no two hosts need to agree on the time (node wall clocks skewed by ±10 s change
+// nothing: TestLinearizable_NodeClocksSkewedTenSeconds). The coordinator watches the nodes'
+// keys: a key that goes is a failed node. A node the coordinator gave up on while it may be
+// alive (cut off, stalled) is failed over only once its lease is revoked and the TTL has run
+// out, so it never answers a read from a copy the new owner has already moved past; the node
+// learns of the loss at its next renewal, stops serving, registers again and catches up like a
+// restarted node (a segment whose only copy it held has no owner until it is back, and gets it
+// back intact). A process registering as a node that is registered from another address
+// (restarted elsewhere while its first process may still run) is admitted only once the first
+// is failed over that way: the new key in etcd replaced the first process's key, not its lease,
+// which the cluster state records so that a coordinator taking over fences it too
+// (TestRegister_NewProcessOfALiveNodeFencesTheOldOne). The revoke's intent is committed, fenced
+// by the leadership, before the revoke is sent: a leader deposed between the two may still
+// revoke the lease, and the next leader, which reads the intent, waits the lease's TTL out
+// before it takes the key's deletion (or its absence at takeover) for a failure
+// (TestCoordinator_RevokeOfADeposedLeaderIsWaitedOut). A request that finds the right run out
+// waits up to NodeConfig.LeaseWait (DefaultLeaseWait, 250 ms) for the next renewal before it
+// answers Unavailable: a stall of the whole process (a loaded machine) runs the right out
+// without any failure, and the renewal goes out as soon as the stall ends. A segment whose
+// every copy died with its process starts empty once a wanted node is back: with one node
+// failure at a time and the default replication factor of 2 that never happens.
 //
 // With no coordinator running, nodes keep serving their last map on their etcd leases, but
 // nothing is failed over, no learner is promoted and no churn completes until one leads again
@@ -132,8 +130,8 @@
 // reached a copy is seen through even when its caller stops waiting (ReplicationTimeout, in
 // doubt): the owner resends it until every copy applied it, and applies it itself, before
 // its next write to the segment or its confirmation of a cut-over, so the copies never
-// disagree on it (TestHandoff_WriteInFlightAtCutoverLeavesTheCopiesAlike). A replica applies writes only
-// from the owner its own map names. So after a single node failure every acknowledged write is
+// disagree on it (TestHandoff_WriteInFlightAtCutoverLeavesTheCopiesAlike). A replica
+// applies writes only from the owner its own map names. So after a single node failure every acknowledged write is
 // on the new owner, whichever order the nodes learn the new map in.
 //
 // Replication cannot reorder. Tombstones replicate and are copied to learners like writes, and
@@ -163,8 +161,8 @@
 // The coordinator does it in three steps: revoke (a map puts the segment in cut-over: the
 // owner answers writes Migrating and reads Unavailable), confirm (the old owner installed that
 // map and finished the write it had in flight on the segment, or it was failed over: its etcd
-// lease is gone, so it no longer serves), publish (the
-// map naming the new owner; a failback marks it transitioning until every node has it).
+// lease is gone, so it no longer serves), publish (the map naming the new owner; a failback
+// marks it transitioning until every node has it).
 // Failover of a live node is fenced the same way by its lease.
 //
 // # Running one

@@ -16,8 +16,8 @@ type peerHandler struct{ n *Node }
 
 var _ zarispeer.ZarisPeer = (*peerHandler)(nil)
 
-// Ping answers the coordinator's heartbeat with the node's process and confirmed epoch. The lease
-// argument is not used: a node's right to serve comes from its etcd lease.
+// Ping answers the coordinator's heartbeat with the node's process and confirmed epoch.
+// The lease argument is not used: a node's right to serve comes from its etcd lease.
 func (h *peerHandler) Ping(_ context.Context, _ int64, clusterID string, _ int64) (*zarispeer.PingResponse, error) {
 	if !h.n.sameCluster(clusterID) {
 		return nil, errOtherCluster
@@ -26,7 +26,8 @@ func (h *peerHandler) Ping(_ context.Context, _ int64, clusterID string, _ int64
 	return &zarispeer.PingResponse{NodeId: h.n.cfg.ID, Incarnation: h.n.incarnation, Epoch: h.n.confirmedEpoch()}, nil
 }
 
-// PushMap installs a newer map and returns the node's confirmed epoch. The lease argument is not used.
+// PushMap installs a newer map and returns the node's confirmed epoch. The lease argument
+// is not used.
 func (h *peerHandler) PushMap(_ context.Context, pm *zarispeer.PeerMap, _ int64) (int64, error) {
 	if pm == nil {
 		return 0, fmt.Errorf("store: PushMap without a map")
