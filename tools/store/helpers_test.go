@@ -497,3 +497,14 @@ func failovers(co *Coordinator, id int32) int64 {
 	}
 	return 0
 }
+
+// TryLock takes the lock if it is free, and reports whether it did.
+func (l *writeLock) TryLock() bool {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if l.held {
+		return false
+	}
+	l.held, l.free = true, make(chan struct{})
+	return true
+}

@@ -101,17 +101,6 @@ type writeLock struct {
 // Lock waits for the lock and takes it.
 func (l *writeLock) Lock() { l.lockUnless(nil, nil) }
 
-// TryLock takes the lock if it is free, and reports whether it did.
-func (l *writeLock) TryLock() bool {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	if l.held {
-		return false
-	}
-	l.held, l.free = true, make(chan struct{})
-	return true
-}
-
 // lockUnless waits for the lock and takes it, unless stop or done is closed (or receives)
 // first; it reports whether it took the lock.
 func (l *writeLock) lockUnless(stop <-chan time.Time, done <-chan struct{}) bool {
