@@ -90,16 +90,13 @@ type entry struct {
 	deleted bool
 }
 
-// writeLock is a mutex whose Lock can also be given up (lockUnless). The zero value is
-// unlocked.
+// writeLock is a mutex whose taker can give up waiting for it (lockUnless). The zero
+// value is unlocked.
 type writeLock struct {
 	mu   sync.Mutex
 	held bool
 	free chan struct{} // closed by the Unlock that ends the current hold
 }
-
-// Lock waits for the lock and takes it.
-func (l *writeLock) Lock() { l.lockUnless(nil, nil) }
 
 // lockUnless waits for the lock and takes it, unless stop or done is closed (or receives)
 // first; it reports whether it took the lock.
