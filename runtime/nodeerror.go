@@ -22,7 +22,8 @@ func (c *Engine) noConnError(ctx context.Context, call *Call, r Route, err error
 	return e
 }
 
-// callError describes a call that was sent and got no response.
+// callError describes an attempt that had a connection to the node and got no response;
+// call.Current().Sent says whether its request may have left.
 func (c *Engine) callError(ctx context.Context, call *Call, r Route, o outcome) error {
 	err := o.err
 	e := &NodeError{Op: call.Op.Name, Node: r.Node, Addr: r.Addr, Err: err}
