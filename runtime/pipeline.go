@@ -540,7 +540,9 @@ type pipeConn struct {
 		since time.Time
 	}
 
-	writeTimeout time.Duration // the longest one write may stall
+	// attemptTimeout is the client's attempt timeout: the longest one write may stall, and
+	// the silence after a write (quiet) that fails the connection.
+	attemptTimeout time.Duration
 
 	writeMu sync.Mutex // held by whoever flushes; protects wbuf, spare and batch
 	wbuf    []byte
@@ -560,7 +562,7 @@ func newPipeConn(raw net.Conn, ps *pipelines) (*pipeConn, error) {
 	if err != nil {
 		return nil, err
 	}
-	c := &pipeConn{raw: raw, in: in, writeTimeout: ps.timeout, sweepEvery: sweepInterval(ps.timeout),
+	c := &pipeConn{raw: raw, in: in, attemptTimeout: ps.timeout, sweepEvery: sweepInterval(ps.timeout),
 		stop: make(chan struct{}), kick: make(chan struct{}, 1)}
 	c.wg.Add(2)
 	go c.readLoop()
@@ -713,7 +715,7 @@ func (c *pipeConn) flushOnce(limit int) bool {
 		// A node that takes in no batch for a whole attempt timeout is treated as one
 		// that sends no reply for as long (see Call): the connection fails. Without
 		// the bound it would hold the writer for as long as the node does not read.
-		c.raw.SetWriteDeadline(time.Now().Add(c.writeTimeout))
+		c.raw.SetWriteDeadline(time.Now().Add(c.attemptTimeout))
 		if _, err := c.raw.Write(buf); err != nil {
 			c.fail(thrift.NewTTransportExceptionFromError(err))
 		}

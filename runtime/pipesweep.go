@@ -82,7 +82,7 @@ func (c *pipeConn) sweep(now time.Time) bool {
 			c.watchSilence(p)
 		}
 	}
-	silent := !c.quiet.since.IsZero() && c.replies.Load() == c.quiet.mark && !now.Before(c.quiet.since.Add(c.writeTimeout))
+	silent := !c.quiet.since.IsZero() && c.replies.Load() == c.quiet.mark && !now.Before(c.quiet.since.Add(c.attemptTimeout))
 	c.mu.Unlock()
 	if silent {
 		c.fail(errNoReply)
