@@ -17,8 +17,9 @@ var (
 	ErrNodeUnavailable = errors.New("zaris: node unavailable")
 	// ErrPartitionUnavailable: the client's map names no owner for the key's segment.
 	ErrPartitionUnavailable = errors.New("zaris: partition unavailable")
-	// ErrTransport: the connection or the protocol failed once the request was written or,
-	// on a pipelined connection, while it was queued (Attempt.Sent says which).
+	// ErrTransport: the connection or the protocol failed, once the request was written or
+	// before any of it left, as while it was queued on a pipelined connection (Attempt.Sent
+	// says which).
 	ErrTransport = errors.New("zaris: transport failure")
 	// ErrAttemptTimeout: one attempt ran past the per-attempt timeout (distinct from the
 	// whole-call deadline).
