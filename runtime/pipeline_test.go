@@ -307,24 +307,13 @@ func TestPipelined_SilentConnectionIsClosed(t *testing.T) {
 // with a frame header over the message size limit, and "extra" properly and then with a
 // reply to a request never sent. Other keys answer NotFound.
 type badServer struct {
-	ln       net.Listener
+	addr     string
 	requests atomic.Int64
 }
 
 func startBadServer(t *testing.T) *badServer {
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	require.NoError(t, err)
-	s := &badServer{ln: ln}
-	t.Cleanup(func() { ln.Close() })
-	go func() {
-		for {
-			c, err := ln.Accept()
-			if err != nil {
-				return
-			}
-			go s.serve(c)
-		}
-	}()
+	s := &badServer{}
+	s.addr = serveLoopback(t, s.serve)
 	return s
 }
 
@@ -400,7 +389,7 @@ func TestPipelined_BadReplyFailsThatConnectionOnly(t *testing.T) {
 		t.Cleanup(func() { c.fail(errConnClosed); c.wg.Wait() })
 		return c
 	}
-	other, otherNode := open(bad.ln.Addr().String()), open(good.addr)
+	other, otherNode := open(bad.addr), open(good.addr)
 	for _, tc := range []struct {
 		key  string
 		want string // in the connection's error
@@ -411,7 +400,7 @@ func TestPipelined_BadReplyFailsThatConnectionOnly(t *testing.T) {
 		{"oversized", "frame size"},
 	} {
 		t.Run(tc.key, func(t *testing.T) {
-			conn := open(bad.ln.Addr().String())
+			conn := open(bad.addr)
 			resp, err, sent := getOn(ps, conn, tc.key)
 			if tc.key == "extra" {
 				require.NoError(t, err, "the reply to the request sent is good")

@@ -17,25 +17,9 @@ import (
 // transport, to a node that answers each request with the start of a reply and sends the
 // rest only once finish is closed; the reader then waits for the rest mid-reply.
 func stallingConn(t *testing.T) (ps *pipelines, conn *pipeConn, finish chan struct{}) {
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	require.NoError(t, err)
 	finish = make(chan struct{})
-	quit := make(chan struct{})
-	t.Cleanup(func() { close(quit); ln.Close() })
-	go func() {
-		for {
-			c, err := ln.Accept()
-			if err != nil {
-				return
-			}
-			go func() {
-				<-quit
-				c.Close()
-			}()
-			go serveStalling(c, finish)
-		}
-	}()
-	ps, conn = openPipeConn(t, ln.Addr().String(), WithTransport(TransportBuffered))
+	addr := serveLoopback(t, func(c net.Conn) { serveStalling(c, finish) })
+	ps, conn = openPipeConn(t, addr, WithTransport(TransportBuffered))
 	return ps, conn, finish
 }
 
