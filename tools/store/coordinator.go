@@ -204,6 +204,9 @@ func StartCoordinator(cfg CoordinatorConfig) (*Coordinator, error) {
 		for _, r := range gone {
 			c.failAfterRevokeLocked(r, "no etcd registration")
 		}
+		if st.Revision != 0 {
+			cfg.Logger.Info("cluster state loaded from etcd", "cluster", c.m.ClusterId, "epoch", c.m.Epoch, "nodes", len(c.nodes))
+		}
 	}
 	c.mu.Unlock()
 	if err != nil {
@@ -213,7 +216,6 @@ func StartCoordinator(cfg CoordinatorConfig) (*Coordinator, error) {
 	c.wg.Add(1)
 	go c.watchNodes(rev + 1)
 	if st.Revision != 0 {
-		cfg.Logger.Info("cluster state loaded from etcd", "cluster", c.m.ClusterId, "epoch", c.m.Epoch, "nodes", len(c.nodes))
 		c.wg.Add(1)
 		go c.resume()
 	}
