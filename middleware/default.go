@@ -7,7 +7,9 @@ import (
 // Default returns the client's default stack around invoke, the transport that makes one
 // attempt (runtime.Engine.Invoke), configured by cfg: its retry policy and clock, and the
 // middleware, retry budget and classifiers given by the runtime options. The order is the
-// package doc's "The default stack". invoke and refresher must not be nil; the Handler is
+// package doc's "The default stack". When refresher has a Done method (runtime.Refresher
+// does: its channel closes with the client), a call waiting out a backoff ends at once with
+// runtime.ErrClosed when it closes. invoke and refresher must not be nil; the Handler is
 // safe for concurrent use when they and the added middleware are.
 func Default(invoke Handler, refresher MapRefresher, cfg runtime.Config) Handler {
 	if invoke == nil || refresher == nil {
@@ -33,8 +35,9 @@ func stack(cfg runtime.Config, clock runtime.Clock, refresher MapRefresher) Midd
 	if cfg.RetryBudget != nil {
 		attempt = append(attempt, Budget(cfg.RetryBudget))
 	}
+	sleeper := sleepUntilClosed(clock, refresher)
 	attempt = append(attempt,
-		Backoff(p, clock),
+		Backoff(p, sleeper),
 		RefreshOnMoved(refresher, clock),
 		Classify(cfg.Classifiers...),
 	)
@@ -44,7 +47,7 @@ func stack(cfg runtime.Config, clock runtime.Clock, refresher MapRefresher) Midd
 	call := append([]Middleware(nil), cfg.CallMiddleware...)
 	call = append(call,
 		Deadline(p, clock),
-		Batches(p, clock, refresher, router, cfg.RetryBudget),
+		Batches(p, sleeper, refresher, router, cfg.RetryBudget),
 		Retry(p, clock, attempt...),
 	)
 	return Chain(call...)

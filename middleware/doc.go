@@ -21,7 +21,8 @@
 //   - RefreshOnMoved (refresh.go) asks the shared MapRefresher for one refresh before a
 //     retry that follows a RefreshRetry outcome, and reports newer epochs seen in answers
 //     (R2, R6, B1).
-//   - Backoff (backoff.go) waits Delay before each retry (R5).
+//   - Backoff (backoff.go) waits Delay before each retry (R5). In the default stack the
+//     wait, and a multi-key call's, ends with runtime.ErrClosed when the client closes.
 //   - Deadline (deadline.go) sets the whole-call deadline (R4).
 //   - Retry (retry.go) is the attempt loop, bounded by attempts and by the deadline (R4, R7),
 //     ending without an answer in a *runtime.CallError that names the bound and carries

@@ -220,6 +220,10 @@ func (r *Refresher) Close() {
 	r.flights.Wait()
 }
 
+// Done returns a channel closed by Close: the client the refresher serves is closing. The
+// default middleware stack ends a call's backoff with ErrClosed when it closes.
+func (r *Refresher) Done() <-chan struct{} { return r.base.Done() }
+
 // urgent reports whether evidence shows a map newer than the current one that no completed
 // fetch has yet set out to satisfy, which skips the debounce (B1).
 func (r *Refresher) urgent(evidence int64) bool {
