@@ -21,14 +21,21 @@ type BatchRouter interface {
 // BatchParallelism is the most sub-requests of one multi-key call in flight at once.
 const BatchParallelism = 8
 
+// BatchMaxBytes bounds one sub-request's items by their sizes, when the call's items know
+// them (runtime.BatchItemSizes; the typed client's do): an owner's items beyond it go in
+// several sub-requests, and an item larger than it alone goes in one of its own. It keeps a
+// sub-request well inside the reference node's 4 MiB message limit.
+const BatchMaxBytes = 1 << 20
+
 // Batches returns the call-level middleware that runs multi-key calls (call.Batch set);
 // every other call goes straight to next. It sits between Deadline and Retry, so call-level
 // middleware sees a batch once, and the layers below Retry see each sub-request as one
 // attempt of its own call.
 //
 // A batch runs in rounds. Each round splits the pending items by owner under the current
-// map (router; without one, all items go in one sub-request), sends one sub-request per
-// owner through next with at most one attempt, addressed to that owner (call.Target)
+// map (router; without one, all items go in one sub-request) and, when the items know their
+// sizes, one owner's items further into sub-requests of at most BatchMaxBytes; it sends each
+// sub-request through next with at most one attempt, addressed to that owner (call.Target)
 // whatever the map says by the time it is sent, at most BatchParallelism at a time, and
 // judges each item by its own status (an item without a key is answered InvalidRequest
 // by RunBatch and never sent), as StatusClassOf does for a single key: an answer
@@ -191,11 +198,16 @@ func (e *batchRun) itemCall(i int) *runtime.Call {
 }
 
 // split groups the items idx by owner under the current map, in order of first appearance,
-// after one group per item whose segment has no owner (those are not sent). The groups'
-// index slices share one backing array.
+// after one group per item whose segment has no owner (those are not sent), and cuts a
+// group larger than BatchMaxBytes (splitBySize). The groups' index slices share one
+// backing array.
 func (e *batchRun) split(idx []int) []group {
 	items := e.call.Batch.Items
+	sizes, sized := items.(runtime.BatchItemSizes)
 	if e.router == nil {
+		if sized {
+			return splitBySize([]group{{idx: idx}}, sizes)
+		}
 		return []group{{idx: idx}}
 	}
 	routes := make([]runtime.Route, 0, 4) // the owners, in order of first appearance
@@ -233,7 +245,38 @@ func (e *batchRun) split(idx []int) []group {
 			g.idx = append(g.idx, i)
 		}
 	}
+	if sized {
+		groups = splitBySize(groups, sizes)
+	}
 	return groups
+}
+
+// splitBySize cuts every group whose items' sizes add up to more than BatchMaxBytes into
+// consecutive groups for the same owner, each within BatchMaxBytes or of one item. It
+// returns groups itself when none is cut.
+func splitBySize(groups []group, sizes runtime.BatchItemSizes) []group {
+	var out []group // nil until a group is cut
+	for gi, g := range groups {
+		total, from := 0, 0
+		for j, i := range g.idx {
+			s := sizes.Size(i)
+			if j > from && total+s > BatchMaxBytes {
+				if out == nil {
+					out = append(make([]group, 0, len(groups)+1), groups[:gi]...)
+				}
+				out = append(out, group{route: g.route, idx: g.idx[from:j:j]})
+				from, total = j, 0
+			}
+			total += s
+		}
+		if out != nil {
+			out = append(out, group{route: g.route, idx: g.idx[from:], routeErr: g.routeErr})
+		}
+	}
+	if out == nil {
+		return groups
+	}
+	return out
 }
 
 // send runs one sub-request per group through next, at most BatchParallelism at a time, and

@@ -20,7 +20,8 @@ var ErrInvalidBatch = errors.New("zaris: invalid batch")
 // BatchSpec describes one multi-key operation to the batch engine: how to read the items of
 // its request, build a sub-request from some of them, and read the per-item results of a
 // sub-response. zarisgen fills one per multi-key operation from the IDL annotations
-// (zaris.routing = "items[].key", zaris.results, zaris.guards); every field is required.
+// (zaris.routing = "items[].key", zaris.results, zaris.guards); every field but Size is
+// required.
 type BatchSpec[Req, Item, Resp, Result any] struct {
 	// Items returns the request's items.
 	Items func(req Req) []Item
@@ -39,6 +40,9 @@ type BatchSpec[Req, Item, Resp, Result any] struct {
 	Result func(status zaris.KvStatus) Result
 	// Response returns the merged response: status Ok, results in request order, and epoch.
 	Response func(results []Result, epoch int64) Resp
+	// Size, when set, returns about how many bytes an item adds to a request (see
+	// BatchItemSizes); nil means the batch layer splits the items by owner only.
+	Size func(item Item) int
 }
 
 // BatchItems is the batch engine's view of one multi-key call, whatever its types. The
@@ -62,6 +66,15 @@ type BatchItems interface {
 	// Response returns the merged response, with epoch as its map epoch. An item without a
 	// recorded result gets one with status Unavailable.
 	Response(epoch int64) Response
+}
+
+// BatchItemSizes is implemented by BatchItems that know about how large each item is, as
+// the typed client's do. The batch layer then splits one owner's items into sub-requests of
+// a bounded size, so a batch of large values fits the node's message limit.
+type BatchItemSizes interface {
+	// Size returns about how many bytes item i adds to a request: its keys' and values'
+	// lengths and a few bytes per field; 0 when not known.
+	Size(i int) int
 }
 
 // Batch is what a multi-key Call carries besides the ordinary fields: its items, and what
@@ -89,7 +102,8 @@ type Batch struct {
 type BatchStats struct {
 	// Rounds counts the rounds of sub-requests: 1 when no item met churn.
 	Rounds int
-	// SubRequests counts the sub-requests sent (or tried), one per owner per round.
+	// SubRequests counts the sub-requests sent (or tried): per round, one per owner, or
+	// more when an owner's items are larger than the batch layer's bound together.
 	SubRequests int
 	// ItemsRetried counts item retries: an item sent in three rounds counts 2.
 	ItemsRetried int
@@ -233,6 +247,13 @@ func (b *batchOf[Req, Item, Resp, Result]) Invalid(i int) bool {
 }
 
 func (b *batchOf[Req, Item, Resp, Result]) Guarded(i int) bool { return b.spec.Guarded(b.items[i]) }
+
+func (b *batchOf[Req, Item, Resp, Result]) Size(i int) int {
+	if b.spec.Size == nil {
+		return 0
+	}
+	return b.spec.Size(b.items[i])
+}
 
 func (b *batchOf[Req, Item, Resp, Result]) SubRequest(idx []int) any {
 	sub := make([]Item, len(idx))

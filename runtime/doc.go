@@ -141,11 +141,12 @@
 // *CallError with the item's own attempts). The call's error is a *BatchError only when no
 // item got an answer. A batch is not atomic across items.
 //
-// A batch is split by owner, not by size: the items of one owner go in one request and
-// come back in one reply, and a node refuses a message over its limit by closing the
-// connection (the reference store's limit is 4 MiB each way by default, more when its key
-// and value limits are raised), which fails every item of that owner with ErrTransport
-// after every attempt. Batch large values in fewer items.
+// One owner's items go in one request, or in several when their keys and values add up to
+// more than the batch layer's bound (1 MiB, middleware.BatchMaxBytes), so a MultiPut of
+// large values fits a node's message limit (the reference store's is 4 MiB each way by
+// default). A reply is not split: a node refuses to send one over its limit by closing the
+// connection, which fails every item of that sub-request with ErrTransport after every
+// attempt. Read large values in smaller MultiGets.
 //
 // # Concurrency
 //

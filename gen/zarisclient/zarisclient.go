@@ -244,8 +244,8 @@ var (
 )
 
 // MultiGet calls MultiGet through the client's stack: reads many keys; each item is answered as a Get.
-// The items are split by owner and sent in parallel; items that meet churn are retried on
-// their own. It returns one result per item in request order and each item's error (see
+// The items are split by owner (one owner's into sub-requests of at most 1 MiB of keys and
+// values) and sent in parallel; items that meet churn are retried on their own. It returns one result per item in request order and each item's error (see
 // runtime.BatchResult); the error is non-nil only when no item got an answer (a
 // *runtime.BatchError, with the result) or the batch was refused (runtime.ErrInvalidBatch,
 // runtime.ErrNilRequest, with a nil result).
@@ -282,6 +282,12 @@ var batchMultiGet = runtime.BatchSpec[*zaris.MultiGetRequest, *zaris.GetItem, *z
 	Response: func(results []*zaris.GetOutcome, epoch int64) *zaris.MultiGetResponse {
 		return &zaris.MultiGetResponse{Status: zaris.KvStatus_Ok, Results: results, MapEpoch: epoch}
 	},
+	Size: func(it *zaris.GetItem) int {
+		if it == nil {
+			return 0
+		}
+		return 16 + len(it.GetKey())
+	},
 }
 
 func invokeMultiGet(ctx context.Context, kv zaris.ZarisKv, req any) (runtime.Response, error) {
@@ -296,8 +302,8 @@ func invokeMultiGet(ctx context.Context, kv zaris.ZarisKv, req any) (runtime.Res
 }
 
 // MultiPut calls MultiPut through the client's stack: writes many keys, each optionally guarded by ifMatchVersion or ifAbsent; not atomic.
-// The items are split by owner and sent in parallel; items that meet churn are retried on
-// their own. It returns one result per item in request order and each item's error (see
+// The items are split by owner (one owner's into sub-requests of at most 1 MiB of keys and
+// values) and sent in parallel; items that meet churn are retried on their own. It returns one result per item in request order and each item's error (see
 // runtime.BatchResult); the error is non-nil only when no item got an answer (a
 // *runtime.BatchError, with the result) or the batch was refused (runtime.ErrInvalidBatch,
 // runtime.ErrNilRequest, with a nil result).
@@ -334,6 +340,12 @@ var batchMultiPut = runtime.BatchSpec[*zaris.MultiPutRequest, *zaris.PutItem, *z
 	Response: func(results []*zaris.PutOutcome, epoch int64) *zaris.MultiPutResponse {
 		return &zaris.MultiPutResponse{Status: zaris.KvStatus_Ok, Results: results, MapEpoch: epoch}
 	},
+	Size: func(it *zaris.PutItem) int {
+		if it == nil {
+			return 0
+		}
+		return 40 + len(it.GetKey()) + len(it.GetValue())
+	},
 }
 
 func invokeMultiPut(ctx context.Context, kv zaris.ZarisKv, req any) (runtime.Response, error) {
@@ -348,8 +360,8 @@ func invokeMultiPut(ctx context.Context, kv zaris.ZarisKv, req any) (runtime.Res
 }
 
 // MultiDelete calls MultiDelete through the client's stack: deletes many keys, each optionally guarded by ifMatchVersion; not atomic.
-// The items are split by owner and sent in parallel; items that meet churn are retried on
-// their own. It returns one result per item in request order and each item's error (see
+// The items are split by owner (one owner's into sub-requests of at most 1 MiB of keys and
+// values) and sent in parallel; items that meet churn are retried on their own. It returns one result per item in request order and each item's error (see
 // runtime.BatchResult); the error is non-nil only when no item got an answer (a
 // *runtime.BatchError, with the result) or the batch was refused (runtime.ErrInvalidBatch,
 // runtime.ErrNilRequest, with a nil result).
@@ -385,6 +397,12 @@ var batchMultiDelete = runtime.BatchSpec[*zaris.MultiDeleteRequest, *zaris.Delet
 	Result: func(s zaris.KvStatus) *zaris.DeleteOutcome { return &zaris.DeleteOutcome{Status: s} },
 	Response: func(results []*zaris.DeleteOutcome, epoch int64) *zaris.MultiDeleteResponse {
 		return &zaris.MultiDeleteResponse{Status: zaris.KvStatus_Ok, Results: results, MapEpoch: epoch}
+	},
+	Size: func(it *zaris.DeleteItem) int {
+		if it == nil {
+			return 0
+		}
+		return 24 + len(it.GetKey())
 	},
 }
 

@@ -19,6 +19,8 @@ type batchModel struct {
 	Guards []string
 	// GuardExpr is the Go expression: does item it carry a guard.
 	GuardExpr string
+	// SizeExpr is the Go expression: about how many bytes item it adds to a request.
+	SizeExpr string
 	// ResultsField is the Go name of the response's list of per-item results.
 	ResultsField string
 	// Result is the Go type name of a per-item result struct.
@@ -92,7 +94,25 @@ func buildBatch(p *program, fn function, req, resp *structType) (b *batchModel, 
 	if len(exprs) > 0 {
 		b.GuardExpr = strings.Join(exprs, " || ")
 	}
+	b.SizeExpr = sizeExpr("it", item)
 	return b, "", ""
+}
+
+// fieldOverhead is what sizeExpr counts for each field of an item, and for the item itself:
+// a field's header and length prefix in the binary protocol, with room to spare.
+const fieldOverhead = 8
+
+// sizeExpr is the Go expression for about how many bytes the item struct s named recv adds
+// to a request: the lengths of its binary and string fields, and fieldOverhead for the
+// item and for each field. A field of any other type counts its overhead only.
+func sizeExpr(recv string, s *structType) string {
+	terms := []string{fmt.Sprint(fieldOverhead * (len(s.Fields) + 1))}
+	for _, f := range s.Fields {
+		if f.TypeID == "binary" || f.TypeID == "string" {
+			terms = append(terms, "len("+recv+".Get"+goName(f.Name)+"())")
+		}
+	}
+	return strings.Join(terms, " + ")
 }
 
 // listOfStructs returns the struct type of the elements of s's field name, which must be a

@@ -32,8 +32,22 @@ func TestBuildModel_MinimalBatch(t *testing.T) {
 	assert.Equal(t, batchModel{
 		ItemsField: "Items", Item: "PutItem", KeyExpr: "it.Key",
 		Guards: op.Guards, GuardExpr: "it.IsSetIfMatchVersion() || it.GetIfAbsent()",
+		SizeExpr:     "40 + len(it.GetKey()) + len(it.GetValue())",
 		ResultsField: "Results", Result: "PutOutcome",
 	}, *op.Batch)
+}
+
+// An item's size counts its binary and string fields' lengths, whatever their
+// requiredness, and fieldOverhead for the item and each of its fields.
+func TestSizeExpr(t *testing.T) {
+	s := &structType{Name: "Item", Fields: []field{
+		{Name: "key", TypeID: "binary", Required: "required"},
+		{Name: "name", TypeID: "string", Required: "optional"},
+		{Name: "n", TypeID: "i64"},
+		{Name: "tags", TypeID: "list"},
+	}}
+	assert.Equal(t, "40 + len(it.GetKey()) + len(it.GetName())", sizeExpr("it", s))
+	assert.Equal(t, "8", sizeExpr("it", &structType{Name: "Empty"}))
 }
 
 // Every malformed multi-key annotation or shape is rejected with an error naming the

@@ -1,0 +1,66 @@
+package middleware_test
+
+import (
+	"bytes"
+	"context"
+	"fmt"
+	"sync"
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/clustron/zaris-go/gen/zaris"
+	"github.com/clustron/zaris-go/gen/zarisclient"
+	"github.com/clustron/zaris-go/middleware"
+	mwt "github.com/clustron/zaris-go/middleware/middlewaretest"
+	"github.com/clustron/zaris-go/runtime"
+)
+
+// One owner's items larger together than BatchMaxBytes go in several sub-requests to that
+// owner, each within the bound or of a single item, in request order; every item is answered
+// with its own result. Owners whose items fit get one sub-request each.
+func TestBatches_SplitsAnOwnersItemsBySize(t *testing.T) {
+	const third = middleware.BatchMaxBytes / 3
+	// Keys ending in 0 go to node 1, in 1 to node 2 (ownerByLastByte).
+	sizes := map[string]int{
+		"a0": third, "b0": third, "c0": third, // 3 thirds and their overhead: over the bound
+		"d0": middleware.BatchMaxBytes + 1, // alone
+		"e0": 10, "f1": third, "g1": third,
+	}
+	order := []string{"a0", "f1", "b0", "c0", "d0", "g1", "e0"}
+	req := &zaris.MultiPutRequest{}
+	for _, k := range order {
+		req.Items = append(req.Items, &zaris.PutItem{Key: []byte(k), Value: bytes.Repeat([]byte{k[0]}, sizes[k])})
+	}
+
+	var mu sync.Mutex
+	var subs []string // per sub-request: its node and keys
+	transport := func(_ context.Context, call *runtime.Call) (runtime.Response, error) {
+		items := call.Request.(*zaris.MultiPutRequest).Items
+		total, keys := 0, ""
+		resp := &zaris.MultiPutResponse{Status: zaris.KvStatus_Ok}
+		for _, it := range items {
+			total += 40 + len(it.Key) + len(it.Value)
+			keys += string(it.Key) + " "
+			resp.Results = append(resp.Results, &zaris.PutOutcome{Status: zaris.KvStatus_Ok, Version: int64(len(it.Value))})
+		}
+		if len(items) > 1 {
+			assert.LessOrEqual(t, total, middleware.BatchMaxBytes, "sub-request %s", keys)
+		}
+		mu.Lock()
+		subs = append(subs, fmt.Sprintf("node%d: %s", call.Target.Node, keys))
+		mu.Unlock()
+		a := call.StartAttempt()
+		a.Node, a.Addr, a.Sent, a.Answered, a.Status = call.Target.Node, call.Target.Addr, true, true, zaris.KvStatus_Ok
+		return resp, nil
+	}
+	batches := middleware.Batches(runtime.DefaultRetryPolicy, mwt.NewClock(), nil, ownerByLastByte{}, nil)
+	res, err := zarisclient.New(batches(transport)).MultiPut(context.Background(), req)
+	require.NoError(t, err)
+	for i, k := range order {
+		require.NoError(t, res.Err(i), k)
+		assert.Equal(t, int64(sizes[k]), res.Response.Results[i].Version, "the result of %s", k)
+	}
+	assert.ElementsMatch(t, []string{"node1: a0 b0 ", "node1: c0 ", "node1: d0 ", "node1: e0 ", "node2: f1 g1 "}, subs)
+}
