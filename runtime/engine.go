@@ -105,7 +105,9 @@ func (c *Engine) Route(key []byte) (Route, error) { return c.router.Route(key) }
 
 // Close closes every connection (failing the calls in flight on them), stops the
 // refresher and waits for its fetch, so nothing of the client is left running. After
-// Close, Invoke returns ErrClosed. Close is idempotent and always returns nil.
+// Close, Invoke returns ErrClosed, and a call of the default stack waiting out a backoff
+// ends with ErrClosed at once (see Refresher.Done). Close is idempotent and always returns
+// nil.
 func (c *Engine) Close() error {
 	if !c.closed.CompareAndSwap(false, true) {
 		return nil
