@@ -112,10 +112,11 @@ type Coordinator struct {
 	left        map[ownerRef]bool // node processes that left the cluster (Leave)
 	lastOwner   []ownerRef        // per segment left without any copy: the owner it had last
 	initialized bool
-	changed     chan struct{} // closed on every new map
-	hold        chan struct{} // while set, handoffs stop at their midpoint (HoldChurn)
-	committed   control.State // the state last committed to etcd
-	stopErr     error         // why the coordinator stopped acting on its own
+	changed     chan struct{}  // closed on every new map
+	hold        chan struct{}  // while set, handoffs stop at their midpoint (HoldChurn)
+	handingOff  map[int32]bool // segments whose handoff runs in the background (startHandoffLocked)
+	committed   control.State  // the state last committed to etcd
+	stopErr     error          // why the coordinator stopped acting on its own
 
 	states  *control.StateStore
 	etcd    *clientv3.Client
@@ -146,19 +147,20 @@ func StartCoordinator(cfg CoordinatorConfig) (*Coordinator, error) {
 		return nil, fmt.Errorf("store: coordinator: %w", err)
 	}
 	c := &Coordinator{
-		cfg:       cfg,
-		pool:      newConnPool(min(cfg.FailureTimeout, time.Second)),
-		kick:      make(chan struct{}, 1),
-		nodes:     make(map[int32]*nodeRec),
-		want:      make([]segWant, cfg.Segments),
-		synced:    make(map[syncKey]int32),
-		learnerAt: make(map[syncKey]int64),
-		left:      make(map[ownerRef]bool),
-		lastOwner: make([]ownerRef, cfg.Segments),
-		changed:   make(chan struct{}),
-		states:    states,
-		etcd:      cli,
-		backend:   backend,
+		cfg:        cfg,
+		pool:       newConnPool(min(cfg.FailureTimeout, time.Second)),
+		kick:       make(chan struct{}, 1),
+		nodes:      make(map[int32]*nodeRec),
+		want:       make([]segWant, cfg.Segments),
+		synced:     make(map[syncKey]int32),
+		learnerAt:  make(map[syncKey]int64),
+		left:       make(map[ownerRef]bool),
+		lastOwner:  make([]ownerRef, cfg.Segments),
+		changed:    make(chan struct{}),
+		handingOff: make(map[int32]bool),
+		states:     states,
+		etcd:       cli,
+		backend:    backend,
 	}
 	var id [16]byte
 	_, _ = rand.Read(id[:])

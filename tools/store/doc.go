@@ -162,7 +162,9 @@
 // owner answers writes Migrating and reads Unavailable), confirm (the old owner installed that
 // map and finished the write it had in flight on the segment, or it was failed over: its etcd
 // lease is gone, so it no longer serves), publish (the map naming the new owner; a failback
-// marks it transitioning until every node has it).
+// marks it transitioning until every node has it). Each handoff runs on its own, so one
+// whose confirm waits (its old owner sees a write through to a copy it cannot reach) holds
+// back no other segment.
 // Failover of a live node is fenced the same way by its lease.
 //
 // # Running one

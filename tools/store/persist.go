@@ -309,8 +309,8 @@ func (c *Coordinator) resume() {
 		}
 		m := c.m
 		hold := c.hold
+		c.startHandoffLocked(s, func() { c.completeHandoff(s, w, from, w.owner, old, m, hold) })
 		c.mu.Unlock()
-		c.completeHandoff(s, w, from, w.owner, old, m, hold)
 	}
 	if len(transitioning) == 0 {
 		return

@@ -120,7 +120,7 @@ func (c *Coordinator) reconcileOnce() bool {
 	if changed {
 		c.publishLocked(m)
 	}
-	var picks []int32
+	started := false
 	for s, sg := range c.m.Segments {
 		w := &c.want[s]
 		if w.owner == noOwner {
@@ -130,15 +130,34 @@ func (c *Coordinator) reconcileOnce() bool {
 			w.owner = noOwner
 			continue
 		}
-		if c.handoffReadyLocked(int32(s)) {
-			picks = append(picks, int32(s))
+		if !c.handingOff[int32(s)] && c.handoffReadyLocked(int32(s)) {
+			started = c.startHandoffLocked(int32(s), func() { c.handoff(int32(s)) }) || started
 		}
 	}
 	c.mu.Unlock()
-	for _, s := range picks {
-		c.handoff(s)
+	return changed || started
+}
+
+// startHandoffLocked runs handoff, the handoff of segment s, in the background unless one of
+// s runs already, and reports whether it started it. A handoff can wait as long as its old
+// owner does not confirm the cut-over (a write it sees through to a copy it cannot reach), so
+// each runs on its own and holds back no other segment's. The reconcile loop runs again once
+// it ended. Callers hold c.mu.
+func (c *Coordinator) startHandoffLocked(s int32, handoff func()) bool {
+	if c.handingOff[s] {
+		return false
 	}
-	return changed || len(picks) > 0
+	c.handingOff[s] = true
+	c.wg.Add(1)
+	go func() {
+		defer c.wg.Done()
+		handoff()
+		c.mu.Lock()
+		delete(c.handingOff, s)
+		c.mu.Unlock()
+		c.kickReconcile()
+	}()
+	return true
 }
 
 // newTenureLocked is called when segment sg of the map about to be published gets an owner
