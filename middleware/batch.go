@@ -42,7 +42,10 @@ const BatchMaxBytes = 1 << 20
 // (Ok, NotFound, Conflict, InvalidRequest) is final and never resent; churn leaves the item
 // pending. A sub-request that got no reply leaves its items pending, except that an item of
 // a non-idempotent operation that is not guarded is in doubt and never replayed (rule B2);
-// items never sent are always pending.
+// items never sent are always pending. When it failed on its connection (ErrTransport: a
+// node closes the connection on a message over its limit, such as the reply to a MultiGet
+// of large values), its items go in sub-requests of at most half as many items from then
+// on, so a reply too large for the node is read in parts over the next rounds.
 //
 // Between rounds the single-key rules apply to the pending items only: the attempt cap and
 // the call's deadline (R4), one backoff, the longest any pending item needs (R5, with the
@@ -85,6 +88,9 @@ type batchRun struct {
 	hist  [][]runtime.Attempt // per item, its attempts
 	errs  []error
 	epoch int64 // the newest answer epoch seen
+	// most, once a sub-request failed on its connection, holds per item the most items it
+	// may share a sub-request with from then on (0: no bound); nil until then.
+	most []int
 
 	// shared holds first attempts that items share (see first); sharedFrom is where the
 	// records of the group being judged begin.
@@ -156,6 +162,7 @@ func (e *batchRun) run(ctx context.Context) (runtime.Response, error) {
 			if sa := o.sub.lastAttempt(); sa != nil && sa.Answered && o.resp != nil {
 				o.statuses, o.recordErr = items.Record(o.resp, g.idx)
 			}
+			halve := len(g.idx) > 1 && failedOnItsConnection(o.sub.lastAttempt())
 			for j, i := range g.idx {
 				class, final := e.judge(g, o, j, i)
 				switch {
@@ -169,6 +176,9 @@ func (e *batchRun) run(ctx context.Context) (runtime.Response, error) {
 					e.errs[i] = endCall(e.itemCall(i), e.clock, start, limit, stop, final)
 				default:
 					again = append(again, i)
+					if halve {
+						e.bound(i, (len(g.idx)+1)/2)
+					}
 				}
 			}
 		}
@@ -192,6 +202,23 @@ func (e *batchRun) run(ctx context.Context) (runtime.Response, error) {
 	return resp, nil
 }
 
+// failedOnItsConnection reports whether a sub-request's attempt a was sent and failed on its
+// connection (ErrTransport): a node closes the connection on a message over its limit, the
+// reply to a MultiGet of large values included.
+func failedOnItsConnection(a *runtime.Attempt) bool {
+	return a != nil && a.Sent && !a.Answered && errors.Is(a.Err, runtime.ErrTransport)
+}
+
+// bound lets item i share a sub-request with at most most-1 other items from now on.
+func (e *batchRun) bound(i, most int) {
+	if e.most == nil {
+		e.most = make([]int, len(e.hist))
+	}
+	if e.most[i] == 0 || most < e.most[i] {
+		e.most[i] = most
+	}
+}
+
 // itemCall is a call holding item i's attempts, for building its terminal error.
 func (e *batchRun) itemCall(i int) *runtime.Call {
 	return &runtime.Call{Op: e.call.Op, Attempts: e.hist[i]}
@@ -203,12 +230,9 @@ func (e *batchRun) itemCall(i int) *runtime.Call {
 // backing array.
 func (e *batchRun) split(idx []int) []group {
 	items := e.call.Batch.Items
-	sizes, sized := items.(runtime.BatchItemSizes)
+	sizes, _ := items.(runtime.BatchItemSizes)
 	if e.router == nil {
-		if sized {
-			return splitBySize([]group{{idx: idx}}, sizes)
-		}
-		return []group{{idx: idx}}
+		return cut([]group{{idx: idx}}, sizes, e.most)
 	}
 	routes := make([]runtime.Route, 0, 4) // the owners, in order of first appearance
 	var unrouted []group                  // items whose segment has no owner, one group each
@@ -245,27 +269,37 @@ func (e *batchRun) split(idx []int) []group {
 			g.idx = append(g.idx, i)
 		}
 	}
-	if sized {
-		groups = splitBySize(groups, sizes)
-	}
-	return groups
+	return cut(groups, sizes, e.most)
 }
 
-// splitBySize cuts every group whose items' sizes add up to more than BatchMaxBytes into
-// consecutive groups for the same owner, each within BatchMaxBytes or of one item. It
+// cut cuts every group into consecutive groups for the same owner: each within
+// BatchMaxBytes by the items' sizes (when sizes is set) or of one item, and none with more
+// items than one of its items may share a sub-request with (most, when set; see bound). It
 // returns groups itself when none is cut.
-func splitBySize(groups []group, sizes runtime.BatchItemSizes) []group {
+func cut(groups []group, sizes runtime.BatchItemSizes, most []int) []group {
+	if sizes == nil && most == nil {
+		return groups
+	}
 	var out []group // nil until a group is cut
 	for gi, g := range groups {
-		total, from := 0, 0
+		total, from, fewest := 0, 0, 0
 		for j, i := range g.idx {
-			s := sizes.Size(i)
-			if j > from && total+s > BatchMaxBytes {
+			s, m := 0, 0
+			if sizes != nil {
+				s = sizes.Size(i)
+			}
+			if most != nil {
+				m = most[i]
+			}
+			if m > 0 && (fewest == 0 || m < fewest) {
+				fewest = m
+			}
+			if j > from && (total+s > BatchMaxBytes || fewest > 0 && j-from+1 > fewest) {
 				if out == nil {
 					out = append(make([]group, 0, len(groups)+1), groups[:gi]...)
 				}
 				out = append(out, group{route: g.route, idx: g.idx[from:j:j]})
-				from, total = j, 0
+				from, total, fewest = j, 0, m
 			}
 			total += s
 		}

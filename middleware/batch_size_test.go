@@ -64,3 +64,42 @@ func TestBatches_SplitsAnOwnersItemsBySize(t *testing.T) {
 	}
 	assert.ElementsMatch(t, []string{"node1: a0 b0 ", "node1: c0 ", "node1: d0 ", "node1: e0 ", "node2: f1 g1 "}, subs)
 }
+
+// A sub-request that fails on its connection (a node closes it on a reply over its
+// limit) has its items sent in sub-requests of at most half as many items in the next
+// rounds: five items to one owner whose replies fit two at a time are all answered in
+// three rounds ([5], then [3] [2], then [2] [1]).
+func TestBatches_HalvesASubRequestThatFailedOnItsConnection(t *testing.T) {
+	var mu sync.Mutex
+	var sizes []int // per sub-request, its items, in the order sent
+	transport := func(_ context.Context, call *runtime.Call) (runtime.Response, error) {
+		items := call.Request.(*zaris.MultiGetRequest).Items
+		mu.Lock()
+		sizes = append(sizes, len(items))
+		mu.Unlock()
+		a := call.StartAttempt()
+		a.Node, a.Addr, a.Sent = call.Target.Node, call.Target.Addr, true
+		if len(items) > 2 {
+			a.Err, a.Class = fmt.Errorf("reply too large: %w", runtime.ErrTransport), runtime.Retry
+			return nil, a.Err
+		}
+		a.Answered, a.Status = true, zaris.KvStatus_Ok
+		resp := &zaris.MultiGetResponse{Status: zaris.KvStatus_Ok}
+		for _, it := range items {
+			resp.Results = append(resp.Results, &zaris.GetOutcome{Status: zaris.KvStatus_Ok, Value: it.Key})
+		}
+		return resp, nil
+	}
+	batches := middleware.Batches(runtime.DefaultRetryPolicy, mwt.NewClock(), nil, ownerByLastByte{}, nil)
+	req := &zaris.MultiGetRequest{}
+	for _, k := range []string{"a0", "b0", "c0", "d0", "e0"} {
+		req.Items = append(req.Items, &zaris.GetItem{Key: []byte(k)})
+	}
+	res, err := zarisclient.New(batches(transport)).MultiGet(context.Background(), req)
+	require.NoError(t, err)
+	for i, it := range req.Items {
+		require.NoError(t, res.Err(i))
+		assert.Equal(t, it.Key, res.Response.Results[i].Value)
+	}
+	assert.ElementsMatch(t, []int{5, 3, 2, 2, 1}, sizes)
+}

@@ -103,7 +103,8 @@ type BatchStats struct {
 	// Rounds counts the rounds of sub-requests: 1 when no item met churn.
 	Rounds int
 	// SubRequests counts the sub-requests sent (or tried): per round, one per owner, or
-	// more when an owner's items are larger than the batch layer's bound together.
+	// more when the batch layer cuts an owner's items (by size, or in halves after a
+	// sub-request failed on its connection).
 	SubRequests int
 	// ItemsRetried counts item retries: an item sent in three rounds counts 2.
 	ItemsRetried int

@@ -144,9 +144,11 @@
 // One owner's items go in one request, or in several when their keys and values add up to
 // more than the batch layer's bound (1 MiB, middleware.BatchMaxBytes), so a MultiPut of
 // large values fits a node's message limit (the reference store's is 4 MiB each way by
-// default). A reply is not split: a node refuses to send one over its limit by closing the
-// connection, which fails every item of that sub-request with ErrTransport after every
-// attempt. Read large values in smaller MultiGets.
+// default). A node refuses to send a reply over its limit by closing the connection: the
+// sub-request fails with ErrTransport, and its items are sent again in sub-requests of half
+// as many items, each a retry of its items (so within their attempts: with 3, a MultiGet
+// whose reply is up to about four times the limit is read). A larger one fails on those
+// items.
 //
 // # Concurrency
 //
