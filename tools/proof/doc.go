@@ -64,7 +64,8 @@
 // duplicates request frames by Thrift method, a duplicate landing on a connection of its own
 // up to 300 ms later, after newer frames (a reordering). The tests run the porcupine-checked
 // workload while Replicate, Fetch and PushMap frames are faulted at random through a
-// migration, a failover, a restart and a failback; while every map push and ping reaches
+// migration, a failover, a restart and a failback (again with three copies of each segment);
+// while every map push and ping reaches
 // each node up to 40 ms late (a delayed coordinator) through migrations and a join; and with
 // the old owner answering the coordinator 2 or 10 ms late (store.Cluster.SlowDown) at a
 // migration, a join, a failback and a leave. One test replays the ghost after a delete: the

@@ -63,12 +63,13 @@ func (pp *peerProxies) faults(method string) int {
 	return n
 }
 
-// startProxiedCluster starts a cluster of nodes nodes whose peer traffic (replication,
-// copies, map pushes, pings) all goes through a peerProxy per node.
-func startProxiedCluster(t *testing.T, nodes int) (*store.Cluster, *peerProxies) {
+// startProxiedCluster starts a cluster of nodes nodes keeping copies copies of each segment
+// (0: the default), whose peer traffic (replication, copies, map pushes, pings) all goes
+// through a peerProxy per node.
+func startProxiedCluster(t *testing.T, nodes, copies int) (*store.Cluster, *peerProxies) {
 	pp := &peerProxies{t: t, by: map[int32]*peerProxy{}}
 	c := store.StartCluster(t, store.ClusterConfig{
-		Nodes: nodes, Segments: segments, FailureTimeout: time.Second, PeerFront: pp.front,
+		Nodes: nodes, Segments: segments, ReplicationFactor: copies, FailureTimeout: time.Second, PeerFront: pp.front,
 	})
 	return c, pp
 }
@@ -103,7 +104,7 @@ func keyOwnedBy(t *testing.T, c *store.Cluster, id int32) []byte {
 // the owner resends it and acknowledges; the key is deleted; then the held Replicate lands.
 // Once the owner is killed and the replica owns the segment, the key must still be deleted.
 func TestPeerFaults_LateReplicateDoesNotResurrectADeletedKey(t *testing.T) {
-	c, pp := startProxiedCluster(t, 2)
+	c, pp := startProxiedCluster(t, 2, 0)
 	ctx := testCtx(t)
 	key := keyOwnedBy(t, c, 1)
 	seg := runtime.Segment(key, segments)
@@ -148,10 +149,7 @@ func TestPeerFaults_LateReplicateDoesNotResurrectADeletedKey(t *testing.T) {
 // of the key must then answer as the new owner does, also once ownership moves to the
 // replica that got it and back. That replica must not keep a write its owner never had.
 func TestPeerFaults_InDoubtWriteOnOneOfTwoReplicasDoesNotOutliveTheFailover(t *testing.T) {
-	pp := &peerProxies{t: t, by: map[int32]*peerProxy{}}
-	c := store.StartCluster(t, store.ClusterConfig{
-		Nodes: 3, Segments: segments, ReplicationFactor: 3, FailureTimeout: time.Second, PeerFront: pp.front,
-	})
+	c, pp := startProxiedCluster(t, 3, 3)
 	ctx := testCtx(t)
 	key := keyOwnedBy(t, c, 1)
 	seg := runtime.Segment(key, segments)
@@ -216,9 +214,10 @@ func chaos(seed uint64) peerRule {
 	}
 }
 
-// runProxied is runChurn on a cluster whose peer traffic goes through proxies set to rule.
-func runProxied(t *testing.T, rule peerRule, churn func(ctx context.Context, c *store.Cluster, w *workload)) *peerProxies {
-	c, pp := startProxiedCluster(t, 3)
+// runProxied is runChurn on a cluster of three nodes keeping copies copies of each segment
+// (0: the default), whose peer traffic goes through proxies set to rule.
+func runProxied(t *testing.T, copies int, rule peerRule, churn func(ctx context.Context, c *store.Cluster, w *workload)) *peerProxies {
+	c, pp := startProxiedCluster(t, 3, copies)
 	ctx := testCtx(t)
 	clients := []*zarisclient.Client{newClient(t, c.Seeds())}
 	w := startWorkload(t, clients, 4, testKeys)
@@ -235,11 +234,20 @@ func runProxied(t *testing.T, rule peerRule, churn func(ctx context.Context, c *
 // Faults on the store's own peer traffic (replication, copies, map pushes) under a workload
 // with a migration and a failover: the history stays linearizable.
 func TestPeerFaults_ReplicationAndCopiesDelayedDuplicatedDropped(t *testing.T) {
-	pp := runProxied(t, chaos(uint64(time.Now().UnixNano())), func(ctx context.Context, c *store.Cluster, w *workload) {
+	pp := runProxied(t, 0, chaos(uint64(time.Now().UnixNano())), func(ctx context.Context, c *store.Cluster, w *workload) {
 		steps(t, ctx, w, migrate(c, ctx, "k0", "k1"), kill(c, ctx, 3), restart(c, ctx, 3), failback(c, ctx, 3))
 	})
 	require.Positive(t, pp.faults("Replicate"), "no Replicate was faulted")
 	require.Positive(t, pp.faults("PushMap"), "no PushMap was faulted")
+}
+
+// The same faults with three copies of each segment, through a failover (whose other
+// replica then fetches its copy again), a restart, a failback and a migration.
+func TestPeerFaults_ThreeCopiesUnderFaultsAndChurn(t *testing.T) {
+	pp := runProxied(t, 3, chaos(uint64(time.Now().UnixNano())), func(ctx context.Context, c *store.Cluster, w *workload) {
+		steps(t, ctx, w, kill(c, ctx, 3), restart(c, ctx, 3), failback(c, ctx, 3), migrate(c, ctx, "k0", "k1"))
+	})
+	require.Positive(t, pp.faults("Replicate"), "no Replicate was faulted")
 }
 
 // A delayed coordinator: every map push and ping reaches the nodes late, each node by a
@@ -255,7 +263,7 @@ func TestPeerFaults_DelayedMapPushes(t *testing.T) {
 		defer mu.Unlock()
 		return peerAction{delay: time.Duration(rng.IntN(40)) * time.Millisecond}
 	}
-	pp := runProxied(t, rule, func(ctx context.Context, c *store.Cluster, w *workload) {
+	pp := runProxied(t, 0, rule, func(ctx context.Context, c *store.Cluster, w *workload) {
 		steps(t, ctx, w, migrate(c, ctx, "k0", "k1", "k2", "k3"), join(c, ctx))
 	})
 	require.Positive(t, pp.faults("PushMap"), "no PushMap was delayed")
