@@ -130,7 +130,7 @@ func (c *Coordinator) reconcileOnce() bool {
 			w.owner = noOwner
 			continue
 		}
-		if !c.handingOff[int32(s)] && c.handoffReadyLocked(int32(s)) {
+		if c.handoffReadyLocked(int32(s)) {
 			started = c.startHandoffLocked(int32(s), func() { c.handoff(int32(s)) }) || started
 		}
 	}
@@ -141,8 +141,8 @@ func (c *Coordinator) reconcileOnce() bool {
 // startHandoffLocked runs handoff, the handoff of segment s, in the background unless one of
 // s runs already, and reports whether it started it. A handoff can wait as long as its old
 // owner does not confirm the cut-over (a write it sees through to a copy it cannot reach), so
-// each runs on its own and holds back no other segment's. The reconcile loop runs again once
-// it ended. Callers hold c.mu.
+// each runs on its own: a held one holds back no segment another node owns. The reconcile
+// loop runs again once it ended. Callers hold c.mu.
 func (c *Coordinator) startHandoffLocked(s int32, handoff func()) bool {
 	if c.handingOff[s] {
 		return false

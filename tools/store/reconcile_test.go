@@ -11,11 +11,11 @@ import (
 	"github.com/clustron/zaris-go/gen/zaris"
 )
 
-// A handoff whose old owner cannot confirm its cut-over holds back that segment only. Here
-// the owner of segment replicatedSeg is seeing a write through to its paused replica, so a
-// migration of the segment waits in its cut-over; a migration of another segment, between
-// two other nodes' copies, completes meanwhile. Once the replica resumes, the first one
-// completes too.
+// A handoff whose old owner cannot confirm its cut-over holds back no segment another node
+// owns. Here the owner of segment replicatedSeg is seeing a write through to its paused
+// replica, so a migration of the segment waits in its cut-over; a migration of a segment the
+// third node owns, to its replica on that same owner, completes meanwhile. Once the replica
+// resumes, the first one completes too.
 func TestHandoff_AHeldHandoffHoldsBackNoOtherSegment(t *testing.T) {
 	c, owner, replica, key := replicatedKey(t)
 	ctx := testCtx(t)
