@@ -148,7 +148,9 @@
 // sub-request fails with ErrTransport, and its items are sent again in sub-requests of half
 // as many items, each a retry of its items (so within their attempts: with 3, a MultiGet
 // whose reply is up to about four times the limit is read). A larger one fails on those
-// items.
+// items. On a pipelined connection the node's close also fails the other calls in flight on
+// it, which the rules then handle like any transport failure (an unguarded Increment among
+// them is reported in doubt).
 //
 // # Concurrency
 //
