@@ -112,11 +112,11 @@ type Coordinator struct {
 	left        map[ownerRef]bool // node processes that left the cluster (Leave)
 	lastOwner   []ownerRef        // per segment left without any copy: the owner it had last
 	initialized bool
-	changed     chan struct{}  // closed on every new map
-	hold        chan struct{}  // while set, handoffs stop at their midpoint (HoldChurn)
-	handingOff  map[int32]bool // segments whose handoff runs in the background (startHandoffLocked)
-	committed   control.State  // the state last committed to etcd
-	stopErr     error          // why the coordinator stopped acting on its own
+	changed     chan struct{}   // closed on every new map
+	hold        chan struct{}   // while set, handoffs stop at their midpoint (HoldChurn)
+	handingOff  map[int32]int32 // segments whose handoff runs in the background, to their old owners
+	committed   control.State   // the state last committed to etcd
+	stopErr     error           // why the coordinator stopped acting on its own
 
 	states  *control.StateStore
 	etcd    *clientv3.Client
@@ -157,7 +157,7 @@ func StartCoordinator(cfg CoordinatorConfig) (*Coordinator, error) {
 		left:       make(map[ownerRef]bool),
 		lastOwner:  make([]ownerRef, cfg.Segments),
 		changed:    make(chan struct{}),
-		handingOff: make(map[int32]bool),
+		handingOff: make(map[int32]int32),
 		states:     states,
 		etcd:       cli,
 		backend:    backend,

@@ -167,7 +167,8 @@
 // lease is gone, so it no longer serves), publish (the map naming the new owner; a failback
 // marks it transitioning until every node has it). Each handoff runs on its own, so one
 // whose confirm waits (its old owner sees a write through to a copy it cannot reach) holds
-// back no segment another node owns.
+// back no segment another node owns; an old owner hands off one segment at a time, since it
+// confirms its map as a whole.
 // Failover of a live node is fenced the same way by its lease.
 //
 // # Running one

@@ -309,7 +309,7 @@ func (c *Coordinator) resume() {
 		}
 		m := c.m
 		hold := c.hold
-		c.startHandoffLocked(s, func() { c.completeHandoff(s, w, from, w.owner, old, m, hold) })
+		c.startHandoffLocked(s, from, func() { c.completeHandoff(s, w, from, w.owner, old, m, hold) })
 		c.mu.Unlock()
 	}
 	if len(transitioning) == 0 {

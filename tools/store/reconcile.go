@@ -130,24 +130,24 @@ func (c *Coordinator) reconcileOnce() bool {
 			w.owner = noOwner
 			continue
 		}
-		if c.handoffReadyLocked(int32(s)) {
-			started = c.startHandoffLocked(int32(s), func() { c.handoff(int32(s)) }) || started
+		if c.handoffReadyLocked(int32(s)) && !c.handingOffFromLocked(ownerOf(sg)) {
+			started = c.startHandoffLocked(int32(s), ownerOf(sg), func() { c.handoff(int32(s)) }) || started
 		}
 	}
 	c.mu.Unlock()
 	return changed || started
 }
 
-// startHandoffLocked runs handoff, the handoff of segment s, in the background unless one of
-// s runs already, and reports whether it started it. A handoff can wait as long as its old
-// owner does not confirm the cut-over (a write it sees through to a copy it cannot reach), so
-// each runs on its own: a held one holds back no segment another node owns. The reconcile
-// loop runs again once it ended. Callers hold c.mu.
-func (c *Coordinator) startHandoffLocked(s int32, handoff func()) bool {
-	if c.handingOff[s] {
+// startHandoffLocked runs handoff, the handoff of segment s from its old owner from, in the
+// background unless one of s runs already, and reports whether it started it. A handoff can
+// wait as long as its old owner does not confirm the cut-over (a write it sees through to a
+// copy it cannot reach), so each runs on its own: a held one holds back no segment another
+// node owns. The reconcile loop runs again once it ended. Callers hold c.mu.
+func (c *Coordinator) startHandoffLocked(s, from int32, handoff func()) bool {
+	if _, running := c.handingOff[s]; running {
 		return false
 	}
-	c.handingOff[s] = true
+	c.handingOff[s] = from
 	c.wg.Add(1)
 	go func() {
 		defer c.wg.Done()
@@ -158,6 +158,19 @@ func (c *Coordinator) startHandoffLocked(s int32, handoff func()) bool {
 		c.kickReconcile()
 	}()
 	return true
+}
+
+// handingOffFromLocked reports whether a handoff from owner runs. The reconcile loop starts
+// one at a time per old owner: an owner confirms a map as a whole, so while one of its
+// cut-overs is held (a write it sees through), a second revoked segment would only wait in
+// its cut-over, unserved, instead of serving until the first is done. Callers hold c.mu.
+func (c *Coordinator) handingOffFromLocked(owner int32) bool {
+	for _, from := range c.handingOff {
+		if from == owner {
+			return true
+		}
+	}
+	return false
 }
 
 // newTenureLocked is called when segment sg of the map about to be published gets an owner
