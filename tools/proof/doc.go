@@ -71,10 +71,7 @@
 // migration, a join, a failback and a leave. One test replays the ghost after a delete: the
 // first Replicate of a Put is held 1.2 s, past the owner's 500 ms peer timeout, so it lands
 // after the owner resent it, acknowledged it and the key was deleted; once the owner is
-// killed the replica must still answer NotFound. Another, with three copies, drops every
-// Replicate to one replica, so a write the owner had in flight when it is killed reached the
-// other replica only; the replica without it takes over, and reads must keep its answer as
-// ownership moves to the other replica and back. The store's own tests (tools/store,
+// killed the replica must still answer NotFound. The store's own tests (tools/store,
 // TestCutover_*, TestTombstone_*) attack the fenced cut-over and tombstone collection on the
 // raw protocol. Through the client the stale read at a cut-over is rare even without the
 // fence (the client follows the newest map it sees; with the fence switched off the

@@ -132,10 +132,9 @@
 // its next write to the segment or its confirmation of a cut-over, so the copies never
 // disagree on it (TestHandoff_WriteInFlightAtCutoverLeavesTheCopiesAlike). A replica
 // applies writes only from the owner its own map names. So after a single node failure every acknowledged write is
-// on the new owner, whichever order the nodes learn the new map in. A write the old owner
-// had in flight may have reached some copies and not the new owner's: with more than two
-// copies, a failover makes the other replicas learners, which fetch their copy again from
-// the new owner, so that no copy keeps a write its owner never had.
+// on the new owner, whichever order the nodes learn the new map in. With more than two
+// copies, a write the old owner had in flight when it died may have reached some replicas
+// and not the new owner: those keep it, and a later handoff to one of them answers it.
 //
 // Replication cannot reorder. Tombstones replicate and are copied to learners like writes, and
 // a copy applies an entry only if its version is newer than what the key holds, tombstones

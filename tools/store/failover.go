@@ -250,14 +250,6 @@ func (c *Coordinator) failLocked(rec *nodeRec, why string) {
 		sg.Replicas, sg.Learners = remove(sg.Replicas, next), remove(sg.Learners, next)
 		delete(c.synced, syncKey{int32(s), next})
 		delete(c.learnerAt, syncKey{int32(s), next})
-		if next != noOwner && len(sg.Replicas) > 0 {
-			// A write the old owner had in flight may have reached some copies and not
-			// the new owner's: the other replicas become learners and fetch their copy
-			// again from the new owner (newTenureLocked), so that no copy keeps a write
-			// its owner never had.
-			sg.Learners = append(sg.Learners, sg.Replicas...)
-			sg.Replicas = sg.Replicas[:0]
-		}
 		sg.Cutover, sg.Transitioning = false, false
 		if next == noOwner {
 			// No copy is left. If this very process comes back (it was failed over while
