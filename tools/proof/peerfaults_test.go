@@ -143,6 +143,48 @@ func TestPeerFaults_LateReplicateDoesNotResurrectADeletedKey(t *testing.T) {
 	require.Equal(t, zaris.KvStatus_NotFound, get.Status, "the deleted key came back as %q", get.Value)
 }
 
+// With three copies of each segment, every acknowledged write survives two node failures
+// one after the other: the owner is killed, the new owner acknowledges "v2" while the third
+// node's fetches from it are dropped, and then the new owner is killed and restarted
+// empty. The third node, a replica all along, holds v2 and takes over.
+func TestPeerFaults_ThreeCopiesKeepAnAcknowledgedWriteThroughTwoFailures(t *testing.T) {
+	c, pp := startProxiedCluster(t, 3, 3)
+	ctx := testCtx(t)
+	key := keyOwnedBy(t, c, 1)
+	seg := runtime.Segment(key, segments)
+	var sg *zaris.SegmentInfo
+	for _, s := range c.Map().Segments {
+		if s.ID == seg {
+			sg = s
+		}
+	}
+	require.Len(t, sg.Replicas, 2)
+	next, third := sg.Replicas[0], sg.Replicas[1]
+	cl := newClient(t, c.Seeds(), runtime.WithAttemptTimeout(500*time.Millisecond))
+	put, err := cl.Put(ctx, &zaris.PutRequest{Key: key, Value: []byte("v1")})
+	require.NoError(t, err)
+	require.Equal(t, zaris.KvStatus_Ok, put.Status)
+
+	pp.get(next).setRule(func(method string) peerAction { return peerAction{drop: method == "Fetch"} })
+	require.NoError(t, c.Kill(1))
+	require.NoError(t, c.WaitFor(ctx, func(m *zaris.ClusterMap) bool { return ownerIn(m, seg) == next }))
+	put, err = cl.Put(ctx, &zaris.PutRequest{Key: key, Value: []byte("v2")})
+	require.NoError(t, err)
+	require.Equal(t, zaris.KvStatus_Ok, put.Status, "v2 was not acknowledged")
+
+	require.NoError(t, c.Kill(next))
+	require.NoError(t, c.Coordinator().WaitNode(ctx, next, false))
+	require.NoError(t, c.Restart(ctx, next))
+	pp.get(next).setRule(nil)
+	var got *zaris.GetResponse
+	require.Eventually(t, func() bool {
+		got, err = cl.Get(ctx, &zaris.GetRequest{Key: key})
+		return err == nil && got.Status != zaris.KvStatus_Unavailable
+	}, 20*time.Second, 50*time.Millisecond, "the segment never served again (third node %d)", third)
+	require.Equal(t, "Ok v2", got.Status.String()+" "+string(got.Value),
+		"the acknowledged write v2 was lost (owner now %d, third node %d)", ownerIn(c.Map(), seg), third)
+}
+
 // chaos is a rule that delays, duplicates (the copy lands late, after newer frames: a
 // reordering) and drops some Replicate, Fetch and PushMap frames.
 func chaos(seed uint64) peerRule {
