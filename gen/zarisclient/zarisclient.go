@@ -244,8 +244,9 @@ var (
 )
 
 // MultiGet calls MultiGet through the client's stack: reads many keys; each item is answered as a Get.
-// The items are split by owner (one owner's into sub-requests of at most 1 MiB of keys and
-// values) and sent in parallel; items that meet churn are retried on their own. It returns one result per item in request order and each item's error (see
+// The items are split by owner, one owner's into sub-requests of at most 1 MiB of keys and
+// values (a larger item goes alone), and sent in parallel; items that meet churn are retried
+// on their own. It returns one result per item in request order and each item's error (see
 // runtime.BatchResult); the error is non-nil only when no item got an answer (a
 // *runtime.BatchError, with the result) or the batch was refused (runtime.ErrInvalidBatch,
 // runtime.ErrNilRequest, with a nil result).
@@ -302,8 +303,9 @@ func invokeMultiGet(ctx context.Context, kv zaris.ZarisKv, req any) (runtime.Res
 }
 
 // MultiPut calls MultiPut through the client's stack: writes many keys, each optionally guarded by ifMatchVersion or ifAbsent; not atomic.
-// The items are split by owner (one owner's into sub-requests of at most 1 MiB of keys and
-// values) and sent in parallel; items that meet churn are retried on their own. It returns one result per item in request order and each item's error (see
+// The items are split by owner, one owner's into sub-requests of at most 1 MiB of keys and
+// values (a larger item goes alone), and sent in parallel; items that meet churn are retried
+// on their own. It returns one result per item in request order and each item's error (see
 // runtime.BatchResult); the error is non-nil only when no item got an answer (a
 // *runtime.BatchError, with the result) or the batch was refused (runtime.ErrInvalidBatch,
 // runtime.ErrNilRequest, with a nil result).
@@ -360,8 +362,9 @@ func invokeMultiPut(ctx context.Context, kv zaris.ZarisKv, req any) (runtime.Res
 }
 
 // MultiDelete calls MultiDelete through the client's stack: deletes many keys, each optionally guarded by ifMatchVersion; not atomic.
-// The items are split by owner (one owner's into sub-requests of at most 1 MiB of keys and
-// values) and sent in parallel; items that meet churn are retried on their own. It returns one result per item in request order and each item's error (see
+// The items are split by owner, one owner's into sub-requests of at most 1 MiB of keys and
+// values (a larger item goes alone), and sent in parallel; items that meet churn are retried
+// on their own. It returns one result per item in request order and each item's error (see
 // runtime.BatchResult); the error is non-nil only when no item got an answer (a
 // *runtime.BatchError, with the result) or the batch was refused (runtime.ErrInvalidBatch,
 // runtime.ErrNilRequest, with a nil result).
