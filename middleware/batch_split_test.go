@@ -4,6 +4,9 @@ import (
 	"bytes"
 	"context"
 	"fmt"
+	"math/rand/v2"
+	"strconv"
+	"strings"
 	"sync"
 	"testing"
 
@@ -102,4 +105,64 @@ func TestBatches_HalvesASubRequestThatFailedOnItsConnection(t *testing.T) {
 		assert.Equal(t, it.Key, res.Response.Results[i].Value)
 	}
 	assert.ElementsMatch(t, []int{5, 3, 2, 2, 1}, sizes)
+}
+
+// Random batches over three owners, cut by size and halved after transport failures: every
+// sub-request goes to its items' owner, keeps request order, and each item gets its own
+// result.
+func TestBatches_CutKeepsOwnersOrderAndResults(t *testing.T) {
+	for seed := range uint64(200) {
+		r := rand.New(rand.NewPCG(seed, 7))
+		n := 1 + r.IntN(40)
+		req := &zaris.MultiPutRequest{}
+		for i := range n {
+			size := r.IntN(700 << 10)
+			if r.IntN(10) == 0 {
+				size = 0
+			}
+			key := fmt.Sprintf("k%d-%c", i, byte('0'+r.IntN(3)))
+			req.Items = append(req.Items, &zaris.PutItem{Key: []byte(key), Value: make([]byte, size)})
+		}
+		limit := 1<<20 + r.IntN(3<<20) // the fake node's limit on a request's values
+		var mu sync.Mutex
+		var bad []string
+		transport := func(_ context.Context, call *runtime.Call) (runtime.Response, error) {
+			items := call.Request.(*zaris.MultiPutRequest).Items
+			a := call.StartAttempt()
+			a.Node, a.Addr, a.Sent = call.Target.Node, call.Target.Addr, true
+			total, prev := 0, -1
+			resp := &zaris.MultiPutResponse{Status: zaris.KvStatus_Ok}
+			for _, it := range items {
+				k := string(it.Key)
+				idx, _ := strconv.Atoi(strings.Split(k[1:], "-")[0])
+				if idx <= prev {
+					mu.Lock()
+					bad = append(bad, fmt.Sprintf("seed %d: item %d after %d", seed, idx, prev))
+					mu.Unlock()
+				}
+				prev = idx
+				if want := int32(k[len(k)-1]%3 + 1); want != call.Target.Node {
+					mu.Lock()
+					bad = append(bad, fmt.Sprintf("seed %d: %s sent to node %d", seed, k, call.Target.Node))
+					mu.Unlock()
+				}
+				total += len(it.Value)
+				resp.Results = append(resp.Results, &zaris.PutOutcome{Status: zaris.KvStatus_Ok, Version: int64(idx)})
+			}
+			if total > limit && len(items) > 1 {
+				a.Err, a.Class = fmt.Errorf("too large: %w", runtime.ErrTransport), runtime.Retry
+				return nil, a.Err
+			}
+			a.Answered, a.Status = true, zaris.KvStatus_Ok
+			return resp, nil
+		}
+		batches := middleware.Batches(runtime.DefaultRetryPolicy, mwt.NewClock(), nil, ownerByLastByte{}, nil)
+		res, err := zarisclient.New(batches(transport)).MultiPut(context.Background(), req, runtime.WithMaxAttempts(12))
+		require.NoError(t, err, "seed %d", seed)
+		require.Empty(t, bad)
+		for i := range req.Items {
+			require.NoError(t, res.Err(i), "seed %d item %d", seed, i)
+			require.Equal(t, int64(i), res.Response.Results[i].Version, "seed %d: item %d got another's result", seed, i)
+		}
+	}
 }
