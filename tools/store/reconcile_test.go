@@ -3,6 +3,7 @@ package store
 import (
 	"context"
 	"slices"
+	"sync"
 	"testing"
 	"time"
 
@@ -19,35 +20,11 @@ import (
 func TestHandoff_AHeldHandoffHoldsBackNoOtherSegment(t *testing.T) {
 	c, owner, replica, key := replicatedKey(t)
 	ctx := testCtx(t)
-
-	// The other segment: owned by the node that holds no copy of replicatedSeg, with its
-	// replica on replicatedSeg's owner, so neither end waits for the paused replica.
+	// Owned by the node that holds no copy of replicatedSeg, with its replica on
+	// replicatedSeg's owner, so neither end waits for the paused replica.
 	_, _, other := roles(c, replicatedSeg)
-	seg2 := int32(-1)
-	for _, s := range c.Map().Segments {
-		if s.Owner != nil && *s.Owner == other && slices.Contains(s.Replicas, owner) {
-			seg2 = s.ID
-			break
-		}
-	}
-	require.NotEqual(t, int32(-1), seg2, "no segment owned by %d with a replica on %d", other, owner)
-
-	rseg := c.Node(replica).segments()[replicatedSeg]
-	rseg.mu.Lock()
-	paused := true
-	defer func() {
-		if paused {
-			rseg.mu.Unlock()
-		}
-	}()
-	cl := mustDial(t, c.Addr(owner))
-	_, err := cl.Put(ctx, &zaris.PutRequest{Key: key, Value: []byte("v2")})
-	require.Error(t, err, "a write its paused replica may hold was answered")
-
-	held := make(chan error, 1)
-	go func() { held <- c.MigrateSegment(ctx, replicatedSeg, replica) }()
-	require.Eventually(t, func() bool { return inCutover(c, replicatedSeg) }, 10*time.Second, time.Millisecond,
-		"the migration of segment %d never started its cut-over", replicatedSeg)
+	seg2 := segmentWhere(t, c, func(s *zaris.SegmentInfo) bool { return *s.Owner == other && slices.Contains(s.Replicas, owner) })
+	resume, held := holdHandoff(t, c, owner, replica, key)
 
 	within, cancel := context.WithTimeout(ctx, 10*time.Second)
 	defer cancel()
@@ -55,8 +32,7 @@ func TestHandoff_AHeldHandoffHoldsBackNoOtherSegment(t *testing.T) {
 	require.True(t, inCutover(c, replicatedSeg) && *c.Map().Segments[replicatedSeg].Owner == owner,
 		"segment %d's handoff was not held: %v", replicatedSeg, c.Map().Segments[replicatedSeg])
 
-	rseg.mu.Unlock()
-	paused = false
+	resume()
 	require.NoError(t, <-held)
 	require.Equal(t, replica, *c.Map().Segments[replicatedSeg].Owner)
 }
@@ -69,39 +45,48 @@ func TestHandoff_AHeldHandoffKeepsItsOwnersOtherSegmentsOutOfCutover(t *testing.
 	c, owner, replica, key := replicatedKey(t)
 	ctx := testCtx(t)
 	_, _, other := roles(c, replicatedSeg)
-	seg2 := int32(-1)
-	for _, s := range c.Map().Segments {
-		if s.ID != replicatedSeg && s.Owner != nil && *s.Owner == owner {
-			seg2 = s.ID
-			break
-		}
-	}
-	require.NotEqual(t, int32(-1), seg2, "no other segment owned by %d", owner)
-
-	rseg := c.Node(replica).segments()[replicatedSeg]
-	rseg.mu.Lock()
-	paused := true
-	defer func() {
-		if paused {
-			rseg.mu.Unlock()
-		}
-	}()
-	_, err := mustDial(t, c.Addr(owner)).Put(ctx, &zaris.PutRequest{Key: key, Value: []byte("v2")})
-	require.Error(t, err, "a write its paused replica may hold was answered")
-	held := make(chan error, 1)
-	go func() { held <- c.MigrateSegment(ctx, replicatedSeg, replica) }()
-	require.Eventually(t, func() bool { return inCutover(c, replicatedSeg) }, 10*time.Second, time.Millisecond)
+	seg2 := segmentWhere(t, c, func(s *zaris.SegmentInfo) bool { return s.ID != replicatedSeg && *s.Owner == owner })
+	resume, held := holdHandoff(t, c, owner, replica, key)
 
 	waiting := make(chan error, 1)
 	go func() { waiting <- c.MigrateSegment(ctx, seg2, other) }()
 	require.Never(t, func() bool { return inCutover(c, seg2) }, time.Second, 10*time.Millisecond,
 		"segment %d went into cut-over behind segment %d's held handoff", seg2, replicatedSeg)
 
-	rseg.mu.Unlock()
-	paused = false
+	resume()
 	require.NoError(t, <-held)
 	require.NoError(t, <-waiting, "the second migration never ran once the first was done")
 	require.Equal(t, other, *c.Map().Segments[seg2].Owner)
+}
+
+// holdHandoff pauses replica's copy of segment replicatedSeg, has owner see a write of key
+// through to it, and migrates the segment to replica: the migration waits in its cut-over
+// until resume, and then ends on held. The replica resumes when the test ends at the latest.
+func holdHandoff(t *testing.T, c *Cluster, owner, replica int32, key []byte) (resume func(), held <-chan error) {
+	ctx := testCtx(t)
+	rseg := c.Node(replica).segments()[replicatedSeg]
+	rseg.mu.Lock()
+	var once sync.Once
+	resume = func() { once.Do(rseg.mu.Unlock) }
+	t.Cleanup(resume)
+	_, err := mustDial(t, c.Addr(owner)).Put(ctx, &zaris.PutRequest{Key: key, Value: []byte("v2")})
+	require.Error(t, err, "a write its paused replica may hold was answered")
+	done := make(chan error, 1)
+	go func() { done <- c.MigrateSegment(ctx, replicatedSeg, replica) }()
+	require.Eventually(t, func() bool { return inCutover(c, replicatedSeg) }, 10*time.Second, time.Millisecond,
+		"the migration of segment %d never started its cut-over", replicatedSeg)
+	return resume, done
+}
+
+// segmentWhere returns the first segment of the map with an owner that match accepts.
+func segmentWhere(t *testing.T, c *Cluster, match func(*zaris.SegmentInfo) bool) int32 {
+	for _, s := range c.Map().Segments {
+		if s.Owner != nil && match(s) {
+			return s.ID
+		}
+	}
+	t.Fatalf("no segment of the map fits the test: %v", c.Map().Segments)
+	return -1
 }
 
 // inCutover reports whether the coordinator's map puts segment s in cut-over.
