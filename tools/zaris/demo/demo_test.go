@@ -130,7 +130,7 @@ func scanTimeline(t *testing.T, r io.Reader) (series, bands, markers []string) {
 		case el.Name.Local == "polyline" && strings.Contains(attr("class"), "series"):
 			series = append(series, attr("data-metric"))
 			assert.NotEmpty(t, attr("points"))
-		case el.Name.Local == "polygon" && attr("class") == "series retries":
+		case el.Name.Local == "polygon" && strings.HasPrefix(attr("class"), "series retries "):
 			bands = append(bands, attr("data-cause"))
 			assert.NotEmpty(t, attr("points"))
 		case el.Name.Local == "g" && attr("class") == "event":

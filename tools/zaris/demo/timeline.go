@@ -25,7 +25,8 @@ const (
 	marginTop   = 40
 )
 
-// panel is one metric's plot: a series of points over the workload's seconds.
+// panel is one metric's plot: a series of points over the workload's seconds. Its Color is
+// the stroke the page's stylesheet gives the series.
 type panel struct {
 	Metric, Title, Unit string
 	Color               string
@@ -35,9 +36,11 @@ type panel struct {
 }
 
 // band is one cause's share of the stacked retries panel: a filled polygon between the
-// causes below it and its own top.
+// causes below it and its own top. Class names the cause in the page's stylesheet, which
+// fills the polygon and its legend swatch with Color.
 type band struct {
-	Cause, Color     string
+	Cause, Class     string
+	Color            string
 	Points           string
 	LegendX, LegendY int
 }
@@ -74,7 +77,8 @@ type tick struct {
 
 // writeTimeline writes a self-contained page (inline SVG, no scripts, no network) that plots
 // ops/s, p99 latency and retried attempts by cause per second, with each churn event marked
-// and labelled.
+// and labelled. The page's stylesheet alone paints the charts: the series and the retries
+// bands and their legend take their colours from it, not from attributes it would override.
 func writeTimeline(w io.Writer, r *Report) error {
 	seconds := len(r.Timeline)
 	plotW := float64(chartWidth - marginLeft - marginRight)
@@ -157,8 +161,24 @@ func retryBands(seconds []Second, x func(float64) float64, top, legendTop int) (
 			below[t] += s.Retries[c]
 		}
 		slices.Reverse(lower)
-		bands = append(bands, band{Cause: c, Color: color, Points: strings.Join(append(upper, lower...), " "),
+		bands = append(bands, band{Cause: c, Class: causeClass(c, i), Color: color, Points: strings.Join(append(upper, lower...), " "),
 			LegendX: marginLeft + i%legendPerRow*legendWidth, LegendY: legendTop + i/legendPerRow*legendRow})
 	}
 	return bands, highest
+}
+
+// causeClass names a cause as a CSS class: "cause-" and its letters and digits in lower
+// case, the others as "-", then the band's index i, so two causes never share a class.
+func causeClass(cause string, i int) string {
+	var b strings.Builder
+	b.WriteString("cause-")
+	for _, r := range strings.ToLower(cause) {
+		if r >= 'a' && r <= 'z' || r >= '0' && r <= '9' {
+			b.WriteRune(r)
+		} else {
+			b.WriteByte('-')
+		}
+	}
+	fmt.Fprintf(&b, "-%d", i)
+	return b.String()
 }
