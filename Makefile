@@ -58,7 +58,7 @@ lint: ## gofmt check, go vet, and staticcheck (pinned; not on the generated gen/
 	$(GO) run honnef.co/go/tools/cmd/staticcheck@v0.8.2 $$($(GO) list ./... | grep -v '/gen/')
 	$(GO) -C $(TOOLS) run honnef.co/go/tools/cmd/staticcheck@v0.8.2 ./...
 
-demo: ## run the churn demo on an embedded cluster; writes demo-out/report.json and timeline.html
+demo: ## run the churn demo on an embedded cluster; writes demo-out/report.json, timeline.html and (with chromium) timeline.png
 	$(GO) -C $(TOOLS) run ./zaris demo --out $(CURDIR)/demo-out
 
 bench: ## measure overhead, protocols, scale, churn and the refresh storm; prints a table, writes bench-out/bench.json

@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"os"
 	"time"
@@ -54,7 +55,7 @@ func runDemo(ctx context.Context, c *cli, args []string) int {
 		fmt.Fprintln(c.stdout)
 		report.WriteTable(c.stdout)
 		if *out != "" && err == nil {
-			fmt.Fprintf(c.stdout, "\nwrote %s/report.json and %s/timeline.html\n", *out, *out)
+			writeScreenshot(ctx, c, report, *out)
 		}
 	}
 	switch {
@@ -65,6 +66,22 @@ func runDemo(ctx context.Context, c *cli, args []string) int {
 		return exitError
 	}
 	return exitOK
+}
+
+// writeScreenshot draws the page the demo wrote into out as out/timeline.png, with the
+// browser when there is one, and says which files the demo wrote; without a browser it says
+// how to get one.
+func writeScreenshot(ctx context.Context, c *cli, report *demo.Report, out string) {
+	shot, err := demo.WriteScreenshot(ctx, report, out)
+	switch {
+	case err == nil:
+		fmt.Fprintf(c.stdout, "\nwrote %s/report.json, %s/timeline.html and its picture %s\n", out, out, shot)
+	case errors.Is(err, demo.ErrNoBrowser):
+		fmt.Fprintf(c.stdout, "\nwrote %s/report.json and %s/timeline.html (for a picture of it, timeline.png, install %s: apt-get install chromium)\n", out, out, demo.Browser)
+	default:
+		fmt.Fprintf(c.stdout, "\nwrote %s/report.json and %s/timeline.html\n", out, out)
+		fmt.Fprintf(c.stderr, "zaris: demo: no timeline.png: %v\n", err)
+	}
 }
 
 // isTerminal reports whether w is a terminal, where progress is one line rewritten in place.

@@ -91,7 +91,8 @@
 // protocol. It prints progress, then a table per phase and the verdict of reading every key
 // back, and writes report.json and timeline.html into --out (default demo-out). It exits 0
 // when no acknowledged write was lost and no answer misreported, 1 otherwise, and 2 for a
-// usage error; the client flags above do not apply to it.
+// usage error; the client flags above do not apply to it. With chromium on PATH it also
+// writes timeline.png, the page as the browser draws it.
 //
 // # Exit codes
 //

@@ -22,7 +22,8 @@
 // refreshes requested by calls versus map fetches the client performed; and the process's
 // peak resident set size (VmHWM on Linux). Run writes it as report.json and as
 // timeline.html, a page with inline SVG charts per second of ops/s, p99 latency and retried
-// attempts stacked by cause, every event marked.
+// attempts stacked by cause, every event marked. WriteScreenshot draws that page as
+// timeline.png with headless Chromium.
 //
 // The demo keeps no per-call samples: each phase and each second has counters and an HDR
 // latency histogram (3 significant digits per phase, 2 per second), and a second's
