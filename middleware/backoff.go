@@ -5,22 +5,21 @@ import (
 	"errors"
 	"time"
 
-	"github.com/clustron/zaris-go/gen/zaris"
 	"github.com/clustron/zaris-go/runtime"
 )
 
 // Delay returns how long to wait before the attempt after attempt n (n >= 1), by rule R5:
-// p.Backoff*n; times p.MigratingFactor when last (the attempt just finished, may be nil)
-// was answered Migrating; capped at p.MaxBackoff (zero means no cap); clamped to the time
-// left between now and deadline, and zero when none is left. A zero deadline means the call
-// has none. Delay is a pure function, so the numbers of R5 are tested without a clock.
-func Delay(p runtime.RetryPolicy, n int, last *runtime.Attempt, now, deadline time.Time) time.Duration {
+// p.Backoff*n; times slow, the slow factor of the attempt just finished (see SlowFactor),
+// when above 1; capped at p.MaxBackoff (zero means no cap); clamped to the time left between
+// now and deadline, and zero when none is left. A zero deadline means the call has none.
+// Delay is a pure function, so the numbers of R5 are tested without a clock.
+func Delay(p runtime.RetryPolicy, n, slow int, now, deadline time.Time) time.Duration {
 	if n < 1 || p.Backoff <= 0 {
 		return 0
 	}
 	factor := time.Duration(n)
-	if last != nil && last.Answered && last.Status == zaris.KvStatus_Migrating && p.MigratingFactor > 1 {
-		factor *= time.Duration(p.MigratingFactor)
+	if slow > 1 {
+		factor *= time.Duration(slow)
 	}
 	d := p.Backoff * factor
 	if d/factor != p.Backoff { // overflow: as long as a delay can be
@@ -39,8 +38,22 @@ func Delay(p runtime.RetryPolicy, n int, last *runtime.Attempt, now, deadline ti
 	return d
 }
 
+// SlowFactor returns what the delay after attempt last (nil: none) of call is multiplied by
+// (R5): for an answer, the factor the IDL's status table declares for its status
+// (call.Op.Statuses), or p.SlowFactor in its place when positive; else 1.
+func SlowFactor(p runtime.RetryPolicy, call *runtime.Call, last *runtime.Attempt) int {
+	if last == nil || !last.Answered || call.Op == nil {
+		return 1
+	}
+	f := call.Op.Statuses.SlowFactor(int64(last.Status))
+	if f > 1 && p.SlowFactor > 0 {
+		return p.SlowFactor
+	}
+	return f
+}
+
 // Backoff returns the attempt-level middleware that waits before every attempt but the
-// first: Delay(p, n-1, the previous attempt, now, call.Deadline), slept on clock so that a
+// first: Delay(p, n-1, SlowFactor of the previous attempt, now, call.Deadline), slept on clock so that a
 // cancelled context ends the wait. It adds the wait to call.Stats.Backoff.
 //
 // When the context ends during the wait, or the wait uses up the time left before the
@@ -57,7 +70,7 @@ func Backoff(p runtime.RetryPolicy, clock runtime.Clock) Middleware {
 				return next(ctx, call)
 			}
 			now := clock.Now()
-			if d := Delay(p, n-1, &call.Attempts[n-2], now, call.Deadline); d > 0 {
+			if d := Delay(p, n-1, SlowFactor(p, call, &call.Attempts[n-2]), now, call.Deadline); d > 0 {
 				err := clock.Sleep(ctx, d)
 				call.Stats.Backoff += clock.Now().Sub(now)
 				if err != nil {

@@ -49,17 +49,17 @@ func TestR5_Backoff(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			assert.Equal(t, tt.want, middleware.Delay(p, tt.n, tt.last, now, tt.deadline))
+			assert.Equal(t, tt.want, middleware.Delay(p, tt.n, middleware.SlowFactor(p, mwt.GetCall("k"), tt.last), now, tt.deadline))
 		})
 	}
 
 	t.Run("MaxBackoff zero is no cap, Backoff zero no wait", func(t *testing.T) {
 		uncapped := p
 		uncapped.MaxBackoff = 0
-		assert.Equal(t, 30*time.Second, middleware.Delay(uncapped, 300, moved, now, time.Time{}))
+		assert.Equal(t, 30*time.Second, middleware.Delay(uncapped, 300, 1, now, time.Time{}))
 		none := p
 		none.Backoff = 0
-		assert.Zero(t, middleware.Delay(none, 3, migrating, now, time.Time{}))
+		assert.Zero(t, middleware.Delay(none, 3, 8, now, time.Time{}))
 	})
 
 	t.Run("stack sleeps 100 then 200", func(t *testing.T) {

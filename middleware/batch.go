@@ -38,9 +38,9 @@ const BatchMaxBytes = 1 << 20
 // sub-request through next with at most one attempt, addressed to that owner (call.Target)
 // whatever the map says by the time it is sent, at most BatchParallelism at a time, and
 // judges each item by its own status (an item without a key is answered InvalidRequest
-// by RunBatch and never sent), as StatusClassOf does for a single key: an answer
-// (Ok, NotFound, Conflict, InvalidRequest) is final and never resent; churn leaves the item
-// pending. A sub-request that got no reply leaves its items pending, except that an item of
+// by RunBatch and never sent), by the status table of the IDL (call.Op.Statuses) as
+// StatusClass does for a single key: an answer is final and never resent; churn leaves the
+// item pending. A sub-request that got no reply leaves its items pending, except that an item of
 // a non-idempotent operation that is not guarded is in doubt and never replayed (rule B2);
 // items never sent are always pending. When it failed on its connection (ErrTransport: a
 // node closes the connection on a message over its limit, such as the reply to a MultiGet
@@ -49,7 +49,7 @@ const BatchMaxBytes = 1 << 20
 //
 // Between rounds the single-key rules apply to the pending items only: the attempt cap and
 // the call's deadline (R4), one backoff, the longest any pending item needs (R5, with the
-// Migrating factor), and one shared map refresh when any pending item met a status or
+// slow factor of its status), and one shared map refresh when any pending item met a status or
 // failure that calls for one (R2, R3, B1), before the items are split again by the
 // refreshed map. With a retry budget (rule B3) the batch call deposits once, and each
 // sub-request after the first round takes a token; without one its items end with
@@ -407,7 +407,7 @@ func (e *batchRun) judge(g group, o *subOutcome, j, i int) (runtime.Class, error
 			a.Class, a.Err = runtime.Fatal, o.recordErr
 			return e.record(i, &a), o.recordErr
 		}
-		a.Status, a.Class, a.Err = o.statuses[j], StatusClassOf(o.statuses[j]), nil
+		a.Status, a.Class, a.Err = o.statuses[j], e.call.Op.Statuses.Class(int64(o.statuses[j])), nil
 		if a.Class == runtime.Fatal {
 			a.Err = &runtime.StatusError{Status: a.Status}
 			return e.record(i, &a), a.Err
@@ -480,7 +480,7 @@ func (e *batchRun) between(ctx context.Context, round, limit int, pending []int)
 	var evidence int64
 	for _, i := range pending {
 		last := &e.hist[i][len(e.hist[i])-1]
-		d = max(d, Delay(e.p, round, last, now, deadline))
+		d = max(d, Delay(e.p, round, SlowFactor(e.p, e.call, last), now, deadline))
 		if last.Class == runtime.RefreshRetry {
 			refresh = true
 			if last.Answered {

@@ -8,7 +8,6 @@ import (
 
 	"github.com/apache/thrift/lib/go/thrift"
 
-	"github.com/clustron/zaris-go/gen/zaris"
 	"github.com/clustron/zaris-go/runtime"
 )
 
@@ -62,28 +61,19 @@ func RequestTooLarge(o Outcome) (runtime.Class, bool) {
 	return runtime.Unclassified, false
 }
 
-// StatusClass decides an answered attempt by its status: Ok, NotFound, Conflict and
-// InvalidRequest are answers (R8); Moved, ReplicaWriteRejected and OwnershipChanging mean
-// the map is stale (R1, R2: RefreshRetry); Unavailable and Migrating are transient (R1, R2:
-// Retry). A status the client does not know is Fatal rather than silently retried.
+// StatusClass decides an answered attempt by its status, as the status table of the IDL
+// says (call.Op.Statuses, generated from the annotations on the status enum): an answer (R8),
+// a status that means the map is stale (R1, R2: RefreshRetry) or a transient one (R1, R2:
+// Retry). A status the table does not hold, or a call without a table, is Fatal rather than
+// silently retried.
 func StatusClass(o Outcome) (runtime.Class, bool) {
 	if o.Err != nil || o.Response == nil {
 		return runtime.Unclassified, false
 	}
-	return StatusClassOf(o.Response.GetStatus()), true
-}
-
-// StatusClassOf returns the class of an answer with status s (see StatusClass).
-func StatusClassOf(s zaris.KvStatus) runtime.Class {
-	switch s {
-	case zaris.KvStatus_Ok, zaris.KvStatus_NotFound, zaris.KvStatus_Conflict, zaris.KvStatus_InvalidRequest:
-		return runtime.Answer
-	case zaris.KvStatus_Moved, zaris.KvStatus_ReplicaWriteRejected, zaris.KvStatus_OwnershipChanging:
-		return runtime.RefreshRetry
-	case zaris.KvStatus_Unavailable, zaris.KvStatus_Migrating:
-		return runtime.Retry
+	if o.Call == nil || o.Call.Op == nil {
+		return runtime.Fatal, true
 	}
-	return runtime.Fatal
+	return o.Call.Op.Statuses.Class(int64(o.Response.GetStatus())), true
 }
 
 // ApplicationException decides Fatal for a Thrift application exception (unknown method,

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"testing"
+	"time"
 
 	"github.com/apache/thrift/lib/go/thrift"
 	"github.com/golang/mock/gomock"
@@ -12,6 +13,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/clustron/zaris-go/gen/zaris"
+	"github.com/clustron/zaris-go/gen/zarisclient"
 	"github.com/clustron/zaris-go/gen/zarismock"
 	"github.com/clustron/zaris-go/middleware"
 	mwt "github.com/clustron/zaris-go/middleware/middlewaretest"
@@ -41,7 +43,7 @@ func TestR1_RetrySet(t *testing.T) {
 			if retried[status] {
 				assert.Equal(t, 2, s.transport.Attempts(), "retried")
 				assert.Equal(t, zaris.KvStatus_Ok, resp.GetStatus())
-				assert.Equal(t, []runtime.Class{middleware.StatusClassOf(status), runtime.Answer}, classes(call))
+				assert.Equal(t, []runtime.Class{zarisclient.Statuses.Class(int64(status)), runtime.Answer}, classes(call))
 			} else {
 				assert.Equal(t, 1, s.transport.Attempts(), "returned at once")
 				assert.Equal(t, status, resp.GetStatus())
@@ -265,8 +267,9 @@ func TestClassify_Classifiers(t *testing.T) {
 		{"closed: other error", middleware.ClientClosed, middleware.Outcome{Ctx: bg, Err: runtime.ErrTransport}, runtime.Unclassified, false},
 		{"too large", middleware.RequestTooLarge, middleware.Outcome{Ctx: bg, Err: fmt.Errorf("x: %w", runtime.ErrRequestTooLarge)}, runtime.Fatal, true},
 		{"too large: other error", middleware.RequestTooLarge, middleware.Outcome{Ctx: bg, Err: runtime.ErrTransport}, runtime.Unclassified, false},
-		{"status: answer", middleware.StatusClass, middleware.Outcome{Ctx: bg, Response: ok}, runtime.Answer, true},
-		{"status: unknown status", middleware.StatusClass, middleware.Outcome{Ctx: bg, Response: &mwt.Response{Status: 42}}, runtime.Fatal, true},
+		{"status: answer", middleware.StatusClass, middleware.Outcome{Ctx: bg, Call: mwt.GetCall("k"), Response: ok}, runtime.Answer, true},
+		{"status: no descriptor", middleware.StatusClass, middleware.Outcome{Ctx: bg, Response: ok}, runtime.Fatal, true},
+		{"status: unknown status", middleware.StatusClass, middleware.Outcome{Ctx: bg, Call: mwt.GetCall("k"), Response: &mwt.Response{Status: 42}}, runtime.Fatal, true},
 		{"status: error", middleware.StatusClass, middleware.Outcome{Ctx: bg, Err: runtime.ErrTransport}, runtime.Unclassified, false},
 		{"app exception", middleware.ApplicationException, middleware.Outcome{Ctx: bg, Err: thrift.NewTApplicationException(thrift.UNKNOWN_METHOD, "x")}, runtime.Fatal, true},
 		{"app exception: transport error", middleware.ApplicationException, middleware.Outcome{Ctx: bg, Err: thrift.NewTTransportException(thrift.END_OF_FILE, "x")}, runtime.Unclassified, false},
@@ -330,4 +333,32 @@ func classes(call *runtime.Call) []runtime.Class {
 		out[i] = a.Class
 	}
 	return out
+}
+
+// The classes come from the status table the operation carries, which zarisgen generates
+// from the IDL: a status the table declares retried (here Throttled = 9, slow x3, as a new
+// value named in zaris.retry and zaris.slow_backoff would be) is retried after backoff times
+// its factor, with no change to the middleware; the same value missing from the table is
+// Fatal.
+func TestStatusClassesComeFromTheTable(t *testing.T) {
+	const throttled = zaris.KvStatus(9)
+	infos := append(zarisclient.Statuses.Statuses(), runtime.StatusInfo{Value: int64(throttled), Name: "Throttled", Class: runtime.Retry, SlowFactor: 3})
+	roles, _ := zarisclient.Statuses.Roles()
+	op := *mwt.OpPut
+	op.Statuses = runtime.NewStatusTable("KvStatus", &roles, infos)
+
+	s := newStack(t, runtime.DefaultRetryPolicy, []mwt.Outcome{mwt.Answer(throttled), mwt.Answer(zaris.KvStatus_Ok)})
+	call := mwt.PutCall("k", "v")
+	call.Op = &op
+	resp, err := s.do(call)
+	require.NoError(t, err)
+	assert.Equal(t, zaris.KvStatus_Ok, resp.GetStatus())
+	assert.Equal(t, []runtime.Class{runtime.Retry, runtime.Answer}, classes(call))
+	assert.Equal(t, []time.Duration{300 * time.Millisecond}, s.clock.Sleeps(), "backoff x3 after Throttled")
+
+	s = newStack(t, runtime.DefaultRetryPolicy, []mwt.Outcome{mwt.Answer(throttled), mwt.Answer(zaris.KvStatus_Ok)})
+	call = mwt.PutCall("k", "v")
+	_, err = s.do(call)
+	require.Error(t, err, "the generated table does not hold 9: Fatal")
+	assert.Equal(t, 1, s.transport.Attempts())
 }

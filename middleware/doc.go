@@ -31,7 +31,7 @@
 //   - Batches (batch.go) runs multi-key calls: it splits the items by owner, sends one
 //     sub-request per owner in parallel through the retry layer as a single attempt, and
 //     applies the rules above to the items that met churn only: one backoff and one map
-//     refresh per round, both bounds, the Migrating factor, B2 and R9 per item, and the
+//     refresh per round, both bounds, the slow factor of a status, B2 and R9 per item, and the
 //     retry budget (B3) once per batch call and once per retried sub-request.
 //
 // Everything after Classify decides by the Class and by errors.Is and errors.As, never by
@@ -89,7 +89,11 @@
 //
 // The client's behaviour is a numbered set of rules; comments and tests throughout the
 // module cite them by number, and this is where each is defined. R1 to R9 are the retry
-// rules:
+// rules. The classes of the statuses in R1, R2, R5 and R8 are declared in the IDL, as
+// annotations on the status enum (zaris.answer, zaris.retry, zaris.refresh,
+// zaris.slow_backoff in idl/zaris.thrift); zarisgen turns them into the table every
+// operation descriptor carries (runtime.Op.Statuses), and the middleware knows no status
+// by name. The statuses named below are those of idl/zaris.thrift:
 //
 //   - R1 retry set: retry only Moved, ReplicaWriteRejected, Unavailable, Migrating and
 //     OwnershipChanging; every other status is returned at once.
@@ -103,7 +107,8 @@
 //     Defaults: maxAttempts 3, backoff 100 ms, the deadline from ZARIS_REQUEST_TIMEOUT (60 s;
 //     "infinite" disables it). maxAttempts 3 against an always-Moved node makes 3 attempts
 //     and at most 3 refresh requests, not 60 s of them.
-//   - R5 backoff: before attempt n+1 wait backoff*n; x8 when the last status was Migrating;
+//   - R5 backoff: before attempt n+1 wait backoff*n; x8 when the last status was Migrating
+//     (the factor zaris.slow_backoff declares);
 //     capped at 2 s; clamped to the time left before the deadline (0 if none is left); a
 //     cancelled context ends the sleep.
 //   - R6 one refresh: concurrent refresh requests ride one in-flight refresh; a refresh

@@ -175,10 +175,15 @@ func RunBatch[Req, Item, Resp, Result any](ctx context.Context, h func(context.C
 	case len(items) > MaxBatchItems:
 		return nil, fmt.Errorf("zaris: %s: %w: %d items, at most %d", op.Name, ErrInvalidBatch, len(items), MaxBatchItems)
 	}
-	b := &batchOf[Req, Item, Resp, Result]{spec: spec, req: req, items: items, results: make([]Result, len(items)), set: make([]bool, len(items))}
+	roles, ok := op.Statuses.Roles()
+	if !ok {
+		return nil, fmt.Errorf("zaris: %s: the operation's status table (Op.Statuses) has no multi-key roles", op.Name)
+	}
+	b := &batchOf[Req, Item, Resp, Result]{spec: spec, req: req, items: items, results: make([]Result, len(items)), set: make([]bool, len(items)),
+		roles: roles}
 	for i := range items {
 		if b.Invalid(i) {
-			b.results[i], b.set[i] = spec.Result(zaris.KvStatus_InvalidRequest), true
+			b.results[i], b.set[i] = spec.Result(zaris.KvStatus(roles.Invalid)), true
 		}
 	}
 	call := NewCall(op, nil, req, false, opts...)
@@ -199,7 +204,7 @@ func RunBatch[Req, Item, Resp, Result any](ctx context.Context, h func(context.C
 			switch {
 			case err != nil:
 				errs[i] = err
-			case i < len(statuses) && !isAnswer(statuses[i]):
+			case i < len(statuses) && !op.Statuses.IsAnswer(int64(statuses[i])):
 				errs[i] = &StatusError{Status: statuses[i]}
 			}
 		}
@@ -226,6 +231,7 @@ type batchOf[Req, Item, Resp, Result any] struct {
 	items   []Item
 	results []Result
 	set     []bool
+	roles   StatusRoles
 }
 
 func (b *batchOf[Req, Item, Resp, Result]) all() []int {
@@ -270,7 +276,7 @@ func (b *batchOf[Req, Item, Resp, Result]) Record(resp Response, idx []int) ([]z
 		return nil, fmt.Errorf("%w: reply of type %T", ErrNoResponse, resp)
 	}
 	statuses := make([]zaris.KvStatus, len(idx))
-	if s := resp.GetStatus(); s != zaris.KvStatus_Ok {
+	if s := resp.GetStatus(); int64(s) != b.roles.Ok {
 		for j, i := range idx {
 			statuses[j] = s
 			b.results[i], b.set[i] = b.spec.Result(s), true
@@ -300,7 +306,7 @@ func (b *batchOf[Req, Item, Resp, Result]) Response(epoch int64) Response {
 		if b.set[i] {
 			out[i] = r
 		} else {
-			out[i] = b.spec.Result(zaris.KvStatus_Unavailable)
+			out[i] = b.spec.Result(zaris.KvStatus(b.roles.Unanswered))
 		}
 	}
 	resp := b.spec.Response(out, epoch)
@@ -313,15 +319,6 @@ func (b *batchOf[Req, Item, Resp, Result]) Response(epoch int64) Response {
 // Route returns where key goes under the map the refresher keeps current; the batch layer
 // splits a batch's items by owner with it.
 func (r *Refresher) Route(key []byte) (Route, error) { return r.router.Route(key) }
-
-// isAnswer reports whether s is an answer for the application (rule R8) rather than churn.
-func isAnswer(s zaris.KvStatus) bool {
-	switch s {
-	case zaris.KvStatus_Ok, zaris.KvStatus_NotFound, zaris.KvStatus_Conflict, zaris.KvStatus_InvalidRequest:
-		return true
-	}
-	return false
-}
 
 // routeCall is where call's attempt goes: its Target when set (a sub-request goes to the
 // owner its items were split for, even if the map changed since: that node then answers

@@ -112,13 +112,13 @@ type Class int
 const (
 	// Unclassified is an outcome no classifier has judged yet.
 	Unclassified Class = iota
-	// Answer is a final outcome for the application: Ok, NotFound, Conflict, InvalidRequest.
+	// Answer is a final outcome for the application: a status of the IDL's zaris.answer class.
 	Answer
-	// Retry is a transient outcome retried after backoff without a map refresh
-	// (Unavailable, Migrating).
+	// Retry is a transient outcome retried after backoff without a map refresh: a status of
+	// the IDL's zaris.retry class.
 	Retry
 	// RefreshRetry is an outcome that means the client's map may be stale: retried after a
-	// shared map refresh (Moved, ReplicaWriteRejected, OwnershipChanging, transport failures).
+	// shared map refresh (a status of the IDL's zaris.refresh class, transport failures).
 	RefreshRetry
 	// Fatal is an error returned at once: the caller's context ended, an application
 	// exception, an in-doubt non-idempotent write, a bug.

@@ -36,8 +36,10 @@ type RetryPolicy struct {
 	Backoff time.Duration
 	// MaxBackoff caps one delay (R5); zero means no cap. Default 2 s.
 	MaxBackoff time.Duration
-	// MigratingFactor multiplies the delay after a Migrating answer (R5). Default 8.
-	MigratingFactor int
+	// SlowFactor, when positive, replaces the factor the IDL declares for each slow status
+	// (zaris.slow_backoff on the status enum) that multiplies the delay after an answer
+	// carrying it (R5); 1 turns the slower backoff off. Zero, the default, keeps the IDL's.
+	SlowFactor int
 	// RequestTimeout bounds a whole call, all attempts and delays included (R4); it comes from
 	// ZARIS_REQUEST_TIMEOUT. Zero means no bound ("infinite"). Default 60 s.
 	RequestTimeout time.Duration
@@ -47,11 +49,10 @@ type RetryPolicy struct {
 
 // DefaultRetryPolicy is the policy a client starts from before options and environment.
 var DefaultRetryPolicy = RetryPolicy{
-	MaxAttempts:     3,
-	Backoff:         100 * time.Millisecond,
-	MaxBackoff:      2 * time.Second,
-	MigratingFactor: 8,
-	RequestTimeout:  60 * time.Second,
+	MaxAttempts:    3,
+	Backoff:        100 * time.Millisecond,
+	MaxBackoff:     2 * time.Second,
+	RequestTimeout: 60 * time.Second,
 }
 
 // Config is a client's complete, validated configuration. Build one with NewConfig (Dial

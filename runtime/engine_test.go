@@ -16,9 +16,25 @@ import (
 	"github.com/clustron/zaris-go/gen/zarismock"
 )
 
+// testStatuses is the class table the generated client has (gen/zarisclient.Statuses),
+// which runtime's own tests cannot import.
+var testStatuses = NewStatusTable("KvStatus", &StatusRoles{
+	Ok: int64(zaris.KvStatus_Ok), Invalid: int64(zaris.KvStatus_InvalidRequest), Unanswered: int64(zaris.KvStatus_Unavailable),
+}, []StatusInfo{
+	{Value: int64(zaris.KvStatus_Ok), Name: "Ok", Class: Answer},
+	{Value: int64(zaris.KvStatus_NotFound), Name: "NotFound", Class: Answer},
+	{Value: int64(zaris.KvStatus_Conflict), Name: "Conflict", Class: Answer},
+	{Value: int64(zaris.KvStatus_Moved), Name: "Moved", Class: RefreshRetry},
+	{Value: int64(zaris.KvStatus_OwnershipChanging), Name: "OwnershipChanging", Class: RefreshRetry},
+	{Value: int64(zaris.KvStatus_ReplicaWriteRejected), Name: "ReplicaWriteRejected", Class: RefreshRetry},
+	{Value: int64(zaris.KvStatus_Migrating), Name: "Migrating", Class: Retry, SlowFactor: 8},
+	{Value: int64(zaris.KvStatus_Unavailable), Name: "Unavailable", Class: Retry},
+	{Value: int64(zaris.KvStatus_InvalidRequest), Name: "InvalidRequest", Class: Answer},
+})
+
 // opGet and opPut are Ops like the generated ones, for tests.
 var (
-	opGet = &Op{Name: "Get", Kind: Read, Idempotent: true, RoutingField: "key",
+	opGet = &Op{Name: "Get", Kind: Read, Idempotent: true, RoutingField: "key", Statuses: testStatuses,
 		Invoke: func(ctx context.Context, kv zaris.ZarisKv, req any) (Response, error) {
 			resp, err := kv.Get(ctx, req.(*zaris.GetRequest))
 			if err != nil {
@@ -29,7 +45,7 @@ var (
 			}
 			return resp, nil
 		}}
-	opPut = &Op{Name: "Put", Kind: Write, Idempotent: true, RoutingField: "key", Guards: []string{"ifMatchVersion", "ifAbsent"},
+	opPut = &Op{Name: "Put", Kind: Write, Idempotent: true, RoutingField: "key", Guards: []string{"ifMatchVersion", "ifAbsent"}, Statuses: testStatuses,
 		Invoke: func(ctx context.Context, kv zaris.ZarisKv, req any) (Response, error) {
 			resp, err := kv.Put(ctx, req.(*zaris.PutRequest))
 			if err != nil {

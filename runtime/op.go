@@ -44,6 +44,9 @@ type Op struct {
 	// Guards are the IDL names of the request fields that make a replay come back Conflict
 	// instead of applying twice (rule R9).
 	Guards []string
+	// Statuses is the class table of the service's status enum, which the middleware
+	// classifies this operation's answers by (rules R1, R2, R5, R8).
+	Statuses *StatusTable
 	// Invoke sends req, which must be this operation's request type, over one generated
 	// Thrift client and returns its response. It never returns a nil Response with a nil error.
 	Invoke func(ctx context.Context, kv zaris.ZarisKv, req any) (Response, error)

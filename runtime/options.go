@@ -263,8 +263,8 @@ func (b *configBuilder) validate() {
 	if c.Retry.MaxAttempts < 1 {
 		b.fail("Retry.MaxAttempts", strconv.Itoa(c.Retry.MaxAttempts), "must be at least 1")
 	}
-	if c.Retry.MigratingFactor < 1 {
-		b.fail("Retry.MigratingFactor", strconv.Itoa(c.Retry.MigratingFactor), "must be at least 1")
+	if c.Retry.SlowFactor < 0 {
+		b.fail("Retry.SlowFactor", strconv.Itoa(c.Retry.SlowFactor), "must not be negative")
 	}
 	if c.Clock == nil {
 		b.fail("Clock", "nil", "a clock is required")

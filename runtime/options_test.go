@@ -284,7 +284,7 @@ func TestStackOptions(t *testing.T) {
 // WithRetryPolicy sets every number at once; Disabled acts as WithRetriesDisabled.
 func TestWithRetryPolicy(t *testing.T) {
 	p := DefaultRetryPolicy
-	p.MaxAttempts, p.Backoff, p.MigratingFactor = 4, time.Second, 2
+	p.MaxAttempts, p.Backoff, p.SlowFactor = 4, time.Second, 2
 	cfg, err := NewConfig(WithEnv(nil), WithSeeds("127.0.0.1:1"), WithRetryPolicy(p))
 	require.NoError(t, err)
 	assert.Equal(t, p, cfg.Retry)

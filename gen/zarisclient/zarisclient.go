@@ -21,12 +21,32 @@ import (
 // fails naming it. Regenerate with a matching zarisgen, or upgrade the runtime.
 const _ = runtime.IsAtLeastVersion0_1_0
 
+// Statuses is the class table of KvStatus, from the annotations on the enum in
+// idl/zaris.thrift: the middleware returns an answer at once, retries the other values (after a
+// map refresh for the refresh class) and backs off slower after a slow one.
+var Statuses = runtime.NewStatusTable("KvStatus", &runtime.StatusRoles{
+	Ok:         int64(zaris.KvStatus_Ok),
+	Invalid:    int64(zaris.KvStatus_InvalidRequest),
+	Unanswered: int64(zaris.KvStatus_Unavailable),
+}, []runtime.StatusInfo{
+	{Value: int64(zaris.KvStatus_Ok), Name: "Ok", Class: runtime.Answer},
+	{Value: int64(zaris.KvStatus_NotFound), Name: "NotFound", Class: runtime.Answer},
+	{Value: int64(zaris.KvStatus_Conflict), Name: "Conflict", Class: runtime.Answer},
+	{Value: int64(zaris.KvStatus_Moved), Name: "Moved", Class: runtime.RefreshRetry},
+	{Value: int64(zaris.KvStatus_OwnershipChanging), Name: "OwnershipChanging", Class: runtime.RefreshRetry},
+	{Value: int64(zaris.KvStatus_ReplicaWriteRejected), Name: "ReplicaWriteRejected", Class: runtime.RefreshRetry},
+	{Value: int64(zaris.KvStatus_Migrating), Name: "Migrating", Class: runtime.Retry, SlowFactor: 8},
+	{Value: int64(zaris.KvStatus_Unavailable), Name: "Unavailable", Class: runtime.Retry},
+	{Value: int64(zaris.KvStatus_InvalidRequest), Name: "InvalidRequest", Class: runtime.Answer},
+})
+
 // OpGet describes Get: a read operation, idempotent, routed by GetRequest.key.
 var OpGet = &runtime.Op{
 	Name:         "Get",
 	Kind:         runtime.Read,
 	Idempotent:   true,
 	RoutingField: "key",
+	Statuses:     Statuses,
 	Invoke:       invokeGet,
 }
 
@@ -37,6 +57,7 @@ var OpPut = &runtime.Op{
 	Idempotent:   true,
 	RoutingField: "key",
 	Guards:       []string{"ifMatchVersion", "ifAbsent"},
+	Statuses:     Statuses,
 	Invoke:       invokePut,
 }
 
@@ -47,6 +68,7 @@ var OpDelete = &runtime.Op{
 	Idempotent:   true,
 	RoutingField: "key",
 	Guards:       []string{"ifMatchVersion"},
+	Statuses:     Statuses,
 	Invoke:       invokeDelete,
 }
 
@@ -56,6 +78,7 @@ var OpIncrement = &runtime.Op{
 	Kind:         runtime.Write,
 	Idempotent:   false,
 	RoutingField: "key",
+	Statuses:     Statuses,
 	Invoke:       invokeIncrement,
 }
 
@@ -210,6 +233,7 @@ var OpMultiGet = &runtime.Op{
 	Kind:         runtime.Read,
 	Idempotent:   true,
 	RoutingField: "items[].key",
+	Statuses:     Statuses,
 	Invoke:       invokeMultiGet,
 }
 
@@ -220,6 +244,7 @@ var OpMultiPut = &runtime.Op{
 	Idempotent:   true,
 	RoutingField: "items[].key",
 	Guards:       []string{"items[].ifMatchVersion", "items[].ifAbsent"},
+	Statuses:     Statuses,
 	Invoke:       invokeMultiPut,
 }
 
@@ -230,6 +255,7 @@ var OpMultiDelete = &runtime.Op{
 	Idempotent:   true,
 	RoutingField: "items[].key",
 	Guards:       []string{"items[].ifMatchVersion"},
+	Statuses:     Statuses,
 	Invoke:       invokeMultiDelete,
 }
 

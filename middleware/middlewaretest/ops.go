@@ -4,6 +4,7 @@ import (
 	"context"
 
 	"github.com/clustron/zaris-go/gen/zaris"
+	"github.com/clustron/zaris-go/gen/zarisclient"
 	"github.com/clustron/zaris-go/runtime"
 )
 
@@ -11,24 +12,24 @@ import (
 // annotations, so middleware tests do not depend on the generator.
 var (
 	// OpGet reads a key: idempotent.
-	OpGet = &runtime.Op{Name: "Get", Kind: runtime.Read, Idempotent: true, RoutingField: "key",
+	OpGet = &runtime.Op{Name: "Get", Kind: runtime.Read, Idempotent: true, RoutingField: "key", Statuses: zarisclient.Statuses,
 		Invoke: func(ctx context.Context, kv zaris.ZarisKv, req any) (runtime.Response, error) {
 			return response(kv.Get(ctx, req.(*zaris.GetRequest)))
 		}}
 	// OpPut writes a key: idempotent, guarded by ifMatchVersion and ifAbsent.
-	OpPut = &runtime.Op{Name: "Put", Kind: runtime.Write, Idempotent: true, RoutingField: "key",
+	OpPut = &runtime.Op{Name: "Put", Kind: runtime.Write, Idempotent: true, RoutingField: "key", Statuses: zarisclient.Statuses,
 		Guards: []string{"ifMatchVersion", "ifAbsent"},
 		Invoke: func(ctx context.Context, kv zaris.ZarisKv, req any) (runtime.Response, error) {
 			return response(kv.Put(ctx, req.(*zaris.PutRequest)))
 		}}
 	// OpDelete deletes a key: idempotent, guarded by ifMatchVersion.
-	OpDelete = &runtime.Op{Name: "Delete", Kind: runtime.Write, Idempotent: true, RoutingField: "key",
+	OpDelete = &runtime.Op{Name: "Delete", Kind: runtime.Write, Idempotent: true, RoutingField: "key", Statuses: zarisclient.Statuses,
 		Guards: []string{"ifMatchVersion"},
 		Invoke: func(ctx context.Context, kv zaris.ZarisKv, req any) (runtime.Response, error) {
 			return response(kv.Delete(ctx, req.(*zaris.DeleteRequest)))
 		}}
 	// OpIncrement adds to a counter: not idempotent, not guarded.
-	OpIncrement = &runtime.Op{Name: "Increment", Kind: runtime.Write, Idempotent: false, RoutingField: "key",
+	OpIncrement = &runtime.Op{Name: "Increment", Kind: runtime.Write, Idempotent: false, RoutingField: "key", Statuses: zarisclient.Statuses,
 		Invoke: func(ctx context.Context, kv zaris.ZarisKv, req any) (runtime.Response, error) {
 			return response(kv.Increment(ctx, req.(*zaris.IncrementRequest)))
 		}}

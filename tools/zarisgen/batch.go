@@ -30,7 +30,7 @@ type batchModel struct {
 // buildBatch checks the annotations and shapes of a multi-key operation whose routing
 // annotation is routing ("<list>[].<field>"). On failure it returns the field or annotation
 // at fault and why.
-func buildBatch(p *program, fn function, req, resp *structType) (b *batchModel, field, msg string) {
+func buildBatch(p *program, fn function, req, resp *structType, statusEnum string) (b *batchModel, field, msg string) {
 	routing := fn.Annotations[annRouting]
 	list, keyName, ok := strings.Cut(routing, "[].")
 	if !ok || !token.IsIdentifier(list) || !token.IsIdentifier(keyName) {
@@ -66,7 +66,7 @@ func buildBatch(p *program, fn function, req, resp *structType) (b *batchModel, 
 	if msg != "" {
 		return nil, field, msg
 	}
-	if msg := statusField(p, result, "result"); msg != "" {
+	if msg := statusField(p, result, "result", statusEnum); msg != "" {
 		return nil, "field " + results + "[].status", msg
 	}
 	b.ResultsField, b.Result = goName(results), goTypeName(result.Name)

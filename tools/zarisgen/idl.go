@@ -16,10 +16,23 @@ type program struct {
 	Enums      []enum            `json:"enums"`
 	Structs    []structType      `json:"structs"`
 	Services   []service         `json:"services"`
+
+	// lines is the IDL's text, one entry a line, for error positions; nil when the
+	// program was decoded from JSON alone.
+	lines []string
+	// source is the IDL path errors name.
+	source string
 }
 
 type enum struct {
-	Name string `json:"name"`
+	Name        string            `json:"name"`
+	Annotations map[string]string `json:"annotations"`
+	Members     []enumMember      `json:"members"`
+}
+
+type enumMember struct {
+	Name  string `json:"name"`
+	Value int64  `json:"value"`
 }
 
 type structType struct {
@@ -40,8 +53,9 @@ type field struct {
 }
 
 type service struct {
-	Name      string     `json:"name"`
-	Functions []function `json:"functions"`
+	Name        string            `json:"name"`
+	Annotations map[string]string `json:"annotations"`
+	Functions   []function        `json:"functions"`
 }
 
 type function struct {
@@ -83,7 +97,14 @@ func loadIDL(thriftBin, idlPath string) (*program, error) {
 	if err != nil {
 		return nil, fmt.Errorf("reading thrift JSON output: %w", err)
 	}
-	return parseProgram(data)
+	p, err := parseProgram(data)
+	if err != nil {
+		return nil, err
+	}
+	if text, err := os.ReadFile(idlPath); err == nil {
+		p.lines = strings.Split(string(text), "\n")
+	}
+	return p, nil
 }
 
 func (p *program) structByName(name string) *structType {
@@ -95,13 +116,13 @@ func (p *program) structByName(name string) *structType {
 	return nil
 }
 
-func (p *program) hasEnum(name string) bool {
-	for _, e := range p.Enums {
-		if e.Name == name {
-			return true
+func (p *program) enumByName(name string) *enum {
+	for i := range p.Enums {
+		if p.Enums[i].Name == name {
+			return &p.Enums[i]
 		}
 	}
-	return false
+	return nil
 }
 
 func (s *structType) fieldByName(name string) *field {

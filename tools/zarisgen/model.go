@@ -18,8 +18,8 @@ const (
 	annResults    = "zaris.results"
 )
 
-// statusEnum is the IDL enum that field 1 of every data response must have.
-const statusEnum = "KvStatus"
+// opAnnotations are the annotations zarisgen knows on an operation.
+var opAnnotations = []string{annKind, annIdempotent, annRouting, annGuards, annResults}
 
 // model is everything the templates need, derived from one IDL.
 type model struct {
@@ -33,6 +33,8 @@ type model struct {
 	Ops []opModel
 	// BatchOps are the multi-key data operations, in IDL order.
 	BatchOps []opModel
+	// Status is the class table of the status enum.
+	Status *statusModel
 }
 
 // opModel is one data operation.
@@ -58,9 +60,10 @@ func (o opModel) KindConst() string {
 	return "runtime.Write"
 }
 
-// specError is an IDL that zarisgen cannot serve. It names the operation and, where one is
-// at fault, the field or annotation.
+// specError is an IDL that zarisgen cannot serve. It names the IDL file and line, the
+// operation and, where one is at fault, the field or annotation.
 type specError struct {
+	Pos   string // the IDL file and line, or the file alone
 	Op    string
 	Field string
 	Msg   string
@@ -69,6 +72,9 @@ type specError struct {
 func (e *specError) Error() string {
 	var b strings.Builder
 	b.WriteString("zarisgen: ")
+	if e.Pos != "" {
+		b.WriteString(e.Pos + ": ")
+	}
 	if e.Op != "" {
 		fmt.Fprintf(&b, "operation %s: ", e.Op)
 	}
@@ -81,21 +87,26 @@ func (e *specError) Error() string {
 
 // buildModel checks the IDL against what the typed client needs and derives the model.
 func buildModel(p *program, source, zarisImport string) (*model, error) {
+	p.source = source
 	if len(p.Services) != 1 {
-		return nil, &specError{Msg: fmt.Sprintf("the IDL must declare exactly one service, found %d", len(p.Services))}
+		return nil, &specError{Pos: source, Msg: fmt.Sprintf("the IDL must declare exactly one service, found %d", len(p.Services))}
 	}
 	svc := p.Services[0]
 	if !token.IsIdentifier(svc.Name) {
-		return nil, &specError{Msg: fmt.Sprintf("service name %q is not an identifier", svc.Name)}
+		return nil, &specError{Pos: source, Msg: fmt.Sprintf("service name %q is not an identifier", svc.Name)}
+	}
+	statusEnum, err := statusEnumOf(p, source)
+	if err != nil {
+		return nil, err
 	}
 	m := &model{Source: source, Service: svc.Name, ZarisImport: zarisImport}
 	for _, fn := range svc.Functions {
-		op, data, err := buildOp(p, fn)
+		op, data, err := buildOp(p, svc.Name, statusEnum.Name, fn)
 		if err != nil {
 			return nil, err
 		}
 		if data && clientMethods[op.Name] {
-			return nil, &specError{Op: fn.Name, Msg: fmt.Sprintf("operation name %s is taken by the client's own method %s", op.Name, op.Name)}
+			return nil, &specError{Pos: pos(source, p.functionLine(svc.Name, fn.Name)), Op: fn.Name, Msg: fmt.Sprintf("operation name %s is taken by the client's own method %s", op.Name, op.Name)}
 		}
 		switch {
 		case data && op.Batch != nil:
@@ -105,7 +116,10 @@ func buildModel(p *program, source, zarisImport string) (*model, error) {
 		}
 	}
 	if len(m.Ops)+len(m.BatchOps) == 0 {
-		return nil, &specError{Msg: fmt.Sprintf("service %s has no data operations (zaris.kind read or write)", svc.Name)}
+		return nil, &specError{Pos: pos(source, p.declLine("service", svc.Name)), Msg: fmt.Sprintf("service %s has no data operations (zaris.kind read or write)", svc.Name)}
+	}
+	if m.Status, err = buildStatus(p, source, statusEnum, len(m.BatchOps) > 0); err != nil {
+		return nil, err
 	}
 	return m, nil
 }
@@ -116,12 +130,17 @@ var clientMethods = map[string]bool{"Close": true, "Engine": true}
 
 // buildOp checks one function. It reports data=false for admin operations, which get no
 // typed method.
-func buildOp(p *program, fn function) (op opModel, data bool, err error) {
+func buildOp(p *program, svc, statusEnum string, fn function) (op opModel, data bool, err error) {
+	fnLine := p.functionLine(svc, fn.Name)
 	fail := func(field, format string, args ...any) (opModel, bool, error) {
-		return opModel{}, false, &specError{Op: fn.Name, Field: field, Msg: fmt.Sprintf(format, args...)}
+		l := fnLine
+		if key, ok := strings.CutPrefix(field, "annotation "); ok {
+			l = p.annotationLine(fnLine, key)
+		}
+		return opModel{}, false, &specError{Pos: pos(p.source, l), Op: fn.Name, Field: field, Msg: fmt.Sprintf(format, args...)}
 	}
 	if !token.IsIdentifier(fn.Name) {
-		return opModel{}, false, &specError{Msg: fmt.Sprintf("operation name %q is not an identifier", fn.Name)}
+		return opModel{}, false, &specError{Pos: pos(p.source, fnLine), Msg: fmt.Sprintf("operation name %q is not an identifier", fn.Name)}
 	}
 	names := make([]string, 0, len(fn.Annotations))
 	for k := range fn.Annotations {
@@ -132,8 +151,8 @@ func buildOp(p *program, fn function) (op opModel, data bool, err error) {
 		switch k {
 		case annKind, annIdempotent, annRouting, annGuards, annResults:
 		default:
-			if strings.HasPrefix(k, "zaris.") {
-				return fail("annotation "+k, "unknown annotation (known: %s, %s, %s, %s, %s)", annKind, annIdempotent, annRouting, annGuards, annResults)
+			if near := nearAnnotation(k, opAnnotations); near != "" || strings.HasPrefix(k, "zaris.") {
+				return fail("annotation "+k, "unknown annotation%s; known: %s", didYouMean(near), strings.Join(opAnnotations, ", "))
 			}
 		}
 	}
@@ -193,11 +212,11 @@ func buildOp(p *program, fn function) (op opModel, data bool, err error) {
 	if !ok || routing == "" {
 		return fail("annotation "+annRouting, "missing: a data operation needs zaris.routing naming its routing-key field of %s", req.Name)
 	}
-	if field, msg := checkResponse(p, resp); msg != "" {
+	if field, msg := checkResponse(p, resp, statusEnum); msg != "" {
 		return fail(field, "%s", msg)
 	}
 	if strings.Contains(routing, "[]") {
-		b, field, msg := buildBatch(p, fn, req, resp)
+		b, field, msg := buildBatch(p, fn, req, resp, statusEnum)
 		if msg != "" {
 			return fail(field, "%s", msg)
 		}
@@ -254,8 +273,8 @@ func buildOp(p *program, fn function) (op opModel, data bool, err error) {
 
 // checkResponse checks that resp has the status and mapEpoch every data response carries;
 // it returns the field at fault and why, or an empty msg.
-func checkResponse(p *program, resp *structType) (field, msg string) {
-	if msg := statusField(p, resp, "response"); msg != "" {
+func checkResponse(p *program, resp *structType, statusEnum string) (field, msg string) {
+	if msg := statusField(p, resp, "response", statusEnum); msg != "" {
 		return "field status", msg
 	}
 	if e := resp.fieldByName("mapEpoch"); e == nil || e.TypeID != "i64" {
@@ -265,15 +284,19 @@ func checkResponse(p *program, resp *structType) (field, msg string) {
 }
 
 // statusField checks that field 1 of s (a response or a per-item result struct, as what
-// says) is status: KvStatus.
-func statusField(p *program, s *structType, what string) string {
+// says) is status of the status enum. The JSON turns an enum into i32, so the type is read
+// from the IDL text when zarisgen has it.
+func statusField(p *program, s *structType, what, statusEnum string) string {
 	status := s.fieldByKey(1)
-	if status == nil || status.Name != "status" || status.TypeID != "i32" || !p.hasEnum(statusEnum) {
+	if status == nil || status.Name != "status" || status.TypeID != "i32" || p.enumByName(statusEnum) == nil {
 		found := "nothing"
 		if status != nil {
 			found = fmt.Sprintf("%s %s", status.TypeID, status.Name)
 		}
 		return fmt.Sprintf("field 1 of %s struct %s must be status: %s, found %s", what, s.Name, statusEnum, found)
+	}
+	if typ := p.fieldType(s.Name, status.Name); typ != "" && typ != statusEnum {
+		return fmt.Sprintf("field 1 of %s struct %s must be status: %s, found %s status", what, s.Name, statusEnum, typ)
 	}
 	return ""
 }

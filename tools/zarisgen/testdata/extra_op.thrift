@@ -6,6 +6,18 @@
 // This file is the single source of the generated code under gen/. After editing it run
 // `make generate`; never edit gen/ by hand.
 //
+// Status annotations, on the status enum (KvStatus, the type of field 1 of every response);
+// Thrift keeps annotations on an enum but drops them on its values, so each class lists its
+// values, and every value is in exactly one of the first three (tools/zarisgen/README.md):
+//   zaris.answer       = "<value>,..."   answers: returned to the application at once (R8)
+//   zaris.retry        = "<value>,..."   churn retried after backoff, no map refresh (R1)
+//   zaris.refresh      = "<value>,..."   churn retried after one shared map refresh (R1, R2)
+//   zaris.slow_backoff = "<value>:<n>,..." retried values whose backoff is n times longer (R5)
+//   zaris.ok           = "<value>"       the answer of a multi-key response judged per item
+//   zaris.invalid      = "<value>"       the answer for an item the client refuses unsent
+//   zaris.unanswered   = "<value>"       the status of an item no node answered
+// A new status is a new value here, named in one class, then `make generate`.
+//
 // Operation annotations (read by tools/zarisgen; every data operation needs all three):
 //   zaris.kind       = "read" | "write" | "admin"   admin operations are not routed by key and
 //                                                   get no typed method (the runtime uses them)
@@ -80,7 +92,15 @@ enum KvStatus {
    * never retried.
    */
   InvalidRequest = 8,
-}
+} (
+  zaris.answer       = "Ok,NotFound,Conflict,InvalidRequest",
+  zaris.retry        = "Unavailable,Migrating",
+  zaris.refresh      = "Moved,OwnershipChanging,ReplicaWriteRejected",
+  zaris.slow_backoff = "Migrating:8",
+  zaris.ok           = "Ok",
+  zaris.invalid      = "InvalidRequest",
+  zaris.unanswered   = "Unavailable",
+)
 
 /** Reads the value and version of a key. */
 struct GetRequest {

@@ -1,0 +1,73 @@
+package main
+
+import (
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+)
+
+// Every mistake in an IDL is refused with the file and line, and the operation, enum value,
+// field or annotation at fault: testdata/small.thrift, valid as it is, is broken one way at
+// a time and run through the Thrift compiler and zarisgen.
+func TestBadIDL(t *testing.T) {
+	thriftBin := requireThrift(t)
+	base, err := os.ReadFile("testdata/small.thrift")
+	require.NoError(t, err)
+	dir := t.TempDir()
+	load := func(t *testing.T, src string) error {
+		t.Helper()
+		path := filepath.Join(dir, "bad.thrift")
+		require.NoError(t, os.WriteFile(path, []byte(src), 0o644))
+		p, err := loadIDL(thriftBin, path)
+		require.NoError(t, err, "the Thrift compiler must accept every case")
+		_, err = generate(p, "idl/bad.thrift", defaultZarisImport)
+		return err
+	}
+	require.NoError(t, load(t, string(base)), "the base IDL must be valid")
+
+	for _, tc := range []struct {
+		name     string
+		old, new string
+		want     []string
+	}{
+		{"unclassified value", `  Busy = 3,`, "  Busy = 3,\n  Throttled = 4,",
+			[]string{"idl/bad.thrift:9:", "enum Status: value Throttled", "not classified"}},
+		{"unknown name in a class", `zaris.retry        = "Busy"`, `zaris.retry        = "Busy,Throttled"`,
+			[]string{"idl/bad.thrift:11:", "annotation zaris.retry", `"Throttled" is not a value of Status`}},
+		{"value in two classes", `zaris.refresh      = "Moved"`, `zaris.refresh      = "Moved,Busy"`,
+			[]string{"idl/bad.thrift:12:", "annotation zaris.refresh", "Busy is in two classes (zaris.retry and zaris.refresh)"}},
+		{"slow answer", `"Busy:4"`, `"Ok:4"`,
+			[]string{"idl/bad.thrift:13:", "annotation zaris.slow_backoff", "Ok is not retried"}},
+		{"slow factor not a number", `"Busy:4"`, `"Busy:x"`,
+			[]string{"idl/bad.thrift:13:", "annotation zaris.slow_backoff", `"Busy:x"`}},
+		{"enum annotation typo", `zaris.slow_backoff`, `zaris.slow_bakoff`,
+			[]string{"idl/bad.thrift:13:", "annotation zaris.slow_bakoff", `did you mean "zaris.slow_backoff"`}},
+		{"no status enum", `zaris.answer       = "Ok,Missing",`, ``,
+			[]string{"idl/bad.thrift:", "no status enum"}},
+		{"status field of another type", `1: required Status status,`, `1: required i32 status,`,
+			[]string{"idl/bad.thrift:", "operation Put", "field status", "must be status: Status, found i32 status"}},
+		{"operation annotation with another separator", `zaris.guards`, `zaris_guards`,
+			[]string{"idl/bad.thrift:33:", "operation Put", "annotation zaris_guards", `did you mean "zaris.guards"`}},
+		{"operation annotation with a swapped prefix", `zaris.guards`, `zairs.guards`,
+			[]string{"idl/bad.thrift:33:", "operation Put", "annotation zairs.guards", `did you mean "zaris.guards"`}},
+		{"operation annotation one letter off", `zaris.guards`, `zaris.guard`,
+			[]string{"idl/bad.thrift:33:", "operation Put", "annotation zaris.guard", `did you mean "zaris.guards"`}},
+		{"operation annotation two letters off", `zaris.routing`, `zaris.rooting`,
+			[]string{"idl/bad.thrift:32:", "operation Put", "annotation zaris.rooting", `did you mean "zaris.routing"`}},
+		{"unknown routing field", `zaris.routing = "key"`, `zaris.routing = "name"`,
+			[]string{"idl/bad.thrift:", "operation Put", "field name", "not found in request struct PutRequest"}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			require.Contains(t, string(base), tc.old)
+			err := load(t, strings.Replace(string(base), tc.old, tc.new, 1))
+			require.Error(t, err)
+			for _, w := range tc.want {
+				assert.Contains(t, err.Error(), w)
+			}
+		})
+	}
+}

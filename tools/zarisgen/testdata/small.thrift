@@ -1,0 +1,36 @@
+// A small valid IDL that TestBadIDL breaks one way at a time.
+namespace go small
+
+enum Status {
+  Ok = 0,
+  Missing = 1,
+  Moved = 2,
+  Busy = 3,
+} (
+  zaris.answer       = "Ok,Missing",
+  zaris.retry        = "Busy",
+  zaris.refresh      = "Moved",
+  zaris.slow_backoff = "Busy:4",
+)
+
+struct PutRequest {
+  1: required binary key,
+  2: optional i64 ifMatchVersion,
+}
+
+struct PutResponse {
+  1: required Status status,
+  2: required i64 mapEpoch,
+}
+
+struct Map {
+  1: required i64 epoch,
+}
+
+service Small {
+  PutResponse Put(1: PutRequest req)
+    (zaris.kind = "write", zaris.idempotent = "true", zaris.routing = "key",
+     zaris.guards = "ifMatchVersion")
+
+  Map GetMap() (zaris.kind = "admin")
+}
