@@ -21,17 +21,22 @@ check-thrift:
 	@command -v $(THRIFT) >/dev/null 2>&1 || { echo "thrift not found: install the Thrift compiler $(THRIFT_VERSION) (apt-get install thrift-compiler)"; exit 1; }
 	@$(THRIFT) --version | grep -q ' $(THRIFT_VERSION)$$' || { echo "thrift is $$($(THRIFT) --version), want $(THRIFT_VERSION) (apt-get install thrift-compiler on Debian 12)"; exit 1; }
 
-generate: check-thrift ## regenerate gen/ from idl/ (thrift, then zarisgen, then mockgen)
-	@for f in $(IDL); do \
-		pkg=$$(sed -n 's/^namespace go \([a-z0-9_]*\).*/\1/p' $$f); \
-		rm -rf $(GEN)/$$pkg; mkdir -p $(GEN); \
-		$(THRIFT) --gen go:package_prefix=$(MODULE)/gen/,skip_remote -out $(GEN) $$f || exit 1; \
+generate: check-thrift ## regenerate gen/ from idl/ (thrift, then zarisgen, then mockgen); gen/ changes only if every step succeeds
+	@set -e; new=$$(mktemp -d); trap 'rm -rf "$$new"' EXIT; \
+	for f in $(IDL); do \
+		$(THRIFT) --gen go:package_prefix=$(MODULE)/gen/,skip_remote -out $$new $$f; \
+	done; \
+	gofmt -w $$new; \
+	$(GO) -C $(TOOLS) build -o $$new/.bin/zarisgen ./zarisgen; \
+	$$new/.bin/zarisgen -thrift $(THRIFT) -idl idl/zaris.thrift -out $$new/zarisclient; \
+	rm -rf $$new/.bin; \
+	printf 'module $(MODULE)/gen\n' > $$new/go.mod; \
+	(cd $$new && $(MOCKGEN) -source=zaris/zaris.go -destination=zarismock/zaris_mock.go -package=zarismock); \
+	rm $$new/go.mod; \
+	mkdir -p $(GEN); \
+	for d in $$new/*/; do \
+		pkg=$$(basename $$d); rm -rf $(GEN)/$$pkg; cp -R $$d $(GEN)/$$pkg; \
 	done
-	gofmt -w $(GEN)
-	@bin=$$(mktemp -d) && $(GO) -C $(TOOLS) build -o $$bin/zarisgen ./zarisgen && \
-		$$bin/zarisgen -thrift $(THRIFT) -idl idl/zaris.thrift -out $(GEN)/zarisclient; \
-		status=$$?; rm -rf $$bin; exit $$status
-	cd $(GEN) && $(MOCKGEN) -source=zaris/zaris.go -destination=zarismock/zaris_mock.go -package=zarismock
 
 check-generate: generate ## regenerate and fail if gen/ differs from what is committed
 	@git diff --exit-code --stat -- gen || { echo "gen/ is stale: run make generate and commit the result"; exit 1; }
