@@ -18,6 +18,8 @@ func TestBadIDL(t *testing.T) {
 	base, err := os.ReadFile("testdata/small.thrift")
 	require.NoError(t, err)
 	dir := t.TempDir()
+	inc := "namespace go inc\nstruct Req { 1: required binary key }\nservice Base { void ping() }\n"
+	require.NoError(t, os.WriteFile(filepath.Join(dir, "inc.thrift"), []byte(inc), 0o644))
 	load := func(t *testing.T, src string) error {
 		t.Helper()
 		path := filepath.Join(dir, "bad.thrift")
@@ -33,37 +35,55 @@ func TestBadIDL(t *testing.T) {
 		name     string
 		old, new string
 		want     []string
+		// include, when set, adds `include "inc.thrift"` above the namespace (one line more).
+		include bool
 	}{
 		{"unclassified value", `  Busy = 3,`, "  Busy = 3,\n  Throttled = 4,",
-			[]string{"idl/bad.thrift:9:", "enum Status: value Throttled", "not classified"}},
+			[]string{"idl/bad.thrift:9:", "enum Status: value Throttled", "not classified"}, false},
 		{"unknown name in a class", `zaris.retry        = "Busy"`, `zaris.retry        = "Busy,Throttled"`,
-			[]string{"idl/bad.thrift:11:", "annotation zaris.retry", `"Throttled" is not a value of Status`}},
+			[]string{"idl/bad.thrift:11:", "annotation zaris.retry", `"Throttled" is not a value of Status`}, false},
 		{"value in two classes", `zaris.refresh      = "Moved"`, `zaris.refresh      = "Moved,Busy"`,
-			[]string{"idl/bad.thrift:12:", "annotation zaris.refresh", "Busy is in two classes (zaris.retry and zaris.refresh)"}},
+			[]string{"idl/bad.thrift:12:", "annotation zaris.refresh", "Busy is in two classes (zaris.retry and zaris.refresh)"}, false},
 		{"slow answer", `"Busy:4"`, `"Ok:4"`,
-			[]string{"idl/bad.thrift:13:", "annotation zaris.slow_backoff", "Ok is not retried"}},
+			[]string{"idl/bad.thrift:13:", "annotation zaris.slow_backoff", "Ok is not retried"}, false},
 		{"slow factor not a number", `"Busy:4"`, `"Busy:x"`,
-			[]string{"idl/bad.thrift:13:", "annotation zaris.slow_backoff", `"Busy:x"`}},
+			[]string{"idl/bad.thrift:13:", "annotation zaris.slow_backoff", `"Busy:x"`}, false},
 		{"enum annotation typo", `zaris.slow_backoff`, `zaris.slow_bakoff`,
-			[]string{"idl/bad.thrift:13:", "annotation zaris.slow_bakoff", `did you mean "zaris.slow_backoff"`}},
+			[]string{"idl/bad.thrift:13:", "annotation zaris.slow_bakoff", `did you mean "zaris.slow_backoff"`}, false},
 		{"no status enum", `zaris.answer       = "Ok,Missing",`, ``,
-			[]string{"idl/bad.thrift:", "no status enum"}},
+			[]string{"idl/bad.thrift:", "no status enum"}, false},
 		{"status field of another type", `1: required Status status,`, `1: required i32 status,`,
-			[]string{"idl/bad.thrift:", "operation Put", "field status", "must be status: Status, found i32 status"}},
+			[]string{"idl/bad.thrift:", "operation Put", "field status", "must be status: Status, found i32 status"}, false},
 		{"operation annotation with another separator", `zaris.guards`, `zaris_guards`,
-			[]string{"idl/bad.thrift:33:", "operation Put", "annotation zaris_guards", `did you mean "zaris.guards"`}},
+			[]string{"idl/bad.thrift:33:", "operation Put", "annotation zaris_guards", `did you mean "zaris.guards"`}, false},
 		{"operation annotation with a swapped prefix", `zaris.guards`, `zairs.guards`,
-			[]string{"idl/bad.thrift:33:", "operation Put", "annotation zairs.guards", `did you mean "zaris.guards"`}},
+			[]string{"idl/bad.thrift:33:", "operation Put", "annotation zairs.guards", `did you mean "zaris.guards"`}, false},
 		{"operation annotation one letter off", `zaris.guards`, `zaris.guard`,
-			[]string{"idl/bad.thrift:33:", "operation Put", "annotation zaris.guard", `did you mean "zaris.guards"`}},
+			[]string{"idl/bad.thrift:33:", "operation Put", "annotation zaris.guard", `did you mean "zaris.guards"`}, false},
 		{"operation annotation two letters off", `zaris.routing`, `zaris.rooting`,
-			[]string{"idl/bad.thrift:32:", "operation Put", "annotation zaris.rooting", `did you mean "zaris.routing"`}},
+			[]string{"idl/bad.thrift:32:", "operation Put", "annotation zaris.rooting", `did you mean "zaris.routing"`}, false},
+		{"oneway operation", "  Map GetMap() (zaris.kind = \"admin\")", "  Map GetMap() (zaris.kind = \"admin\")\n  oneway void fire(1: PutRequest req)",
+			[]string{"idl/bad.thrift:36:", "operation fire", "oneway", "gets no reply"}, false},
+		{"service annotation typo", "(zaris.kind = \"admin\")\n}", "(zaris.kind = \"admin\")\n} (zaris.map_operaton = \"GetMap\")",
+			[]string{"idl/bad.thrift:36:", "service Small: annotation zaris.map_operaton", "unknown annotation"}, false},
+		{"enum annotation on an operation", `zaris.idempotent = "true"`, `zaris.idempotent = "true", zaris.retry = "Busy"`,
+			[]string{"idl/bad.thrift:32:", "operation Put", "annotation zaris.retry", "unknown annotation", "known here: zaris.kind"}, false},
+		{"two operations, one Go name", "  Map GetMap() (zaris.kind = \"admin\")", "  Map GetMap() (zaris.kind = \"admin\")\n  Map getMap() (zaris.kind = \"admin\")",
+			[]string{"idl/bad.thrift:36:", "operation getMap", "operation GetMap and operation getMap both become the Go method GetMap"}, false},
+		{"operation inherited through extends", `service Small {`, `service Small extends inc.Base {`,
+			[]string{"idl/bad.thrift:31:", "service Small", "extends inc.Base: inherited operations are not supported"}, true},
+		{"request struct from an include", `Put(1: PutRequest req)`, `Put(1: inc.Req req)`,
+			[]string{"idl/bad.thrift:32:", "operation Put", "arguments", "inc.Req comes from an included file"}, true},
 		{"unknown routing field", `zaris.routing = "key"`, `zaris.routing = "name"`,
-			[]string{"idl/bad.thrift:", "operation Put", "field name", "not found in request struct PutRequest"}},
+			[]string{"idl/bad.thrift:", "operation Put", "field name", "not found in request struct PutRequest"}, false},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			require.Contains(t, string(base), tc.old)
-			err := load(t, strings.Replace(string(base), tc.old, tc.new, 1))
+			src := strings.Replace(string(base), tc.old, tc.new, 1)
+			if tc.include {
+				src = strings.Replace(src, "namespace go small", "include \"inc.thrift\"\nnamespace go small", 1)
+			}
+			err := load(t, src)
 			require.Error(t, err)
 			for _, w := range tc.want {
 				assert.Contains(t, err.Error(), w)

@@ -54,12 +54,14 @@ type field struct {
 
 type service struct {
 	Name        string            `json:"name"`
+	Extends     string            `json:"extends"`
 	Annotations map[string]string `json:"annotations"`
 	Functions   []function        `json:"functions"`
 }
 
 type function struct {
 	Name         string            `json:"name"`
+	Oneway       bool              `json:"oneway"`
 	Doc          string            `json:"doc"`
 	ReturnTypeID string            `json:"returnTypeId"`
 	ReturnType   *typeRef          `json:"returnType"`

@@ -2,9 +2,10 @@
 //
 // It reads the IDL through `thrift --gen json`, checks every operation's annotations
 // (zaris.kind, zaris.idempotent, zaris.routing, zaris.guards, and for a multi-key operation
-// zaris.results) and the shape of its request and response, and writes one Go file through
-// go/format. The output depends only on the IDL,
-// so running it twice gives the same bytes. `make generate` runs it; see README.md.
+// zaris.results), the class annotations on the status enum, and the shape of each request and
+// response, refusing a mistake with the IDL file and line; it writes one Go file (the class
+// table, the descriptors and the typed methods) through go/format. The output depends only on
+// the IDL, so running it twice gives the same bytes. `make generate` runs it; see README.md.
 //
 // Usage:
 //

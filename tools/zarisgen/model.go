@@ -3,6 +3,7 @@ package main
 import (
 	"fmt"
 	"go/token"
+	"slices"
 	"sort"
 	"strings"
 	"unicode"
@@ -39,7 +40,8 @@ type model struct {
 
 // opModel is one data operation.
 type opModel struct {
-	Name         string
+	Name         string // the Go name the Thrift compiler gives the method
+	IDLName      string // the name in the IDL, which is also the name on the wire
 	Doc          string
 	Kind         string // "read" or "write"
 	Idempotent   bool
@@ -99,12 +101,28 @@ func buildModel(p *program, source, zarisImport string) (*model, error) {
 	if err != nil {
 		return nil, err
 	}
-	m := &model{Source: source, Service: svc.Name, ZarisImport: zarisImport}
+	svcLine := p.declLine("service", svc.Name)
+	if svc.Extends != "" {
+		return nil, &specError{Pos: pos(source, svcLine), Field: "service " + svc.Name,
+			Msg: fmt.Sprintf("extends %s: inherited operations are not supported; declare them in %s", svc.Extends, svc.Name)}
+	}
+	if err := checkAnnotations(svc.Annotations, nil, func(key, msg string) error {
+		return &specError{Pos: pos(source, p.annotationLine(svcLine, key)), Field: "service " + svc.Name + ": annotation " + key, Msg: msg}
+	}); err != nil {
+		return nil, err
+	}
+	m := &model{Source: source, Service: goName(svc.Name), ZarisImport: zarisImport}
+	goNames := map[string]string{}
 	for _, fn := range svc.Functions {
 		op, data, err := buildOp(p, svc.Name, statusEnum.Name, fn)
 		if err != nil {
 			return nil, err
 		}
+		if prev, ok := goNames[goName(fn.Name)]; ok {
+			return nil, &specError{Pos: pos(source, p.functionLine(svc.Name, fn.Name)), Op: fn.Name,
+				Msg: fmt.Sprintf("operation %s and operation %s both become the Go method %s", prev, fn.Name, goName(fn.Name))}
+		}
+		goNames[goName(fn.Name)] = fn.Name
 		if data && clientMethods[op.Name] {
 			return nil, &specError{Pos: pos(source, p.functionLine(svc.Name, fn.Name)), Op: fn.Name, Msg: fmt.Sprintf("operation name %s is taken by the client's own method %s", op.Name, op.Name)}
 		}
@@ -142,19 +160,14 @@ func buildOp(p *program, svc, statusEnum string, fn function) (op opModel, data 
 	if !token.IsIdentifier(fn.Name) {
 		return opModel{}, false, &specError{Pos: pos(p.source, fnLine), Msg: fmt.Sprintf("operation name %q is not an identifier", fn.Name)}
 	}
-	names := make([]string, 0, len(fn.Annotations))
-	for k := range fn.Annotations {
-		names = append(names, k)
+	if fn.Oneway {
+		return fail("oneway", "a oneway operation gets no reply, so its status cannot be read; declare it without oneway, returning a response struct")
 	}
-	sort.Strings(names)
-	for _, k := range names {
-		switch k {
-		case annKind, annIdempotent, annRouting, annGuards, annResults:
-		default:
-			if near := nearAnnotation(k, opAnnotations); near != "" || strings.HasPrefix(k, "zaris.") {
-				return fail("annotation "+k, "unknown annotation%s; known: %s", didYouMean(near), strings.Join(opAnnotations, ", "))
-			}
-		}
+	if err := checkAnnotations(fn.Annotations, opAnnotations, func(key, msg string) error {
+		_, _, err := fail("annotation "+key, "%s", msg)
+		return err
+	}); err != nil {
+		return opModel{}, false, err
 	}
 
 	kind, ok := fn.Annotations[annKind]
@@ -172,7 +185,7 @@ func buildOp(p *program, svc, statusEnum string, fn function) (op opModel, data 
 	// The doc becomes part of a one-line comment: a line break in it would end the comment
 	// and put the rest of the doc into the generated code, and a control character or a
 	// byte-order mark is not allowed in Go source at all (see commentText).
-	op = opModel{Name: fn.Name, Doc: commentText(fn.Doc), Kind: kind}
+	op = opModel{Name: goName(fn.Name), IDLName: fn.Name, Doc: commentText(fn.Doc), Kind: kind}
 	idem, ok := fn.Annotations[annIdempotent]
 	if !ok {
 		return fail("annotation "+annIdempotent, `missing: a data operation needs zaris.idempotent = "true" or "false"`)
@@ -188,6 +201,9 @@ func buildOp(p *program, svc, statusEnum string, fn function) (op opModel, data 
 	if len(fn.Arguments) != 1 || fn.Arguments[0].TypeID != "struct" || fn.Arguments[0].Type == nil {
 		return fail("arguments", "a data operation takes exactly one request struct")
 	}
+	if c := fn.Arguments[0].Type.Class; strings.Contains(c, ".") {
+		return fail("arguments", "request struct %s comes from an included file: structs from an include are not supported, declare it in this IDL", c)
+	}
 	req := p.structByName(fn.Arguments[0].Type.Class)
 	if req != nil && !token.IsIdentifier(req.Name) {
 		return fail("arguments", "request struct name %q is not an identifier", req.Name)
@@ -198,6 +214,9 @@ func buildOp(p *program, svc, statusEnum string, fn function) (op opModel, data 
 	op.Request = goTypeName(req.Name)
 	if fn.ReturnTypeID != "struct" || fn.ReturnType == nil {
 		return fail("response", "a data operation returns a response struct")
+	}
+	if c := fn.ReturnType.Class; strings.Contains(c, ".") {
+		return fail("response", "response struct %s comes from an included file: structs from an include are not supported, declare it in this IDL", c)
 	}
 	resp := p.structByName(fn.ReturnType.Class)
 	if resp != nil && !token.IsIdentifier(resp.Name) {
@@ -270,6 +289,33 @@ func buildOp(p *program, svc, statusEnum string, fn function) (op opModel, data 
 	}
 	return op, true, nil
 }
+
+// checkAnnotations refuses, through fail, an annotation in anns that starts with "zaris."
+// but is not in known, or that is a near miss of one of known (see nearAnnotation).
+// Other annotations (another tool's) pass.
+func checkAnnotations(anns map[string]string, known []string, fail func(key, msg string) error) error {
+	keys := make([]string, 0, len(anns))
+	for k := range anns {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	for _, k := range keys {
+		if slices.Contains(known, k) {
+			continue
+		}
+		if near := nearAnnotation(k, allAnnotations()); near != "" || strings.HasPrefix(strings.ToLower(k), "zaris.") {
+			where := "none here"
+			if len(known) > 0 {
+				where = strings.Join(known, ", ")
+			}
+			return fail(k, fmt.Sprintf("unknown annotation%s; known here: %s", didYouMean(near), where))
+		}
+	}
+	return nil
+}
+
+// allAnnotations is every annotation zarisgen reads, anywhere.
+func allAnnotations() []string { return append(slices.Clone(opAnnotations), enumAnnotations...) }
 
 // checkResponse checks that resp has the status and mapEpoch every data response carries;
 // it returns the field at fault and why, or an empty msg.

@@ -3,7 +3,6 @@ package main
 import (
 	"fmt"
 	"slices"
-	"sort"
 	"strconv"
 	"strings"
 )
@@ -75,17 +74,8 @@ func buildStatus(p *program, source string, e *enum, batch bool) (*statusModel, 
 		}
 		return &specError{Pos: pos(source, l), Field: field, Msg: fmt.Sprintf(format, args...)}
 	}
-	keys := make([]string, 0, len(e.Annotations))
-	for k := range e.Annotations {
-		keys = append(keys, k)
-	}
-	sort.Strings(keys)
-	for _, k := range keys {
-		if !slices.Contains(enumAnnotations, k) {
-			if near := nearAnnotation(k, enumAnnotations); near != "" || strings.HasPrefix(k, "zaris.") {
-				return nil, fail(k, "unknown annotation%s; known on the status enum: %s", didYouMean(near), strings.Join(enumAnnotations, ", "))
-			}
-		}
+	if err := checkAnnotations(e.Annotations, enumAnnotations, func(key, msg string) error { return fail(key, "%s", msg) }); err != nil {
+		return nil, err
 	}
 	m := &statusModel{Enum: e.Name, GoType: goTypeName(e.Name)}
 	class := map[string]string{}

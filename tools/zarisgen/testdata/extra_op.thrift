@@ -1,6 +1,6 @@
 // A fixture for zarisgen's golden tests: the Zaris IDL with two more operations, Append and
 // MultiAppend, added the way a user adds one (request and response structs, annotations,
-// nothing else).
+// nothing else); Append is declared in lower case, as `append`, and gets the Go name Append.
 // The Zaris key-value contract: the wire types of the ZarisKv service and the cluster map.
 //
 // This file is the single source of the generated code under gen/. After editing it run
@@ -359,7 +359,7 @@ service ZarisKv {
      zaris.results = "results", zaris.guards = "items[].ifMatchVersion")
 
   /** Appends to a key's value. Not idempotent. */
-  AppendResponse Append(1: AppendRequest req)
+  AppendResponse append(1: AppendRequest req)
     (zaris.kind = "write", zaris.idempotent = "false", zaris.routing = "key")
 
   /** Appends to many keys. Not idempotent. */
