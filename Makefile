@@ -28,7 +28,7 @@ generate: check-thrift ## regenerate gen/ from idl/ (thrift, then zarisgen, then
 	done; \
 	gofmt -w $$new; \
 	$(GO) -C $(TOOLS) build -o $$new/.bin/zarisgen ./zarisgen; \
-	$$new/.bin/zarisgen -thrift $(THRIFT) -idl idl/zaris.thrift -out $$new/zarisclient; \
+	$$new/.bin/zarisgen -thrift $(THRIFT) -idl idl/zaris.thrift -out $$new/zarisclient -server-out $$new/zarisserver; \
 	rm -rf $$new/.bin; \
 	printf 'module $(MODULE)/gen\n' > $$new/go.mod; \
 	(cd $$new && $(MOCKGEN) -source=zaris/zaris.go -destination=zarismock/zaris_mock.go -package=zarismock); \

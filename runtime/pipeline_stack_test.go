@@ -6,18 +6,19 @@ import (
 	"testing"
 	"time"
 
-	"github.com/apache/thrift/lib/go/thrift"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
 	"github.com/clustron/zaris-go/gen/zaris"
 	"github.com/clustron/zaris-go/gen/zarisclient"
+	"github.com/clustron/zaris-go/gen/zarisserver"
 	"github.com/clustron/zaris-go/runtime"
 )
 
 // incrementNode answers the map of itself and holds every Increment until the test ends,
 // counting the Increments it received.
 type incrementNode struct {
+	zarisserver.UnimplementedZarisKv
 	cmap       *zaris.ClusterMap
 	increments atomic.Int32
 	arrived    chan struct{}
@@ -37,24 +38,22 @@ func (n *incrementNode) Get(context.Context, *zaris.GetRequest) (*zaris.GetRespo
 	return &zaris.GetResponse{Status: zaris.KvStatus_NotFound, MapEpoch: 1}, nil
 }
 
-func (n *incrementNode) Put(context.Context, *zaris.PutRequest) (*zaris.PutResponse, error) {
-	return nil, thrift.NewTApplicationException(thrift.UNKNOWN_METHOD, "not served")
-}
-
-func (n *incrementNode) Delete(context.Context, *zaris.DeleteRequest) (*zaris.DeleteResponse, error) {
-	return nil, thrift.NewTApplicationException(thrift.UNKNOWN_METHOD, "not served")
-}
-
-func (n *incrementNode) MultiGet(context.Context, *zaris.MultiGetRequest) (*zaris.MultiGetResponse, error) {
-	return nil, thrift.NewTApplicationException(thrift.UNKNOWN_METHOD, "not served")
-}
-
-func (n *incrementNode) MultiPut(context.Context, *zaris.MultiPutRequest) (*zaris.MultiPutResponse, error) {
-	return nil, thrift.NewTApplicationException(thrift.UNKNOWN_METHOD, "not served")
-}
-
-func (n *incrementNode) MultiDelete(context.Context, *zaris.MultiDeleteRequest) (*zaris.MultiDeleteResponse, error) {
-	return nil, thrift.NewTApplicationException(thrift.UNKNOWN_METHOD, "not served")
+// An operation the server does not implement (incrementNode serves no Put: the embedded
+// Unimplemented base answers it) comes back at once as a fatal error naming it, after one
+// attempt: no retry, no refresh.
+func TestUnimplementedOperationIsFatal(t *testing.T) {
+	h := &incrementNode{arrived: make(chan struct{}, 8), hold: make(chan struct{})}
+	close(h.hold)
+	_, kv := dialIncrementNode(t, h)
+	_, err := kv.Put(context.Background(), &zaris.PutRequest{Key: []byte("k"), Value: []byte("v")})
+	require.Error(t, err)
+	assert.Contains(t, err.Error(), "this server does not implement Put")
+	var ce *runtime.CallError
+	require.ErrorAs(t, err, &ce)
+	require.Len(t, ce.Attempts, 1, "not retried")
+	assert.Equal(t, runtime.Fatal, ce.Attempts[0].Class)
+	assert.Equal(t, runtime.BoundNone, ce.Bound)
+	assert.Zero(t, kv.Engine().Refresher().Stats().Requested, "no refresh")
 }
 
 // dialIncrementNode serves h on a killable node and dials it with one pipelined connection

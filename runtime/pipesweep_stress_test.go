@@ -14,6 +14,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/clustron/zaris-go/gen/zaris"
+	"github.com/clustron/zaris-go/gen/zarisserver"
 )
 
 // lagNode answers each Get with the key as the value, one request at a time per connection:
@@ -21,10 +22,10 @@ import (
 // only once hold is closed, holding every reply behind them on their connection. It records
 // every key it received.
 type lagNode struct {
-	zaris.ZarisKv // the other methods are not called
-	cmap          atomic.Pointer[zaris.ClusterMap]
-	hold          chan struct{}
-	received      sync.Map
+	zarisserver.UnimplementedZarisKv // the other methods are not called
+	cmap                             atomic.Pointer[zaris.ClusterMap]
+	hold                             chan struct{}
+	received                         sync.Map
 }
 
 func (n *lagNode) GetClusterMap(context.Context) (*zaris.ClusterMap, error) {

@@ -16,6 +16,7 @@ import (
 
 	"github.com/clustron/zaris-go/gen/zaris"
 	"github.com/clustron/zaris-go/gen/zarisclient"
+	"github.com/clustron/zaris-go/gen/zarisserver"
 	mwt "github.com/clustron/zaris-go/middleware/middlewaretest"
 	"github.com/clustron/zaris-go/runtime"
 )
@@ -26,6 +27,7 @@ import (
 // churnNode is a fake node: it serves the map its view returns at the fake time, answers
 // Get for the segments that map gives it, and Moved for the others.
 type churnNode struct {
+	zarisserver.UnimplementedZarisKv
 	id   int32
 	view func() *zaris.ClusterMap
 	maps atomic.Int32 // GetClusterMap calls

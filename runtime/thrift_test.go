@@ -27,6 +27,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/clustron/zaris-go/gen/zaris"
+	"github.com/clustron/zaris-go/gen/zarisserver"
 )
 
 func init() {
@@ -39,6 +40,7 @@ func init() {
 // testKV is a one-node ZarisKv: a map of keys, a cluster map naming itself, and a key
 // ("slow") whose Get waits until release is closed.
 type testKV struct {
+	zarisserver.UnimplementedZarisKv
 	mu      sync.Mutex
 	data    map[string][]byte
 	version int64

@@ -175,7 +175,7 @@ func (noArgs) Read(context.Context, thrift.TProtocol) error        { return nil 
 func TestBadInput_CallWithoutItsRequestAnswersInvalidRequest(t *testing.T) {
 	c := StartCluster(t, fastCluster())
 	owner, _, _ := roles(c, 0)
-	h := &kvHandler{c.Node(owner)}
+	h := &kvHandler{n: c.Node(owner)}
 	calls := []struct {
 		method string
 		result thrift.TStruct

@@ -52,7 +52,7 @@ func waitForCutoverWaiters(t *testing.T, n *Node, k int32, answered ...<-chan za
 func putAsync(n *Node, key []byte) <-chan zaris.KvStatus {
 	out := make(chan zaris.KvStatus, 1)
 	go func() {
-		resp, err := (&kvHandler{n}).Put(context.Background(), &zaris.PutRequest{Key: key, Value: []byte("v")})
+		resp, err := (&kvHandler{n: n}).Put(context.Background(), &zaris.PutRequest{Key: key, Value: []byte("v")})
 		if err != nil {
 			out <- zaris.KvStatus(-1)
 			return

@@ -11,11 +11,17 @@ import (
 
 	"github.com/clustron/zaris-go/gen/zaris"
 	"github.com/clustron/zaris-go/gen/zarispeer"
+	"github.com/clustron/zaris-go/gen/zarisserver"
 	"github.com/clustron/zaris-go/runtime"
 )
 
 // kvHandler serves the ZarisKv service of a node.
-type kvHandler struct{ n *Node }
+type kvHandler struct {
+	// An operation the IDL declares and the node does not serve yet is answered with an
+	// application exception naming it, which the client classifies fatal.
+	zarisserver.UnimplementedZarisKv
+	n *Node
+}
 
 var _ zaris.ZarisKv = (*kvHandler)(nil)
 

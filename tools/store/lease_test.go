@@ -43,7 +43,7 @@ func loneNode(t *testing.T, nc NodeConfig) *Node {
 func getAsync(n *Node, key []byte) <-chan zaris.KvStatus {
 	out := make(chan zaris.KvStatus, 1)
 	go func() {
-		resp, err := (&kvHandler{n}).Get(context.Background(), &zaris.GetRequest{Key: key})
+		resp, err := (&kvHandler{n: n}).Get(context.Background(), &zaris.GetRequest{Key: key})
 		if err != nil {
 			out <- zaris.KvStatus(-1)
 			return

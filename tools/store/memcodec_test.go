@@ -11,13 +11,14 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/clustron/zaris-go/gen/zaris"
+	"github.com/clustron/zaris-go/gen/zarisserver"
 )
 
 // fixedKv answers MultiGet with one Ok outcome per item, from outcomes; other methods are
 // not served.
 type fixedKv struct {
-	zaris.ZarisKv
-	outcomes []*zaris.GetOutcome
+	zarisserver.UnimplementedZarisKv // the other methods are not called
+	outcomes                         []*zaris.GetOutcome
 }
 
 func (k *fixedKv) MultiGet(_ context.Context, req *zaris.MultiGetRequest) (*zaris.MultiGetResponse, error) {

@@ -106,7 +106,7 @@ func int64Ptr(v int64) *int64 { return &v }
 func TestMulti_GetAllocatesPerBatchNotPerItem(t *testing.T) {
 	c := StartCluster(t, fastCluster())
 	owner, _, _ := roles(c, 3)
-	h := &kvHandler{c.Node(owner)}
+	h := &kvHandler{n: c.Node(owner)}
 	_, err := h.Put(bg, &zaris.PutRequest{Key: keyIn(3, 16, "mine"), Value: []byte("v")})
 	require.NoError(t, err)
 	batch := func(n int) *zaris.MultiGetRequest {

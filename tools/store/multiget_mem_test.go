@@ -20,7 +20,7 @@ import (
 func memMultiGetNode(t testing.TB) (h *kvHandler, mine, empty, other []byte) {
 	c := StartCluster(t, fastCluster())
 	owner, _, _ := roles(c, 3)
-	h = &kvHandler{c.Node(owner)}
+	h = &kvHandler{n: c.Node(owner)}
 	mine, empty = keyIn(3, 16, "mine"), keyIn(3, 16, "empty")
 	for k, v := range map[string][]byte{string(mine): []byte("value"), string(empty): {}} {
 		r, err := h.Put(bg, &zaris.PutRequest{Key: []byte(k), Value: v})

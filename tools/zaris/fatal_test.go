@@ -12,11 +12,13 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/clustron/zaris-go/gen/zaris"
+	"github.com/clustron/zaris-go/gen/zarisserver"
 )
 
 // faultyNode is a one-node "cluster" that serves its map, fails every Get with an
 // application exception and drops the connection on every Increment without a reply.
 type faultyNode struct {
+	zarisserver.UnimplementedZarisKv
 	host string
 	port int32
 }

@@ -16,6 +16,7 @@ import (
 	"github.com/clustron/zaris-go/gen/zaris"
 	"github.com/clustron/zaris-go/gen/zarisclient"
 	"github.com/clustron/zaris-go/gen/zarismock"
+	"github.com/clustron/zaris-go/gen/zarisserver"
 	"github.com/clustron/zaris-go/runtime"
 )
 
@@ -133,6 +134,7 @@ func TestTypedClientErrors(t *testing.T) {
 // memStore is a minimal in-memory ZarisKv for the wire test: enough to see every operation's
 // request and response cross a real socket.
 type memStore struct {
+	zarisserver.UnimplementedZarisKv
 	mu   sync.Mutex
 	data map[string][]byte
 	ver  map[string]int64

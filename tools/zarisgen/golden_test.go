@@ -65,6 +65,21 @@ func TestGolden(t *testing.T) {
 	}
 }
 
+// The Unimplemented base of the real IDL is the committed gen/zarisserver.
+func TestGoldenServer(t *testing.T) {
+	thriftBin := requireThrift(t)
+	p, err := loadIDL(thriftBin, "../../idl/zaris.thrift")
+	require.NoError(t, err)
+	m, err := buildModel(p, "idl/zaris.thrift", defaultZarisImport)
+	require.NoError(t, err)
+	m.ServerPackage = "zarisserver"
+	got, err := renderServer(m)
+	require.NoError(t, err)
+	want, err := os.ReadFile("../../gen/zarisserver/" + serverFile)
+	require.NoError(t, err)
+	assert.Equal(t, string(want), string(got), "regenerate with make generate")
+}
+
 // Adding an operation (single-key or multi-key) to the IDL with its annotations and running
 // `make generate` yields a typed method that compiles with no hand edit: a scratch copy of the module gets the extra-op
 // fixture as its IDL, is regenerated, and a program using the new method is built against it.

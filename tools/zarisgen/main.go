@@ -22,35 +22,57 @@ import (
 // defaultZarisImport is the import path of the thrift-generated package of idl/zaris.thrift.
 const defaultZarisImport = "github.com/clustron/zaris-go/gen/zaris"
 
-// outputFile is the name of the file zarisgen writes in the output directory.
-const outputFile = "zarisclient.go"
+// outputFile is the name of the file zarisgen writes in the output directory, and
+// serverFile the one it writes in the server output directory.
+const (
+	outputFile = "zarisclient.go"
+	serverFile = "zarisserver.go"
+)
 
 func main() {
 	idl := flag.String("idl", "idl/zaris.thrift", "the IDL `file` to read")
 	out := flag.String("out", "gen/zarisclient", "the `directory` to write "+outputFile+" into")
 	thriftBin := flag.String("thrift", "thrift", "the Thrift compiler `binary`")
 	zarisImport := flag.String("zaris-import", defaultZarisImport, "the import `path` of the thrift-generated Go package")
+	serverOut := flag.String("server-out", "", "the `directory` to write "+serverFile+" (the Unimplemented base) into; none when empty")
 	flag.Parse()
-	if err := run(*thriftBin, *idl, *out, *zarisImport); err != nil {
+	if err := run(*thriftBin, *idl, *out, *serverOut, *zarisImport); err != nil {
 		fmt.Fprintln(os.Stderr, err)
 		os.Exit(1)
 	}
 }
 
-// run generates the client for the IDL at idlPath into outDir.
-func run(thriftBin, idlPath, outDir, zarisImport string) error {
+// run generates the client for the IDL at idlPath into outDir and, when serverDir is not
+// empty, the Unimplemented base into serverDir. It writes nothing unless both rendered.
+func run(thriftBin, idlPath, outDir, serverDir, zarisImport string) error {
 	p, err := loadIDL(thriftBin, idlPath)
 	if err != nil {
 		return err
 	}
-	src, err := generate(p, filepath.ToSlash(idlPath), zarisImport)
+	m, err := buildModel(p, filepath.ToSlash(idlPath), zarisImport)
 	if err != nil {
 		return err
 	}
-	if err := os.MkdirAll(outDir, 0o755); err != nil {
+	src, err := render(m)
+	if err != nil {
 		return err
 	}
-	return os.WriteFile(filepath.Join(outDir, outputFile), src, 0o644)
+	files := map[string][]byte{filepath.Join(outDir, outputFile): src}
+	if serverDir != "" {
+		m.ServerPackage = filepath.Base(serverDir)
+		if files[filepath.Join(serverDir, serverFile)], err = renderServer(m); err != nil {
+			return err
+		}
+	}
+	for path, data := range files {
+		if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
+			return err
+		}
+		if err := os.WriteFile(path, data, 0o644); err != nil {
+			return err
+		}
+	}
+	return nil
 }
 
 // generate returns the typed client's source for the decoded IDL p, which was read from source.

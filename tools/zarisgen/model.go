@@ -36,6 +36,10 @@ type model struct {
 	BatchOps []opModel
 	// Status is the class table of the status enum.
 	Status *statusModel
+	// Server is every method of the service, for the Unimplemented base.
+	Server []serverMethod
+	// ServerPackage is the Go package name of the Unimplemented base.
+	ServerPackage string
 }
 
 // opModel is one data operation.
@@ -137,6 +141,9 @@ func buildModel(p *program, source, zarisImport string) (*model, error) {
 		return nil, &specError{Pos: pos(source, p.declLine("service", svc.Name)), Msg: fmt.Sprintf("service %s has no data operations (zaris.kind read or write)", svc.Name)}
 	}
 	if m.Status, err = buildStatus(p, source, statusEnum, len(m.BatchOps) > 0); err != nil {
+		return nil, err
+	}
+	if m.Server, err = buildServer(p, svc); err != nil {
 		return nil, err
 	}
 	return m, nil

@@ -18,14 +18,21 @@ var templates = template.Must(template.New("").Funcs(template.FuncMap{
 }).ParseFS(templateFS, "templates/*.tmpl"))
 
 // render writes the typed client for m, formatted as gofmt would.
-func render(m *model) ([]byte, error) {
+func render(m *model) ([]byte, error) { return renderFile(m, "client.go.tmpl", "the client") }
+
+// renderServer writes the Unimplemented base of the service for m.
+func renderServer(m *model) ([]byte, error) {
+	return renderFile(m, "server.go.tmpl", "the Unimplemented base")
+}
+
+func renderFile(m *model, tmpl, what string) ([]byte, error) {
 	var buf bytes.Buffer
-	if err := templates.ExecuteTemplate(&buf, "client.go.tmpl", m); err != nil {
-		return nil, fmt.Errorf("zarisgen: rendering the client: %w", err)
+	if err := templates.ExecuteTemplate(&buf, tmpl, m); err != nil {
+		return nil, fmt.Errorf("zarisgen: rendering %s: %w", what, err)
 	}
 	out, err := format.Source(buf.Bytes())
 	if err != nil {
-		return nil, fmt.Errorf("zarisgen: formatting the generated client: %w", err)
+		return nil, fmt.Errorf("zarisgen: formatting %s: %w", what, err)
 	}
 	return out, nil
 }
