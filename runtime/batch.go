@@ -180,7 +180,7 @@ func RunBatch[Req, Item, Resp, Result any](ctx context.Context, h func(context.C
 		return nil, fmt.Errorf("zaris: %s: the operation's status table (Op.Statuses) has no multi-key roles", op.Name)
 	}
 	b := &batchOf[Req, Item, Resp, Result]{spec: spec, req: req, items: items, results: make([]Result, len(items)), set: make([]bool, len(items)),
-		roles: roles}
+		statuses: op.Statuses}
 	for i := range items {
 		if b.Invalid(i) {
 			b.results[i], b.set[i] = spec.Result(zaris.KvStatus(roles.Invalid)), true
@@ -231,7 +231,8 @@ type batchOf[Req, Item, Resp, Result any] struct {
 	items   []Item
 	results []Result
 	set     []bool
-	roles   StatusRoles
+	// statuses is the operation's status table, which has multi-key roles (see RunBatch).
+	statuses *StatusTable
 }
 
 func (b *batchOf[Req, Item, Resp, Result]) all() []int {
@@ -276,7 +277,7 @@ func (b *batchOf[Req, Item, Resp, Result]) Record(resp Response, idx []int) ([]z
 		return nil, fmt.Errorf("%w: reply of type %T", ErrNoResponse, resp)
 	}
 	statuses := make([]zaris.KvStatus, len(idx))
-	if s := resp.GetStatus(); int64(s) != b.roles.Ok {
+	if s := resp.GetStatus(); int64(s) != b.statuses.roles.Ok {
 		for j, i := range idx {
 			statuses[j] = s
 			b.results[i], b.set[i] = b.spec.Result(s), true
@@ -306,7 +307,7 @@ func (b *batchOf[Req, Item, Resp, Result]) Response(epoch int64) Response {
 		if b.set[i] {
 			out[i] = r
 		} else {
-			out[i] = b.spec.Result(zaris.KvStatus(b.roles.Unanswered))
+			out[i] = b.spec.Result(zaris.KvStatus(b.statuses.roles.Unanswered))
 		}
 	}
 	resp := b.spec.Response(out, epoch)
