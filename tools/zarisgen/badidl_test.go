@@ -62,6 +62,8 @@ func TestBadIDL(t *testing.T) {
 			[]string{"idl/bad.thrift:33:", "operation Put", "annotation zaris.guard", `did you mean "zaris.guards"`}, false},
 		{"operation annotation two letters off", `zaris.routing`, `zaris.rooting`,
 			[]string{"idl/bad.thrift:32:", "operation Put", "annotation zaris.rooting", `did you mean "zaris.routing"`}, false},
+		{"class annotation on another enum", "struct PutRequest {", "enum Color { Red = 0 } (zaris.retry = \"Red\")\nstruct PutRequest {",
+			[]string{"idl/bad.thrift:16:", "enum Color: annotation zaris.retry", "only the status enum, Status"}, false},
 		{"oneway operation", "  Map GetMap() (zaris.kind = \"admin\")", "  Map GetMap() (zaris.kind = \"admin\")\n  oneway void fire(1: PutRequest req)",
 			[]string{"idl/bad.thrift:36:", "operation fire", "oneway", "gets no reply"}, false},
 		{"service annotation typo", "(zaris.kind = \"admin\")\n}", "(zaris.kind = \"admin\")\n} (zaris.map_operaton = \"GetMap\")",

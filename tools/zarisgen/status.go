@@ -50,6 +50,20 @@ func statusEnumOf(p *program, source string) (*enum, error) {
 	}
 	switch len(found) {
 	case 1:
+		// A class annotation on another enum would be dropped: refuse it.
+		for i := range p.Enums {
+			e := &p.Enums[i]
+			if e == found[0] {
+				continue
+			}
+			l := p.declLine("enum", e.Name)
+			if err := checkAnnotations(e.Annotations, nil, func(key, msg string) error {
+				return &specError{Pos: pos(source, p.annotationLine(l, key)), Field: "enum " + e.Name + ": annotation " + key,
+					Msg: fmt.Sprintf("%s (only the status enum, %s, carries zarisgen's annotations)", msg, found[0].Name)}
+			}); err != nil {
+				return nil, err
+			}
+		}
 		return found[0], nil
 	case 0:
 		return nil, &specError{Pos: source, Msg: fmt.Sprintf("no status enum: annotate the enum of field 1 of the responses with %s, %s and %s (see tools/zarisgen/README.md)", annAnswer, annRetry, annRefresh)}
