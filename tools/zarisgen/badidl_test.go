@@ -35,7 +35,7 @@ func TestBadIDL(t *testing.T) {
 		name     string
 		old, new string
 		want     []string
-		// include, when set, adds `include "inc.thrift"` above the namespace (one line more).
+		// include, when set, adds an include of the second file (inc) above the namespace (one line more).
 		include bool
 	}{
 		{"unclassified value", `  Busy = 3,`, "  Busy = 3,\n  Throttled = 4,",
