@@ -52,9 +52,16 @@ func SlowFactor(p runtime.RetryPolicy, call *runtime.Call, last *runtime.Attempt
 	return f
 }
 
+// AtOnce reports whether the attempt after last (nil: none) goes with no backoff: last ended
+// because a newer map, already installed, moved its segment away (runtime.ErrOwnerMoved,
+// rule B6), so the new owner is known.
+func AtOnce(last *runtime.Attempt) bool {
+	return last != nil && !last.Answered && errors.Is(last.Err, runtime.ErrOwnerMoved)
+}
+
 // Backoff returns the attempt-level middleware that waits before every attempt but the
-// first: Delay(p, n-1, SlowFactor of the previous attempt, now, call.Deadline), slept on clock so that a
-// cancelled context ends the wait. It adds the wait to call.Stats.Backoff.
+// first: Delay(p, n-1, SlowFactor of the previous attempt, now, call.Deadline), none when
+// AtOnce, slept on clock so that a cancelled context ends the wait. It adds the wait to call.Stats.Backoff.
 //
 // When the context ends during the wait, or the wait uses up the time left before the
 // call's deadline, the attempt is not made: Backoff returns a *StopError and the retry
@@ -70,7 +77,8 @@ func Backoff(p runtime.RetryPolicy, clock runtime.Clock) Middleware {
 				return next(ctx, call)
 			}
 			now := clock.Now()
-			if d := Delay(p, n-1, SlowFactor(p, call, &call.Attempts[n-2]), now, call.Deadline); d > 0 {
+			last := &call.Attempts[n-2]
+			if d := Delay(p, n-1, SlowFactor(p, call, last), now, call.Deadline); d > 0 && !AtOnce(last) {
 				err := clock.Sleep(ctx, d)
 				call.Stats.Backoff += clock.Now().Sub(now)
 				if err != nil {

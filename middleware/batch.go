@@ -480,7 +480,9 @@ func (e *batchRun) between(ctx context.Context, round, limit int, pending []int)
 	var evidence int64
 	for _, i := range pending {
 		last := &e.hist[i][len(e.hist[i])-1]
-		d = max(d, Delay(e.p, round, SlowFactor(e.p, e.call, last), now, deadline))
+		if !AtOnce(last) {
+			d = max(d, Delay(e.p, round, SlowFactor(e.p, e.call, last), now, deadline))
+		}
 		if last.Class == runtime.RefreshRetry {
 			refresh = true
 			if last.Answered {

@@ -19,7 +19,7 @@ type Classifier = runtime.Classifier
 
 // DefaultClassifiers is the chain Classify uses when given none: the caller's context, a
 // closed client and a request too large to send first, then statuses (R1, R2, R8), Thrift
-// application exceptions, the runtime's transport sentinels and Thrift transport and
+// application exceptions, an owner moved away (B6), the runtime's transport sentinels and Thrift transport and
 // protocol exceptions (R3). Anything no classifier decides is Fatal. Copy it to extend it;
 // do not modify it.
 var DefaultClassifiers = []Classifier{
@@ -28,6 +28,7 @@ var DefaultClassifiers = []Classifier{
 	RequestTooLarge,
 	StatusClass,
 	ApplicationException,
+	OwnerMoved,
 	TransportFailure,
 	ThriftTransport,
 }
@@ -85,6 +86,16 @@ func ApplicationException(o Outcome) (runtime.Class, bool) {
 	}
 	if _, ok := errors.AsType[thrift.TApplicationException](o.Err); ok {
 		return runtime.Fatal, true
+	}
+	return runtime.Unclassified, false
+}
+
+// OwnerMoved decides Retry for an attempt ended because a newer map, already installed,
+// names another owner for its segment (runtime.ErrOwnerMoved, rule B6): it needs no
+// refresh, and Delay lets it go at once. Rule B2 still holds a sent, unsafe one in doubt.
+func OwnerMoved(o Outcome) (runtime.Class, bool) {
+	if o.Err != nil && errors.Is(o.Err, runtime.ErrOwnerMoved) {
+		return runtime.Retry, true
 	}
 	return runtime.Unclassified, false
 }

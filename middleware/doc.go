@@ -121,7 +121,7 @@
 //   - R9 safe replays: retries are at-least-once; ifMatchVersion and ifAbsent make a
 //     replayed write come back Conflict, which R8 hands to the caller.
 //
-// B1 to B5 are the rules beyond those:
+// B1 to B6 are the rules beyond those:
 //
 //   - B1 epoch evidence: every response carries the answering node's map epoch
 //     (mapEpoch); an answer whose epoch is newer than the client's map triggers a refresh
@@ -139,6 +139,17 @@
 //     (runtime.CallError).
 //   - B5 per-attempt timeout: a socket and attempt timeout distinct from the whole-call
 //     deadline (runtime.WithAttemptTimeout, 5 s by default).
+//   - B6 stalled owner: an attempt waiting on a node that a newer map no longer names as
+//     its segment's owner ends as soon as the client installs that map (B1 evidence, a
+//     refresh), with runtime.ErrOwnerMoved, and is retried at once (no backoff, no refresh)
+//     when it was never sent, is idempotent or is guarded; a sent, unguarded,
+//     non-idempotent one is in doubt (B2). A node that owes replies and has answered
+//     nothing for 8 times its recent reply time (at least 200 ms, at most 1 s or the
+//     attempt timeout) is suspected every 50 ms while it stays so; each suspicion asks for
+//     one shared background map refresh under R6's debounce (at most one fetch per
+//     500 ms), which asks the suspected node last. On a healthy cluster it costs a few
+//     atomic updates per attempt and one look at each node's counters every 50 ms while
+//     calls are in flight, and no fetch: a node that answers is never suspected.
 //
 // # Time
 //

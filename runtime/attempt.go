@@ -47,10 +47,25 @@ func (c *Engine) invoke(ctx context.Context, call *Call, a *Attempt, start time.
 		return nil, c.noConnError(ctx, call, r, err)
 	}
 	deadline, callBound := c.attemptDeadline(call, start)
+	call.debt = debt{h: c.health, addr: r.Addr, start: start} // owed once written (rule B6)
+	var resp Response
 	if c.pipes != nil {
-		return c.invokePipelined(ctx, call, a, r, deadline, callBound)
+		resp, err = c.invokePipelined(ctx, call, a, r, deadline, callBound)
+	} else {
+		resp, err = c.invokePooled(ctx, call, a, r, deadline, callBound)
 	}
-	return c.invokePooled(ctx, call, a, r, deadline, callBound)
+	if call.debt.n != nil {
+		call.debt.settle(c.since(start), a.Answered)
+	}
+	return resp, err
+}
+
+// since is the time from start, a Clock reading, to now.
+func (c *Engine) since(start time.Time) time.Duration {
+	if c.sysClock {
+		return time.Since(start) // reads only the monotonic clock
+	}
+	return c.clock.Now().Sub(start)
 }
 
 // invokePooled sends the attempt over a connection borrowed from the node's pool.
@@ -70,7 +85,18 @@ func (c *Engine) invokePooled(ctx context.Context, call *Call, a *Attempt, r Rou
 		o    outcome
 	)
 	if sc, ok := conn.(*thriftConn); ok {
+		if !c.watchOwner(sc, call, r) {
+			p.put(conn)
+			a.Sent = false
+			return nil, c.ownerMovedUnsent(ctx, call, r)
+		}
+		sc.sock.debt = &call.debt
 		resp, o = callSocket(ctx, sc, call, deadline, callBound, call.attemptStart, c.lateTimeout)
+		sc.sock.debt = nil
+		if unwatchOwner(sc) {
+			// The install closed the connection; a reply that came first is kept.
+			o.spent, o.ownerMoved = true, o.err != nil
+		}
 	} else {
 		resp, o = callConn(ctx, conn, call, deadline, callBound)
 	}
@@ -96,6 +122,7 @@ type outcome struct {
 	attemptTimeout bool // the attempt timeout fired while the caller's context was live
 	spent          bool // the connection's deadline was spent aborting the call: do not reuse it
 	unsent         bool // it failed before any byte of the request reached the socket
+	ownerMoved     bool // a newer map moved the segment away from the node meanwhile (B6)
 }
 
 // errNoConnInTime is the cause of an attempt that found no free connection in time.

@@ -38,6 +38,8 @@ type Call struct {
 	attemptBuf [1]Attempt
 	// attemptStart is when Engine.Invoke started the attempt in flight, on the wall clock.
 	attemptStart time.Time
+	// debt is the reply the attempt in flight makes its node owe once written (suspect.go).
+	debt debt
 }
 
 // NewCall returns a call of op for the request req routed by key. The typed client builds one

@@ -38,6 +38,9 @@ type thriftConn struct {
 	once       sync.Once
 	err        error
 
+	// owner is the segment+1 of the pooled call in flight, 0 between calls (ownerwatch.go).
+	owner atomic.Int64
+
 	// The watch on the caller's context (see arm): a context.AfterFunc that aborts the
 	// call in flight, kept from call to call while they come with the same context.
 	stopCall  func() bool // c.endCall and c.abort, made once so arm does not allocate them

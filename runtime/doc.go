@@ -3,7 +3,7 @@
 // the shared map refresher, the call model the middleware works on, and the typed errors.
 // The middleware package decides what to do with an attempt's outcome (classify, refresh,
 // back off, retry); this package makes attempts and records the facts. The rules cited by
-// number (R1 to R9, B1 to B5) are defined in the Rules section of the middleware package's
+// number (R1 to R9, B1 to B6) are defined in the Rules section of the middleware package's
 // documentation. Most programs use neither package directly: the generated
 // zarisclient.Dial builds an Engine and the default stack from runtime options.
 //
@@ -86,6 +86,16 @@
 // WithDialer the pool carries every call. tools/zarisbench measures both modes; its README
 // has the numbers the default was chosen by.
 //
+// # A stalled owner
+//
+// Rule B6 (ownerwatch.go, suspect.go): every install of a newer map closes a channel that
+// pipelined callers wait on beside their reply, and closes the pooled connections (of the
+// built-in dialer) whose call in flight is for a segment the map moved to another node;
+// either attempt ends with ErrOwnerMoved, sent or not as the request went. Each attempt
+// also counts as a reply its node owes; a goroutine looks at the counts every 50 ms while
+// any are owed, and a node silent past its threshold asks the refresher for a background
+// refresh, debounced as any other (R6), in which the map is asked of it last.
+//
 // # The refresher
 //
 // A Refresher fetches a new map on request under rules R6 and B1: all concurrent requests
@@ -120,7 +130,8 @@
 // failed; Attempt.Sent says which), ErrAttemptTimeout (the per-attempt timeout, rule B5:
 // sent, unless the request was still queued on a pipelined connection),
 // ErrRequestTooLarge (the request's encoding is over the client's message limit: not
-// sent, not retried), ErrClosed.
+// sent, not retried), ErrOwnerMoved (a newer map moved the segment away while the attempt
+// waited, rule B6: sent or not), ErrClosed.
 // Any error closes the pooled connection it happened on; a pipelined connection is closed
 // only by a failure of the connection itself (see above), so an application exception or
 // a caller that left early leaves it in use. An error the client does

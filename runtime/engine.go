@@ -36,6 +36,9 @@ type Engine struct {
 	retired []*pool    // pools of nodes that left the map, still lending connections
 
 	pipes *pipelines // the pipelined connections (pipeline.go); nil in pooled mode
+
+	moved  *mapSignal // closed and replaced on every install (ownerwatch.go, rule B6)
+	health *health    // the replies each node owes, and the watch for silent ones (suspect.go, B6)
 }
 
 // Dial builds a Config from opts (see NewConfig), fetches the first cluster map from the
@@ -47,7 +50,7 @@ func Dial(ctx context.Context, opts ...Option) (*Engine, error) {
 	if err != nil {
 		return nil, err
 	}
-	c := &Engine{cfg: cfg, dial: cfg.Dialer, clock: cfg.Clock}
+	c := &Engine{cfg: cfg, dial: cfg.Dialer, clock: cfg.Clock, moved: newMapSignal()}
 	_, c.sysClock = c.clock.(systemClock)
 	c.lateTimeout = lateAttemptTimeout(cfg.AttemptTimeout)
 	if c.dial == nil {
@@ -58,7 +61,8 @@ func Dial(ctx context.Context, opts ...Option) (*Engine, error) {
 		c.pipes = newPipelines(cfg)
 	}
 	c.refresher = NewRefresher(cfg, &c.router, c.fetchMap)
-	c.refresher.onInstall = c.retirePools
+	c.refresher.onInstall = c.mapInstalled
+	c.health = newHealth(c.clock, cfg.AttemptTimeout, c.suspected)
 
 	var errs []error
 	for _, seed := range cfg.Seeds {
@@ -79,6 +83,7 @@ func Dial(ctx context.Context, opts ...Option) (*Engine, error) {
 		}
 	}
 	c.refresher.Close()
+	c.health.close()
 	return nil, fmt.Errorf("%w: %w", ErrNoSeeds, errors.Join(errs...))
 }
 
@@ -113,6 +118,7 @@ func (c *Engine) Close() error {
 		return nil
 	}
 	c.refresher.Close()
+	c.health.close()
 	if c.pipes != nil {
 		c.pipes.close()
 	}

@@ -24,6 +24,10 @@ var (
 	// ErrAttemptTimeout: one attempt ran past the per-attempt timeout (distinct from the
 	// whole-call deadline).
 	ErrAttemptTimeout = errors.New("zaris: attempt timed out")
+	// ErrOwnerMoved: the attempt was waiting on a node when a newer cluster map named
+	// another owner for its segment, so it was ended (rule B6): retried at once when it
+	// was not sent or is safe to replay, else in doubt.
+	ErrOwnerMoved = errors.New("zaris: segment owner moved")
 	// ErrInDoubt: a non-idempotent, unguarded write was sent and no reply came back, so it
 	// may or may not have been applied; it is not replayed (rule B2).
 	ErrInDoubt = errors.New("zaris: outcome in doubt")

@@ -24,6 +24,7 @@ func (c *Engine) fetchMap(ctx context.Context, minEpoch int64) (*zaris.ClusterMa
 			addrs = append(addrs, s)
 		}
 	}
+	addrs = c.health.last(addrs) // a node silent past its threshold is asked last (B6)
 	var (
 		newest *zaris.ClusterMap
 		errs   []error

@@ -47,6 +47,8 @@ func (c *Engine) callError(ctx context.Context, call *Call, r Route, o outcome) 
 		}
 	case ctx.Err() != nil:
 		e.Err = ctx.Err()
+	case o.ownerMoved:
+		e.Kind, e.Err = ErrOwnerMoved, errOwnerMoved
 	case errors.As(err, &appErr):
 		// The node answered with an exception: not a transport failure.
 	case errors.As(err, &transErr), errors.As(err, &protoErr):

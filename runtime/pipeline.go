@@ -77,14 +77,18 @@ func (c *Engine) invokePipelined(ctx context.Context, call *Call, a *Attempt, r 
 	if err != nil {
 		return nil, c.noConnError(ctx, call, r, err)
 	}
+	w, ok := c.startOwnerWait(call, r)
+	if !ok {
+		return nil, c.ownerMovedUnsent(ctx, call, r)
+	}
 	p := ps.getCall()
-	p.conn, p.deadline, p.callBound = conn, deadline, callBound
+	p.conn, p.deadline, p.callBound, p.owner, p.debt = conn, deadline, callBound, w, &call.debt
 	resp, err := call.Op.Invoke(ctx, &p.kv, call.Request)
 	a.Sent = p.wasSent
 	if err == nil && resp == nil {
 		err = ErrNoResponse
 	}
-	o := outcome{err: err, attemptTimeout: p.timedOut}
+	o := outcome{err: err, attemptTimeout: p.timedOut, ownerMoved: p.ownerMoved}
 	ps.putCall(p)
 	if err == nil {
 		a.Answered, a.Status, a.AnswerEpoch = true, resp.GetStatus(), resp.GetMapEpoch()
@@ -360,6 +364,11 @@ type pcall struct {
 	wasSent   bool // what the caller knows of sent: the request may have reached the node
 	timedOut  bool // the attempt timeout fired while the caller's context was live
 	abandoned bool // the caller left early: the connection may still hold this pcall
+	// owner lets the caller notice a newer map that moves its segment away (rule B6);
+	// ownerMoved is set when the caller left for that reason.
+	owner      ownerWait
+	ownerMoved bool
+	debt       *debt // the reply the node owes once the request is queued (suspect.go)
 }
 
 func (ps *pipelines) getCall() *pcall {
@@ -386,6 +395,7 @@ func (ps *pipelines) putCall(p *pcall) {
 		return
 	}
 	p.conn, p.result, p.err, p.sent, p.wasSent, p.timedOut = nil, nil, nil, false, false, false
+	p.owner, p.ownerMoved, p.debt = ownerWait{}, false, nil
 	ps.calls.Put(p)
 }
 
@@ -404,6 +414,9 @@ func (p *pcall) Call(ctx context.Context, method string, args, result thrift.TSt
 	}
 	if err := ctx.Err(); err != nil {
 		return meta, err // the caller left while it waited for the connection: send nothing
+	}
+	if p.debt != nil {
+		p.debt.owe()
 	}
 	p.state.Store(stQueued)
 	c.waiting.Add(1) // before enqueue, which starts the sweep if it does not run
@@ -424,19 +437,26 @@ func (p *pcall) wait(ctx context.Context) error {
 		p.timer.Reset(time.Until(p.deadline))
 		timeout = p.timer.C
 	}
-	ctxDone := ctx.Done()
-	if ctxDone == nil && timeout == nil {
+	ctxDone, moved := ctx.Done(), p.owner.ch
+	if ctxDone == nil && timeout == nil && moved == nil {
 		<-p.done
 		return p.ended(ctx)
 	}
-	select {
-	case <-p.done:
-		if timeout != nil {
-			p.timer.Stop()
+	for moved != nil || ctxDone != nil || timeout != nil {
+		select {
+		case <-p.done:
+			if timeout != nil {
+				p.timer.Stop()
+			}
+			return p.ended(ctx)
+		case <-ctxDone:
+		case <-timeout:
+		case <-moved:
+			if moved = p.owner.next(); moved != nil {
+				continue // a newer map, with the same owner for this segment
+			}
 		}
-		return p.ended(ctx)
-	case <-ctxDone:
-	case <-timeout:
+		break
 	}
 	if timeout != nil {
 		p.timer.Stop()
@@ -459,6 +479,10 @@ func (p *pcall) wait(ctx context.Context) error {
 	p.abandoned = true
 	if err := ctx.Err(); err != nil {
 		return err
+	}
+	if moved == nil && p.owner.ch != nil {
+		p.ownerMoved = true
+		return errOwnerMoved
 	}
 	return context.DeadlineExceeded // the call's deadline
 }

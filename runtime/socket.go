@@ -22,6 +22,8 @@ type sockTransport struct {
 	// wrote is set when a write reaches conn; a pooled call clears it before it starts,
 	// so that a call that failed without it set provably sent nothing.
 	wrote bool
+	// debt, set during a pooled call, is the reply its first write makes the node owe.
+	debt *debt
 }
 
 func newSockTransport(conn net.Conn) *sockTransport {
@@ -34,6 +36,9 @@ func newSockTransport(conn net.Conn) *sockTransport {
 type sockWriter struct{ s *sockTransport }
 
 func (w sockWriter) Write(p []byte) (int, error) {
+	if !w.s.wrote && w.s.debt != nil {
+		w.s.debt.owe()
+	}
 	w.s.wrote = true
 	return w.s.conn.Write(p)
 }

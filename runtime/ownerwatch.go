@@ -1,0 +1,166 @@
+package runtime
+
+import (
+	"context"
+	"sync/atomic"
+)
+
+// Rule B6, first half: an attempt in flight to a node that a newer map no longer names as
+// the owner of its segment ends when that map is installed, however the client learnt it
+// (epoch evidence, a refresh). A pipelined call waits on its reply and on the engine's
+// mapSignal, closed and replaced on every install; a pooled call blocks on its socket, so
+// the install looks through the pooled connections in a call and closes those whose
+// segment moved away.
+
+// mapSignal tells waiting attempts that a newer map was installed: the channel wait
+// returns is closed on the next install and replaced by a fresh one.
+type mapSignal struct {
+	ch atomic.Pointer[chan struct{}]
+}
+
+func newMapSignal() *mapSignal {
+	s := &mapSignal{}
+	ch := make(chan struct{})
+	s.ch.Store(&ch)
+	return s
+}
+
+// wait returns the channel the next install closes.
+func (s *mapSignal) wait() <-chan struct{} { return *s.ch.Load() }
+
+// notify wakes everyone waiting on the current channel.
+func (s *mapSignal) notify() {
+	ch := make(chan struct{})
+	close(*s.ch.Swap(&ch))
+}
+
+// mapInstalled runs after the refresher installs a newer map cur: it retires the pools of
+// nodes that left the map, wakes the pipelined calls waiting for replies, and ends the
+// pooled calls whose segment's owner changed (B6).
+func (c *Engine) mapInstalled(old, cur *RoutingTable) {
+	c.retirePools(old, cur)
+	c.moved.notify()
+	c.endMovedPooled(cur)
+}
+
+// ownerGone reports whether the current map no longer names r's node (the node call's
+// attempt went to, routed under map epoch r.Epoch) as the owner of call.Key's segment. It
+// costs one atomic load while the map is the one the attempt was routed with.
+func (c *Engine) ownerGone(call *Call, r Route) bool {
+	t := c.router.Table()
+	if t == nil || t.epoch <= r.Epoch {
+		return false
+	}
+	nr, err := t.Route(call.Key)
+	return err != nil || nr.Addr != r.Addr
+}
+
+// ownerMovedError is the error of an attempt ended because the map moved its segment
+// away from the node (rule B6); sent says whether its request may have reached it.
+func (c *Engine) ownerMovedError(call *Call, r Route) error {
+	return &NodeError{Op: call.Op.Name, Node: r.Node, Addr: r.Addr, Kind: ErrOwnerMoved,
+		Err: errOwnerMoved}
+}
+
+// errOwnerMoved is the cause recorded for an attempt ended by rule B6.
+var errOwnerMoved = ownerMovedCause{}
+
+type ownerMovedCause struct{}
+
+func (ownerMovedCause) Error() string {
+	return "a newer cluster map names another owner for the segment"
+}
+
+// In a pooled call on a built-in connection, thriftConn.owner holds the call's segment
+// plus one while the call is in flight and 0 otherwise; the install that ends the call
+// swaps in ownerEnded and closes the connection.
+const ownerEnded = -1
+
+// watchOwner marks sc as carrying call's attempt to r's node for r's segment, and reports
+// false (unmarking it) if the map already moved that segment away: the call is then not
+// sent. An install after the mark finds the connection (endMovedPooled).
+func (c *Engine) watchOwner(sc *thriftConn, call *Call, r Route) bool {
+	seg := int64(r.Segment) + 1
+	if call.Target != nil {
+		seg = int64(Segment(call.Key, max(c.router.Table().count, 1))) + 1
+	}
+	sc.owner.Store(seg)
+	if c.ownerGone(call, r) {
+		sc.owner.CompareAndSwap(seg, 0)
+		return false
+	}
+	return true
+}
+
+// unwatchOwner ends the mark of watchOwner and reports whether an install ended the call
+// (the connection is then closed).
+func unwatchOwner(sc *thriftConn) (ended bool) {
+	return sc.owner.Swap(0) == ownerEnded
+}
+
+// endMovedPooled closes every pooled connection in a call whose segment cur gives to
+// another node.
+func (c *Engine) endMovedPooled(cur *RoutingTable) {
+	c.poolMu.Lock()
+	pools := make([]*pool, 0, len(*c.pools.Load())+len(c.retired))
+	for _, p := range *c.pools.Load() {
+		pools = append(pools, p)
+	}
+	pools = append(pools, c.retired...)
+	c.poolMu.Unlock()
+	for _, p := range pools {
+		p.mu.Lock()
+		for conn := range p.open {
+			sc, ok := conn.(*thriftConn)
+			if !ok {
+				continue
+			}
+			seg := sc.owner.Load()
+			if seg <= 0 {
+				continue
+			}
+			if s := seg - 1; s < int64(cur.count) && cur.addr[s] == p.addr {
+				continue
+			}
+			if sc.owner.CompareAndSwap(seg, ownerEnded) {
+				sc.Close()
+			}
+		}
+		p.mu.Unlock()
+	}
+}
+
+// ownerWait is what a pipelined call needs to notice rule B6 while it waits: the engine,
+// the call and its route, and the signal channel loaded before the route was checked.
+type ownerWait struct {
+	c    *Engine
+	call *Call
+	r    Route
+	ch   <-chan struct{}
+}
+
+// next is called when w.ch closed: it returns the channel to wait on next, or nil if the
+// map moved the call's segment away from its node.
+func (w *ownerWait) next() <-chan struct{} {
+	ch := w.c.moved.wait() // before the check, so an install after it closes ch
+	if w.c.ownerGone(w.call, w.r) {
+		return nil
+	}
+	return ch
+}
+
+// startOwnerWait loads the signal and checks the route, in that order; it reports false
+// when the owner already moved (the call is then not sent).
+func (c *Engine) startOwnerWait(call *Call, r Route) (ownerWait, bool) {
+	w := ownerWait{c: c, call: call, r: r, ch: c.moved.wait()}
+	return w, !c.ownerGone(call, r)
+}
+
+// ownerMovedUnsent is the error of an attempt that found, before sending, that its
+// segment's owner had changed since it was routed: not sent, retried at once.
+func (c *Engine) ownerMovedUnsent(ctx context.Context, call *Call, r Route) error {
+	if ctx.Err() != nil {
+		return c.noConnError(ctx, call, r, ctx.Err())
+	}
+	return c.ownerMovedError(call, r)
+}

@@ -1,0 +1,213 @@
+package runtime
+
+import (
+	"context"
+	"net"
+	"strconv"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/clustron/zaris-go/gen/zaris"
+)
+
+// stallNode is a node of a two-node cluster whose map both serve from one pointer; its
+// Gets wait on stall (when set) until the test ends, as a stopped process's would.
+type stallNode struct {
+	zaris.ZarisKv // nil: the operations not served here
+	cmap          *atomic.Pointer[zaris.ClusterMap]
+	stall         atomic.Bool
+	arrived       chan struct{} // receives for every stalled Get
+	release       chan struct{}
+}
+
+func (n *stallNode) Get(context.Context, *zaris.GetRequest) (*zaris.GetResponse, error) {
+	if n.stall.Load() {
+		n.arrived <- struct{}{}
+		<-n.release
+	}
+	return &zaris.GetResponse{Status: zaris.KvStatus_NotFound, MapEpoch: n.cmap.Load().Epoch}, nil
+}
+
+func (n *stallNode) Put(context.Context, *zaris.PutRequest) (*zaris.PutResponse, error) {
+	return &zaris.PutResponse{Status: zaris.KvStatus_Ok, MapEpoch: n.cmap.Load().Epoch}, nil
+}
+
+func (n *stallNode) GetClusterMap(context.Context) (*zaris.ClusterMap, error) {
+	return n.cmap.Load(), nil
+}
+
+// ownedBy is a map of the nodes at addrs (ids 1, 2, ...) in which node owner owns all 4
+// segments.
+func ownedBy(epoch int64, owner int32, addrs ...string) *zaris.ClusterMap {
+	m := &zaris.ClusterMap{Epoch: epoch, SegmentCount: 4}
+	for i, a := range addrs {
+		host, port, _ := net.SplitHostPort(a)
+		p, _ := strconv.Atoi(port)
+		m.Nodes = append(m.Nodes, &zaris.NodeInfo{ID: int32(i + 1), Host: host, Port: int32(p)})
+	}
+	for s := int32(0); s < 4; s++ {
+		m.Segments = append(m.Segments, &zaris.SegmentInfo{ID: s, Owner: &owner, Replicas: []int32{1, 2}})
+	}
+	return m
+}
+
+// stallCluster starts two nodes, node 1 owning every segment, and dials them with a
+// one-minute attempt timeout, pipelined or pooled.
+func stallCluster(t *testing.T, pipelined bool) (cl *Engine, n1, n2 *stallNode, addrs []string) {
+	return stallClusterWith(t, pipelined)
+}
+
+// stallClusterWith is stallCluster with more options.
+func stallClusterWith(t *testing.T, pipelined bool, opts ...Option) (cl *Engine, n1, n2 *stallNode, addrs []string) {
+	cmap := &atomic.Pointer[zaris.ClusterMap]{}
+	n1 = &stallNode{cmap: cmap, arrived: make(chan struct{}, 16), release: make(chan struct{})}
+	n2 = &stallNode{cmap: cmap, arrived: make(chan struct{}, 16), release: make(chan struct{})}
+	k1, k2 := StartKillableNode(t, n1), StartKillableNode(t, n2)
+	t.Cleanup(func() { close(n1.release); close(n2.release) })
+	addrs = []string{k1.Addr, k2.Addr}
+	cmap.Store(ownedBy(1, 1, addrs...))
+	if pipelined {
+		cl = dialPipelined(t, k1.Addr, 1, append([]Option{WithAttemptTimeout(time.Minute), WithRefreshDebounce(time.Nanosecond)}, opts...)...)
+	} else {
+		var err error
+		cl, err = Dial(context.Background(), append([]Option{WithEnv(env(nil)), WithSeeds(k1.Addr), WithPipelining(false),
+			WithAttemptTimeout(time.Minute), WithRefreshDebounce(time.Nanosecond)}, opts...)...)
+		require.NoError(t, err)
+		t.Cleanup(func() { cl.Close() })
+	}
+	return cl, n1, n2, addrs
+}
+
+// TestB6_AttemptToAStalledOwnerEndsWhenTheMapMovesIt: a Get in flight to a node that
+// answers nothing ends as soon as the client installs a map naming another owner for its
+// segment, long before its one-minute attempt timeout, as sent and ErrOwnerMoved; in both
+// connection modes, for a call routed by its key and for a multi-key sub-request sent to
+// a fixed owner (Call.Target). The next attempt goes to the new owner.
+func TestB6_AttemptToAStalledOwnerEndsWhenTheMapMovesIt(t *testing.T) {
+	for _, pipelined := range []bool{false, true} {
+		for _, target := range []bool{false, true} {
+			t.Run("pipelined="+strconv.FormatBool(pipelined)+"/target="+strconv.FormatBool(target), func(t *testing.T) {
+				cl, n1, _, addrs := stallCluster(t, pipelined)
+				if pipelined {
+					// Another call in flight holds the node's pipelined connection open.
+					warm(t, cl)
+				}
+				n1.stall.Store(true)
+				call := getCall("k")
+				if target {
+					r, err := cl.Route(call.Key)
+					require.NoError(t, err)
+					call.Target = &r
+				}
+				done := make(chan error, 1)
+				go func() {
+					_, err := cl.Invoke(context.Background(), call)
+					done <- err
+				}()
+				select {
+				case <-n1.arrived:
+				case <-time.After(10 * time.Second):
+					t.Fatal("the Get never reached node 1")
+				}
+				n1.cmap.Store(ownedBy(2, 2, addrs...))
+				res := cl.Refresher().Refresh(context.Background(), 2)
+				require.NoError(t, res.Err)
+				select {
+				case err := <-done:
+					require.ErrorIs(t, err, ErrOwnerMoved)
+					assert.NotErrorIs(t, err, ErrAttemptTimeout)
+					assert.True(t, call.Attempts[0].Sent, "the request was written")
+					assert.Equal(t, int32(1), call.Attempts[0].Node)
+				case <-time.After(10 * time.Second):
+					t.Fatal("the attempt still waits on the stalled node")
+				}
+
+				next := getCall("k")
+				resp, err := cl.Invoke(context.Background(), next)
+				require.NoError(t, err)
+				assert.Equal(t, zaris.KvStatus_NotFound, resp.GetStatus())
+				assert.Equal(t, int32(2), next.Attempts[0].Node, "the retry goes to the new owner")
+			})
+		}
+	}
+}
+
+// TestB6_QueuedRequestEndsUnsent: a pipelined request still queued when the map moves its
+// segment away ends not sent, so any operation may be retried.
+func TestB6_QueuedRequestEndsUnsent(t *testing.T) {
+	cl, _, _, addrs := stallCluster(t, true)
+	warm(t, cl)
+	conn := pipeConnsOf(cl, addrs[0])[0]
+	conn.writeMu.Lock() // the writer is busy: the next request stays queued
+	unlock := sync.OnceFunc(conn.writeMu.Unlock)
+	defer unlock()
+	call := putCall("queued", "x")
+	done := make(chan error, 1)
+	go func() {
+		_, err := cl.Invoke(context.Background(), call)
+		done <- err
+	}()
+	require.Eventually(t, func() bool { return conn.pending.Load() == 1 }, 10*time.Second, time.Millisecond)
+	require.NoError(t, cl.refresher.install(ownedBy(2, 2, addrs...)))
+	var got error
+	select {
+	case got = <-done:
+	case <-time.After(10 * time.Second):
+		t.Fatal("the queued call still waits")
+	}
+	unlock()
+	require.ErrorIs(t, got, ErrOwnerMoved)
+	assert.False(t, call.Attempts[0].Sent, "a queued request was never sent")
+}
+
+// TestB6_SameOwnerKeepsWaiting: a newer map that leaves the segment with its node does
+// not end the attempt.
+func TestB6_SameOwnerKeepsWaiting(t *testing.T) {
+	for _, pipelined := range []bool{false, true} {
+		t.Run("pipelined="+strconv.FormatBool(pipelined), func(t *testing.T) {
+			cl, n1, _, addrs := stallCluster(t, pipelined)
+			if pipelined {
+				warm(t, cl)
+			}
+			n1.stall.Store(true)
+			call := getCall("k")
+			done := make(chan error, 1)
+			go func() {
+				_, err := cl.Invoke(context.Background(), call)
+				done <- err
+			}()
+			select {
+			case <-n1.arrived:
+			case <-time.After(10 * time.Second):
+				t.Fatal("the Get never reached node 1")
+			}
+			require.NoError(t, cl.refresher.install(ownedBy(2, 1, addrs...)))
+			require.Equal(t, int64(2), cl.router.Epoch())
+			n1.stall.Store(false)
+			select {
+			case err := <-done:
+				t.Fatalf("the attempt ended although its node still owns the segment: %v", err)
+			case n1.release <- struct{}{}:
+			}
+			select {
+			case err := <-done:
+				require.NoError(t, err, "the node answered; the map change did not end the attempt")
+			case <-time.After(10 * time.Second):
+				t.Fatal("no answer")
+			}
+			assert.True(t, call.Attempts[0].Answered)
+		})
+	}
+}
+
+// warm makes one Get through cl, which opens its pipelined connection to node 1.
+func warm(t *testing.T, cl *Engine) {
+	t.Helper()
+	_, err := cl.Invoke(context.Background(), getCall("warm"))
+	require.NoError(t, err)
+}

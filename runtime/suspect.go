@@ -1,0 +1,226 @@
+package runtime
+
+import (
+	"maps"
+	"slices"
+	"sync"
+	"sync/atomic"
+	"time"
+)
+
+// Rule B6, second half: a node that owes replies and has answered nothing for longer than
+// its silence threshold is suspected, and a suspicion asks for one shared map refresh in
+// the background under R6's debounce, so that a caller whose keys are all on a stalled
+// node learns of the failover with no other traffic. A suspected node is also asked for
+// the map last.
+
+const (
+	// SilenceFloor is the least silence (rule B6) after which a node that owes replies is
+	// suspected, however fast its recent replies were.
+	SilenceFloor = 200 * time.Millisecond
+	// SilenceCeiling is the most: a node silent this long while it owes replies is
+	// suspected however slow its recent replies were (the attempt timeout, if shorter).
+	SilenceCeiling = time.Second
+	// silenceFactor times a node's recent reply time (a moving average) is its threshold,
+	// between the floor and the ceiling.
+	silenceFactor = 8
+)
+
+// nodeHealth is what the client knows of one node's replies: the requests it owes, when
+// it last made progress (a reply, or the start of a debt after owing nothing), and its
+// recent reply time. Each is one atomic word, updated by the calls themselves.
+type nodeHealth struct {
+	owed   atomic.Int64
+	since  atomic.Int64 // on the engine's clock, ns since health.base
+	recent atomic.Int64 // moving average of reply times, ns; 0 before the first
+}
+
+// health is an engine's nodeHealth per node address, and the watcher that suspects the
+// silent ones: a goroutine that runs every SilenceFloor/4 while any node owes a reply and
+// sleeps on kick otherwise.
+type health struct {
+	clock   Clock
+	base    time.Time
+	ceiling time.Duration
+	nodes   atomic.Pointer[map[string]*nodeHealth] // replaced copy-on-write under mu
+	mu      sync.Mutex
+	kick    chan struct{} // wakes the watcher when a node starts owing
+	done    chan struct{}
+	stopped sync.WaitGroup
+	// suspect is told the address of a silent node (Engine.suspected).
+	suspect func(addr string)
+	// suspicions counts them, for tests and Engine.Suspicions.
+	suspicions atomic.Uint64
+}
+
+func newHealth(clock Clock, attemptTimeout time.Duration, suspect func(string)) *health {
+	h := &health{clock: clock, base: clock.Now(), ceiling: min(SilenceCeiling, attemptTimeout),
+		kick: make(chan struct{}, 1), done: make(chan struct{}), suspect: suspect}
+	h.ceiling = max(h.ceiling, SilenceFloor)
+	h.nodes.Store(&map[string]*nodeHealth{})
+	h.stopped.Add(1)
+	go h.watch()
+	return h
+}
+
+// node returns addr's record, making it on first use.
+func (h *health) node(addr string) *nodeHealth {
+	if n := (*h.nodes.Load())[addr]; n != nil {
+		return n
+	}
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	m := *h.nodes.Load()
+	if n := m[addr]; n != nil {
+		return n
+	}
+	n := &nodeHealth{}
+	nm := maps.Clone(m)
+	nm[addr] = n
+	h.nodes.Store(&nm)
+	return n
+}
+
+// begin notes a request written to addr and returns its record.
+func (h *health) begin(addr string) *nodeHealth {
+	n := h.node(addr)
+	if n.owed.Add(1) == 1 {
+		n.since.Store(int64(h.clock.Now().Sub(h.base)))
+		select {
+		case h.kick <- struct{}{}:
+		default:
+		}
+	}
+	return n
+}
+
+// end notes the end of a request begun at start that took d, answered or not.
+func (h *health) end(n *nodeHealth, start time.Time, d time.Duration, answered bool) {
+	if answered {
+		n.since.Store(int64(start.Add(d).Sub(h.base)))
+		if old := n.recent.Load(); old == 0 {
+			n.recent.Store(int64(d))
+		} else {
+			n.recent.Store(old + (int64(d)-old)/8)
+		}
+	}
+	n.owed.Add(-1)
+}
+
+// debt is the reply one attempt makes its node owe, from when its request is written (or
+// queued, on a pipelined connection) to its end: time spent dialing, waiting for a
+// connection or encoding is the client's, not the node's.
+type debt struct {
+	h     *health
+	addr  string
+	start time.Time // the attempt's start on the Clock
+	n     *nodeHealth
+}
+
+// owe makes the node owe the reply, once.
+func (d *debt) owe() {
+	if d.n == nil && d.h != nil {
+		d.n = d.h.begin(d.addr)
+	}
+}
+
+// settle ends the debt of an attempt that took took in all.
+func (d *debt) settle(took time.Duration, answered bool) {
+	d.h.end(d.n, d.start, took, answered)
+	d.n = nil
+}
+
+// threshold is how long n may owe replies and answer nothing before it is suspected.
+func (h *health) threshold(n *nodeHealth) time.Duration {
+	return min(max(silenceFactor*time.Duration(n.recent.Load()), SilenceFloor), h.ceiling)
+}
+
+// silent reports whether n owes replies and has been silent past its threshold at now.
+func (h *health) silent(n *nodeHealth, now time.Time) bool {
+	return n.owed.Load() > 0 && now.Sub(h.base)-time.Duration(n.since.Load()) > h.threshold(n)
+}
+
+// watch suspects, every SilenceFloor/4 while any node owes a reply, the silent nodes.
+func (h *health) watch() {
+	defer h.stopped.Done()
+	owing := false
+	for {
+		if !owing {
+			select {
+			case <-h.kick:
+			case <-h.done:
+				return
+			}
+		}
+		t := h.clock.NewTimer(SilenceFloor / 4)
+		select {
+		case <-t.C():
+		case <-h.done:
+			t.Stop()
+			return
+		}
+		now := h.clock.Now()
+		owing = false
+		for addr, n := range *h.nodes.Load() {
+			if n.owed.Load() == 0 {
+				continue
+			}
+			owing = true
+			if h.silent(n, now) {
+				h.suspicions.Add(1)
+				h.suspect(addr)
+			}
+		}
+	}
+}
+
+// close stops the watcher and waits for it.
+func (h *health) close() {
+	close(h.done)
+	h.stopped.Wait()
+}
+
+// last returns addrs with the silent nodes moved to the end, in their order.
+func (h *health) last(addrs []string) []string {
+	now := h.clock.Now()
+	nodes := *h.nodes.Load()
+	silent := func(a string) bool { n := nodes[a]; return n != nil && h.silent(n, now) }
+	if !slices.ContainsFunc(addrs, silent) {
+		return addrs
+	}
+	out := make([]string, 0, len(addrs))
+	for _, a := range addrs {
+		if !silent(a) {
+			out = append(out, a)
+		}
+	}
+	for _, a := range addrs {
+		if silent(a) {
+			out = append(out, a)
+		}
+	}
+	return out
+}
+
+// suspected is told a silent node: it asks for one shared background refresh, which R6's
+// debounce turns into a no-op within the window of the last one.
+func (c *Engine) suspected(string) { c.refresher.refreshInBackground() }
+
+// Suspicions returns how many times a node that owed replies was found silent past its
+// threshold (rule B6); each asked for a map refresh, subject to R6's debounce.
+func (c *Engine) Suspicions() uint64 { return c.health.suspicions.Load() }
+
+// refreshInBackground starts a shared fetch without waiting for it, unless one runs or the
+// last completed within the debounce window (R6). It counts as a request.
+func (r *Refresher) refreshInBackground() {
+	r.requested.Add(1)
+	if r.stopped.Load() || r.inflight.Load() {
+		r.coalesced.Add(1)
+		return
+	}
+	if r.withinDebounce() {
+		r.debounced.Add(1)
+		return
+	}
+	r.group.DoChan(flightKey, r.flight(nil))
+}

@@ -1,0 +1,102 @@
+package runtime
+
+import (
+	"context"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+)
+
+// TestB6_SilentOwnerIsSuspected: a node that owes a reply and has answered nothing for
+// longer than its silence threshold (the 200 ms floor here: its replies were instant) is
+// suspected on the next watch, 50 ms apart; each suspicion asks for a background map
+// refresh under R6's debounce (one fetch per 500 ms), with the suspected node asked last.
+// When the store has failed it over, the refresh installs the new map and the attempt
+// waiting on the node ends (ErrOwnerMoved), with no other traffic. Time is a fake clock.
+func TestB6_SilentOwnerIsSuspected(t *testing.T) {
+	clock := newFakeClock()
+	cl, n1, _, addrs := stallClusterWith(t, false, WithClock(clock), WithRefreshDebounce(DefaultRefreshDebounce))
+	_, err := cl.Invoke(context.Background(), getCall("warm"))
+	require.NoError(t, err)
+
+	n1.stall.Store(true)
+	call := getCall("k")
+	done := make(chan error, 1)
+	go func() {
+		_, err := cl.Invoke(context.Background(), call)
+		done <- err
+	}()
+	select {
+	case <-n1.arrived:
+	case <-time.After(10 * time.Second):
+		t.Fatal("the Get never reached node 1")
+	}
+	step := func() {
+		t.Helper()
+		clock.waitPending(t, 1) // the watcher has scanned and waits for its next tick
+		clock.Advance(SilenceFloor / 4)
+	}
+	for range 4 { // up to the floor: silent, not yet suspect
+		step()
+	}
+	clock.waitPending(t, 1)
+	assert.Zero(t, cl.Suspicions(), "200 ms of silence is not past the floor")
+	assert.Zero(t, cl.Refresher().Stats().Performed)
+
+	step() // 250 ms: suspected, one refresh; the store has not failed it over yet
+	eventually(t, func() bool { return cl.Refresher().Stats().Performed == 1 })
+	assert.Equal(t, uint64(1), cl.Suspicions())
+	for range 8 { // to 650 ms: suspected on every tick, the refreshes debounced
+		step()
+	}
+	clock.waitPending(t, 1)
+	assert.Equal(t, uint64(9), cl.Suspicions())
+	assert.Equal(t, uint64(1), cl.Refresher().Stats().Performed, "R6: one fetch per 500 ms")
+	assert.Equal(t, uint64(8), cl.Refresher().Stats().Debounced)
+	select {
+	case err := <-done:
+		t.Fatalf("the attempt ended before any map moved its segment: %v", err)
+	default:
+	}
+	assert.Equal(t, []string{addrs[1], addrs[0]}, cl.health.last(addrs), "the silent node is asked last")
+
+	n1.cmap.Store(ownedBy(2, 2, addrs...)) // the store fails node 1 over
+	step()
+	step() // 750 ms: the debounce window is over
+	eventually(t, func() bool { return cl.Refresher().Stats().Performed == 2 })
+	select {
+	case err := <-done:
+		require.ErrorIs(t, err, ErrOwnerMoved)
+	case <-time.After(10 * time.Second):
+		t.Fatal("the attempt still waits on the stalled node")
+	}
+	assert.Equal(t, int64(2), cl.Map().Epoch)
+}
+
+// TestB6_SilenceThresholdFollowsReplyTimes: the threshold is 8 times a node's recent reply
+// time, between the floor and the ceiling.
+func TestB6_SilenceThresholdFollowsReplyTimes(t *testing.T) {
+	clock := newFakeClock()
+	h := newHealth(clock, 5*time.Second, func(string) {})
+	defer h.close()
+	n := h.node("a")
+	assert.Equal(t, SilenceFloor, h.threshold(n), "no reply yet")
+	for _, tc := range []struct {
+		reply time.Duration
+		want  time.Duration
+	}{
+		{time.Millisecond, SilenceFloor},
+		{50 * time.Millisecond, 400 * time.Millisecond},
+		{time.Second, SilenceCeiling},
+	} {
+		n.recent.Store(0)
+		h.end(h.begin("a"), clock.Now(), tc.reply, true)
+		assert.Equal(t, tc.want, h.threshold(n), "reply time %s", tc.reply)
+	}
+	short := newHealth(clock, 300*time.Millisecond, func(string) {})
+	defer short.close()
+	short.node("a").recent.Store(int64(time.Second))
+	assert.Equal(t, 300*time.Millisecond, short.threshold(short.node("a")), "never past the attempt timeout")
+}
