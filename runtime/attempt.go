@@ -47,15 +47,15 @@ func (c *Engine) invoke(ctx context.Context, call *Call, a *Attempt, start time.
 		return nil, c.noConnError(ctx, call, r, err)
 	}
 	deadline, callBound := c.attemptDeadline(call, start)
-	call.debt = debt{h: c.health, addr: r.Addr, start: start} // owed once written (rule B6)
+	call.debt = debt{h: c.health, n: c.health.node(r.Addr)} // owed once written (rule B6)
 	var resp Response
 	if c.pipes != nil {
 		resp, err = c.invokePipelined(ctx, call, a, r, deadline, callBound)
 	} else {
 		resp, err = c.invokePooled(ctx, call, a, r, deadline, callBound)
 	}
-	if call.debt.n != nil {
-		call.debt.settle(c.since(start), a.Answered)
+	if call.debt.owed {
+		call.debt.settle(start, c.since(start), a.Answered)
 	}
 	return resp, err
 }

@@ -81,9 +81,8 @@ func (h *health) node(addr string) *nodeHealth {
 	return n
 }
 
-// begin notes a request written to addr and returns its record.
-func (h *health) begin(addr string) *nodeHealth {
-	n := h.node(addr)
+// begin notes a request written to n's node.
+func (h *health) begin(n *nodeHealth) {
 	if n.owed.Add(1) == 1 {
 		n.since.Store(int64(h.clock.Now().Sub(h.base)))
 		select {
@@ -91,7 +90,6 @@ func (h *health) begin(addr string) *nodeHealth {
 		default:
 		}
 	}
-	return n
 }
 
 // end notes the end of a request begun at start that took d, answered or not.
@@ -111,23 +109,25 @@ func (h *health) end(n *nodeHealth, start time.Time, d time.Duration, answered b
 // queued, on a pipelined connection) to its end: time spent dialing, waiting for a
 // connection or encoding is the client's, not the node's.
 type debt struct {
-	h     *health
-	addr  string
-	start time.Time // the attempt's start on the Clock
-	n     *nodeHealth
+	h    *health
+	n    *nodeHealth
+	owed bool
 }
 
 // owe makes the node owe the reply, once.
 func (d *debt) owe() {
-	if d.n == nil && d.h != nil {
-		d.n = d.h.begin(d.addr)
+	if !d.owed && d.n != nil {
+		d.owed = true
+		d.h.begin(d.n)
 	}
 }
 
-// settle ends the debt of an attempt that took took in all.
-func (d *debt) settle(took time.Duration, answered bool) {
-	d.h.end(d.n, d.start, took, answered)
-	d.n = nil
+// settle ends the debt of an attempt that started at start and took took in all.
+func (d *debt) settle(start time.Time, took time.Duration, answered bool) {
+	if d.owed {
+		d.h.end(d.n, start, took, answered)
+	}
+	*d = debt{}
 }
 
 // threshold is how long n may owe replies and answer nothing before it is suspected.

@@ -92,7 +92,8 @@ func TestB6_SilenceThresholdFollowsReplyTimes(t *testing.T) {
 		{time.Second, SilenceCeiling},
 	} {
 		n.recent.Store(0)
-		h.end(h.begin("a"), clock.Now(), tc.reply, true)
+		h.begin(n)
+		h.end(n, clock.Now(), tc.reply, true)
 		assert.Equal(t, tc.want, h.threshold(n), "reply time %s", tc.reply)
 	}
 	short := newHealth(clock, 300*time.Millisecond, func(string) {})
