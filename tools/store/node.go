@@ -56,6 +56,11 @@ type Node struct {
 	// slowness, in nanoseconds, delays every answer to the coordinator's ping and map push:
 	// tests make a live node slow with it, as a loaded machine or a long pause would.
 	slowness atomic.Int64
+	// A stall (stall.go): stalled is closed when it ends at stallUntil; nil when none runs.
+	stallMu    sync.Mutex
+	stalled    chan struct{}
+	stallUntil time.Time
+	reg        atomic.Pointer[control.Registration] // the current etcd registration
 	// live is the node's right to serve the segments it owns, earned by renewing its etcd
 	// lease and measured on its own monotonic clock (control.Liveness). The coordinator
 	// hands a node's segments to another only once the node confirmed the map that revoked
@@ -259,14 +264,14 @@ func StartNode(cfg NodeConfig) (*Node, error) {
 	dataCfg := serverConfig(cfg.maxMessage(), 1<<16, cfg.IdleTimeout)
 	h := &kvHandler{n: n}
 	kv := serveMultiGetInMemory(inMemory(zaris.NewZarisKvProcessor(h), dataCfg, "MultiGet", "MultiPut", "MultiDelete"), h)
-	n.data, err = newServer(n.ctx, cfg.Listen, cfg.TLS, dataCfg, w, kv, cfg.Logger)
+	n.data, err = newServer(n.ctx, cfg.Listen, cfg.TLS, dataCfg, w, stallable{kv, n}, cfg.Logger)
 	if err != nil {
 		n.cancel()
 		n.closeEtcd()
 		return nil, fmt.Errorf("store: node %d data port: %w", cfg.ID, err)
 	}
 	n.peer, err = newServer(n.ctx, cfg.PeerListen, nil, serverConfig(peerMaxMessage, 1<<24, peerIdleTimeout),
-		wireFramedBinary, zarispeer.NewZarisPeerProcessor(&peerHandler{n: n}), cfg.Logger)
+		wireFramedBinary, stallable{zarispeer.NewZarisPeerProcessor(&peerHandler{n: n}), n}, cfg.Logger)
 	if err != nil {
 		n.data.close()
 		n.cancel()
@@ -367,6 +372,7 @@ func (n *Node) register() {
 			}
 			continue
 		}
+		n.reg.Store(reg)
 		pm, err := n.registerWithCoordinator(req, reg)
 		if err != nil {
 			_ = reg.Close(context.Background())

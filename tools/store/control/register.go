@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"strconv"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"go.etcd.io/etcd/api/v3/v3rpc/rpctypes"
@@ -34,6 +35,18 @@ type Registration struct {
 	done chan struct{}
 	once sync.Once
 	err  error
+
+	stallUntil atomic.Int64 // UnixNano before which no renewal goes out (Stall)
+}
+
+// Stall sends no renewal for d, as a stopped process would not; for tests.
+func (r *Registration) Stall(d time.Duration) {
+	raiseTo(&r.stallUntil, time.Now().Add(d).UnixNano())
+}
+
+func raiseTo(a *atomic.Int64, v int64) {
+	for cur := a.Load(); v > cur && !a.CompareAndSwap(cur, v); cur = a.Load() {
+	}
 }
 
 // Register grants a lease of ttl (whole seconds, at least 1), puts NodeKey(prefix, node) =
@@ -68,6 +81,13 @@ func (r *Registration) renew() {
 		case <-r.stop:
 			return
 		case <-ticker.C:
+		}
+		if d := time.Until(time.Unix(0, r.stallUntil.Load())); d > 0 {
+			select {
+			case <-r.stop:
+				return
+			case <-time.After(d):
+			}
 		}
 		ctx, cancel := context.WithTimeout(context.Background(), interval)
 		sent := r.live.Sending()
