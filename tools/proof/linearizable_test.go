@@ -137,6 +137,43 @@ func otherNode(c *store.Cluster, seg int32) (int32, error) {
 	return 0, fmt.Errorf("no node other than %d to move segment %d to", owner, seg)
 }
 
+// stall stands the owner of key's segment still for d (Cluster.Stall, as SIGSTOP would),
+// waits it out, and waits for the cluster to settle (a stall past the lease has the node
+// failed over, then back as a learner).
+func stall(c *store.Cluster, ctx context.Context, key string, d time.Duration) func() error {
+	return func() error {
+		seg := runtime.Segment([]byte(key), segments)
+		s := c.Map().Segments[seg]
+		if s.Owner == nil {
+			return fmt.Errorf("segment %d has no owner to stall", seg)
+		}
+		if err := c.Stall(*s.Owner, d); err != nil {
+			return err
+		}
+		t := time.NewTimer(d)
+		defer t.Stop()
+		select {
+		case <-t.C:
+		case <-ctx.Done():
+			return ctx.Err()
+		}
+		return c.WaitSettled(ctx)
+	}
+}
+
+// A stalled owner, for half, one and three lease TTLs (rule B6 of the client): the
+// history stays linearizable, so no acknowledged write is lost and no read is stale.
+func TestLinearizable_StalledOwner(t *testing.T) {
+	for _, f := range []float64{0.5, 1, 3} {
+		d := time.Duration(f * float64(store.DefaultLeaseTTL))
+		t.Run(d.String(), func(t *testing.T) {
+			runChurn(t, func(ctx context.Context, c *store.Cluster, w *workload) {
+				steps(t, ctx, w, stall(c, ctx, "k0", d), stall(c, ctx, "k5", d))
+			})
+		})
+	}
+}
+
 func TestLinearizable_KillAndFailover(t *testing.T) {
 	runChurn(t, func(ctx context.Context, c *store.Cluster, w *workload) {
 		steps(t, ctx, w, kill(c, ctx, 2))
