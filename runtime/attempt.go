@@ -98,7 +98,17 @@ func (c *Engine) invokePooled(ctx context.Context, call *Call, a *Attempt, r Rou
 			o.spent, o.ownerMoved = true, o.err != nil
 		}
 	} else {
+		if !c.watchCustom(p, conn, call, r) {
+			p.put(conn)
+			a.Sent = false
+			return nil, c.ownerMovedUnsent(ctx, call, r)
+		}
 		resp, o = callConn(ctx, conn, call, deadline, callBound)
+		if p.calls.CompareAndDelete(conn, int64(ownerEnded)) {
+			o.spent, o.ownerMoved = true, o.err != nil
+		} else {
+			p.calls.Delete(conn)
+		}
 	}
 	if o.unsent {
 		a.Sent = false

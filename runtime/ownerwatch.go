@@ -2,7 +2,10 @@ package runtime
 
 import (
 	"context"
+	"slices"
 	"sync/atomic"
+
+	"github.com/apache/thrift/lib/go/thrift"
 )
 
 // Rule B6, first half: an attempt in flight to a node that a newer map no longer names as
@@ -41,18 +44,64 @@ func (c *Engine) mapInstalled(old, cur *RoutingTable) {
 	c.retirePools(old, cur)
 	c.moved.notify()
 	c.endMovedPooled(cur)
+	c.endUnownedPipes(cur)
+}
+
+// errOwnsNothing fails the pipelined connections to a node that a newer map gives no
+// segment, with calls on them: a caller blocked writing to a stalled node (its socket
+// buffers full) is not waiting where the install's signal reaches it.
+var errOwnsNothing = thrift.NewTTransportException(thrift.NOT_OPEN, "zaris: a newer cluster map gives the node no segment")
+
+// endUnownedPipes fails the busy pipelined connections of the nodes cur gives no segment.
+func (c *Engine) endUnownedPipes(cur *RoutingTable) {
+	if c.pipes == nil {
+		return
+	}
+	for addr, g := range *c.pipes.groups.Load() {
+		if slices.Contains(cur.addr, addr) {
+			continue
+		}
+		for i := range g.slots {
+			pc := g.slots[i].conn.Load()
+			if pc == nil || pc.pending.Load() == 0 {
+				continue
+			}
+			if pc.writeMu.TryLock() { // no write in progress: its callers wait on the signal
+				pc.writeMu.Unlock()
+				continue
+			}
+			pc.fail(errOwnsNothing)
+		}
+	}
 }
 
 // ownerGone reports whether the current map no longer names r's node (the node call's
-// attempt went to, routed under map epoch r.Epoch) as the owner of call.Key's segment. It
-// costs one atomic load while the map is the one the attempt was routed with.
+// attempt went to, routed under map epoch r.Epoch) as the owner of call.Key's segment. A
+// multi-key sub-request (Call.Target) goes to the owner its items were split for, which
+// answers each item from its own map; it ends only when the map gives that node no
+// segment at all. It costs one atomic load while the map is the one the attempt was
+// routed with.
 func (c *Engine) ownerGone(call *Call, r Route) bool {
 	t := c.router.Table()
 	if t == nil || t.epoch <= r.Epoch {
 		return false
 	}
+	if call.Target != nil {
+		return !slices.Contains(t.addr, r.Addr)
+	}
 	nr, err := t.Route(call.Key)
 	return err != nil || nr.Addr != r.Addr
+}
+
+// byNode marks a pooled sub-request in flight: it ends when its node owns nothing.
+const byNode = int64(1) << 40
+
+// watchMark is what a pooled call in flight is marked with: its segment+1, or byNode.
+func watchMark(call *Call, r Route) int64 {
+	if call.Target != nil {
+		return byNode
+	}
+	return int64(r.Segment) + 1
 }
 
 // ownerMovedError is the error of an attempt ended because the map moved its segment
@@ -80,13 +129,20 @@ const ownerEnded = -1
 // false (unmarking it) if the map already moved that segment away: the call is then not
 // sent. An install after the mark finds the connection (endMovedPooled).
 func (c *Engine) watchOwner(sc *thriftConn, call *Call, r Route) bool {
-	seg := int64(r.Segment) + 1
-	if call.Target != nil {
-		seg = int64(Segment(call.Key, max(c.router.Table().count, 1))) + 1
-	}
+	seg := watchMark(call, r)
 	sc.owner.Store(seg)
 	if c.ownerGone(call, r) {
 		sc.owner.CompareAndSwap(seg, 0)
+		return false
+	}
+	return true
+}
+
+// watchCustom is watchOwner for a connection of a custom Dialer, marked in p.calls.
+func (c *Engine) watchCustom(p *pool, conn Conn, call *Call, r Route) bool {
+	p.calls.Store(conn, watchMark(call, r))
+	if c.ownerGone(call, r) {
+		p.calls.Delete(conn)
 		return false
 	}
 	return true
@@ -108,7 +164,20 @@ func (c *Engine) endMovedPooled(cur *RoutingTable) {
 	}
 	pools = append(pools, c.retired...)
 	c.poolMu.Unlock()
+	moved := func(p *pool, seg int64) bool {
+		if seg == byNode {
+			return !slices.Contains(cur.addr, p.addr)
+		}
+		s := seg - 1
+		return s >= int64(cur.count) || cur.addr[s] != p.addr
+	}
 	for _, p := range pools {
+		p.calls.Range(func(k, v any) bool {
+			if seg := v.(int64); seg > 0 && moved(p, seg) && p.calls.CompareAndSwap(k, v, int64(ownerEnded)) {
+				k.(Conn).Close()
+			}
+			return true
+		})
 		p.mu.Lock()
 		for conn := range p.open {
 			sc, ok := conn.(*thriftConn)
@@ -116,10 +185,7 @@ func (c *Engine) endMovedPooled(cur *RoutingTable) {
 				continue
 			}
 			seg := sc.owner.Load()
-			if seg <= 0 {
-				continue
-			}
-			if s := seg - 1; s < int64(cur.count) && cur.addr[s] == p.addr {
+			if seg <= 0 || !moved(p, seg) {
 				continue
 			}
 			if sc.owner.CompareAndSwap(seg, ownerEnded) {

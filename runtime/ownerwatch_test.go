@@ -2,6 +2,7 @@ package runtime
 
 import (
 	"context"
+	"errors"
 	"net"
 	"strconv"
 	"sync"
@@ -137,8 +138,9 @@ func TestB6_AttemptToAStalledOwnerEndsWhenTheMapMovesIt(t *testing.T) {
 	}
 }
 
-// TestB6_QueuedRequestEndsUnsent: a pipelined request still queued when the map moves its
-// segment away ends not sent, so any operation may be retried.
+// TestB6_QueuedRequestEndsUnsent: a pipelined request still queued behind a write that
+// does not go through when the map moves its segment away ends not sent, so any operation
+// may be retried.
 func TestB6_QueuedRequestEndsUnsent(t *testing.T) {
 	cl, _, _, addrs := stallCluster(t, true)
 	warm(t, cl)
@@ -161,7 +163,9 @@ func TestB6_QueuedRequestEndsUnsent(t *testing.T) {
 		t.Fatal("the queued call still waits")
 	}
 	unlock()
-	require.ErrorIs(t, got, ErrOwnerMoved)
+	// The held write is a write blocked on the node: the install fails that connection
+	// (the node owns nothing now), or the caller saw the signal first.
+	require.True(t, errors.Is(got, ErrOwnerMoved) || errors.Is(got, ErrTransport), "%v", got)
 	assert.False(t, call.Attempts[0].Sent, "a queued request was never sent")
 }
 

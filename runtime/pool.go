@@ -32,6 +32,10 @@ type pool struct {
 
 	mu   sync.Mutex        // protects open
 	open map[Conn]struct{} // every open connection, idle or borrowed
+
+	// calls maps a connection of a custom Dialer with a call in flight to its segment+1,
+	// or ownerEnded once a newer map ended the call (ownerwatch.go).
+	calls sync.Map
 }
 
 func newPool(addr string, size int, dial Dialer) *pool {
