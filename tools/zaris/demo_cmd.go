@@ -29,7 +29,7 @@ func runDemo(ctx context.Context, c *cli, args []string) int {
 	workers := fs.Int("workers", d.Workers, "concurrent application goroutines")
 	keys := fs.Int("keys", d.KeysPerWorker, "keys each worker owns")
 	duration := fs.Duration("duration", d.Duration, "how long the workload runs")
-	schedule := fs.String("schedule", demo.DefaultSchedule, "churn events, kind[:node]@time, comma-separated; kinds: migrate, join, kill, failback, leave")
+	schedule := fs.String("schedule", demo.DefaultSchedule, "churn events, kind[:node]@time, comma-separated; kinds: migrate, join, kill, failback, leave, stall (5 s)")
 	protocol := fs.String("protocol", string(d.Protocol), "client protocol: binary, compact, header or json")
 	out := fs.String("out", "demo-out", "directory for report.json and timeline.html")
 	if _, code, ok := c.parse(fs, args, 0, 0); !ok {

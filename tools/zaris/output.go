@@ -276,6 +276,7 @@ func outcome(a runtime.Attempt) string {
 		{runtime.ErrNodeUnavailable, "NodeUnavailable"},
 		{runtime.ErrPartitionUnavailable, "PartitionUnavailable"},
 		{runtime.ErrAttemptTimeout, "AttemptTimeout"},
+		{runtime.ErrOwnerMoved, "OwnerMoved"},
 		{runtime.ErrTransport, "Transport"},
 		{runtime.ErrRequestTooLarge, "RequestTooLarge"},
 		{runtime.ErrRetryBudgetExhausted, "RetryBudgetExhausted"},

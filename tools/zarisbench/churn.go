@@ -23,6 +23,9 @@ type churnResult struct {
 	Events []churnPhase `json:"events"`
 	// Kill is the time from the kill to the first answer on the killed node's segments.
 	Kill *killResult `json:"kill,omitempty"`
+	// Stall is the time from the stall (demo.StallFor, as SIGSTOP) to the first answer on
+	// the stalled node's segments from another node (rule B6 of the client).
+	Stall *killResult `json:"stall,omitempty"`
 	// MapFetches counts the map fetches the client made during the workload (GetClusterMap
 	// calls on the wire) and RefreshesRequested the refreshes calls asked for; EpochChanges
 	// is how far the epoch the answers carried moved. Target: MapFetches <= EpochChanges.
@@ -68,8 +71,11 @@ type killResult struct {
 	// segments from another node; AllMs to the moment every one of them had answered.
 	FirstMs float64 `json:"firstMs"`
 	AllMs   float64 `json:"allMs"`
-	// TargetMs is the store's failure timeout plus one backoff step.
+	// TargetMs is the store's failure timeout plus one backoff step (a kill), or its
+	// failover plus 500 ms (a stall).
 	TargetMs float64 `json:"targetMs"`
+	// FailoverMs, for a stall, is when the store had failed the node over.
+	FailoverMs float64 `json:"failoverMs,omitempty"`
 }
 
 // eventWindow is the shortest span an event's "during" rate is taken over: a kill
@@ -108,6 +114,7 @@ func churn(ctx context.Context, workers int, duration time.Duration, schedule st
 	r.RefreshesPerformed = rep.Total.RefreshesPerformed
 	r.RefreshesRequested = rep.Total.RefreshesRequested
 	end := time.Duration(rep.Phases[len(rep.Phases)-1].EndSec * float64(time.Second))
+	var stallFailover float64
 	for i, p := range rep.Phases {
 		start := time.Duration(p.StartSec * float64(time.Second))
 		stop := time.Duration(p.EndSec * float64(time.Second))
@@ -135,9 +142,20 @@ func churn(ctx context.Context, workers int, duration time.Duration, schedule st
 		if strings.HasPrefix(p.Name, "kill") {
 			r.Kill = killEffect(answers, addrs, start, stop)
 		}
+		if strings.HasPrefix(p.Name, "stall") && i-1 < len(rep.Events) {
+			// Within the stall only: the node answers again once it is back.
+			r.Stall = killEffect(answers, addrs, start, min(stop, start+demo.StallFor))
+			stallFailover = rep.Events[i-1].FailoverMs
+			if r.Stall != nil {
+				r.Stall.FailoverMs = stallFailover
+			}
+		}
 	}
 	if r.Kill != nil {
 		r.Kill.TargetMs = ms(base.Retry.Backoff + 250*time.Millisecond) // store.DefaultFailureTimeout
+	}
+	if r.Stall != nil {
+		r.Stall.TargetMs = stallFailover + 500 // the store's failover, plus 500 ms (rule B6)
 	}
 	return r, nil
 }

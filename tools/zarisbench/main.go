@@ -56,7 +56,7 @@ func defaultConfig() config {
 		ProtocolCallers: 16, WireOps: 1000,
 		ScaleCallers: []int{1, 4, 16, 64, 256}, ScaleNodes: []int{1, 3, 5}, NodesCallers: 64, ConnCount: 64,
 		ChurnWorkers: 256, ChurnDuration: 22 * time.Second,
-		ChurnSchedule: "migrate@3s,join@6s,kill@10s,failback@14s,leave@18s",
+		ChurnSchedule: "migrate@3s,join@6s,kill@10s,failback@14s,leave@18s,stall@21s",
 		StormCallers:  256, StormHealthy: 16, StormDuration: 3 * time.Second,
 		PipelineCallers: []int{1, 4, 16, 64, 256}, PipelineDuration: 250 * time.Millisecond, HOLValue: 512 << 10,
 		CodecCalls: 200_000,

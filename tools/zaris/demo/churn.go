@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"slices"
+	"time"
 
 	"github.com/clustron/zaris-go/tools/store"
 )
@@ -15,6 +16,9 @@ type churner struct {
 	initial []int32 // the nodes the cluster started with
 	killed  []int32
 	joined  []int32
+	// failover is how long after the last stall began the store had given away every
+	// segment of the stalled node; 0 if it had not by the stall's end.
+	failover time.Duration
 }
 
 // do carries out e and returns a label for it, such as "kill n3".
@@ -60,8 +64,51 @@ func (c *churner) do(ctx context.Context, e Event) (string, error) {
 			id = c.leaveTarget()
 		}
 		return fmt.Sprintf("leave n%d", id), c.cluster.Leave(ctx, id)
+	case Stall:
+		id := e.Node
+		if id == 0 {
+			id = c.killTarget()
+		}
+		return fmt.Sprintf("stall n%d %s", id, StallFor), c.stall(ctx, id)
 	}
 	return string(e.Kind), fmt.Errorf("unknown churn kind %q", e.Kind)
+}
+
+// stall stands node id still for StallFor, waits it out, and waits for the cluster to
+// settle again (the node comes back as a replica of what it owned).
+func (c *churner) stall(ctx context.Context, id int32) error {
+	start := time.Now()
+	if err := c.cluster.Stall(id, StallFor); err != nil {
+		return err
+	}
+	c.failover = 0
+	t := time.NewTimer(StallFor)
+	defer t.Stop()
+	tick := time.NewTicker(10 * time.Millisecond)
+	defer tick.Stop()
+	for done := false; !done; {
+		select {
+		case <-t.C:
+			done = true
+		case <-tick.C:
+			if c.failover == 0 && !owns(c.cluster, id) {
+				c.failover = time.Since(start)
+			}
+		case <-ctx.Done():
+			return ctx.Err()
+		}
+	}
+	return c.cluster.WaitSettled(ctx)
+}
+
+// owns reports whether the cluster's map gives node id any segment.
+func owns(c *store.Cluster, id int32) bool {
+	for _, s := range c.Map().Segments {
+		if s.IsSetOwner() && s.GetOwner() == id {
+			return true
+		}
+	}
+	return false
 }
 
 // killTarget is the highest running node the cluster started with (its preferred segments

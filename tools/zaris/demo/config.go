@@ -26,9 +26,17 @@ const (
 	Failback Kind = "failback"
 	// Leave drains a node and takes it out of the cluster.
 	Leave Kind = "leave"
+	// Stall stands a node still for StallFor, as SIGSTOP would: past its lease, the
+	// coordinator fails its segments over, and it comes back as a replica.
+	Stall Kind = "stall"
 )
 
-var kinds = []Kind{Migrate, Join, Kill, Failback, Leave}
+// StallFor is how long a stall event stands its node still: longer than the in-process
+// store takes to fail it over (its 2 s lease must lapse in etcd: about 3.5 s), so the
+// client has to find the new owners while the node stands still.
+const StallFor = 5 * time.Second
+
+var kinds = []Kind{Migrate, Join, Kill, Failback, Leave, Stall}
 
 // Event is one scheduled churn event.
 type Event struct {
@@ -50,10 +58,10 @@ func (e Event) String() string {
 }
 
 // DefaultSchedule is every churn kind once over about 45 seconds.
-const DefaultSchedule = "migrate@5s,join@12s,kill@20s,failback@28s,leave@36s"
+const DefaultSchedule = "migrate@5s,join@12s,kill@20s,failback@28s,leave@36s,stall@41s"
 
 // ParseSchedule reads a schedule such as "kill@8s,failback@16s,join:4@24s": comma-separated
-// events, each a kind (migrate, join, kill, failback, leave), an optional ":node" and "@" a
+// events, each a kind (migrate, join, kill, failback, leave, stall), an optional ":node" and "@" a
 // Go duration from the start. Events come back sorted by time.
 func ParseSchedule(s string) ([]Event, error) {
 	var events []Event
@@ -73,7 +81,7 @@ func ParseSchedule(s string) ([]Event, error) {
 		kind, node, hasNode := strings.Cut(what, ":")
 		e := Event{Kind: Kind(kind), At: d}
 		if !slices.Contains(kinds, e.Kind) {
-			return nil, fmt.Errorf("schedule event %q: unknown kind %q (want migrate, join, kill, failback or leave)", item, kind)
+			return nil, fmt.Errorf("schedule event %q: unknown kind %q (want migrate, join, kill, failback, leave or stall)", item, kind)
 		}
 		if hasNode {
 			n, err := strconv.ParseInt(node, 10, 32)

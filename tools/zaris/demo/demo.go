@@ -93,6 +93,9 @@ func Run(ctx context.Context, cfg Config) (*Report, error) {
 		prog.phase.Store(&label)
 		rec.renamePhase(label)
 		er := EventReport{Kind: e.Kind, Label: label, AtSec: at.Seconds(), TookMs: ms(time.Since(start) - at)}
+		if e.Kind == Stall {
+			er.FailoverMs = ms(ch.failover)
+		}
 		if err != nil {
 			er.Error = err.Error()
 		}

@@ -140,9 +140,10 @@ func scanTimeline(t *testing.T, r io.Reader) (series, bands, markers []string) {
 }
 
 func TestParseSchedule(t *testing.T) {
-	events, err := ParseSchedule("kill@8s, failback:3@16s,migrate@1s")
+	events, err := ParseSchedule("kill@8s, failback:3@16s,migrate@1s,stall:2@20s")
 	require.NoError(t, err)
-	assert.Equal(t, []Event{{Kind: Migrate, At: time.Second}, {Kind: Kill, At: 8 * time.Second}, {Kind: Failback, At: 16 * time.Second, Node: 3}}, events)
+	assert.Equal(t, []Event{{Kind: Migrate, At: time.Second}, {Kind: Kill, At: 8 * time.Second}, {Kind: Failback, At: 16 * time.Second, Node: 3},
+		{Kind: Stall, At: 20 * time.Second, Node: 2}}, events)
 	for in, want := range map[string]string{
 		"kill":       "want kind@duration",
 		"kill@soon":  `"soon" is not a duration`,
@@ -155,7 +156,7 @@ func TestParseSchedule(t *testing.T) {
 		assert.ErrorContains(t, err, want, in)
 	}
 	d := DefaultConfig()
-	assert.Len(t, d.Schedule, 5)
+	assert.Len(t, d.Schedule, 6)
 }
 
 // An event due after the workload ended does not start, even when its time has long passed

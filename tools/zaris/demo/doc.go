@@ -1,7 +1,8 @@
 // Package demo is the engine of `zaris demo`: it starts an in-process Zaris cluster, runs an
 // application workload through the zaris-go client while it drives ownership churn on a
 // schedule (segment migration, scale-out join, a node kill and its failover, failback, a
-// graceful leave), and reports what the application saw.
+// graceful leave, a node stalled for StallFor as by SIGSTOP), and reports what the
+// application saw.
 //
 // A tenth of the calls are multi-key: MultiGet and MultiPut of four of a worker's keys,
 // each item checked like a single read or write; the report counts them per phase with

@@ -49,6 +49,9 @@ type EventReport struct {
 	AtSec float64 `json:"atSec"`
 	// TookMs is how long the store took to complete it.
 	TookMs float64 `json:"tookMs"`
+	// FailoverMs, for a stall, is when the store had failed every segment of the stalled
+	// node over, from the stall's start; 0 if it had not by the stall's end.
+	FailoverMs float64 `json:"failoverMs,omitempty"`
 	// Error is set when the event could not be carried out.
 	Error string `json:"error,omitempty"`
 }
@@ -147,6 +150,9 @@ func (r *Report) WriteTable(w io.Writer) {
 	fmt.Fprintln(w, "churn events:")
 	for _, e := range r.Events {
 		status := fmt.Sprintf("done in %.0f ms", e.TookMs)
+		if e.FailoverMs > 0 {
+			status += fmt.Sprintf(", failed over after %.0f ms", e.FailoverMs)
+		}
 		if e.Error != "" {
 			status = "FAILED: " + e.Error
 		}

@@ -251,6 +251,8 @@ func causeName(err error) string {
 		return "partition unavailable"
 	case errors.Is(err, runtime.ErrAttemptTimeout):
 		return "attempt timeout"
+	case errors.Is(err, runtime.ErrOwnerMoved):
+		return "owner moved"
 	case errors.Is(err, runtime.ErrTransport):
 		return "transport"
 	case errors.Is(err, context.DeadlineExceeded):
