@@ -138,6 +138,46 @@ func TestB6_AttemptToAStalledOwnerEndsWhenTheMapMovesIt(t *testing.T) {
 	}
 }
 
+// customConn is a connection of a custom Dialer: the built-in one's, wrapped.
+type customConn struct{ Conn }
+
+// TestB6_CustomDialerConnectionIsClosedWhenTheMapMovesItsCall: over a connection of a
+// custom Dialer, a call in flight to a node the new map no longer names as its segment's
+// owner ends too (Conn.Close is safe with a call in flight).
+func TestB6_CustomDialerConnectionIsClosedWhenTheMapMovesItsCall(t *testing.T) {
+	cfg, err := NewConfig(WithEnv(env(nil)), WithSeeds("127.0.0.1:1"))
+	require.NoError(t, err)
+	base := DefaultDialer(cfg)
+	dial := func(ctx context.Context, addr string) (Conn, error) {
+		c, err := base(ctx, addr)
+		if err != nil {
+			return nil, err
+		}
+		return customConn{c}, nil
+	}
+	cl, n1, _, addrs := stallClusterWith(t, false, WithDialer(dial))
+	n1.stall.Store(true)
+	call := getCall("k")
+	done := make(chan error, 1)
+	go func() {
+		_, err := cl.Invoke(context.Background(), call)
+		done <- err
+	}()
+	select {
+	case <-n1.arrived:
+	case <-time.After(10 * time.Second):
+		t.Fatal("the Get never reached node 1")
+	}
+	require.NoError(t, cl.refresher.install(ownedBy(2, 2, addrs...)))
+	select {
+	case err := <-done:
+		require.ErrorIs(t, err, ErrOwnerMoved)
+		assert.True(t, call.Attempts[0].Sent)
+	case <-time.After(10 * time.Second):
+		t.Fatal("the attempt still waits on the stalled node")
+	}
+}
+
 // TestB6_QueuedRequestEndsUnsent: a pipelined request still queued behind a write that
 // does not go through when the map moves its segment away ends not sent, so any operation
 // may be retried.
