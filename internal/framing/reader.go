@@ -24,6 +24,33 @@ type Reader struct {
 	in   []byte // the frame being read
 	off  int    // the bytes of in read so far
 	size [4]byte
+
+	budget Budget // nil: frames are bounded by maxFrame alone
+	held   int    // the bytes of in's capacity taken from budget
+}
+
+// A Budget bounds the bytes of frame buffers that the Readers sharing it hold at once: a
+// Reader takes the bytes before its buffer grows, as the frame's bytes arrive, and gives
+// them back when it drops the buffer.
+type Budget interface {
+	// Reserve takes n bytes, waiting for them if need be; false refuses them, and the
+	// frame fails.
+	Reserve(n int) bool
+	// Release gives back n bytes Reserve took.
+	Release(n int)
+}
+
+// SetBudget makes the Reader take its buffer's bytes from b. Call it before the first read.
+func (f *Reader) SetBudget(b Budget) { f.budget = b }
+
+// Free drops the Reader's buffer and gives its bytes back to the budget. Call it when the
+// connection ends.
+func (f *Reader) Free() {
+	f.in, f.off = nil, 0
+	if f.budget != nil && f.held > 0 {
+		f.budget.Release(f.held)
+	}
+	f.held = 0
 }
 
 // KeepBuffer is the largest buffer a Reader keeps from one frame to the next.
@@ -70,8 +97,13 @@ func (f *Reader) ReadByte() (byte, error) {
 }
 
 // next reads the next frame, refusing one larger than maxFrame as TFramedTransport does.
-// The buffer grows only as the frame's bytes arrive, not by the size the peer claims.
+// The buffer grows only as the frame's bytes arrive, not by the size the peer claims, and,
+// with a budget, only by bytes the budget gave. A buffer larger than KeepBuffer is dropped
+// before the next frame's size is waited for, so an idle connection holds little.
 func (f *Reader) next() error {
+	if cap(f.in) > KeepBuffer {
+		f.Free()
+	}
 	if _, err := io.ReadFull(f.r, f.size[:]); err != nil {
 		return thrift.NewTTransportExceptionFromError(err)
 	}
@@ -79,13 +111,22 @@ func (f *Reader) next() error {
 	if size > int(f.maxFrame) || size < 0 {
 		return thrift.NewTTransportException(thrift.UNKNOWN_TRANSPORT_EXCEPTION, fmt.Sprintf("Incorrect frame size (%d)", uint32(size)))
 	}
-	if cap(f.in) > KeepBuffer {
-		f.in = nil
-	}
 	in := f.in[:0]
 	for len(in) < size {
 		if len(in) == cap(in) {
-			in = slices.Grow(in, min(size-len(in), max(len(in), 512)))
+			grow := min(size-len(in), max(len(in), 512))
+			if f.budget != nil {
+				if !f.budget.Reserve(grow) {
+					f.in, f.off = in[:0], 0
+					return thrift.NewTTransportException(thrift.UNKNOWN_TRANSPORT_EXCEPTION,
+						fmt.Sprintf("frame of %d bytes: over the buffer budget", size))
+				}
+				f.held += grow
+				// Exactly the bytes reserved, not slices.Grow's rounding up.
+				in = append(make([]byte, 0, cap(in)+grow), in...)
+			} else {
+				in = slices.Grow(in, grow)
+			}
 		}
 		n, err := f.r.Read(in[len(in):min(cap(in), size)])
 		in = in[:len(in)+n]

@@ -156,6 +156,16 @@ func (c NodeConfig) withDefaults() (NodeConfig, error) {
 	return c, nil
 }
 
+// peerMaxRequest is the peer port's largest request frame: a replicated write of the largest
+// key and value, or a map of many segments (PushMap), whichever is larger.
+func (c NodeConfig) peerMaxRequest() int32 {
+	return max(c.maxMessage()+64<<10, 8<<20)
+}
+
+// coordMaxRequest is the coordinator port's largest request frame: its requests (a
+// registration, a report, a churn command) are small.
+const coordMaxRequest = 1 << 20
+
 // maxMessage is the data port's largest frame and message: the largest key and value plus
 // room for the rest of a request.
 func (c NodeConfig) maxMessage() int32 {

@@ -180,8 +180,9 @@ func StartCoordinator(cfg CoordinatorConfig) (*Coordinator, error) {
 			return nil, err
 		}
 	}
-	c.srv, err = newServer(c.ctx, cfg.Listen, nil, serverConfig(peerMaxMessage, 1<<24, peerIdleTimeout),
-		wireFramedBinary, zarispeer.NewZarisCoordinatorProcessor(&coordHandler{c: c}), cfg.Logger)
+	c.srv, err = newServer(c.ctx, cfg.Listen, nil, serverConfig(coordMaxRequest, 1<<16, peerIdleTimeout),
+		wireFramedBinary, zarispeer.NewZarisCoordinatorProcessor(&coordHandler{c: c}),
+		newPortLimits(coordMaxRequest), cfg.Logger)
 	if err != nil {
 		c.cancel()
 		if backend != nil {

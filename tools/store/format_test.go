@@ -74,7 +74,7 @@ func TestServer_ServesPlainClientsWithTheirOwnProtocol(t *testing.T) {
 				client.Write(tc.first)
 				client.Close()
 			}()
-			proto, err := s.protocolFor(newBatchConn(node, 0))
+			proto, err := s.protocolFor(newBatchConn(node, 0, 64<<10))
 			require.NoError(t, err)
 			assert.Equal(t, tc.want, fmt.Sprintf("%T", proto))
 		})

@@ -17,10 +17,11 @@ import (
 type frameTransport struct {
 	*framing.Reader
 	bc       *batchConn
-	maxFrame int32
+	maxFrame int32  // the largest reply
 	out      []byte // the reply being written, after 4 bytes left for its size
 }
 
+// newFrameTransport reads and writes frames of up to maxFrame bytes over bc.
 func newFrameTransport(bc *batchConn, maxFrame int32) *frameTransport {
 	return &frameTransport{Reader: framing.NewReader(bc, maxFrame), bc: bc, maxFrame: maxFrame, out: make([]byte, 4, 512)}
 }

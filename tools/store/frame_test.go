@@ -38,7 +38,7 @@ func TestFrameTransport_ReadsWhatTFramedTransportWrites(t *testing.T) {
 	}
 	for _, piece := range []int{1, 2, 4, 7, 4096, 1 << 20} {
 		conn := &scriptConn{chunks: chunked(bytes.Clone(wire.Bytes()), piece)}
-		f := newFrameTransport(newBatchConn(conn, 0), 1<<20)
+		f := newFrameTransport(newBatchConn(conn, 0, 64<<10), 1<<20)
 		for i, want := range payloads {
 			got := make([]byte, len(want))
 			_, err := f.ReadByte()
@@ -81,7 +81,7 @@ func TestFrameTransport_ReadsWhatTFramedTransportWrites(t *testing.T) {
 // limit is an error and is dropped, and the next reply goes out.
 func TestFrameTransport_RefusesAReplyOverTheLimit(t *testing.T) {
 	conn := &scriptConn{}
-	f := newFrameTransport(newBatchConn(conn, 0), 1024)
+	f := newFrameTransport(newBatchConn(conn, 0, 64<<10), 1024)
 	_, err := f.Write(make([]byte, 1025))
 	require.NoError(t, err)
 	require.Error(t, f.Flush(context.Background()))

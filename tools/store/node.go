@@ -264,14 +264,16 @@ func StartNode(cfg NodeConfig) (*Node, error) {
 	dataCfg := serverConfig(cfg.maxMessage(), 1<<16, cfg.IdleTimeout)
 	h := &kvHandler{n: n}
 	kv := serveMultiGetInMemory(inMemory(zaris.NewZarisKvProcessor(h), dataCfg, "MultiGet", "MultiPut", "MultiDelete"), h)
-	n.data, err = newServer(n.ctx, cfg.Listen, cfg.TLS, dataCfg, w, stallable{kv, n}, cfg.Logger)
+	n.data, err = newServer(n.ctx, cfg.Listen, cfg.TLS, dataCfg, w, stallable{kv, n}, nil, cfg.Logger)
 	if err != nil {
 		n.cancel()
 		n.closeEtcd()
 		return nil, fmt.Errorf("store: node %d data port: %w", cfg.ID, err)
 	}
-	n.peer, err = newServer(n.ctx, cfg.PeerListen, nil, serverConfig(peerMaxMessage, 1<<24, peerIdleTimeout),
-		wireFramedBinary, stallable{zarispeer.NewZarisPeerProcessor(&peerHandler{n: n}), n}, cfg.Logger)
+	maxRequest := cfg.peerMaxRequest()
+	n.peer, err = newServer(n.ctx, cfg.PeerListen, nil, serverConfig(maxRequest, 1<<24, peerIdleTimeout),
+		wireFramedBinary, stallable{zarispeer.NewZarisPeerProcessor(&peerHandler{n: n}), n},
+		newPortLimits(maxRequest), cfg.Logger)
 	if err != nil {
 		n.data.close()
 		n.cancel()

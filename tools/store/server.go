@@ -80,9 +80,81 @@ type server struct {
 	cancel    context.CancelFunc
 	wg        sync.WaitGroup
 
+	lim *portLimits // nil: the data port, bounded by cfg alone
+
 	mu     sync.Mutex // protects conns and closed
 	conns  map[net.Conn]struct{}
 	closed bool
+}
+
+// portLimits bound what an internal port (peer or coordinator) buffers before it judges a
+// request: a request frame over maxRequest closes its connection as soon as its length is
+// read, every frame buffer of the port takes its bytes from budget as they arrive, and a
+// connection over maxConns is closed at once. A flood of half-sent frames so holds at most
+// budget, plus a small read and write buffer per connection.
+type portLimits struct {
+	maxRequest int32 // the largest request frame
+	maxReply   int32 // the largest reply frame (a segment copy)
+	maxConns   int
+	budget     *byteBudget
+}
+
+// Internal ports' limits; variables so that tests can make them small.
+var (
+	// internalBudget is the bytes of request frames one internal port holds at once.
+	internalBudget int64 = 128 << 20
+	// internalMaxConns is the most connections one internal port keeps open.
+	internalMaxConns = 1024
+)
+
+// internalBufferSize is the read and write buffer of an internal port's connection.
+const internalBufferSize = 16 << 10
+
+// newPortLimits returns the limits of an internal port whose requests are at most maxRequest.
+func newPortLimits(maxRequest int32) *portLimits {
+	return &portLimits{
+		maxRequest: maxRequest,
+		maxReply:   peerMaxMessage,
+		maxConns:   internalMaxConns,
+		budget:     &byteBudget{max: internalBudget},
+	}
+}
+
+// byteBudget is the framing.Budget of an internal port. A Reserve it cannot give at once is
+// refused: that frame's connection closes, and its bytes come back at once.
+type byteBudget struct {
+	max int64
+
+	mu      sync.Mutex // protects everything below
+	used    int64
+	peak    int64
+	refused int64 // Reserves refused
+}
+
+func (b *byteBudget) Reserve(n int) bool {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	if b.used+int64(n) > b.max {
+		b.refused++
+		return false
+	}
+	b.used += int64(n)
+	b.peak = max(b.peak, b.used)
+	return true
+}
+
+func (b *byteBudget) Release(n int) {
+	b.mu.Lock()
+	b.used -= int64(n)
+	b.mu.Unlock()
+}
+
+// usage returns the bytes held now, the most ever held at once, and how many Reserves were
+// refused.
+func (b *byteBudget) usage() (used, peak, refused int64) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.used, b.peak, b.refused
 }
 
 // serverConfig returns the one TConfiguration a server shares between its sockets, transport
@@ -98,9 +170,11 @@ func serverConfig(maxMessage int32, maxContainer int32, idle time.Duration) *thr
 	}
 }
 
-// newServer listens on addr (its handlers get a context that ends with parent or close) (wrapped in TLS when tlsConfig is set) and serves processor,
-// wrapped in the recovery middleware, until close. It returns once the listener is bound.
-func newServer(parent context.Context, addr string, tlsConfig *tls.Config, cfg *thrift.TConfiguration, w wire, processor thrift.TProcessor, log *slog.Logger) (*server, error) {
+// newServer listens on addr (wrapped in TLS when tlsConfig is set) and serves processor,
+// wrapped in the recovery middleware, until close; its handlers get a context that ends
+// with parent or close. lim, set for an internal port, bounds what it buffers. It returns
+// once the listener is bound.
+func newServer(parent context.Context, addr string, tlsConfig *tls.Config, cfg *thrift.TConfiguration, w wire, processor thrift.TProcessor, lim *portLimits, log *slog.Logger) (*server, error) {
 	ln, err := net.Listen("tcp", addr)
 	if err != nil {
 		return nil, err
@@ -113,6 +187,7 @@ func newServer(parent context.Context, addr string, tlsConfig *tls.Config, cfg *
 		cfg:       cfg,
 		processor: thrift.WrapProcessor(processor, recoverMiddleware(log)),
 		wire:      w,
+		lim:       lim,
 		log:       log,
 		conns:     make(map[net.Conn]struct{}),
 	}
@@ -148,6 +223,11 @@ func (s *server) acceptLoop() {
 			s.mu.Unlock()
 			c.Close()
 			return
+		}
+		if s.lim != nil && len(s.conns) >= s.lim.maxConns {
+			s.mu.Unlock()
+			c.Close()
+			continue
 		}
 		s.conns[c] = struct{}{}
 		s.wg.Add(1)
@@ -205,10 +285,10 @@ type batchConn struct {
 	idle time.Duration // how long one read from or write to the socket may wait; 0: no bound
 }
 
-func newBatchConn(c net.Conn, idle time.Duration) *batchConn {
+func newBatchConn(c net.Conn, idle time.Duration, size int) *batchConn {
 	b := &batchConn{Conn: c, idle: idle}
-	b.r = bufio.NewReaderSize(deadlineReader{b}, 64<<10)
-	b.w = bufio.NewWriterSize(deadlineWriter{b}, 64<<10)
+	b.r = bufio.NewReaderSize(deadlineReader{b}, size)
+	b.w = bufio.NewWriterSize(deadlineWriter{b}, size)
 	return b
 }
 
@@ -249,7 +329,10 @@ func (d deadlineWriter) Write(p []byte) (int, error) {
 }
 
 func (s *server) process(c net.Conn) error {
-	bc := newBatchConn(c, s.cfg.SocketTimeout)
+	if s.wire == wireFramedBinary {
+		return s.processInternal(c)
+	}
+	bc := newBatchConn(c, s.cfg.SocketTimeout, 64<<10)
 	defer bc.w.Flush() // a last reply (an exception before the connection ends) still goes out
 	in, err := s.protocolFor(bc)
 	if err != nil {
@@ -286,6 +369,42 @@ func (s *server) process(c net.Conn) error {
 	}
 }
 
+// processInternal serves one connection of an internal port: framed strict binary, each
+// request frame judged by its length before it is buffered, its bytes taken from the
+// port's budget (portLimits), and replies of up to maxReply (a segment copy).
+func (s *server) processInternal(c net.Conn) error {
+	bc := newBatchConn(c, s.cfg.SocketTimeout, internalBufferSize)
+	defer bc.w.Flush()
+	maxRequest, maxReply := s.cfg.GetMaxFrameSize(), s.cfg.GetMaxFrameSize()
+	if s.lim != nil {
+		maxRequest, maxReply = s.lim.maxRequest, s.lim.maxReply
+	}
+	ft := newFrameTransport(bc, maxRequest)
+	ft.maxFrame = maxReply
+	if s.lim != nil {
+		ft.SetBudget(s.lim.budget)
+	}
+	defer ft.Free()
+	proto := thrift.NewTBinaryProtocolConf(ft, s.cfg)
+	for s.ctx.Err() == nil {
+		ok, err := s.processor.Process(s.ctx, proto, proto)
+		if err != nil {
+			var te thrift.TTransportException
+			if errors.As(err, &te) {
+				return err
+			}
+			var ae thrift.TApplicationException
+			if errors.As(err, &ae) && ae.TypeId() == thrift.UNKNOWN_METHOD {
+				continue
+			}
+		}
+		if !ok {
+			return err
+		}
+	}
+	return nil
+}
+
 // protocolFor returns the protocol that reads bc's requests and writes its replies. A JSON
 // server tells framed from unframed JSON by the first byte. A header server gives THeader
 // clients the THeader protocol, and serves a client whose first message is plain binary or
@@ -314,10 +433,6 @@ func (s *server) protocolFor(bc *batchConn) (thrift.TProtocol, error) {
 		in := thrift.NewTJSONProtocol(trans)
 		thrift.PropagateTConfiguration(in, &cfg) // the JSON protocol takes no configuration
 		return in, nil
-	case wireFramedBinary:
-		// Peer calls carry segment copies of up to peerMaxMessage: their bodies are decoded
-		// from the frame as it was read, not copied into memory once more (framedBinary).
-		return thrift.NewTBinaryProtocolConf(newFrameTransport(bc, cfg.GetMaxFrameSize()), &cfg), nil
 	}
 	switch plainFormat(bc.r) {
 	case formatBinary:

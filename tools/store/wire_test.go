@@ -297,7 +297,7 @@ func TestBadInput_PanickingHandlerClosesOnlyThatConnection(t *testing.T) {
 	c := StartCluster(t, fastCluster())
 	n := c.Node(c.Nodes()[0])
 	srv, err := newServer(context.Background(), "127.0.0.1:0", nil, serverConfig(4<<20, 1<<16, time.Minute),
-		wireHeader, zaris.NewZarisKvProcessor(panicKv{&kvHandler{n: n}}), discardLogger())
+		wireHeader, zaris.NewZarisKvProcessor(panicKv{&kvHandler{n: n}}), nil, discardLogger())
 	require.NoError(t, err)
 	defer srv.close()
 
