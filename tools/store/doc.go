@@ -105,7 +105,11 @@
 // Every key has a version, drawn from a per-segment counter that never goes back, so it grows
 // on every write, deletes included: a key deleted and written again gets a higher version. A
 // delete leaves a tombstone carrying its version; a read of it answers NotFound, a Delete of
-// it NotFound.
+// it NotFound. It does not go back when every node restarts empty either: a node issues no
+// version below its term's floor, the etcd revision of its latest registration shifted left
+// 32 bits, above every version issued before that registration, at no etcd write beyond the
+// registration (TestVersions_NeverGoBackAfterTheWholeClusterRestarts). So a guarded write
+// prepared before any restart answers Conflict after it.
 // Put's ifMatchVersion and ifAbsent and Delete's ifMatchVersion answer Conflict with the
 // current version when they fail. Increment reads the value as a decimal int64 (missing = 0).
 //

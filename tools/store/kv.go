@@ -149,7 +149,7 @@ func (n *Node) write(ctx context.Context, key []byte, decide func(cur entry, exi
 	}
 	seg.mu.Lock()
 	cur, exists := seg.lookup(key)
-	version := seg.counter + 1
+	version := max(seg.counter+1, n.versionFloor.Load())
 	seg.mu.Unlock()
 	c := decide(cur, exists)
 	if c.status != zaris.KvStatus_Ok {

@@ -72,6 +72,9 @@ type Node struct {
 	// the map the coordinator answers its registration with.
 	rejoining atomic.Bool
 	clusterID atomic.Pointer[string] // the cluster this node registered with
+	// versionFloor is the least version this node issues, from its latest registration
+	// (versionFloorOf): above every version issued before that registration.
+	versionFloor atomic.Int64
 	// leaseWaiters counts the requests waiting for a renewal (awaitLease).
 	leaseWaiters atomic.Int32
 	// cutoverWaiters counts the requests waiting in awaitHandoff (tests watch it).
@@ -384,6 +387,7 @@ func (n *Node) register() {
 			continue // the lease was lost while the coordinator did not answer
 		}
 		n.clusterID.Store(&pm.ClusterId)
+		n.versionFloor.Store(versionFloorOf(reg.Revision()))
 		// Whatever this node held before, the coordinator now counts it as new: every copy it
 		// learns is fetched again.
 		for _, seg := range n.segments() {
@@ -409,6 +413,18 @@ func (n *Node) register() {
 		n.cfg.Logger.Warn("etcd lease lost; registering again", "node", n.cfg.ID, "err", reg.Err())
 	}
 }
+
+// versionTermBits is how many low bits of a version count writes within one registration's
+// term; the bits above hold the term, the etcd revision of the registration (versionFloorOf).
+const versionTermBits = 32
+
+// versionFloorOf returns the least version a node registered at etcd revision rev issues.
+// Revisions only grow, whatever restarts (etcd keeps them), so every version issued before
+// a registration, by any node, is below its floor: unless one term issued 2^32 versions of
+// a segment, each version lies below the next term's floor. A segment's versions so never
+// go back, even after every node restarted empty, and costs no etcd write beyond the
+// registration.
+func versionFloorOf(rev int64) int64 { return rev << versionTermBits }
 
 // errLeft means the coordinator refused the node: it left the cluster.
 var errLeft = errors.New("store: node left the cluster")

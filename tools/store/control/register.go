@@ -30,6 +30,7 @@ type Registration struct {
 	lease clientv3.LeaseID
 	live  *Liveness
 	ttl   time.Duration
+	rev   int64 // etcd's revision of the registration's put
 
 	stop chan struct{}
 	done chan struct{}
@@ -59,13 +60,14 @@ func Register(ctx context.Context, cli *clientv3.Client, prefix string, node int
 	if err != nil {
 		return nil, fmt.Errorf("register node %d: lease: %w", node, err)
 	}
-	if _, err := cli.Put(ctx, NodeKey(prefix, node), value, clientv3.WithLease(grant.ID)); err != nil {
+	put, err := cli.Put(ctx, NodeKey(prefix, node), value, clientv3.WithLease(grant.ID))
+	if err != nil {
 		_, _ = cli.Revoke(context.WithoutCancel(ctx), grant.ID)
 		return nil, fmt.Errorf("register node %d: %w", node, err)
 	}
 	live.Renewed(sent, time.Duration(grant.TTL)*time.Second)
 	r := &Registration{cli: cli, lease: grant.ID, live: live, ttl: time.Duration(secs) * time.Second,
-		stop: make(chan struct{}), done: make(chan struct{})}
+		rev: put.Header.Revision, stop: make(chan struct{}), done: make(chan struct{})}
 	go r.renew()
 	return r, nil
 }
@@ -105,6 +107,10 @@ func (r *Registration) renew() {
 		// own; the next tick tries again.
 	}
 }
+
+// Revision is etcd's revision of the registration: every later registration in the same
+// etcd, whatever restarted meanwhile (etcd's data kept), has a higher one.
+func (r *Registration) Revision() int64 { return r.rev }
 
 // Lease is the registration's lease.
 func (r *Registration) Lease() clientv3.LeaseID { return r.lease }
