@@ -19,9 +19,10 @@ type AdminClient struct {
 }
 
 // DialCoordinator returns an AdminClient for the coordinator at addr, or for whichever of a
-// comma-separated list of coordinators leads. Connections are made per call and pooled.
-func DialCoordinator(addr string) *AdminClient {
-	return &AdminClient{coords: newCoordinators(addr), pool: newConnPool(2 * time.Second)}
+// comma-separated list of coordinators leads, that presents creds (nil for a cluster without
+// credentials). Connections are made per call and pooled.
+func DialCoordinator(addr string, creds *Credentials) *AdminClient {
+	return &AdminClient{coords: newCoordinators(addr), pool: newConnPool(2*time.Second, creds.clientTLS())}
 }
 
 // Close closes the client's connections.

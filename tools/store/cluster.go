@@ -56,6 +56,10 @@ type ClusterConfig struct {
 	// starts (again on a restart, with the same address) and returns the address the node
 	// advertises for peer traffic (NodeConfig.PeerAdvertise): a test puts a proxy there.
 	PeerFront func(id int32, peerAddr string) string
+	// Credentials are every member's (coordinator and nodes); nil makes a throwaway CA in
+	// memory and one member certificate of it, so the cluster's internal traffic is mutual
+	// TLS with no setup (Cluster.Credentials returns them).
+	Credentials *Credentials
 
 	// coordDial is the coordinator's dial of a silent node's data port
 	// (CoordinatorConfig.dial); tests only.
@@ -94,6 +98,16 @@ func NewCluster(ctx context.Context, cfg ClusterConfig) (*Cluster, error) {
 	if cfg.Node.Logger == nil {
 		cfg.Node.Logger = cfg.Logger
 	}
+	if cfg.Credentials == nil {
+		ca, err := NewCA("zaris in-process cluster")
+		if err != nil {
+			return nil, fmt.Errorf("store: cluster CA: %w", err)
+		}
+		if cfg.Credentials, err = ca.Member("member"); err != nil {
+			return nil, fmt.Errorf("store: cluster CA: %w", err)
+		}
+	}
+	cfg.Node.Credentials = cfg.Credentials
 	var backend *control.Backend
 	if cfg.Etcd == nil {
 		var err error
@@ -152,6 +166,7 @@ func (cfg ClusterConfig) coordinatorConfig(listen string) CoordinatorConfig {
 		AutoFailback:      cfg.AutoFailback,
 		Etcd:              cfg.Etcd,
 		EtcdPrefix:        cfg.EtcdPrefix,
+		Credentials:       cfg.Credentials,
 		Logger:            cfg.Logger,
 		dial:              cfg.coordDial,
 	}
@@ -302,6 +317,9 @@ func (c *Cluster) Node(id int32) *Node {
 	defer c.mu.Unlock()
 	return c.nodes[id]
 }
+
+// Credentials returns the members' credentials (ClusterConfig.Credentials).
+func (c *Cluster) Credentials() *Credentials { return c.cfg.Credentials }
 
 // Map returns the coordinator's current cluster map. The caller must not modify it.
 func (c *Cluster) Map() *zaris.ClusterMap { return c.Coordinator().Map() }

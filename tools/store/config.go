@@ -76,8 +76,12 @@ type NodeConfig struct {
 	// Protocol selects the data port's protocols; default ProtocolHeader.
 	Protocol Protocol
 	// TLS, when set, serves the data port over TLS. Set ClientAuth and ClientCAs for mutual
-	// TLS. Peer traffic stays plain (loopback).
+	// TLS. It does not touch the peer port (Credentials).
 	TLS *tls.Config
+	// Credentials, when set, make the peer port and every call the node makes to its peers
+	// and coordinators mutual TLS with the cluster's CA: only members talk to members. Nil
+	// is plain TCP, for a cluster on loopback only.
+	Credentials *Credentials
 	// MaxKeySize is the largest key accepted, in bytes; default DefaultMaxKeySize.
 	MaxKeySize int
 	// MaxValueSize is the largest value accepted, in bytes; default DefaultMaxValueSize.
@@ -96,7 +100,10 @@ type NodeConfig struct {
 	// EtcdEndpoints. One of them is required.
 	Etcd          *clientv3.Client
 	EtcdEndpoints []string
-	EtcdPrefix    string
+	// EtcdTLS, when set, reaches EtcdEndpoints over TLS with it (an etcd that requires the
+	// cluster's member certificates: Credentials.ClientTLS).
+	EtcdTLS    *tls.Config
+	EtcdPrefix string
 	// LeaseTTL is the TTL of the node's etcd lease, whole seconds; default DefaultLeaseTTL.
 	LeaseTTL time.Duration
 	// Clock is the node's clock (default the system's): its right to serve is measured on
@@ -214,6 +221,9 @@ type CoordinatorConfig struct {
 	// once it ends, the coordinator's commits fail and it stops acting. The zero Fence is for
 	// a coordinator that is the cluster's only one.
 	Fence control.Fence
+	// Credentials, when set, make the coordinator's port and its calls to nodes mutual TLS
+	// with the cluster's CA, as NodeConfig.Credentials. Nil is plain TCP.
+	Credentials *Credentials
 	// Logger receives the coordinator's log; default discards.
 	Logger *slog.Logger
 

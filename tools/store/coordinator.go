@@ -148,7 +148,7 @@ func StartCoordinator(cfg CoordinatorConfig) (*Coordinator, error) {
 	}
 	c := &Coordinator{
 		cfg:        cfg,
-		pool:       newConnPool(min(cfg.FailureTimeout, time.Second)),
+		pool:       newConnPool(min(cfg.FailureTimeout, time.Second), cfg.Credentials.clientTLS()),
 		kick:       make(chan struct{}, 1),
 		nodes:      make(map[int32]*nodeRec),
 		want:       make([]segWant, cfg.Segments),
@@ -180,7 +180,7 @@ func StartCoordinator(cfg CoordinatorConfig) (*Coordinator, error) {
 			return nil, err
 		}
 	}
-	c.srv, err = newServer(c.ctx, cfg.Listen, nil, serverConfig(coordMaxRequest, 1<<16, peerIdleTimeout),
+	c.srv, err = newServer(c.ctx, cfg.Listen, cfg.Credentials.serverTLS(), serverConfig(coordMaxRequest, 1<<16, peerIdleTimeout),
 		wireFramedBinary, zarispeer.NewZarisCoordinatorProcessor(&coordHandler{c: c}),
 		newPortLimits(coordMaxRequest), cfg.Logger)
 	if err != nil {

@@ -64,7 +64,7 @@ func startProcessCluster(t *testing.T, bin string) *processCluster {
 		pc.nodes = append(pc.nodes, n)
 		pc.seeds = append(pc.seeds, n.addr)
 	}
-	pc.admin = DialCoordinator(all)
+	pc.admin = DialCoordinator(all, nil)
 	t.Cleanup(func() { pc.admin.Close() })
 	waitPeerMap(t, pc.admin, "the cluster did not come up", func(pm *zarispeer.PeerMap) bool {
 		for _, s := range pm.Segments {

@@ -164,7 +164,7 @@ func (c *Coordinator) probeNode(ctx context.Context, rec *nodeRec) (int64, error
 		MaxFrameSize:      peerMaxMessage,
 		TBinaryStrictRead: thrift.BoolPtr(true),
 	}
-	sock := thrift.NewTSocketConf(rec.info.PeerAddr, cfg)
+	sock := newSocket(rec.info.PeerAddr, c.cfg.Credentials.clientTLS(), cfg)
 	if err := sock.Open(); err != nil {
 		return -1, err
 	}

@@ -1,6 +1,7 @@
 package store
 
 import (
+	"crypto/tls"
 	"encoding/binary"
 	"errors"
 	"net"
@@ -22,15 +23,20 @@ func internalPorts(c *Cluster) map[string]*server {
 	}
 }
 
-// TestInternalPorts_FrameOverTheLimitClosesAtOnce sends the peer and the coordinator port
-// the length of a 256 MiB - 1 frame and nothing more. Each closes the connection as soon as
+// dialMember connects to an internal port of c as a member (mutual TLS with c's credentials).
+func dialMember(c *Cluster, addr string) (net.Conn, error) {
+	return tls.DialWithDialer(&net.Dialer{Timeout: 5 * time.Second}, "tcp", addr, c.Credentials().ClientTLS())
+}
+
+// TestInternalPorts_FrameOverTheLimitClosesAtOnce sends the peer and the coordinator port,
+// as a member, the length of a 256 MiB - 1 frame and nothing more. Each closes the connection as soon as
 // it read the length, as the data port does, rather than waiting for the body until its
 // idle timeout (30 s, longer than the test waits).
 func TestInternalPorts_FrameOverTheLimitClosesAtOnce(t *testing.T) {
 	c := StartCluster(t, fastCluster())
 	for name, srv := range internalPorts(c) {
 		t.Run(name, func(t *testing.T) {
-			conn, err := net.Dial("tcp", srv.addr())
+			conn, err := dialMember(c, srv.addr())
 			require.NoError(t, err)
 			defer conn.Close()
 			var head [4]byte
@@ -45,8 +51,8 @@ func TestInternalPorts_FrameOverTheLimitClosesAtOnce(t *testing.T) {
 	}
 }
 
-// TestInternalPorts_HalfFrameFloodIsBounded opens 100 connections to the peer and the
-// coordinator port, each sending a frame of the port's largest size only in part (64 KiB of
+// TestInternalPorts_HalfFrameFloodIsBounded opens 100 member connections to the peer and
+// the coordinator port, each sending a frame of the port's largest size only in part (64 KiB of
 // it), six times the bytes the port may buffer at once. By the port's own accounting it
 // never holds more than its budget, it refuses the frames over it (closing their
 // connections), it gives every byte back once the flood ends, and the cluster then serves.
@@ -67,7 +73,7 @@ func TestInternalPorts_HalfFrameFloodIsBounded(t *testing.T) {
 			var conns []net.Conn
 			for range 100 {
 				wg.Go(func() {
-					conn, err := net.Dial("tcp", srv.addr())
+					conn, err := dialMember(c, srv.addr())
 					if err != nil {
 						return
 					}

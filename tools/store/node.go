@@ -72,6 +72,8 @@ type Node struct {
 	// the map the coordinator answers its registration with.
 	rejoining atomic.Bool
 	clusterID atomic.Pointer[string] // the cluster this node registered with
+	// committedEpoch is the highest epoch this node read as committed in etcd (committed).
+	committedEpoch atomic.Int64
 	// versionFloor is the least version this node issues, from its latest registration
 	// (versionFloorOf): above every version issued before that registration.
 	versionFloor atomic.Int64
@@ -246,11 +248,11 @@ func StartNode(cfg NodeConfig) (*Node, error) {
 		incarnation: time.Now().UnixNano() + incarnations.Add(1),
 		coords:      newCoordinators(cfg.Coordinator),
 		live:        control.NewLiveness(cfg.Clock, cfg.LeaseTTL/10),
-		pool:        newConnPool(peerCallTimeout),
+		pool:        newConnPool(peerCallTimeout, cfg.Credentials.clientTLS()),
 		registered:  make(chan struct{}),
 	}
 	if cfg.Etcd == nil {
-		cli, err := control.Connect(context.Background(), cfg.EtcdEndpoints, 5*time.Second)
+		cli, err := control.ConnectTLS(context.Background(), cfg.EtcdEndpoints, cfg.EtcdTLS, 5*time.Second)
 		if err != nil {
 			return nil, fmt.Errorf("store: node %d: %w", cfg.ID, err)
 		}
@@ -274,7 +276,7 @@ func StartNode(cfg NodeConfig) (*Node, error) {
 		return nil, fmt.Errorf("store: node %d data port: %w", cfg.ID, err)
 	}
 	maxRequest := cfg.peerMaxRequest()
-	n.peer, err = newServer(n.ctx, cfg.PeerListen, nil, serverConfig(maxRequest, 1<<24, peerIdleTimeout),
+	n.peer, err = newServer(n.ctx, cfg.PeerListen, cfg.Credentials.serverTLS(), serverConfig(maxRequest, 1<<24, peerIdleTimeout),
 		wireFramedBinary, stallable{zarispeer.NewZarisPeerProcessor(&peerHandler{n: n}), n},
 		newPortLimits(maxRequest), cfg.Logger)
 	if err != nil {

@@ -9,6 +9,7 @@ import (
 
 	"github.com/clustron/zaris-go/gen/zaris"
 	"github.com/clustron/zaris-go/gen/zarispeer"
+	"github.com/clustron/zaris-go/tools/store/control"
 )
 
 // peerHandler serves the ZarisPeer service of a node.
@@ -35,11 +36,42 @@ func (h *peerHandler) PushMap(_ context.Context, pm *zarispeer.PeerMap, _ int64)
 	if !h.n.sameCluster(pm.ClusterId) {
 		return 0, errOtherCluster
 	}
+	if err := h.n.committed(pm.Epoch); err != nil {
+		return 0, err
+	}
 	h.n.slow()
 	h.n.install(pm)
 	// A write in flight on a segment pm puts in cut-over here is waited for a little, so the
 	// coordinator does not push again at once for a confirmation still to come.
 	return h.n.awaitConfirmed(h.n.cfg.CutoverWait / 2), nil
+}
+
+// committed returns nil if the coordinator committed epoch to etcd: every map it pushes is
+// committed first, so a pushed map beyond the committed epoch is no map of this cluster's
+// coordinator, whoever sent it. The committed epoch is read from etcd only for an epoch
+// beyond the last one read.
+func (n *Node) committed(epoch int64) error {
+	if epoch <= n.committedEpoch.Load() || epoch <= n.Epoch() {
+		return nil
+	}
+	ctx, cancel := context.WithTimeout(n.ctx, peerCallTimeout/2)
+	defer cancel()
+	got, err := control.NewStateStore(n.cfg.Etcd, n.cfg.EtcdPrefix).Epoch(ctx)
+	if err != nil {
+		return fmt.Errorf("store: map of epoch %d: %w", epoch, err)
+	}
+	c := int64(got)
+	for {
+		old := n.committedEpoch.Load()
+		if c <= old || n.committedEpoch.CompareAndSwap(old, c) {
+			break
+		}
+	}
+	if epoch > c {
+		n.cfg.Logger.Warn("refused a map the coordinator never committed", "epoch", epoch, "committed", c)
+		return fmt.Errorf("store: map of epoch %d refused: the cluster committed epoch %d", epoch, c)
+	}
+	return nil
 }
 
 // GetPeerMap returns the node's current map.

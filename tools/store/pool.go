@@ -1,6 +1,7 @@
 package store
 
 import (
+	"crypto/tls"
 	"errors"
 	"strings"
 	"sync"
@@ -39,15 +40,31 @@ const poolMaxIdleAge = peerIdleTimeout / 3
 type pconn struct {
 	addr  string
 	cfg   *thrift.TConfiguration // owned by this connection: its socket timeout changes per call
-	sock  *thrift.TSocket
+	sock  socket
 	proto thrift.TProtocol
 	used  time.Time
+}
+
+// socket is a plain or a TLS Thrift socket.
+type socket interface {
+	thrift.TTransport
+	SetSocketTimeout(time.Duration) error
+}
+
+// newSocket returns a socket to addr: TLS with tlsConfig, plain TCP when it is nil.
+func newSocket(addr string, tlsConfig *tls.Config, cfg *thrift.TConfiguration) socket {
+	if tlsConfig != nil {
+		cfg.TLSConfig = tlsConfig
+		return thrift.NewTSSLSocketConf(addr, cfg)
+	}
+	return thrift.NewTSocketConf(addr, cfg)
 }
 
 // connPool keeps idle connections per address for the store's internal traffic (node to
 // node, coordinator to node, node to coordinator).
 type connPool struct {
 	connectTimeout time.Duration
+	tls            *tls.Config // the member's client side (Credentials); nil: plain TCP
 
 	mu     sync.Mutex // protects idle, busy and closed
 	idle   map[string][]*pconn
@@ -55,9 +72,11 @@ type connPool struct {
 	closed bool
 }
 
-func newConnPool(connectTimeout time.Duration) *connPool {
+// newConnPool returns a pool whose connections are TLS with tlsConfig, or plain TCP when nil.
+func newConnPool(connectTimeout time.Duration, tlsConfig *tls.Config) *connPool {
 	return &connPool{
 		connectTimeout: connectTimeout,
+		tls:            tlsConfig,
 		idle:           make(map[string][]*pconn),
 		busy:           make(map[*pconn]struct{}),
 	}
@@ -106,7 +125,7 @@ func (p *connPool) get(addr string) (*pconn, error) {
 		MaxFrameSize:      peerMaxMessage,
 		TBinaryStrictRead: thrift.BoolPtr(true),
 	}
-	sock := thrift.NewTSocketConf(addr, cfg)
+	sock := newSocket(addr, p.tls, cfg)
 	if err := sock.Open(); err != nil {
 		return nil, notSentError{err}
 	}

@@ -135,7 +135,7 @@ func TestProcess_KillNineNodeUnderLoadLosesNoAckedWrite(t *testing.T) {
 		nodes = append(nodes, n)
 		seeds = append(seeds, n.addr)
 	}
-	admin := DialCoordinator(co.addr)
+	admin := DialCoordinator(co.addr, nil)
 	defer admin.Close()
 	waitPeerMap(t, admin, "the cluster did not come up", func(pm *zarispeer.PeerMap) bool {
 		for _, s := range pm.Segments {
@@ -183,7 +183,7 @@ func TestProcess_StoppedNodeIsFailedOverAfterTheTimeoutAndRejoins(t *testing.T) 
 		nodes = append(nodes, n)
 		seeds = append(seeds, n.addr)
 	}
-	admin := DialCoordinator(co.addr)
+	admin := DialCoordinator(co.addr, nil)
 	defer admin.Close()
 	settled := func(pm *zarispeer.PeerMap) bool {
 		for _, s := range pm.Segments {

@@ -62,12 +62,14 @@ func TestCluster_CloseLeavesNoListener(t *testing.T) {
 
 func TestPeer_RefusesAnotherClustersTraffic(t *testing.T) {
 	a := StartCluster(t, fastCluster())
-	b := StartCluster(t, fastCluster())
+	cfg := fastCluster()
+	cfg.Credentials = a.Credentials() // one CA: another cluster's member certificate passes
+	b := StartCluster(t, cfg)
 	na := a.Node(1)
 	foreign := cloneMap(b.Node(1).current.Load().pm)
 	foreign.Epoch = na.Epoch() + 100
 
-	pool := newConnPool(time.Second)
+	pool := newConnPool(time.Second, b.Credentials().ClientTLS())
 	defer pool.close()
 	err := pool.call(na.PeerAddr(), time.Second, func(c thrift.TClient) error {
 		_, err := zarispeer.NewZarisPeerClient(c).PushMap(bg, foreign, 0)

@@ -53,7 +53,7 @@ func TestSynced_CopyFromTheOwnersPreviousTenureIsFetchedAgain(t *testing.T) {
 
 	// What the learner did before it paused: fetch a copy from the owner.
 	pm := on.current.Load().pm
-	pool := newConnPool(time.Second)
+	pool := newConnPool(time.Second, c.Credentials().ClientTLS())
 	defer pool.close()
 	var fetched *zarispeer.FetchResponse
 	require.NoError(t, pool.call(on.PeerAddr(), time.Second, func(tc thrift.TClient) error {

@@ -101,7 +101,7 @@ func TestTombstone_ReplicatedThenCollectedWhenEveryCopyMovedPast(t *testing.T) {
 	// The Put's Replicate, delivered late.
 	late := func() {
 		pm := c.Node(replica).current.Load().pm
-		pool := newConnPool(time.Second)
+		pool := newConnPool(time.Second, c.Credentials().ClientTLS())
 		defer pool.close()
 		err := pool.call(c.Node(replica).PeerAddr(), time.Second, func(tc thrift.TClient) error {
 			r, err := zarispeer.NewZarisPeerClient(tc).Replicate(ctx, &zarispeer.ReplicateRequest{

@@ -38,8 +38,11 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"net"
+	"net/url"
 	"os"
 	"os/signal"
+	"path/filepath"
 	"strconv"
 	"strings"
 	"syscall"
@@ -61,6 +64,7 @@ const usage = `usage:
   zarisd coordinator [flags]   run the coordinator
   zarisd node [flags]          run a storage node
   zarisd ctl [flags] map | failback NODE | leave NODE | migrate SEGMENT NODE
+  zarisd certs [flags] NAME... write a test CA and a member certificate per NAME
 run "zarisd <command> -h" for the flags of a command`
 
 func run(args []string, stdout, stderr io.Writer) error {
@@ -74,6 +78,8 @@ func run(args []string, stdout, stderr io.Writer) error {
 		return runNode(args[1:], stdout, stderr)
 	case "ctl":
 		return runCtl(args[1:], stdout, stderr)
+	case "certs":
+		return runCerts(args[1:], stdout, stderr)
 	case "-h", "-help", "--help", "help":
 		fmt.Fprintln(stdout, usage)
 		return nil
@@ -114,10 +120,11 @@ func runCoordinator(args []string, stdout, stderr io.Writer) error {
 	dialTimeout := fs.Duration("etcd-dial-timeout", 5*time.Second, "give up if etcd does not answer within this at start")
 	etcdName := fs.String("etcd-name", "zaris", "embedded member's name")
 	etcdDir := fs.String("etcd-dir", "", "embedded member's data directory; empty: a temporary one, removed at exit (the state dies with the process)")
-	clientURL := fs.String("etcd-client-url", "http://127.0.0.1:2379", "embedded member's client URL, http://host:port (port 0 picks one)")
-	peerURL := fs.String("etcd-peer-url", "", "embedded member's peer URL, http://host:port (required with --etcd-initial-cluster)")
+	clientURL := fs.String("etcd-client-url", "", "embedded member's client URL, http://host:port, https:// with credentials (port 0 picks one; default port 2379 on 127.0.0.1)")
+	peerURL := fs.String("etcd-peer-url", "", "embedded member's peer URL, http://host:port, https:// with credentials (required with --etcd-initial-cluster)")
 	initial := fs.String("etcd-initial-cluster", "", "embedded members of a multi-member etcd: name=http://host:port,... (every member's peer URL)")
 	level := fs.String("log-level", "info", "debug, info, warn or error")
+	mf := memberFlags(fs)
 	if err := fs.Parse(args); err != nil {
 		return err
 	}
@@ -125,13 +132,40 @@ func runCoordinator(args []string, stdout, stderr io.Writer) error {
 	if err != nil {
 		return err
 	}
+	creds, err := mf.load()
+	if err != nil {
+		return err
+	}
+	if *clientURL == "" {
+		*clientURL = "http://127.0.0.1:2379"
+		if creds != nil {
+			*clientURL = "https://127.0.0.1:2379"
+		}
+	}
+	binds := map[string]string{"--listen": *listen}
+	if *endpoints == "" {
+		binds["--etcd-client-url"] = urlHost(*clientURL)
+		if *peerURL != "" {
+			binds["--etcd-peer-url"] = urlHost(*peerURL)
+		}
+	}
+	if err := protectedMode(log, creds, binds); err != nil {
+		return err
+	}
 	opts := control.Options{Prefix: *prefix, DialTimeout: *dialTimeout}
+	if creds != nil && mf.etcdTLS {
+		opts.TLS = creds.ClientTLS()
+	}
 	if *endpoints != "" {
 		if opts.Endpoints, err = control.ParseEndpoints(*endpoints); err != nil {
 			return err
 		}
 	} else {
 		opts.Embed = control.EmbedConfig{Name: *etcdName, Dir: *etcdDir, ClientURL: *clientURL, PeerURL: *peerURL}
+		if creds != nil {
+			opts.Embed.TLS = &control.TLSFiles{CA: mf.ca, Cert: mf.cert, Key: mf.key}
+			opts.TLS = creds.ClientTLS()
+		}
 		if *initial != "" {
 			if opts.Embed.Peers, err = parseInitialCluster(*initial); err != nil {
 				return err
@@ -149,7 +183,7 @@ func runCoordinator(args []string, stdout, stderr io.Writer) error {
 	e, err := store.StartElectedCoordinator(store.CoordinatorConfig{
 		Listen: *listen, InitialNodes: *nodes, Segments: int32(*segments), ReplicationFactor: *rf,
 		Heartbeat: *heartbeat, FailureTimeout: *failure, ProbeTimeout: *probeTimeout, AutoFailback: *autoFailback,
-		Etcd: backend.Client, EtcdPrefix: *prefix, Logger: log,
+		Etcd: backend.Client, EtcdPrefix: *prefix, Credentials: creds, Logger: log,
 	}, *sessionTTL)
 	if err != nil {
 		return err
@@ -198,12 +232,24 @@ func runNode(args []string, stdout, stderr io.Writer) error {
 	prefix := fs.String("etcd-prefix", "/zaris/", "key prefix of the cluster in etcd, as the coordinators'")
 	leaseTTL := fs.Duration("lease-ttl", store.DefaultLeaseTTL, "TTL of the node's etcd lease, whole seconds: it serves only while it holds the lease")
 	level := fs.String("log-level", "info", "debug, info, warn or error")
+	mf := memberFlags(fs)
 	if err := fs.Parse(args); err != nil {
 		return err
 	}
 	log, err := newLogger(stderr, *level)
 	if err != nil {
 		return err
+	}
+	creds, err := mf.load()
+	if err != nil {
+		return err
+	}
+	if err := protectedMode(log, creds, map[string]string{"--peer-listen": *peer}); err != nil {
+		return err
+	}
+	var etcdTLS *tls.Config
+	if creds != nil && mf.etcdTLS {
+		etcdTLS = creds.ClientTLS()
 	}
 	eps, err := control.ParseEndpoints(*endpoints)
 	if err != nil {
@@ -220,7 +266,7 @@ func runNode(args []string, stdout, stderr io.Writer) error {
 	n, err := store.StartNode(store.NodeConfig{
 		ID: int32(*id), Listen: *listen, PeerListen: *peer, Coordinator: *coordinator, Protocol: proto,
 		TLS: tlsConfig, MaxKeySize: *maxKey, MaxValueSize: *maxValue, IdleTimeout: *idle, Logger: log,
-		EtcdEndpoints: eps, EtcdPrefix: *prefix, LeaseTTL: *leaseTTL,
+		EtcdEndpoints: eps, EtcdPrefix: *prefix, LeaseTTL: *leaseTTL, Credentials: creds, EtcdTLS: etcdTLS,
 	})
 	if err != nil {
 		return err
@@ -261,7 +307,12 @@ func runCtl(args []string, stdout, stderr io.Writer) error {
 	fs.SetOutput(stderr)
 	coordinator := fs.String("coordinator", "127.0.0.1:7000", "coordinator address, host:port, or every coordinator's, comma-separated")
 	timeout := fs.Duration("timeout", 60*time.Second, "give up on the command after this long")
+	mf := memberFlags(fs)
 	if err := fs.Parse(args); err != nil {
+		return err
+	}
+	creds, err := mf.load()
+	if err != nil {
 		return err
 	}
 	rest := fs.Args()
@@ -284,10 +335,9 @@ func runCtl(args []string, stdout, stderr io.Writer) error {
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), *timeout)
 	defer cancel()
-	admin := store.DialCoordinator(*coordinator)
+	admin := store.DialCoordinator(*coordinator, creds)
 	defer admin.Close()
 	var m *zaris.ClusterMap
-	var err error
 	switch rest[0] {
 	case "map":
 		if _, err = ints(0); err == nil {
@@ -341,4 +391,120 @@ func printMap(w io.Writer, m *zaris.ClusterMap) {
 		}
 		fmt.Fprintf(w, "segment %d owner %s replicas [%s] %s\n", s.ID, owner, strings.Join(reps, ","), strings.Join(flags, " "))
 	}
+}
+
+// member holds the flags that make a process a member of a cluster (store.Credentials).
+type member struct {
+	ca, cert, key string
+	etcdTLS       bool
+}
+
+// memberFlags defines the member flags on fs.
+func memberFlags(fs *flag.FlagSet) *member {
+	m := &member{}
+	fs.StringVar(&m.ca, "cluster-ca", "", "PEM CA of the cluster: peer, coordinator, admin and embedded etcd connections are mutual TLS with certificates it signed")
+	fs.StringVar(&m.cert, "member-cert", "", "PEM certificate of this member, signed by --cluster-ca (ctl: the client certificate)")
+	fs.StringVar(&m.key, "member-key", "", "PEM private key of --member-cert")
+	if fs.Name() != "ctl" {
+		fs.BoolVar(&m.etcdTLS, "etcd-tls", true, "with credentials, reach --etcd-endpoints over TLS with them (false: an etcd of its own protection)")
+	}
+	return m
+}
+
+// load returns the credentials the flags name, nil when none is set.
+func (m *member) load() (*store.Credentials, error) {
+	if m.ca == "" && m.cert == "" && m.key == "" {
+		return nil, nil
+	}
+	if m.ca == "" || m.cert == "" || m.key == "" {
+		return nil, errors.New("--cluster-ca, --member-cert and --member-key go together")
+	}
+	return store.LoadCredentials(m.ca, m.cert, m.key)
+}
+
+// protectedMode applies the rule for a process without credentials: its cluster ports (binds,
+// flag name to host:port) must be on loopback, where only this machine reaches them; it
+// says so in its first log line, and refuses to start if one is not.
+func protectedMode(log *slog.Logger, creds *store.Credentials, binds map[string]string) error {
+	if creds != nil {
+		return nil
+	}
+	for flagName, addr := range binds {
+		if !isLoopback(addr) {
+			return fmt.Errorf("protected mode: %s %s is not a loopback address, and without cluster credentials "+
+				"(--cluster-ca, --member-cert, --member-key) anyone who reaches it could act as a member; "+
+				"give credentials or bind to 127.0.0.1", flagName, addr)
+		}
+	}
+	log.Warn("protected mode: no cluster credentials, so the peer, coordinator and etcd ports listen on loopback only")
+	return nil
+}
+
+// isLoopback reports whether the host of addr (host:port) is a loopback address or localhost.
+func isLoopback(addr string) bool {
+	host, _, err := net.SplitHostPort(addr)
+	if err != nil {
+		return false
+	}
+	if host == "localhost" {
+		return true
+	}
+	ip := net.ParseIP(host)
+	return ip != nil && ip.IsLoopback()
+}
+
+// urlHost returns the host:port of a URL, or the URL itself if it has none.
+func urlHost(s string) string {
+	if u, err := url.Parse(s); err == nil && u.Host != "" {
+		return u.Host
+	}
+	return s
+}
+
+// runCerts writes a test CA (ca.pem) and, per name, a member certificate and key
+// (NAME.pem, NAME-key.pem) into --dir: enough for a cluster by hand. The CA's key is not
+// kept; run it again for a new cluster.
+func runCerts(args []string, stdout, stderr io.Writer) error {
+	fs := flag.NewFlagSet("certs", flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	dir := fs.String("dir", "certs", "directory to write the PEM files into")
+	hosts := fs.String("hosts", "127.0.0.1,localhost", "addresses and names the certificates are valid for (an etcd client checks them), comma-separated")
+	if err := fs.Parse(args); err != nil {
+		return err
+	}
+	names := fs.Args()
+	if len(names) == 0 {
+		names = []string{"member"}
+	}
+	ca, err := store.NewCA("zaris test CA")
+	if err != nil {
+		return err
+	}
+	if err := os.MkdirAll(*dir, 0o700); err != nil {
+		return err
+	}
+	write := func(name string, b []byte) error {
+		path := filepath.Join(*dir, name)
+		if err := os.WriteFile(path, b, 0o600); err != nil {
+			return err
+		}
+		fmt.Fprintln(stdout, path)
+		return nil
+	}
+	if err := write("ca.pem", ca.CertPEM()); err != nil {
+		return err
+	}
+	for _, name := range names {
+		cert, key, err := ca.IssuePEM(name, strings.Split(*hosts, ",")...)
+		if err != nil {
+			return err
+		}
+		if err := write(name+".pem", cert); err != nil {
+			return err
+		}
+		if err := write(name+"-key.pem", key); err != nil {
+			return err
+		}
+	}
+	return nil
 }

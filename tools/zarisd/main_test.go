@@ -8,6 +8,8 @@ import (
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+
+	"github.com/clustron/zaris-go/tools/store"
 )
 
 func TestRun_RejectsBadCommandLines(t *testing.T) {
@@ -28,6 +30,10 @@ func TestRun_RejectsBadCommandLines(t *testing.T) {
 		{"ctl migrate with a word", []string{"ctl", "migrate", "1", "x"}, `"x" is not a number`},
 		{"ctl unknown command", []string{"ctl", "explode"}, `unknown ctl command "explode"`},
 		{"bad log level", []string{"coordinator", "--log-level", "loud"}, "bad --log-level"},
+		{"coordinator on every address without credentials", []string{"coordinator", "--listen", "0.0.0.0:7000"}, "protected mode: --listen 0.0.0.0:7000 is not a loopback address"},
+		{"embedded etcd on every address without credentials", []string{"coordinator", "--etcd-client-url", "http://0.0.0.0:2379"}, "protected mode: --etcd-client-url 0.0.0.0:2379"},
+		{"node peer port on every address without credentials", []string{"node", "--id", "1", "--peer-listen", ":7101"}, "protected mode: --peer-listen :7101"},
+		{"node with a CA but no member certificate", []string{"node", "--id", "1", "--cluster-ca", "ca.pem"}, "--cluster-ca, --member-cert and --member-key go together"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -50,6 +56,30 @@ func TestRun_CoordinatorExitsWhenEtcdIsUnreachable(t *testing.T) {
 	require.Error(t, err)
 	assert.Contains(t, err.Error(), "etcd at "+dead+" unreachable")
 	assert.Empty(t, out.String(), "it must not say it listens")
+}
+
+// A coordinator without credentials says first that it runs in protected mode.
+func TestRun_ProtectedModeIsTheFirstLogLine(t *testing.T) {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	require.NoError(t, err)
+	dead := ln.Addr().String()
+	require.NoError(t, ln.Close())
+	var out, errOut bytes.Buffer
+	err = run([]string{"coordinator", "--listen", "127.0.0.1:0", "--etcd-endpoints", dead, "--etcd-dial-timeout", "100ms"}, &out, &errOut)
+	require.Error(t, err)
+	first, _, _ := strings.Cut(errOut.String(), "\n")
+	assert.Contains(t, first, "protected mode: no cluster credentials")
+}
+
+// certs writes a CA and member certificates that make credentials.
+func TestRun_CertsWritesCredentials(t *testing.T) {
+	dir := t.TempDir()
+	var out bytes.Buffer
+	require.NoError(t, run([]string{"certs", "--dir", dir, "a", "b"}, &out, &out))
+	for _, name := range []string{"a", "b"} {
+		_, err := store.LoadCredentials(dir+"/ca.pem", dir+"/"+name+".pem", dir+"/"+name+"-key.pem")
+		require.NoError(t, err)
+	}
 }
 
 func TestRun_HelpPrintsUsage(t *testing.T) {

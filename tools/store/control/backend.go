@@ -2,6 +2,7 @@ package control
 
 import (
 	"context"
+	"crypto/tls"
 	"fmt"
 	"net"
 	"strings"
@@ -22,6 +23,9 @@ type Options struct {
 	Prefix string
 	// DialTimeout bounds the wait for etcd to answer at start (default 5s).
 	DialTimeout time.Duration
+	// TLS is the client side of a TLS etcd (the embedded one's when Embed.TLS is set); nil
+	// is plain TCP.
+	TLS *tls.Config
 }
 
 // Backend is a connection to the etcd that holds a cluster's control state, and the etcd
@@ -51,7 +55,7 @@ func Open(ctx context.Context, opts Options) (*Backend, error) {
 		}
 		b.embed, endpoints = e, e.Endpoints()
 	}
-	cli, err := Connect(ctx, endpoints, timeout)
+	cli, err := ConnectTLS(ctx, endpoints, opts.TLS, timeout)
 	if err != nil {
 		b.Close()
 		return nil, err

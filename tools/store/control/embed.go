@@ -11,6 +11,7 @@ import (
 	"sync"
 	"time"
 
+	"go.etcd.io/etcd/client/pkg/v3/transport"
 	"go.etcd.io/etcd/server/v3/embed"
 )
 
@@ -43,6 +44,14 @@ type EmbedConfig struct {
 	StartTimeout time.Duration
 	// LogLevel is etcd's own log level (default "error").
 	LogLevel string
+	// TLS, when set, makes the member serve its clients and its peers over mutual TLS with
+	// these files (URLs then https://): only holders of a certificate of the CA reach it.
+	TLS *TLSFiles
+}
+
+// TLSFiles are PEM files: a CA bundle, and a certificate it signed with its key.
+type TLSFiles struct {
+	CA, Cert, Key string
 }
 
 // Embedded is a running embedded etcd member.
@@ -103,11 +112,17 @@ func embedConfig(cfg EmbedConfig) (*embed.Config, string, error) {
 	// The v2 store's periodic snapshot is of no use to the small state kept here.
 	ec.SnapshotCount = 10000
 	ec.Metrics = "basic"
-	clientURL, err := parseURL(orDefault(cfg.ClientURL, "http://127.0.0.1:0"))
+	scheme := "http"
+	if cfg.TLS != nil {
+		scheme = "https"
+		info := transport.TLSInfo{CertFile: cfg.TLS.Cert, KeyFile: cfg.TLS.Key, TrustedCAFile: cfg.TLS.CA, ClientCertAuth: true}
+		ec.ClientTLSInfo, ec.PeerTLSInfo = info, info
+	}
+	clientURL, err := parseURL(orDefault(cfg.ClientURL, scheme+"://127.0.0.1:0"), scheme)
 	if err != nil {
 		return nil, "", fmt.Errorf("client URL: %w", err)
 	}
-	peerURL, err := parseURL(orDefault(cfg.PeerURL, "http://127.0.0.1:0"))
+	peerURL, err := parseURL(orDefault(cfg.PeerURL, scheme+"://127.0.0.1:0"), scheme)
 	if err != nil {
 		return nil, "", fmt.Errorf("peer URL: %w", err)
 	}
@@ -178,13 +193,14 @@ func removeTemp(dir string) {
 	}
 }
 
-func parseURL(s string) (url.URL, error) {
+// parseURL parses a member URL, which must have scheme (https for a TLS member).
+func parseURL(s, scheme string) (url.URL, error) {
 	u, err := url.Parse(s)
 	if err != nil {
 		return url.URL{}, err
 	}
-	if u.Scheme != "http" || u.Host == "" {
-		return url.URL{}, errors.New(s + ": want http://host:port")
+	if u.Scheme != scheme || u.Host == "" {
+		return url.URL{}, errors.New(s + ": want " + scheme + "://host:port")
 	}
 	return *u, nil
 }

@@ -104,6 +104,18 @@ func (s *StateStore) churnKey() string          { return s.prefix + "churn" }
 func (s *StateStore) membersPrefix() string     { return s.prefix + "members/" }
 func (s *StateStore) memberKey(id int32) string { return s.membersPrefix() + strconv.Itoa(int(id)) }
 
+// Epoch reads the committed epoch alone (0 for a cluster never committed).
+func (s *StateStore) Epoch(ctx context.Context) (uint64, error) {
+	resp, err := s.kv.Get(ctx, s.epochKey())
+	if err != nil {
+		return 0, fmt.Errorf("read the cluster's epoch: %w", err)
+	}
+	if len(resp.Kvs) == 0 {
+		return 0, nil
+	}
+	return strconv.ParseUint(string(resp.Kvs[0].Value), 10, 64)
+}
+
 // Load reads the whole state at one etcd revision. A cluster never committed loads as the
 // zero State (Revision 0).
 func (s *StateStore) Load(ctx context.Context) (State, error) {
