@@ -70,10 +70,35 @@
 // campaign again on their own) writes succeed, every acknowledged write intact (about 4 s
 // after etcd's return measured: TestEtcdDown_NodesServeWhileTheirLeasesAllowAndRecover).
 //
+// # Trust
+//
+// A cluster trusts its members only: the processes holding a certificate of its CA
+// (Credentials). Every peer call (Replicate, Fetch, PushMap, Ping), every coordinator call
+// (Register, Synced, GetMap) and every admin call (AdminClient, zarisd ctl: migrate, leave,
+// failback) is mutual TLS with that CA, and zarisd's embedded etcd takes the same
+// certificates. An outsider can reach the data port and do what any client does; it
+// cannot write to a replica, push a map, register as a node, move a segment or read the
+// cluster's internal state: its connection fails at the handshake and nothing changes
+// (TestAuth_OutsidersAreRefusedAndChangeNothing, on processes
+// TestProcess_OutsidersAreRefusedByMembersWithCredentials). NewCluster makes a throwaway CA
+// in memory, so an in-process cluster is authenticated with no setup; a zarisd without
+// credentials is in protected mode (its cluster ports on loopback only, see
+// tools/zarisd). Where a node can tell, it refuses what a member gone wrong could send: a
+// map beyond the epoch the coordinator committed to etcd, a write of a node that does not
+// own the segment in its map (TestAuth_NodeRefusesWhatItsViewRulesOut). Peer and coordinator
+// ports judge a frame by its length before they buffer it (8 MiB per request frame on the
+// peer port, 1 MiB on the coordinator's) and hold at most 128 MiB of frames at once, a
+// frame over it closing its connection (TestInternalPorts_HalfFrameFloodIsBounded).
+//
 // # Known limits
 //
 // What the tests show the store does not do:
 //
+//   - The data port serves any client unless the node's own TLS (NodeConfig.TLS) is on; an
+//     in-process cluster's embedded etcd is plain TCP on loopback. A member's certificate
+//     is the whole of its identity: any member may act as any node, and a flood of frames
+//     by members (or, in protected mode, local processes) can take a port's frame budget,
+//     whose other frames then close their connections until it ends.
 //   - A cut-over whose old owner hangs waits until that owner is failed over (its lease
 //     revoked and its TTL run out, or expired); the segment answers Unavailable or Migrating
 //     meanwhile (TestCutover_HungOldOwner_NewOwnerWritesOnlyAfterItsLeaseRanOut).

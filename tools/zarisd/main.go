@@ -24,6 +24,11 @@
 //	zarisd ctl --coordinator 127.0.0.1:7000 migrate 5 3
 //	zarisd ctl --coordinator 127.0.0.1:7000 leave 3
 //
+// Only members talk to members: with --cluster-ca, --member-cert and --member-key (zarisd
+// certs writes a test set), every coordinator, peer, ctl and embedded etcd connection is
+// mutual TLS with that CA. Without them zarisd is in protected mode: it binds those ports
+// to loopback only, says so in its first log line, and refuses any other address.
+//
 // Each server prints one line on stdout once it is ready: "zarisd <role> listening on <addr>"
 // (useful with port 0), or for a coordinator that does not lead "zarisd coordinator standing
 // by for <addr>"; it logs to stderr, and exits 0 on SIGTERM or SIGINT.
