@@ -93,3 +93,38 @@ func TestReader_RefusesBadFrames(t *testing.T) {
 	_, err = f.Write([]byte("x"))
 	assert.Error(t, err, "a Reader does not write")
 }
+
+// countingBudget gives up to max bytes and counts what is held.
+type countingBudget struct{ max, used int }
+
+func (b *countingBudget) Reserve(n int) bool {
+	if b.used+n > b.max {
+		return false
+	}
+	b.used += n
+	return true
+}
+
+func (b *countingBudget) Release(n int) { b.used -= n }
+
+// TestReader_TakesItsBufferFromTheBudget reads a frame within the budget and one over it:
+// the first is read, the second fails once the budget runs out, and Free gives every byte
+// back.
+func TestReader_TakesItsBufferFromTheBudget(t *testing.T) {
+	small, large := bytes.Repeat([]byte{1}, 1000), bytes.Repeat([]byte{2}, 100000)
+	b := &countingBudget{max: 70000}
+	r := NewReader(bytes.NewReader(framed(t, [][]byte{small, large})), 1<<20)
+	r.SetBudget(b)
+	got := make([]byte, len(small))
+	_, err := io.ReadFull(r, got)
+	require.NoError(t, err)
+	assert.Equal(t, small, got)
+	assert.Positive(t, b.used)
+	assert.LessOrEqual(t, b.used, b.max)
+	_, err = r.Read(make([]byte, 1))
+	require.Error(t, err)
+	assert.Contains(t, err.Error(), "over the buffer budget")
+	assert.LessOrEqual(t, b.used, b.max)
+	r.Free()
+	assert.Zero(t, b.used)
+}
