@@ -13,7 +13,10 @@ import (
 	"math/big"
 	"net"
 	"os"
+	"path/filepath"
 	"time"
+
+	"github.com/clustron/zaris-go/tools/store/control"
 )
 
 // Credentials make a process a member of one cluster: the cluster's CA and a certificate it
@@ -22,8 +25,10 @@ import (
 // the membership, as in etcd and TiKV. A member checks the other side's chain, not its host
 // name, so one certificate may serve any address.
 type Credentials struct {
-	ca   *x509.CertPool
-	cert tls.Certificate
+	ca       *x509.CertPool
+	cert     tls.Certificate
+	pems     [3][]byte // CA, certificate, key: what an embedded etcd reads from files
+	sessions tls.ClientSessionCache
 }
 
 // NewCredentials returns the credentials made of a PEM CA bundle and a PEM certificate and key.
@@ -36,7 +41,19 @@ func NewCredentials(caPEM, certPEM, keyPEM []byte) (*Credentials, error) {
 	if err != nil {
 		return nil, fmt.Errorf("store: member certificate: %w", err)
 	}
-	return &Credentials{ca: pool, cert: cert}, nil
+	return &Credentials{ca: pool, cert: cert, pems: [3][]byte{caPEM, certPEM, keyPEM},
+		sessions: tls.NewLRUClientSessionCache(256)}, nil
+}
+
+// writeFiles writes the credentials' PEM files into dir, for an embedded etcd.
+func (c *Credentials) writeFiles(dir string) (*control.TLSFiles, error) {
+	f := &control.TLSFiles{CA: filepath.Join(dir, "ca.pem"), Cert: filepath.Join(dir, "member.pem"), Key: filepath.Join(dir, "member-key.pem")}
+	for i, path := range []string{f.CA, f.Cert, f.Key} {
+		if err := os.WriteFile(path, c.pems[i], 0o600); err != nil {
+			return nil, err
+		}
+	}
+	return f, nil
 }
 
 // LoadCredentials reads NewCredentials' three PEM files.
@@ -70,7 +87,8 @@ func (c *Credentials) ClientTLS() *tls.Config {
 	return &tls.Config{
 		Certificates:       []tls.Certificate{c.cert},
 		MinVersion:         tls.VersionTLS13,
-		InsecureSkipVerify: true, // the chain is verified below; host names are not members' identity
+		ClientSessionCache: c.sessions, // a reconnect resumes rather than verifies again
+		InsecureSkipVerify: true,       // the chain is verified below; host names are not members' identity
 		VerifyConnection: func(cs tls.ConnectionState) error {
 			if len(cs.PeerCertificates) == 0 {
 				return errors.New("store: the server presented no certificate")

@@ -56,9 +56,9 @@ type ClusterConfig struct {
 	// starts (again on a restart, with the same address) and returns the address the node
 	// advertises for peer traffic (NodeConfig.PeerAdvertise): a test puts a proxy there.
 	PeerFront func(id int32, peerAddr string) string
-	// Credentials are every member's (coordinator and nodes); nil makes a throwaway CA in
-	// memory and one member certificate of it, so the cluster's internal traffic is mutual
-	// TLS with no setup (Cluster.Credentials returns them).
+	// Credentials are every member's (coordinator, nodes and the embedded etcd); nil makes a
+	// throwaway CA in memory and one member certificate of it, so the cluster's internal
+	// traffic is mutual TLS with no setup (Cluster.Credentials returns them).
 	Credentials *Credentials
 
 	// coordDial is the coordinator's dial of a silent node's data port
@@ -75,6 +75,7 @@ type ClusterConfig struct {
 type Cluster struct {
 	cfg     ClusterConfig
 	backend *control.Backend // the etcd NewCluster opened, or nil
+	certDir string           // the embedded etcd's certificate files, removed by Close
 
 	coordMu sync.Mutex // protects coord
 	coord   *Coordinator
@@ -109,10 +110,24 @@ func NewCluster(ctx context.Context, cfg ClusterConfig) (*Cluster, error) {
 	}
 	cfg.Node.Credentials = cfg.Credentials
 	var backend *control.Backend
+	var certDir string
 	if cfg.Etcd == nil {
 		var err error
-		backend, err = control.Open(ctx, control.Options{Endpoints: cfg.EtcdEndpoints, Embed: throwawayEtcd})
+		opts := control.Options{Endpoints: cfg.EtcdEndpoints, Embed: throwawayEtcd}
+		if len(opts.Endpoints) == 0 {
+			// The embedded etcd takes the members' credentials too: only members reach it.
+			if certDir, err = os.MkdirTemp("", "zaris-certs-"); err != nil {
+				return nil, err
+			}
+			if opts.Embed.TLS, err = cfg.Credentials.writeFiles(certDir); err != nil {
+				os.RemoveAll(certDir)
+				return nil, err
+			}
+			opts.TLS = cfg.Credentials.ClientTLS()
+		}
+		backend, err = control.Open(ctx, opts)
 		if err != nil {
+			os.RemoveAll(certDir)
 			return nil, fmt.Errorf("store: cluster: %w", err)
 		}
 		cfg.Etcd = backend.Client
@@ -122,9 +137,10 @@ func NewCluster(ctx context.Context, cfg ClusterConfig) (*Cluster, error) {
 		if backend != nil {
 			backend.Close()
 		}
+		os.RemoveAll(certDir)
 		return nil, err
 	}
-	c := &Cluster{cfg: cfg, backend: backend, coord: coord, nodes: map[int32]*Node{}, addrs: map[int32][2]string{}}
+	c := &Cluster{cfg: cfg, backend: backend, certDir: certDir, coord: coord, nodes: map[int32]*Node{}, addrs: map[int32][2]string{}}
 	for range cfg.Nodes {
 		c.nextID++
 		if _, err := c.startNode(c.nextID); err != nil {
@@ -453,6 +469,7 @@ func (c *Cluster) Close() error {
 	errs = append(errs, c.Coordinator().Close())
 	if c.backend != nil {
 		c.backend.Close()
+		os.RemoveAll(c.certDir)
 	}
 	return errors.Join(errs...)
 }

@@ -75,8 +75,8 @@
 // A cluster trusts its members only: the processes holding a certificate of its CA
 // (Credentials). Every peer call (Replicate, Fetch, PushMap, Ping), every coordinator call
 // (Register, Synced, GetMap) and every admin call (AdminClient, zarisd ctl: migrate, leave,
-// failback) is mutual TLS with that CA, and zarisd's embedded etcd takes the same
-// certificates. An outsider can reach the data port and do what any client does; it
+// failback) is mutual TLS with that CA, and the etcd a Cluster or zarisd embeds takes the
+// same certificates. An outsider can reach the data port and do what any client does; it
 // cannot write to a replica, push a map, register as a node, move a segment or read the
 // cluster's internal state: its connection fails at the handshake and nothing changes
 // (TestAuth_OutsidersAreRefusedAndChangeNothing, on processes
@@ -95,8 +95,8 @@
 // What the tests show the store does not do:
 //
 //   - The data port serves any client unless the node's own TLS (NodeConfig.TLS) is on; an
-//     in-process cluster's embedded etcd is plain TCP on loopback. A member's certificate
-//     is the whole of its identity: any member may act as any node, and a flood of frames
+//     etcd a Cluster is given (ClusterConfig.Etcd, EtcdEndpoints) keeps its own protection.
+//     A member's certificate is the whole of its identity: any member may act as any node, and a flood of frames
 //     by members (or, in protected mode, local processes) can take a port's frame budget,
 //     whose other frames then close their connections until it ends.
 //   - A cut-over whose old owner hangs waits until that owner is failed over (its lease

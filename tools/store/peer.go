@@ -46,12 +46,16 @@ func (h *peerHandler) PushMap(_ context.Context, pm *zarispeer.PeerMap, _ int64)
 	return h.n.awaitConfirmed(h.n.cfg.CutoverWait / 2), nil
 }
 
-// committed returns nil if the coordinator committed epoch to etcd: every map it pushes is
-// committed first, so a pushed map beyond the committed epoch is no map of this cluster's
-// coordinator, whoever sent it. The committed epoch is read from etcd only for an epoch
-// beyond the last one read.
+// maxEpochJump is how far beyond its own map's epoch a pushed map may go before a node
+// checks it against etcd (committed).
+const maxEpochJump = 64
+
+// committed returns nil unless epoch jumps far (maxEpochJump) beyond the node's map and
+// beyond the epoch the coordinator committed to etcd: every map the coordinator pushes is
+// committed first, so such a map is none of this cluster's coordinator's, whoever sent it.
+// Only a far jump costs an etcd read, so the maps of ordinary churn install at once.
 func (n *Node) committed(epoch int64) error {
-	if epoch <= n.committedEpoch.Load() || epoch <= n.Epoch() {
+	if epoch <= n.Epoch()+maxEpochJump || epoch <= n.committedEpoch.Load() {
 		return nil
 	}
 	ctx, cancel := context.WithTimeout(n.ctx, peerCallTimeout/2)

@@ -46,6 +46,16 @@ func TestVersions_NeverGoBackAfterTheWholeClusterRestarts(t *testing.T) {
 	for _, id := range nodes {
 		require.NoError(t, c.Kill(id))
 	}
+	// The coordinator first fails every node over, so that none of its commits is in flight
+	// when it is killed.
+	require.NoError(t, c.WaitFor(ctx, func(m *zaris.ClusterMap) bool {
+		for _, s := range m.Segments {
+			if s.Owner != nil {
+				return false
+			}
+		}
+		return true
+	}))
 	require.NoError(t, c.RestartCoordinator())
 	for _, id := range nodes {
 		require.NoError(t, c.Restart(ctx, id))
