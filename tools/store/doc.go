@@ -84,11 +84,12 @@
 // in memory, so an in-process cluster is authenticated with no setup; a zarisd without
 // credentials is in protected mode (its cluster ports on loopback only, see
 // tools/zarisd). Where a node can tell, it refuses what a member gone wrong could send: a
-// map beyond the epoch the coordinator committed to etcd, a write of a node that does not
-// own the segment in its map (TestAuth_NodeRefusesWhatItsViewRulesOut). Peer and coordinator
-// ports judge a frame by its length before they buffer it (8 MiB per request frame on the
-// peer port, 1 MiB on the coordinator's) and hold at most 128 MiB of frames at once, a
-// frame over it closing its connection (TestInternalPorts_HalfFrameFloodIsBounded).
+// map far (over 64 epochs) beyond its own and beyond the epoch the coordinator committed
+// to etcd, a write of a node that does not own the segment in its map
+// (TestAuth_NodeRefusesWhatItsViewRulesOut). Peer and coordinator ports judge a frame by
+// its length before they buffer it (8 MiB per request frame on the peer port, 1 MiB on the
+// coordinator's) and hold at most 128 MiB of frames at once, a frame over it closing its
+// connection (TestInternalPorts_HalfFrameFloodIsBounded).
 //
 // # Known limits
 //
