@@ -20,9 +20,10 @@ import (
 
 // peerProxies holds the proxy in front of each node's peer port.
 type peerProxies struct {
-	t  *testing.T
-	mu sync.Mutex
-	by map[int32]*peerProxy
+	t     *testing.T
+	creds *store.Credentials // the members' credentials, the proxies' too
+	mu    sync.Mutex
+	by    map[int32]*peerProxy
 }
 
 // front is a store.ClusterConfig.PeerFront: one proxy per node, kept across restarts.
@@ -32,7 +33,7 @@ func (pp *peerProxies) front(id int32, addr string) string {
 	if p := pp.by[id]; p != nil && p.target == addr {
 		return p.Addr()
 	}
-	p := startPeerProxy(pp.t, addr)
+	p := startPeerProxy(pp.t, addr, pp.creds)
 	pp.by[id] = p
 	return p.Addr()
 }
@@ -67,9 +68,14 @@ func (pp *peerProxies) faults(method string) int {
 // (0: the default), whose peer traffic (replication, copies, map pushes, pings) all goes
 // through a peerProxy per node.
 func startProxiedCluster(t *testing.T, nodes, copies int) (*store.Cluster, *peerProxies) {
-	pp := &peerProxies{t: t, by: map[int32]*peerProxy{}}
+	ca, err := store.NewCA("proof")
+	require.NoError(t, err)
+	creds, err := ca.Member("member")
+	require.NoError(t, err)
+	pp := &peerProxies{t: t, by: map[int32]*peerProxy{}, creds: creds}
 	c := store.StartCluster(t, store.ClusterConfig{
 		Nodes: nodes, Segments: segments, ReplicationFactor: copies, FailureTimeout: time.Second, PeerFront: pp.front,
+		Credentials: creds,
 	})
 	return c, pp
 }

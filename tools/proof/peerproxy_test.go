@@ -1,6 +1,7 @@
 package proof
 
 import (
+	"crypto/tls"
 	"encoding/binary"
 	"io"
 	"net"
@@ -8,6 +9,8 @@ import (
 	"sync/atomic"
 	"testing"
 	"time"
+
+	"github.com/clustron/zaris-go/tools/store"
 )
 
 // peerAction is what a peerProxy does with one request frame of the store's peer traffic.
@@ -34,6 +37,7 @@ type peerRule func(method string) peerAction
 type peerProxy struct {
 	ln     net.Listener
 	target string
+	creds  *store.Credentials
 	rule   atomic.Pointer[peerRule]
 	done   chan struct{}
 	wg     sync.WaitGroup
@@ -44,18 +48,26 @@ type peerProxy struct {
 	closed  bool
 }
 
-// startPeerProxy starts a proxy to target on 127.0.0.1:0, closed by t.Cleanup.
-func startPeerProxy(t *testing.T, target string) *peerProxy {
+// startPeerProxy starts a proxy to target on 127.0.0.1:0, closed by t.Cleanup. It is a
+// member of the cluster: it ends the members' mutual TLS with creds on both sides, so it
+// sees the frames it delays, duplicates and drops.
+func startPeerProxy(t *testing.T, target string, creds *store.Credentials) *peerProxy {
 	t.Helper()
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		t.Fatalf("peer proxy listen: %v", err)
 	}
-	p := &peerProxy{ln: ln, target: target, done: make(chan struct{}), conns: map[net.Conn]struct{}{}, faulted: map[string]int{}}
+	p := &peerProxy{ln: tls.NewListener(ln, creds.ServerTLS()), target: target, creds: creds,
+		done: make(chan struct{}), conns: map[net.Conn]struct{}{}, faulted: map[string]int{}}
 	p.wg.Add(1)
 	go p.acceptLoop()
 	t.Cleanup(p.Close)
 	return p
+}
+
+// dial opens a member's connection to the proxied node.
+func (p *peerProxy) dial() (net.Conn, error) {
+	return tls.DialWithDialer(&net.Dialer{Timeout: time.Second}, "tcp", p.target, p.creds.ClientTLS())
 }
 
 // Addr is the proxy's listening address.
@@ -133,7 +145,7 @@ func (p *peerProxy) acceptLoop() {
 func (p *peerProxy) serve(client net.Conn) {
 	defer p.wg.Done()
 	defer p.untrack(client)
-	up, err := net.DialTimeout("tcp", p.target, time.Second)
+	up, err := p.dial()
 	if err != nil || !p.track(up) {
 		return
 	}
@@ -212,7 +224,7 @@ func (p *peerProxy) duplicate(frame []byte, d time.Duration) {
 	case <-p.done:
 		return
 	}
-	c, err := net.DialTimeout("tcp", p.target, time.Second)
+	c, err := p.dial()
 	if err != nil || !p.track(c) {
 		return
 	}
