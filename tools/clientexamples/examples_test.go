@@ -25,6 +25,8 @@ func newClient(ctx context.Context, cluster *store.Cluster, opts ...runtime.Opti
 // the caller read; otherwise the answer is Conflict, with the current version, and a nil
 // error. IfAbsent creates a key only if it does not exist. A guarded write that the client
 // replays after a lost reply also comes back Conflict, never applied twice (rule R9).
+// A version is opaque: it only grows, across restarts too, so compare versions, never count
+// them.
 func Example_compareAndSet() {
 	ctx := context.Background()
 	cluster, err := store.NewCluster(ctx, store.ClusterConfig{Nodes: 3})
@@ -41,7 +43,7 @@ func Example_compareAndSet() {
 	if err != nil {
 		log.Fatal(err)
 	}
-	fmt.Println("create:", created.Status, "version", created.Version)
+	fmt.Println("create:", created.Status)
 
 	again, err := kv.Put(ctx, &zaris.PutRequest{Key: key, Value: []byte("0"), IfAbsent: &yes})
 	if err != nil {
@@ -59,27 +61,27 @@ func Example_compareAndSet() {
 	if err != nil {
 		log.Fatal(err)
 	}
-	fmt.Println("update at version", v, "->", updated.Status, "version", updated.Version)
+	fmt.Println("update at the version read ->", updated.Status, "with a newer version:", updated.Version > v)
 
 	// The same write again: the version has moved on.
 	stale, err := kv.Put(ctx, &zaris.PutRequest{Key: key, Value: []byte("80"), IfMatchVersion: &v})
 	if err != nil {
 		log.Fatal(err)
 	}
-	fmt.Println("update at version", v, "->", stale.Status, "current version", stale.Version)
+	fmt.Println("the same update again ->", stale.Status, "with the current version:", stale.Version == updated.Version)
 
 	cur := stale.Version
 	del, err := kv.Delete(ctx, &zaris.DeleteRequest{Key: key, IfMatchVersion: &cur})
 	if err != nil {
 		log.Fatal(err)
 	}
-	fmt.Println("delete at version", cur, "->", del.Status)
+	fmt.Println("delete at the current version ->", del.Status)
 	// Output:
-	// create: Ok version 1
+	// create: Ok
 	// create again: Conflict
-	// update at version 1 -> Ok version 2
-	// update at version 1 -> Conflict current version 2
-	// delete at version 2 -> Ok
+	// update at the version read -> Ok with a newer version: true
+	// the same update again -> Conflict with the current version: true
+	// delete at the current version -> Ok
 }
 
 // A call that gets no answer returns a *runtime.CallError: the bound that stopped it and
