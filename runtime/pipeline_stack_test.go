@@ -83,9 +83,13 @@ func TestPipelined_B2_IncrementInFlightOnAKilledNodeIsInDoubt(t *testing.T) {
 		_, err := kv.Increment(context.Background(), &zaris.IncrementRequest{Key: []byte("n"), Delta: 1})
 		errs <- err
 	}()
-	<-h.arrived
+	select {
+	case <-h.arrived:
+	case <-time.After(10 * time.Second): // a hang detector, not a timing assertion
+		t.Fatal("the Increment did not reach the node")
+	}
 	node.DropConns() // the node dies with the Increment in flight; it comes back at once
-	err := <-errs
+	err := errWithin(t, errs)
 	require.ErrorIs(t, err, runtime.ErrInDoubt)
 	require.ErrorIs(t, err, runtime.ErrTransport)
 	var ce *runtime.CallError
@@ -118,6 +122,19 @@ func TestPipelined_B2_IncrementQueuedOnAKilledNodeIsRetriedOnce(t *testing.T) {
 	}()
 	require.Eventually(t, func() bool { return queued() == 1 }, 10*time.Second, time.Millisecond)
 	node.DropConns() // the node's connections die with the Increment queued
-	require.NoError(t, <-errs, "retried, since it was never sent")
+	require.NoError(t, errWithin(t, errs), "retried, since it was never sent")
 	assert.Equal(t, int32(1), h.increments.Load(), "the node applied the Increment once")
+}
+
+// errWithin returns the error errs delivers, failing the test when none comes within 10 s
+// (a hang detector, not a timing assertion).
+func errWithin(t *testing.T, errs <-chan error) error {
+	t.Helper()
+	select {
+	case err := <-errs:
+		return err
+	case <-time.After(10 * time.Second):
+		t.Fatal("the call did not return")
+		return nil
+	}
 }

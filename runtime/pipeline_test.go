@@ -173,7 +173,7 @@ func TestPipelined_ProtocolTransportMatrix(t *testing.T) {
 							}
 						})
 					}
-					wg.Wait()
+					waitGroupWithin(t, &wg, "the callers")
 					assert.Len(t, pipeConnsOf(cl, srv.addr), 1, "one shared connection")
 				})
 			}
@@ -201,7 +201,7 @@ func TestPipelined_ThousandCallersOnOneConnection(t *testing.T) {
 			}
 		})
 	}
-	wg.Wait()
+	waitGroupWithin(t, &wg, "the callers")
 	assert.Zero(t, bad.Load(), "calls that failed or got another caller's reply")
 	conns := pipeConnsOf(cl, srv.addr)
 	require.Len(t, conns, 1)
@@ -226,7 +226,7 @@ func TestPipelined_CancelQueuedCallSendsNothing(t *testing.T) {
 	}()
 	require.Eventually(t, func() bool { return conn.pending.Load() == 1 }, 5*time.Second, time.Millisecond)
 	cancel()
-	err := <-done
+	err := within(t, done, "the cancelled caller")
 	conn.writeMu.Unlock()
 	require.ErrorIs(t, err, context.Canceled)
 	assert.False(t, call.Attempts[0].Sent, "a queued request was never sent")
@@ -256,7 +256,7 @@ func TestPipelined_CancelWrittenCallKeepsTheConnection(t *testing.T) {
 	}()
 	require.Eventually(t, func() bool { return conn.inFlight() == 1 }, 5*time.Second, time.Millisecond)
 	cancel()
-	err := <-done
+	err := within(t, done, "the cancelled caller")
 	require.ErrorIs(t, err, context.Canceled)
 	assert.NotErrorIs(t, err, ErrTransport)
 	assert.True(t, call.Attempts[0].Sent, "a written request may have reached the node")
@@ -287,7 +287,7 @@ func TestPipelined_SilentConnectionIsClosed(t *testing.T) {
 		_, err := cl.Invoke(context.Background(), second)
 		errs <- err
 	}()
-	e1, e2 := <-errs, <-errs
+	e1, e2 := within(t, errs, "the call that timed out"), within(t, errs, "the other call on the closed connection")
 	for _, err := range []error{e1, e2} {
 		require.Error(t, err)
 		assert.True(t, errors.Is(err, ErrAttemptTimeout) || errors.Is(err, ErrTransport), "%v", err)
@@ -516,7 +516,7 @@ func TestPipelined_CloseLeavesNoGoroutineOrSocket(t *testing.T) {
 			}
 		})
 	}
-	wg.Wait()
+	waitGroupWithin(t, &wg, "the callers")
 	require.NotEmpty(t, pipeConnsOf(cl, srv.addr))
 	// A call in flight when its node leaves the map keeps its connection open until Close.
 	go cl.Invoke(context.Background(), getCall("slow"))
@@ -583,7 +583,7 @@ func TestPipelined_StalledWriteEndsWithTheAttempt(t *testing.T) {
 		}
 	}()
 	ps, conn := openPipeConn(t, ln.Addr().String(), WithAttemptTimeout(100*time.Millisecond))
-	peer := <-accepted
+	peer := within(t, accepted, "the accepted connection")
 	t.Cleanup(func() { peer.Close() })
 
 	// Far more than the loopback socket buffers hold, within the message size limit.
@@ -944,7 +944,7 @@ func TestPipelined_SeqidWrapsAround(t *testing.T) {
 						}
 					})
 				}
-				wg.Wait()
+				waitGroupWithin(t, &wg, "the callers")
 				assert.Equal(t, int32(math.MinInt32+2*n-3), conn.seq.Load(), "the seqids wrapped")
 				assert.Equal(t, uint64(2*n), conn.replies.Load())
 				assert.NoError(t, conn.failure())

@@ -160,6 +160,8 @@ func TestPipelineSweep_ShortAttemptsUnderCancelsAndKills(t *testing.T) {
 		wg.Wait()
 	}()
 	// Cut the node's connections now and then while the load runs.
+	hang := time.NewTimer(20 * time.Second) // a hang detector, armed once for the whole load
+	defer hang.Stop()
 	for cuts := 0; ; cuts++ {
 		select {
 		case <-loadEnded:
@@ -168,7 +170,7 @@ func TestPipelineSweep_ShortAttemptsUnderCancelsAndKills(t *testing.T) {
 				node.DropConns()
 			}
 			continue
-		case <-time.After(20 * time.Second): // a hang detector
+		case <-hang.C:
 			t.Fatal("pipelined callers did not all return")
 		}
 		break

@@ -195,7 +195,7 @@ func TestPipelineSweep_SilenceIsCountedFromTheWrite(t *testing.T) {
 			after := time.Now() // the request was written between before and after
 
 			require.True(t, conn.sweep(deadline))
-			require.ErrorIs(t, <-ended, context.DeadlineExceeded)
+			require.ErrorIs(t, within(t, ended, "the swept caller"), context.DeadlineExceeded)
 			assert.True(t, p.timedOut)
 			assert.NoError(t, conn.failure(), "silent for half an attempt timeout only")
 			eventually(t, func() bool { return conn.waiting.Load() == 0 })
