@@ -12,7 +12,7 @@ IDL       := $(wildcard idl/*.thrift)
 # store's dependencies never enter the client's build. Targets that cover code run over both.
 TOOLS     := tools
 
-.PHONY: help generate check-generate check-thrift test test-modes lint bench bench-go demo fuzz soak
+.PHONY: help generate check-generate check-thrift test test-modes lint bench bench-go demo fuzz soak mutate
 
 help: ## list the targets
 	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | sed 's/:.*## /\t/'
@@ -106,7 +106,33 @@ fuzz: ## run each fuzz target for FUZZTIME (3s) beyond its committed seeds
 # soak` repeats with the proof tests; `make test` runs them once with everything else.
 STORE_FAULT_TESTS := ^(TestCutover_|TestTombstone_|TestSegment_AppliesOnlyNewerEntries|TestCoordinator_Revoke)
 
-soak: ## long run: each fuzz target for SOAK_FUZZTIME (60s), then the proof tests and the store's fault tests SOAK_COUNT (20) times with -race
+soak: ## long run: each fuzz target for SOAK_FUZZTIME (60s), the proof tests and the store's fault tests SOAK_COUNT (20) times with -race, then make mutate
 	$(MAKE) fuzz FUZZTIME=$(SOAK_FUZZTIME)
 	$(GO) -C $(TOOLS) test -race -count=$(SOAK_COUNT) -timeout 60m ./proof
 	$(GO) -C $(TOOLS) test -race -count=$(SOAK_COUNT) -timeout 30m -run '$(STORE_FAULT_TESTS)' ./store
+	$(MAKE) mutate
+
+# Mutation testing with gremlins (pinned), one tree of MUTATE_DIRS at a time, one mutant at a
+# time (it is slow: see tools/proof/README.md): each mutant's package tests run with a timeout
+# of MUTATE_TIMEOUT_COEFFICIENT times the tree's plain test run. GOFLAGS: -count=1 so that the
+# timing run is a real one, not a cached result; -trimpath so that the builds in gremlins' copy
+# of the module reuse the build cache (a build's cache key otherwise holds its directory).
+# tools/mutate scores the logs against tools/mutate/equivalent.txt, the mutants no test can
+# tell from the code, and fails below MUTATE_MIN percent.
+GREMLINS   := $(GO) run github.com/go-gremlins/gremlins/cmd/gremlins@v0.5.0
+MUTATE_DIRS ?= middleware runtime
+MUTATE_OUT  ?= mutate-out
+MUTATE_TIMEOUT_COEFFICIENT ?= 3
+MUTATE_MIN  ?= 90
+
+mutate: ## mutation testing of MUTATE_DIRS (runtime/, middleware/) with gremlins v0.5.0: the score and every surviving mutant by file:line
+	@mkdir -p $(MUTATE_OUT)
+	@for d in $(MUTATE_DIRS); do \
+		echo "mutate ./$$d (log: $(MUTATE_OUT)/$$d.log)"; start=$$(date +%s); \
+		GOFLAGS='-count=1 -trimpath' nice -n 15 $(GREMLINS) unleash --workers 1 \
+			--timeout-coefficient $(MUTATE_TIMEOUT_COEFFICIENT) ./$$d > $(MUTATE_OUT)/$$d.log 2>&1 \
+			|| { tail -20 $(MUTATE_OUT)/$$d.log; exit 1; }; \
+		echo "mutate ./$$d: $$(( $$(date +%s) - start )) s"; \
+	done
+	$(GO) -C $(TOOLS) run ./mutate -equivalent mutate/equivalent.txt -min $(MUTATE_MIN) \
+		$(foreach d,$(MUTATE_DIRS),$(d)=$(CURDIR)/$(MUTATE_OUT)/$(d).log)
