@@ -6,8 +6,10 @@
 //
 // Each DIR=LOG is one package tree's gremlins log, whose paths are relative to DIR (the
 // tree's directory in the repository, such as middleware). The score is the killed mutants
-// (a test failed, or the tests ran out of time) over the non-equivalent ones: killed, lived
-// and not covered, less those listed equivalent. It exits 1 when the score is below -min.
+// (a test failed, or the tests ran out of time) over the non-equivalent mutants the tests
+// ran against: killed and lived, less those listed equivalent. Mutants in code no test
+// covers (gremlins runs no test against them) are counted apart and listed with the
+// survivors. It exits 1 when the score is below -min.
 //
 // The equivalent list has one mutant a line, "file:line:column TYPE reason", with the file
 // from the repository's root and the reason why no test can tell the mutant from the code;
@@ -76,11 +78,12 @@ func parseEquivalent(r io.Reader) (map[string]string, error) {
 type score struct {
 	Killed, TimedOut, Lived, NotCovered, Equivalent, Other int
 	Survivors                                              []mutant // lived or not covered, not equivalent
+	Uncovered                                              int      // of Survivors, not covered
 	Stale                                                  []string // equivalent entries matching no survivor
 }
 
-// NonEquivalent is the mutants a test could tell from the code.
-func (s score) NonEquivalent() int { return s.Killed + s.TimedOut + len(s.Survivors) }
+// NonEquivalent is the mutants the tests ran against that a test could tell from the code.
+func (s score) NonEquivalent() int { return s.Killed + s.TimedOut + len(s.Survivors) - s.Uncovered }
 
 // Percent is the killed share of the non-equivalent mutants.
 func (s score) Percent() float64 {
@@ -112,6 +115,9 @@ func tally(ms []mutant, equivalent map[string]string, dirs ...string) score {
 				continue
 			}
 			s.Survivors = append(s.Survivors, m)
+			if m.Status == "NOT COVERED" {
+				s.Uncovered++
+			}
 		default:
 			s.Other++
 		}
@@ -171,12 +177,13 @@ func run(w io.Writer, eqFile string, minimum float64, logs []string) error {
 			return fmt.Errorf("%s: %w", file, err)
 		}
 		s := tally(ms, equivalent)
-		fmt.Fprintf(w, "%-12s %5.1f%%  killed %d (%d by a timeout) of %d non-equivalent; lived %d, not covered %d, equivalent %d\n",
-			dir, s.Percent(), s.Killed+s.TimedOut, s.TimedOut, s.NonEquivalent(), s.Lived, s.NotCovered, s.Equivalent)
+		fmt.Fprintf(w, "%-12s %5.1f%%  killed %d (%d by a timeout) of %d non-equivalent; lived %d, equivalent %d; not covered %d (%d equivalent)\n",
+			dir, s.Percent(), s.Killed+s.TimedOut, s.TimedOut, s.NonEquivalent(), s.Lived, s.Equivalent, s.NotCovered, s.NotCovered-s.Uncovered)
 		all, dirs = append(all, ms...), append(dirs, dir)
 	}
 	s := tally(all, equivalent, dirs...)
-	fmt.Fprintf(w, "%-12s %5.1f%%  killed %d of %d non-equivalent mutants\n", "total", s.Percent(), s.Killed+s.TimedOut, s.NonEquivalent())
+	fmt.Fprintf(w, "%-12s %5.1f%%  killed %d of %d non-equivalent mutants; %d more in code no test covers\n",
+		"total", s.Percent(), s.Killed+s.TimedOut, s.NonEquivalent(), s.Uncovered)
 	for _, m := range s.Survivors {
 		fmt.Fprintf(w, "survived: %s %s (%s)\n", m.Pos, m.Type, strings.ToLower(m.Status))
 	}
