@@ -4,6 +4,7 @@ package middleware_test
 
 import (
 	"context"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -171,4 +172,105 @@ func TestBatches_ItemThatFailedAloneIsNotBound(t *testing.T) {
 	require.NoError(t, r.Err(0))
 	require.NoError(t, r.Err(1))
 	assert.Equal(t, []int{2}, sizes, "x and y go together to their one owner")
+}
+
+// halvingTransport answers a MultiGet sub-request of at most two items Ok and fails a
+// larger one on its connection (a reply over the node's limit); an item whose key starts
+// with "m" is answered Moved until moved reports true. sizes records each sub-request's
+// items.
+func halvingTransport(moved func() bool, sizes *[]int, mu *sync.Mutex) middleware.Handler {
+	return func(_ context.Context, call *runtime.Call) (runtime.Response, error) {
+		items := call.Request.(*zaris.MultiGetRequest).Items
+		mu.Lock()
+		*sizes = append(*sizes, len(items))
+		mu.Unlock()
+		a := call.StartAttempt()
+		a.Node, a.Addr, a.Sent = call.Target.Node, call.Target.Addr, true
+		if len(items) > 2 {
+			a.Err, a.Class = runtime.ErrTransport, runtime.Retry
+			return nil, a.Err
+		}
+		a.Answered, a.Status = true, zaris.KvStatus_Ok
+		resp := &zaris.MultiGetResponse{Status: zaris.KvStatus_Ok}
+		for _, it := range items {
+			st := zaris.KvStatus_Ok
+			if it.Key[0] == 'm' && !moved() {
+				st = zaris.KvStatus_Moved
+			}
+			resp.Results = append(resp.Results, &zaris.GetOutcome{Status: st, Value: it.Key})
+		}
+		return resp, nil
+	}
+}
+
+// noSizes hides whether a batch's items know their sizes.
+type noSizes struct{ runtime.BatchItems }
+
+// Batches: items that do not know their sizes are halved after a failure on their
+// connection all the same ([5], then [3] [2], then [2] [1]).
+func TestBatches_HalvesItemsWithoutSizes(t *testing.T) {
+	var mu sync.Mutex
+	var sizes []int
+	hide := func(next middleware.Handler) middleware.Handler {
+		return func(ctx context.Context, call *runtime.Call) (runtime.Response, error) {
+			call.Batch.Items = noSizes{call.Batch.Items}
+			return next(ctx, call)
+		}
+	}
+	batches := middleware.Batches(runtime.DefaultRetryPolicy, mwt.NewClock(), nil, ownerByLastByte{}, nil)
+	client := zarisclient.New(hide(batches(halvingTransport(func() bool { return true }, &sizes, &mu))))
+	r, err := client.MultiGet(context.Background(), getsOf("a0", "b0", "c0", "d0", "e0"))
+	require.NoError(t, err)
+	for i := range 5 {
+		require.NoError(t, r.Err(i))
+	}
+	assert.ElementsMatch(t, []int{5, 3, 2, 2, 1}, sizes)
+}
+
+// movingRouter routes like ownerByLastByte, except that a key starting with "m" goes to
+// node 1 once moved reports true.
+type movingRouter struct{ moved func() bool }
+
+func (r movingRouter) Route(key []byte) (runtime.Route, error) {
+	if key[0] == 'm' && r.moved() {
+		return runtime.Route{Node: 1, Addr: ownerAddrs[0]}, nil
+	}
+	return ownerByLastByte{}.Route(key)
+}
+
+// Batches: an item without a bound that joins items bounded after a failed sub-request
+// does not lift their bound: a0 and b0, bound to 2 after [a0 b0 c0] failed, go without
+// m1, which moved to their owner.
+func TestBatches_UnboundItemKeepsTheOthersBound(t *testing.T) {
+	var refreshed atomic.Bool
+	refresher := mwt.NewRefresher(1)
+	refresher.OnRefresh = func(context.Context, int64) runtime.RefreshResult {
+		refreshed.Store(true)
+		return runtime.RefreshResult{Performed: true, Epoch: 2}
+	}
+	var mu sync.Mutex
+	var sizes []int
+	batches := middleware.Batches(runtime.DefaultRetryPolicy, mwt.NewClock(), refresher, movingRouter{refreshed.Load}, nil)
+	client := zarisclient.New(batches(halvingTransport(refreshed.Load, &sizes, &mu)))
+	r, err := client.MultiGet(context.Background(), getsOf("a0", "b0", "m1", "c0"))
+	require.NoError(t, err)
+	for i := range 4 {
+		require.NoError(t, r.Err(i))
+	}
+	assert.ElementsMatch(t, []int{3, 1, 2, 2}, sizes, "[a0 b0 c0] [m1], then [a0 b0] [m1 c0]")
+}
+
+// Batches: an item larger than BatchMaxBytes that comes first goes alone, in a sub-request
+// of its own, and no sub-request goes without items.
+func TestBatches_LargeFirstItemGoesAlone(t *testing.T) {
+	var mu sync.Mutex
+	var sizes []int
+	batches := middleware.Batches(runtime.DefaultRetryPolicy, mwt.NewClock(), nil, ownerByLastByte{}, nil)
+	client := zarisclient.New(batches(halvingTransport(func() bool { return true }, &sizes, &mu)))
+	big := strings.Repeat("a", middleware.BatchMaxBytes) + "0"
+	r, err := client.MultiGet(context.Background(), getsOf(big, "b0"))
+	require.NoError(t, err)
+	require.NoError(t, r.Err(0))
+	require.NoError(t, r.Err(1))
+	assert.ElementsMatch(t, []int{1, 1}, sizes)
 }
