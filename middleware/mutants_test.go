@@ -274,3 +274,25 @@ func TestBatches_LargeFirstItemGoesAlone(t *testing.T) {
 	require.NoError(t, r.Err(1))
 	assert.ElementsMatch(t, []int{1, 1}, sizes)
 }
+
+// Batches: items whose sizes add up to exactly BatchMaxBytes share one sub-request ("at
+// most" BatchMaxBytes); one byte more and they go apart.
+func TestBatches_ItemsOfExactlyBatchMaxBytesGoTogether(t *testing.T) {
+	for _, extra := range []int{0, 1} {
+		var mu sync.Mutex
+		var sizes []int
+		batches := middleware.Batches(runtime.DefaultRetryPolicy, mwt.NewClock(), nil, ownerByLastByte{}, nil)
+		client := zarisclient.New(batches(halvingTransport(func() bool { return true }, &sizes, &mu)))
+		// A MultiGet item's size is 16 bytes and its key.
+		half := middleware.BatchMaxBytes/2 - 16
+		a := strings.Repeat("a", half-1) + "0"
+		b := strings.Repeat("b", half-1+extra) + "0"
+		_, err := client.MultiGet(context.Background(), getsOf(a, b))
+		require.NoError(t, err)
+		if extra == 0 {
+			assert.Equal(t, []int{2}, sizes)
+		} else {
+			assert.ElementsMatch(t, []int{1, 1}, sizes)
+		}
+	}
+}
