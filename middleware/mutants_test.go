@@ -296,3 +296,37 @@ func TestBatches_ItemsOfExactlyBatchMaxBytesGoTogether(t *testing.T) {
 		}
 	}
 }
+
+// Batches: a chunk of items with different bounds holds at most as many items as the
+// smallest bound. m1 and mm1 failed in a sub-request of two (bound 1), a0, b0 and c0 in
+// one of three (bound 2); once all are one owner's, m1 and mm1 go alone.
+func TestBatches_SmallestBoundWins(t *testing.T) {
+	var refreshed atomic.Bool
+	refresher := mwt.NewRefresher(1)
+	refresher.OnRefresh = func(context.Context, int64) runtime.RefreshResult {
+		refreshed.Store(true)
+		return runtime.RefreshResult{Performed: true, Epoch: 2}
+	}
+	var mu sync.Mutex
+	var sizes []int
+	ok := halvingTransport(func() bool { return true }, &sizes, &mu)
+	transport := func(ctx context.Context, call *runtime.Call) (runtime.Response, error) {
+		if call.Target.Node == 2 && !refreshed.Load() { // node 2 fails whatever it is sent
+			mu.Lock()
+			sizes = append(sizes, len(call.Request.(*zaris.MultiGetRequest).Items))
+			mu.Unlock()
+			a := call.StartAttempt()
+			a.Node, a.Sent, a.Err, a.Class = 2, true, runtime.ErrTransport, runtime.RefreshRetry
+			return nil, a.Err
+		}
+		return ok(ctx, call)
+	}
+	batches := middleware.Batches(runtime.DefaultRetryPolicy, mwt.NewClock(), refresher, movingRouter{refreshed.Load}, nil)
+	client := zarisclient.New(batches(transport))
+	r, err := client.MultiGet(context.Background(), getsOf("m1", "a0", "b0", "c0", "mm1"))
+	require.NoError(t, err)
+	for i := range 5 {
+		require.NoError(t, r.Err(i))
+	}
+	assert.ElementsMatch(t, []int{3, 2, 1, 2, 1, 1}, sizes, "[a0 b0 c0] [m1 mm1], then [m1] [a0 b0] [c0] [mm1]")
+}
