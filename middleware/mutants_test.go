@@ -330,3 +330,38 @@ func TestBatches_SmallestBoundWins(t *testing.T) {
 	}
 	assert.ElementsMatch(t, []int{3, 2, 1, 2, 1, 1}, sizes, "[a0 b0 c0] [m1 mm1], then [m1] [a0 b0] [c0] [mm1]")
 }
+
+// B4 for a batch: the batch call's attempts are its sub-requests, one entry each, numbered
+// from 1 in the order they ended, and Stats.SubRequests counts them.
+func TestBatches_B4_OneAttemptPerSubRequest(t *testing.T) {
+	var calls atomic.Int32
+	transport := func(_ context.Context, call *runtime.Call) (runtime.Response, error) {
+		first := calls.Add(1) <= 2
+		a := call.StartAttempt()
+		a.Node, a.Sent, a.Answered, a.Status = call.Target.Node, true, true, zaris.KvStatus_Ok
+		resp := &zaris.MultiGetResponse{Status: zaris.KvStatus_Ok}
+		for range call.Request.(*zaris.MultiGetRequest).Items {
+			st := zaris.KvStatus_Ok
+			if first && call.Target.Node == 1 {
+				st = zaris.KvStatus_Unavailable
+			}
+			resp.Results = append(resp.Results, &zaris.GetOutcome{Status: st})
+		}
+		return resp, nil
+	}
+	var last *runtime.Call
+	record := func(next middleware.Handler) middleware.Handler {
+		return func(ctx context.Context, call *runtime.Call) (runtime.Response, error) {
+			last = call
+			return next(ctx, call)
+		}
+	}
+	batches := middleware.Batches(runtime.DefaultRetryPolicy, mwt.NewClock(), nil, ownerByLastByte{}, nil)
+	_, err := zarisclient.New(record(batches(transport))).MultiGet(context.Background(), getsOf("a0", "a1"))
+	require.NoError(t, err)
+	assert.Equal(t, 3, last.Batch.Stats.SubRequests, "two in the first round, one in the second")
+	require.Len(t, last.Attempts, 3)
+	for k, a := range last.Attempts {
+		assert.Equal(t, k+1, a.N)
+	}
+}
