@@ -93,6 +93,8 @@ func TestBatches_OwnerlessItemIsRetriedAfterARefresh(t *testing.T) {
 	}
 	assert.EqualValues(t, 3, b.sent.Load(), "the ownerless item is sent once it has an owner, the others once")
 	assert.EqualValues(t, 1, b.refreshes.Load(), "one refresh before the second round (R3)")
+	assert.Equal(t, 1, b.last.Stats.RefreshesRequested, "counted on the batch call")
+	assert.Equal(t, 1, b.last.Stats.RefreshesPerformed)
 	assert.Equal(t, []time.Duration{100 * time.Millisecond}, b.clock.Sleeps(), "one backoff before the second round (R5)")
 	h := b.last.Batch.Attempts[1]
 	require.Len(t, h, 2)

@@ -365,3 +365,31 @@ func TestBatches_B4_OneAttemptPerSubRequest(t *testing.T) {
 		assert.Equal(t, k+1, a.N)
 	}
 }
+
+// R5 in a batch: with no backoff (Backoff 0) a retry round waits not at all: no sleep.
+func TestBatches_R5_ZeroDelayTakesNoSleep(t *testing.T) {
+	var calls atomic.Int32
+	transport := func(_ context.Context, call *runtime.Call) (runtime.Response, error) {
+		st := zaris.KvStatus_Ok
+		if calls.Add(1) == 1 {
+			st = zaris.KvStatus_Unavailable
+		}
+		a := call.StartAttempt()
+		a.Node, a.Sent, a.Answered, a.Status = call.Target.Node, true, true, st
+		return &zaris.MultiGetResponse{Status: zaris.KvStatus_Ok, Results: []*zaris.GetOutcome{{Status: st}}}, nil
+	}
+	clock := &sleepCounter{Clock: mwt.NewClock()}
+	p := policy(func(p *runtime.RetryPolicy) { p.Backoff = 0 })
+	batches := middleware.Batches(p, clock, nil, ownerByLastByte{}, nil)
+	r, err := zarisclient.New(batches(transport)).MultiGet(context.Background(), getsOf("a0"))
+	require.NoError(t, err)
+	require.NoError(t, r.Err(0))
+	assert.EqualValues(t, 2, calls.Load(), "retried once")
+	assert.Zero(t, clock.calls.Load())
+}
+
+// B3: the error of a policy whose MaxBanked is out of range names the range.
+func TestNewRetryBudget_B3_ErrorNamesMaxBankedRange(t *testing.T) {
+	_, err := middleware.NewRetryBudget(middleware.BudgetPolicy{MaxBanked: -1}, mwt.NewClock())
+	assert.ErrorContains(t, err, "[0, 9223372036854776)")
+}
