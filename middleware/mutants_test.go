@@ -4,6 +4,7 @@ package middleware_test
 
 import (
 	"context"
+	"errors"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -392,4 +393,26 @@ func TestBatches_R5_ZeroDelayTakesNoSleep(t *testing.T) {
 func TestNewRetryBudget_B3_ErrorNamesMaxBankedRange(t *testing.T) {
 	_, err := middleware.NewRetryBudget(middleware.BudgetPolicy{MaxBanked: -1}, mwt.NewClock())
 	assert.ErrorContains(t, err, "[0, 9223372036854776)")
+}
+
+// B2: an idempotent operation (Get) sent without a reply is not in doubt: it is retried.
+func TestClassify_B2_IdempotentSentWithoutReplyIsRetried(t *testing.T) {
+	s := newStack(t, runtime.DefaultRetryPolicy, []mwt.Outcome{
+		mwt.Fail(runtime.ErrTransport, true), mwt.Answer(zaris.KvStatus_Ok),
+	})
+	call := mwt.GetCall("k")
+	resp, err := s.do(call)
+	require.NoError(t, err)
+	assert.Equal(t, zaris.KvStatus_Ok, resp.GetStatus())
+	assert.Len(t, call.Attempts, 2)
+}
+
+// B2 and R3: a non-idempotent write sent that failed with an error that is not retried
+// (fatal) is returned as that error, not as in doubt: in doubt is for a replay refused.
+func TestClassify_B2_FatalFailureIsNotInDoubt(t *testing.T) {
+	bug := errors.New("a bug")
+	s := newStack(t, runtime.DefaultRetryPolicy, []mwt.Outcome{mwt.Fail(bug, true)})
+	_, err := s.do(mwt.IncrementCall("k", 1))
+	require.ErrorIs(t, err, bug)
+	assert.NotErrorIs(t, err, runtime.ErrInDoubt)
 }
