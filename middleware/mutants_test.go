@@ -416,3 +416,13 @@ func TestClassify_B2_FatalFailureIsNotInDoubt(t *testing.T) {
 	require.ErrorIs(t, err, bug)
 	assert.NotErrorIs(t, err, runtime.ErrInDoubt)
 }
+
+// The fake clock behind the R4-R6 tests: a timer of zero fires at once, as a real one does.
+func TestClock_ZeroTimerFiresAtOnce(t *testing.T) {
+	timer := mwt.NewClock().NewTimer(0)
+	select {
+	case <-timer.C():
+	default:
+		t.Fatal("a timer of zero has not fired")
+	}
+}
