@@ -426,3 +426,38 @@ func TestClock_ZeroTimerFiresAtOnce(t *testing.T) {
 		t.Fatal("a timer of zero has not fired")
 	}
 }
+
+// The scripted transport records each attempt's operation, which the tests of R1 to R9
+// read back.
+func TestTransport_SeesTheOperation(t *testing.T) {
+	s := newStack(t, runtime.DefaultRetryPolicy, []mwt.Outcome{mwt.Answer(zaris.KvStatus_Ok)})
+	_, err := s.do(mwt.GetCall("k"))
+	require.NoError(t, err)
+	require.Len(t, s.transport.Seen(), 1)
+	assert.Equal(t, "Get", s.transport.Seen()[0].Op)
+}
+
+// R2 and R6: the refresh before a retry waits at most the time left before the call's
+// deadline, read on the clock the layer was given.
+func TestRefreshOnMoved_R6_WaitIsBoundByTheDeadlineOnItsClock(t *testing.T) {
+	clock := mwt.NewClock()
+	refresher := mwt.NewRefresher(1)
+	var left time.Duration
+	refresher.OnRefresh = func(ctx context.Context, _ int64) runtime.RefreshResult {
+		d, ok := ctx.Deadline()
+		require.True(t, ok, "the wait is bounded")
+		left = time.Until(d)
+		return runtime.RefreshResult{Performed: true, Epoch: 1}
+	}
+	next := func(context.Context, *runtime.Call) (runtime.Response, error) {
+		return &mwt.Response{Status: zaris.KvStatus_Ok}, nil
+	}
+	h := middleware.RefreshOnMoved(refresher, clock)(next)
+	call := mwt.GetCall("k")
+	call.StartAttempt().Class = runtime.RefreshRetry
+	call.StartAttempt()
+	call.Deadline = clock.Now().Add(time.Hour)
+	_, err := h(context.Background(), call)
+	require.NoError(t, err)
+	assert.InDelta(t, float64(time.Hour), float64(left), float64(time.Minute))
+}
