@@ -460,4 +460,11 @@ func TestRefreshOnMoved_R6_WaitIsBoundByTheDeadlineOnItsClock(t *testing.T) {
 	_, err := h(context.Background(), call)
 	require.NoError(t, err)
 	assert.InDelta(t, float64(time.Hour), float64(left), float64(time.Minute))
+
+	// A context that ends later does not lift the bound.
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Hour)
+	defer cancel()
+	_, err = h(ctx, call)
+	require.NoError(t, err)
+	assert.InDelta(t, float64(time.Hour), float64(left), float64(time.Minute))
 }
