@@ -468,3 +468,16 @@ func TestRefreshOnMoved_R6_WaitIsBoundByTheDeadlineOnItsClock(t *testing.T) {
 	require.NoError(t, err)
 	assert.InDelta(t, float64(time.Hour), float64(left), float64(time.Minute))
 }
+
+// R4: when the deadline passes with attempts left, the call ends with BoundDeadline, not
+// BoundAttempts.
+func TestRetry_R4_DeadlineBeforeTheLastAttemptIsTheDeadlineBound(t *testing.T) {
+	slow := mwt.Outcome{Status: zaris.KvStatus_Unavailable, Node: 1, Took: 30 * time.Second}
+	s := newStack(t, policy(func(p *runtime.RetryPolicy) { p.Backoff = 0 }), repeat(slow, 3))
+	call := mwt.GetCall("k", runtime.WithTimeout(time.Minute))
+	_, err := s.do(call)
+	ce, ok := errors.AsType[*runtime.CallError](err)
+	require.True(t, ok, "%T: %v", err, err)
+	assert.Equal(t, runtime.BoundDeadline, ce.Bound)
+	assert.Len(t, call.Attempts, 2, "the deadline passed after two attempts of 30 s")
+}
