@@ -41,6 +41,10 @@
 // only the items whose status is churn. The response's own status is Ok when the node judged
 // the items one by one, InvalidRequest when the batch itself is malformed (no items, or more
 // than runtime.MaxBatchItems); a batch is not atomic across items.
+//
+// Service annotation (required):
+//   zaris.map_operation = "<operation>"             the admin operation, taking no argument, that
+//                                                   returns the answering node's ClusterMap
 
 namespace go zaris
 
@@ -323,4 +327,4 @@ service ZarisKv {
   /** Returns the answering node's current cluster map. */
   ClusterMap GetClusterMap()
     (zaris.kind = "admin")
-}
+} (zaris.map_operation = "GetClusterMap")

@@ -87,6 +87,9 @@ type Config struct {
 	// Pipeline selects pipelined connections, or the pool alone (see WithPipelining).
 	// Default on, 2 connections per node.
 	Pipeline Pipelining
+	// Service is the generated service the engine speaks (see Service); runtime.Dial needs
+	// it, and the generated zarisclient.Dial sets it.
+	Service *Service
 	// Dialer opens connections to nodes. Nil (the default) means the built-in dialer
 	// (DefaultDialer), which speaks Protocol over Transport, with TLS when TLS is set.
 	Dialer Dialer

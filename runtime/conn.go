@@ -6,17 +6,16 @@ import (
 	"sync"
 	"sync/atomic"
 	"time"
-
-	"github.com/clustron/zaris-go/gen/zaris"
 )
 
-// Conn is one open connection to a node, with the generated Thrift client bound to it. A
+// Conn is one open connection to a node, with the service's generated client bound to it. A
 // Conn carries one request at a time (the generated client is not safe for concurrent
 // use), which is why connections are pooled per node. Close must be safe to call more than
 // once and concurrently with a call in flight (it then makes that call fail).
 type Conn interface {
-	// Client returns the generated client that speaks over this connection.
-	Client() zaris.ZarisKv
+	// Client returns the generated client that speaks over this connection: what
+	// Service.NewClient made of its thrift.TClient, which Op.Invoke takes.
+	Client() any
 	// Close closes the connection.
 	Close() error
 }
@@ -29,7 +28,7 @@ type Dialer func(ctx context.Context, addr string) (Conn, error)
 type thriftConn struct {
 	raw    net.Conn
 	sock   *sockTransport // the buffered transport over raw that the protocol writes to
-	client *zaris.ZarisKvClient
+	client any            // Service.NewClient over the connection's thrift.TClient
 	// noDeadline wraps the context of the call in flight for the generated code (see
 	// callSocket); reused from call to call.
 	noDeadline withoutDeadline
@@ -54,7 +53,7 @@ type thriftConn struct {
 }
 
 // Client returns the generated client bound to this connection.
-func (c *thriftConn) Client() zaris.ZarisKv { return c.client }
+func (c *thriftConn) Client() any { return c.client }
 
 // Close closes the socket. Only the socket holds resources (the Thrift layers above it are
 // buffers), and closing a net.Conn is safe while a call reads or writes it.

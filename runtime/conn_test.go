@@ -70,7 +70,7 @@ func TestArmMovesTheSocketDeadlineOnlyWhenItMust(t *testing.T) {
 // deadline, or by its context's, puts exactly that deadline on the socket, and one bound by
 // the attempt timeout puts it at most lateAttemptTimeout later.
 func TestCallSocketKeepsTheCallDeadlineExactly(t *testing.T) {
-	cfg, err := NewConfig(WithEnv(env(nil)), WithSeeds("127.0.0.1:1"))
+	cfg, err := NewConfig(WithService(testService), WithEnv(env(nil)), WithSeeds("127.0.0.1:1"))
 	require.NoError(t, err)
 	late := lateAttemptTimeout(cfg.AttemptTimeout)
 	require.Positive(t, late)
@@ -90,7 +90,7 @@ func TestCallSocketKeepsTheCallDeadlineExactly(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			raw := &deadlineConn{}
-			sc, err := newThriftConn(raw, cfg.Protocol, cfg.Transport, thriftConfig(cfg))
+			sc, err := newThriftConn(raw, cfg.Protocol, cfg.Transport, thriftConfig(cfg), testService.NewClient)
 			require.NoError(t, err)
 			_, o := callSocket(tc.ctx, sc, getCall("k"), deadline, tc.callBound, now, late)
 			require.Error(t, o.err, "the socket reads EOF")
@@ -105,10 +105,10 @@ func TestCallSocketKeepsTheCallDeadlineExactly(t *testing.T) {
 // watch still aborts a call in flight when its context ends, but not a later call with
 // another context.
 func TestArmKeepsTheWatchOfARepeatedContext(t *testing.T) {
-	cfg, err := NewConfig(WithEnv(env(nil)), WithSeeds("127.0.0.1:1"))
+	cfg, err := NewConfig(WithService(testService), WithEnv(env(nil)), WithSeeds("127.0.0.1:1"))
 	require.NoError(t, err)
 	raw := &deadlineConn{}
-	c, err := newThriftConn(raw, cfg.Protocol, cfg.Transport, thriftConfig(cfg))
+	c, err := newThriftConn(raw, cfg.Protocol, cfg.Transport, thriftConfig(cfg), testService.NewClient)
 	require.NoError(t, err)
 	deadline := time.Now().Add(time.Minute)
 	call := func(ctx context.Context) bool {
@@ -130,7 +130,7 @@ func TestArmKeepsTheWatchOfARepeatedContext(t *testing.T) {
 	// On a fresh connection, a kept watch whose context ends between calls leaves the
 	// next call, with another context, alone.
 	raw = &deadlineConn{}
-	c, err = newThriftConn(raw, cfg.Protocol, cfg.Transport, thriftConfig(cfg))
+	c, err = newThriftConn(raw, cfg.Protocol, cfg.Transport, thriftConfig(cfg), testService.NewClient)
 	require.NoError(t, err)
 	ctx, cancel = context.WithCancel(context.Background())
 	require.True(t, call(ctx))

@@ -9,7 +9,6 @@ import (
 
 	"github.com/apache/thrift/lib/go/thrift"
 
-	"github.com/clustron/zaris-go/gen/zaris"
 	"github.com/clustron/zaris-go/internal/thriftbuf"
 )
 
@@ -41,9 +40,14 @@ func thriftConfig(cfg Config) *thrift.TConfiguration {
 // DefaultDialer returns the built-in dialer for cfg: TCP with cfg.DialTimeout, TLS when
 // cfg.TLS is set (handshake inside the dial timeout), then cfg.Protocol over cfg.Transport
 // (framed on a buffered socket, or buffered alone; header frames itself), with one shared
-// TConfiguration bounding message and frame sizes.
+// TConfiguration bounding message and frame sizes, and cfg.Service's client bound to it.
+// It panics when cfg.Service is nil.
 func DefaultDialer(cfg Config) Dialer {
+	if cfg.Service == nil {
+		panic("zaris: DefaultDialer needs Config.Service (WithService)")
+	}
 	tcfg := thriftConfig(cfg)
+	newClient := cfg.Service.NewClient
 	dialSocket := socketDialer(cfg)
 	protocol, transport := cfg.Protocol, cfg.Transport
 	return func(ctx context.Context, addr string) (Conn, error) {
@@ -51,7 +55,7 @@ func DefaultDialer(cfg Config) Dialer {
 		if err != nil {
 			return nil, err
 		}
-		c, err := newThriftConn(raw, protocol, transport, tcfg)
+		c, err := newThriftConn(raw, protocol, transport, tcfg, newClient)
 		if err != nil {
 			raw.Close()
 			return nil, err
@@ -92,8 +96,9 @@ func socketDialer(cfg Config) func(ctx context.Context, addr string) (net.Conn, 
 	}
 }
 
-// newThriftConn stacks the protocol and transport on raw and binds a generated client.
-func newThriftConn(raw net.Conn, p Protocol, t Transport, tcfg *thrift.TConfiguration) (*thriftConn, error) {
+// newThriftConn stacks the protocol and transport on raw and binds the generated client
+// newClient makes.
+func newThriftConn(raw net.Conn, p Protocol, t Transport, tcfg *thrift.TConfiguration, newClient func(thrift.TClient) any) (*thriftConn, error) {
 	sock := newSockTransport(raw)
 	proto, err := stackProtocol(sock, p, t, tcfg)
 	if err != nil {
@@ -105,7 +110,7 @@ func newThriftConn(raw net.Conn, p Protocol, t Transport, tcfg *thrift.TConfigur
 	c := &thriftConn{
 		raw:    raw,
 		sock:   sock,
-		client: zaris.NewZarisKvClient(thrift.NewTStandardClient(proto, proto)),
+		client: newClient(thrift.NewTStandardClient(proto, proto)),
 	}
 	c.stopCall, c.abortCall = c.endCall, c.abort
 	return c, nil

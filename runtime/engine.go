@@ -50,6 +50,9 @@ func Dial(ctx context.Context, opts ...Option) (*Engine, error) {
 	if err != nil {
 		return nil, err
 	}
+	if cfg.Service == nil {
+		return nil, fmt.Errorf("zaris: Dial needs the generated service (WithService); zarisclient.Dial gives it")
+	}
 	c := &Engine{cfg: cfg, dial: cfg.Dialer, clock: cfg.Clock, moved: newMapSignal()}
 	_, c.sysClock = c.clock.(systemClock)
 	c.lateTimeout = lateAttemptTimeout(cfg.AttemptTimeout)

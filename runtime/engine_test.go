@@ -32,10 +32,20 @@ var testStatuses = NewStatusTable("KvStatus", &StatusRoles{
 	{Value: int64(zaris.KvStatus_InvalidRequest), Name: "InvalidRequest", Class: Answer},
 })
 
+// testService is a Service like the generated one, for tests.
+var testService = &Service{
+	Name:      "ZarisKv",
+	NewClient: func(c thrift.TClient) any { return zaris.NewZarisKvClient(c) },
+	FetchMap: func(ctx context.Context, client any) (*zaris.ClusterMap, error) {
+		return client.(zaris.ZarisKv).GetClusterMap(ctx)
+	},
+}
+
 // opGet and opPut are Ops like the generated ones, for tests.
 var (
 	opGet = &Op{Name: "Get", Kind: Read, Idempotent: true, RoutingField: "key", Statuses: testStatuses,
-		Invoke: func(ctx context.Context, kv zaris.ZarisKv, req any) (Response, error) {
+		Invoke: func(ctx context.Context, client any, req any) (Response, error) {
+			kv := client.(zaris.ZarisKv)
 			resp, err := kv.Get(ctx, req.(*zaris.GetRequest))
 			if err != nil {
 				return nil, err
@@ -46,7 +56,8 @@ var (
 			return resp, nil
 		}}
 	opPut = &Op{Name: "Put", Kind: Write, Idempotent: true, RoutingField: "key", Guards: []string{"ifMatchVersion", "ifAbsent"}, Statuses: testStatuses,
-		Invoke: func(ctx context.Context, kv zaris.ZarisKv, req any) (Response, error) {
+		Invoke: func(ctx context.Context, client any, req any) (Response, error) {
+			kv := client.(zaris.ZarisKv)
 			resp, err := kv.Put(ctx, req.(*zaris.PutRequest))
 			if err != nil {
 				return nil, err
@@ -88,7 +99,7 @@ func newMockEngine(t *testing.T, boot *zaris.ClusterMap, opts ...Option) *mockEn
 		return nil
 	}}
 	mc.node(1).EXPECT().GetClusterMap(gomock.Any()).Return(boot, nil)
-	all := append([]Option{WithEnv(env(nil)), WithSeeds("127.0.0.1:7001"), WithClock(mc.clock), WithDialer(mc.dialer.dial)}, opts...)
+	all := append([]Option{WithService(testService), WithEnv(env(nil)), WithSeeds("127.0.0.1:7001"), WithClock(mc.clock), WithDialer(mc.dialer.dial)}, opts...)
 	c, err := Dial(context.Background(), all...)
 	require.NoError(t, err)
 	mc.Engine = c
@@ -312,7 +323,7 @@ func TestInvokeAfterCloseIsErrClosed(t *testing.T) {
 
 func TestDialNoSeedReachable(t *testing.T) {
 	d := &fakeDialer{fail: func(addr string) error { return fmt.Errorf("dial %s: connection refused", addr) }}
-	_, err := Dial(context.Background(), WithEnv(env(nil)), WithSeeds("10.0.0.1:1", "10.0.0.2:2"), WithDialer(d.dial))
+	_, err := Dial(context.Background(), WithService(testService), WithEnv(env(nil)), WithSeeds("10.0.0.1:1", "10.0.0.2:2"), WithDialer(d.dial))
 	require.ErrorIs(t, err, ErrNoSeeds)
 	assert.Contains(t, err.Error(), "10.0.0.1:1")
 	assert.Contains(t, err.Error(), "10.0.0.2:2")
@@ -335,7 +346,7 @@ func TestDialSkipsABadSeed(t *testing.T) {
 		}
 		return nil
 	}}
-	c, err := Dial(context.Background(), WithEnv(env(nil)), WithSeeds("down:1", "bad:1", "good:1"), WithDialer(d.dial))
+	c, err := Dial(context.Background(), WithService(testService), WithEnv(env(nil)), WithSeeds("down:1", "bad:1", "good:1"), WithDialer(d.dial))
 	require.NoError(t, err)
 	defer c.Close()
 	assert.Equal(t, int64(3), c.Map().Epoch)
@@ -362,7 +373,7 @@ func TestDialWithAnEndedContext(t *testing.T) {
 			defer cancel()
 			d.dials.Store(0)
 			d.fail = func(string) error { return ctx.Err() } // a dialer honours its context
-			_, err := Dial(ctx, WithEnv(env(nil)), WithSeeds("10.0.0.1:1", "10.0.0.2:2"), WithDialer(d.dial))
+			_, err := Dial(ctx, WithService(testService), WithEnv(env(nil)), WithSeeds("10.0.0.1:1", "10.0.0.2:2"), WithDialer(d.dial))
 			require.ErrorIs(t, err, ErrNoSeeds)
 			require.ErrorIs(t, err, ctx.Err())
 			assert.Equal(t, int32(1), d.dials.Load(), "no second seed is tried")
@@ -371,7 +382,7 @@ func TestDialWithAnEndedContext(t *testing.T) {
 }
 
 func TestDialRejectsBadConfig(t *testing.T) {
-	_, err := Dial(context.Background(), WithEnv(env(map[string]string{EnvRequestTimeout: "forever"})), WithSeeds("a:1"))
+	_, err := Dial(context.Background(), WithService(testService), WithEnv(env(map[string]string{EnvRequestTimeout: "forever"})), WithSeeds("a:1"))
 	var ce *ConfigError
 	require.ErrorAs(t, err, &ce)
 	assert.Equal(t, EnvRequestTimeout, ce.Var)

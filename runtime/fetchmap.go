@@ -104,10 +104,10 @@ func (c *Engine) fetchFrom(ctx context.Context, addr string) (m *zaris.ClusterMa
 	if sc, ok := conn.(*thriftConn); ok {
 		dl, _ := ctx.Deadline()
 		stop := sc.arm(ctx, dl, time.Now(), 0)
-		m, err = sc.client.GetClusterMap(withoutDeadline{ctx})
+		m, err = c.cfg.Service.FetchMap(withoutDeadline{ctx}, sc.client)
 		spent = !stop()
 	} else {
-		m, err = conn.Client().GetClusterMap(ctx)
+		m, err = c.cfg.Service.FetchMap(ctx, conn.Client())
 	}
 	if err == nil && m == nil {
 		err = ErrNoResponse

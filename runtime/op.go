@@ -47,9 +47,10 @@ type Op struct {
 	// Statuses is the class table of the service's status enum, which the middleware
 	// classifies this operation's answers by (rules R1, R2, R5, R8).
 	Statuses *StatusTable
-	// Invoke sends req, which must be this operation's request type, over one generated
-	// Thrift client and returns its response. It never returns a nil Response with a nil error.
-	Invoke func(ctx context.Context, kv zaris.ZarisKv, req any) (Response, error)
+	// Invoke sends req, which must be this operation's request type, over client, the
+	// generated client Service.NewClient bound to a connection (Conn.Client), and returns
+	// its response. It never returns a nil Response with a nil error.
+	Invoke func(ctx context.Context, client any, req any) (Response, error)
 }
 
 // String returns the operation's IDL name.

@@ -371,8 +371,15 @@ func WithClock(c Clock) Option {
 	return optionFunc(func(b *configBuilder) { b.cfg.Clock = c })
 }
 
+// WithService sets the generated service the engine speaks (zarisclient.Service); the
+// generated zarisclient.Dial gives it, so only a direct runtime.Dial needs it.
+func WithService(s *Service) Option {
+	return optionFunc(func(b *configBuilder) { b.cfg.Service = s })
+}
+
 // WithDialer replaces the built-in dialer, for example to count or fake connections in
-// tests, or to dial through a proxy. Nil restores the built-in one.
+// tests, or to dial through a proxy. Nil restores the built-in one. Its connections carry
+// the service's generated client (Conn.Client).
 func WithDialer(d Dialer) Option {
 	return optionFunc(func(b *configBuilder) { b.cfg.Dialer = d })
 }

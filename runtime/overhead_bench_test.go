@@ -50,7 +50,7 @@ func memNode(b testing.TB, node zaris.ZarisKv) (runtime.Dialer, runtime.Config) 
 			conns = append(conns, c)
 		}
 	}()
-	cfg, err := runtime.NewConfig(runtime.WithEnv(func(string) (string, bool) { return "", false }), runtime.WithSeeds("127.0.0.1:1"))
+	cfg, err := runtime.NewConfig(runtime.WithService(zarisclient.Service), runtime.WithEnv(func(string) (string, bool) { return "", false }), runtime.WithSeeds("127.0.0.1:1"))
 	require.NoError(b, err)
 	proc := zaris.NewZarisKvProcessor(node)
 	dial := func(ctx context.Context, _ string) (runtime.Conn, error) {
@@ -110,7 +110,7 @@ func memClients(t testing.TB) (zaris.ZarisKv, *zarisclient.Client) {
 		runtime.WithProtocol(cfg.Protocol), runtime.WithTransport(cfg.Transport))
 	require.NoError(t, err)
 	t.Cleanup(func() { client.Close() })
-	return conn.Client(), client
+	return conn.Client().(zaris.ZarisKv), client
 }
 
 // TestStackAddsOneAllocation checks that a pooled call through the typed client and the

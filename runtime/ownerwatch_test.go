@@ -76,7 +76,7 @@ func stallClusterWith(t *testing.T, pipelined bool, opts ...Option) (cl *Engine,
 		cl = dialPipelined(t, k1.Addr, 1, append([]Option{WithAttemptTimeout(time.Minute), WithRefreshDebounce(time.Nanosecond)}, opts...)...)
 	} else {
 		var err error
-		cl, err = Dial(context.Background(), append([]Option{WithEnv(env(nil)), WithSeeds(k1.Addr), WithPipelining(false),
+		cl, err = Dial(context.Background(), append([]Option{WithService(testService), WithEnv(env(nil)), WithSeeds(k1.Addr), WithPipelining(false),
 			WithAttemptTimeout(time.Minute), WithRefreshDebounce(time.Nanosecond)}, opts...)...)
 		require.NoError(t, err)
 		t.Cleanup(func() { cl.Close() })
@@ -145,7 +145,7 @@ type customConn struct{ Conn }
 // custom Dialer, a call in flight to a node the new map no longer names as its segment's
 // owner ends too (Conn.Close is safe with a call in flight).
 func TestB6_CustomDialerConnectionIsClosedWhenTheMapMovesItsCall(t *testing.T) {
-	cfg, err := NewConfig(WithEnv(env(nil)), WithSeeds("127.0.0.1:1"))
+	cfg, err := NewConfig(WithService(testService), WithEnv(env(nil)), WithSeeds("127.0.0.1:1"))
 	require.NoError(t, err)
 	base := DefaultDialer(cfg)
 	dial := func(ctx context.Context, addr string) (Conn, error) {

@@ -16,7 +16,6 @@ import (
 
 	"github.com/apache/thrift/lib/go/thrift"
 
-	"github.com/clustron/zaris-go/gen/zaris"
 	"github.com/clustron/zaris-go/internal/framing"
 	"github.com/clustron/zaris-go/internal/thriftbuf"
 )
@@ -31,6 +30,7 @@ type pipelines struct {
 	protocol   Protocol
 	transport  Transport
 	tcfg       *thrift.TConfiguration
+	newClient  func(thrift.TClient) any // Service.NewClient
 
 	calls sync.Pool // of *pcall, each with its own encoder
 
@@ -50,6 +50,7 @@ func newPipelines(cfg Config) *pipelines {
 		protocol:   cfg.Protocol,
 		transport:  cfg.Transport,
 		tcfg:       thriftConfig(cfg),
+		newClient:  cfg.Service.NewClient,
 	}
 	ps.groups.Store(&map[string]*pipeGroup{})
 	return ps
@@ -83,7 +84,7 @@ func (c *Engine) invokePipelined(ctx context.Context, call *Call, a *Attempt, r 
 	}
 	p := ps.getCall()
 	p.conn, p.deadline, p.callBound, p.owner, p.debt = conn, deadline, callBound, w, &call.debt
-	resp, err := call.Op.Invoke(ctx, &p.kv, call.Request)
+	resp, err := call.Op.Invoke(ctx, p.kv, call.Request)
 	a.Sent = p.wasSent
 	if err == nil && resp == nil {
 		err = ErrNoResponse
@@ -339,7 +340,7 @@ var (
 // own protocol, into its own buffer) and decodes the reply into its result struct, while
 // the connection writes and reads the bytes.
 type pcall struct {
-	kv  zaris.ZarisKvClient
+	kv  any // Service.NewClient(the pcall)
 	enc *thrift.TMemoryBuffer
 	out thrift.TProtocol
 
@@ -383,7 +384,7 @@ func (ps *pipelines) getCall() *pcall {
 	if ps.protocol == ProtocolBinary && ps.transport == TransportFramed {
 		p.out = thriftbuf.NewFrames(p.out, ps.tcfg) // the request is encoded in memory (thriftbuf)
 	}
-	p.kv = *zaris.NewZarisKvClient(p)
+	p.kv = ps.newClient(p)
 	p.timer = time.NewTimer(time.Hour)
 	p.timer.Stop()
 	return p

@@ -27,7 +27,7 @@ import (
 // dialPipelined dials the test server at addr in pipelined mode with conns connections.
 func dialPipelined(t *testing.T, addr string, conns int, opts ...Option) *Engine {
 	t.Helper()
-	all := append([]Option{WithEnv(env(nil)), WithSeeds(addr), WithPipelining(true), WithPipelineConns(conns)}, opts...)
+	all := append([]Option{WithService(testService), WithEnv(env(nil)), WithSeeds(addr), WithPipelining(true), WithPipelineConns(conns)}, opts...)
 	cl, err := Dial(context.Background(), all...)
 	require.NoError(t, err)
 	require.NotNil(t, cl.pipes, "pipelined mode is on")
@@ -70,7 +70,7 @@ func HoldPipelinedWrites(c *Engine, addr string) (queued func() int, release fun
 // node goes over a pooled connection; concurrent calls share a pipelined one.
 func TestPipelined_ACallAloneTakesAPooledConnection(t *testing.T) {
 	srv := startServer(t, headerServer, nil)
-	cl, err := Dial(context.Background(), WithEnv(env(nil)), WithSeeds(srv.addr), WithPipelining(true), WithPipelineConns(1))
+	cl, err := Dial(context.Background(), WithService(testService), WithEnv(env(nil)), WithSeeds(srv.addr), WithPipelining(true), WithPipelineConns(1))
 	require.NoError(t, err)
 	defer cl.Close()
 	roundTrip(t, cl, "alone")
@@ -367,7 +367,7 @@ func getOn(ps *pipelines, conn *pipeConn, key string) (Response, error, bool) {
 	p := ps.getCall()
 	defer ps.putCall(p)
 	p.conn, p.deadline = conn, time.Now().Add(10*time.Second)
-	resp, err := opGet.Invoke(context.Background(), &p.kv, &zaris.GetRequest{Key: []byte(key)})
+	resp, err := opGet.Invoke(context.Background(), p.kv, &zaris.GetRequest{Key: []byte(key)})
 	return resp, err, p.wasSent
 }
 
@@ -378,7 +378,7 @@ func getOn(ps *pipelines, conn *pipeConn, key string) (Response, error, bool) {
 func TestPipelined_BadReplyFailsThatConnectionOnly(t *testing.T) {
 	bad := startBadServer(t)
 	good := startServer(t, headerServer, nil)
-	cfg, err := NewConfig(WithEnv(env(nil)), WithSeeds(good.addr), WithPipelining(true))
+	cfg, err := NewConfig(WithService(testService), WithEnv(env(nil)), WithSeeds(good.addr), WithPipelining(true))
 	require.NoError(t, err)
 	ps := newPipelines(cfg)
 	open := func(addr string) *pipeConn {
@@ -594,7 +594,7 @@ func TestPipelined_StalledWriteEndsWithTheAttempt(t *testing.T) {
 	go func() {
 		var err error
 		for range 4 { // until a write stalls
-			if _, err = opPut.Invoke(context.Background(), &p.kv, &zaris.PutRequest{Key: []byte("k"), Value: big}); err != nil {
+			if _, err = opPut.Invoke(context.Background(), p.kv, &zaris.PutRequest{Key: []byte("k"), Value: big}); err != nil {
 				break
 			}
 		}
@@ -689,7 +689,8 @@ func TestPipelined_ApplicationExceptionKeepsTheConnection(t *testing.T) {
 	conn := pipeConnsOf(cl, srv.addr)[0]
 
 	opIncrement := &Op{Name: "Increment", Kind: Write, RoutingField: "key",
-		Invoke: func(ctx context.Context, kv zaris.ZarisKv, req any) (Response, error) {
+		Invoke: func(ctx context.Context, client any, req any) (Response, error) {
+			kv := client.(zaris.ZarisKv)
 			return kv.Increment(ctx, req.(*zaris.IncrementRequest))
 		}}
 	call := NewCall(opIncrement, []byte("n"), &zaris.IncrementRequest{Key: []byte("n"), Delta: 1}, false)
@@ -713,7 +714,7 @@ func TestPipelined_NeedsTheBuiltInDialer(t *testing.T) {
 	kv.EXPECT().GetClusterMap(gomock.Any()).Return(testMap(1, 4, 1), nil)
 	kv.EXPECT().Get(gomock.Any(), gomock.Any()).Return(&zaris.GetResponse{Status: zaris.KvStatus_NotFound, MapEpoch: 1}, nil)
 	d := &fakeDialer{kv: func(string) zaris.ZarisKv { return kv }}
-	cl, err := Dial(context.Background(), WithEnv(env(nil)), WithSeeds("10.0.0.1:7000"), WithPipelining(true), WithDialer(d.dial))
+	cl, err := Dial(context.Background(), WithService(testService), WithEnv(env(nil)), WithSeeds("10.0.0.1:7000"), WithPipelining(true), WithDialer(d.dial))
 	require.NoError(t, err)
 	defer cl.Close()
 	assert.True(t, cl.Config().Pipeline.Enabled)
@@ -724,7 +725,7 @@ func TestPipelined_NeedsTheBuiltInDialer(t *testing.T) {
 	assert.Greater(t, d.dials.Load(), before, "the call took a connection of the dialer")
 
 	srv := startServer(t, headerServer, nil)
-	off, err := Dial(context.Background(), WithEnv(env(nil)), WithSeeds(srv.addr), WithPipelining(false))
+	off, err := Dial(context.Background(), WithService(testService), WithEnv(env(nil)), WithSeeds(srv.addr), WithPipelining(false))
 	require.NoError(t, err)
 	defer off.Close()
 	assert.Nil(t, off.pipes)
@@ -780,10 +781,10 @@ func TestInvokeAfterTheCallerLeftSendsNothing(t *testing.T) {
 						}
 					}
 				} else {
-					cfg, err := NewConfig(WithEnv(env(nil)), WithSeeds(srv.addr))
+					cfg, err := NewConfig(WithService(testService), WithEnv(env(nil)), WithSeeds(srv.addr))
 					require.NoError(t, err)
 					dial := DefaultDialer(cfg)
-					cl, err = Dial(context.Background(), WithEnv(env(nil)), WithSeeds(srv.addr), WithPipelining(false),
+					cl, err = Dial(context.Background(), WithService(testService), WithEnv(env(nil)), WithSeeds(srv.addr), WithPipelining(false),
 						WithDialer(func(dctx context.Context, addr string) (Conn, error) {
 							c, err := dial(dctx, addr)
 							if dctx.Value(leaveKey{}) != nil {
@@ -832,7 +833,7 @@ func (g *gatedConn) Write(b []byte) (int, error) {
 // then share one write, and a caller is never held by a network write of its own.
 func TestPipelined_CallBehindARequestInFlightLeavesTheWriteToTheWriter(t *testing.T) {
 	srv := startServer(t, headerServer, nil)
-	cfg, err := NewConfig(WithEnv(env(nil)), WithSeeds(srv.addr))
+	cfg, err := NewConfig(WithService(testService), WithEnv(env(nil)), WithSeeds(srv.addr))
 	require.NoError(t, err)
 	ps := newPipelines(cfg)
 	raw, err := ps.dialSocket(context.Background(), srv.addr)
@@ -850,7 +851,7 @@ func TestPipelined_CallBehindARequestInFlightLeavesTheWriteToTheWriter(t *testin
 	go func() {
 		p := ps.getCall()
 		p.conn, p.deadline = conn, time.Now().Add(time.Hour)
-		_, err := opGet.Invoke(ctx, &p.kv, &zaris.GetRequest{Key: []byte("behind")})
+		_, err := opGet.Invoke(ctx, p.kv, &zaris.GetRequest{Key: []byte("behind")})
 		done <- errors.Is(err, context.Canceled)
 	}()
 	require.Eventually(t, func() bool { return gated.writes.Load() == 2 }, 5*time.Second, time.Millisecond)
@@ -872,7 +873,7 @@ func putOnConn(ctx context.Context, ps *pipelines, conn *pipeConn, value []byte)
 	p.conn, p.deadline = conn, time.Now().Add(time.Hour)
 	done := make(chan error, 1)
 	go func() {
-		_, err := opPut.Invoke(ctx, &p.kv, &zaris.PutRequest{Key: []byte("k"), Value: value})
+		_, err := opPut.Invoke(ctx, p.kv, &zaris.PutRequest{Key: []byte("k"), Value: value})
 		done <- err
 	}()
 	return p, done
@@ -936,7 +937,7 @@ func TestPipelined_SeqidWrapsAround(t *testing.T) {
 						p := ps.getCall()
 						defer ps.putCall(p)
 						p.conn, p.deadline = conn, time.Now().Add(time.Minute)
-						_, err := opPut.Invoke(context.Background(), &p.kv, &zaris.PutRequest{Key: []byte(k), Value: []byte(k)})
+						_, err := opPut.Invoke(context.Background(), p.kv, &zaris.PutRequest{Key: []byte(k), Value: []byte(k)})
 						assert.NoError(t, err)
 						resp, err, _ := getOn(ps, conn, k)
 						if assert.NoError(t, err) {
@@ -980,7 +981,7 @@ func (s *stallConn) Close() error {
 // (an attempt timeout). The request may be partly written: in doubt.
 func TestPipelined_CallerLeavesWhileALargeRequestIsWritten(t *testing.T) {
 	srv := startServer(t, headerServer, nil)
-	cfg, err := NewConfig(WithEnv(env(nil)), WithSeeds(srv.addr), WithAttemptTimeout(time.Hour))
+	cfg, err := NewConfig(WithService(testService), WithEnv(env(nil)), WithSeeds(srv.addr), WithAttemptTimeout(time.Hour))
 	require.NoError(t, err)
 	ps := newPipelines(cfg)
 	raw, err := ps.dialSocket(context.Background(), srv.addr)

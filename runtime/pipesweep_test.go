@@ -42,7 +42,7 @@ func serveLoopback(t *testing.T, serve func(net.Conn)) string {
 
 // openPipeConn opens a pipelined connection to addr with opts, closed when the test ends.
 func openPipeConn(t *testing.T, addr string, opts ...Option) (*pipelines, *pipeConn) {
-	cfg, err := NewConfig(append([]Option{WithEnv(env(nil)), WithSeeds(addr)}, opts...)...)
+	cfg, err := NewConfig(append([]Option{WithService(testService), WithEnv(env(nil)), WithSeeds(addr)}, opts...)...)
 	require.NoError(t, err)
 	ps := newPipelines(cfg)
 	raw, err := ps.dialSocket(context.Background(), addr)
@@ -60,7 +60,7 @@ func getOnConn(ps *pipelines, conn *pipeConn, key string, deadline time.Time, ca
 	p.conn, p.deadline, p.callBound = conn, deadline, callBound
 	done := make(chan error, 1)
 	go func() {
-		_, err := opGet.Invoke(context.Background(), &p.kv, &zaris.GetRequest{Key: []byte(key)})
+		_, err := opGet.Invoke(context.Background(), p.kv, &zaris.GetRequest{Key: []byte(key)})
 		done <- err
 	}()
 	return p, done
@@ -165,7 +165,7 @@ func TestPipelineSweep_EndsWhenNoCallerWaits(t *testing.T) {
 	p.conn, p.deadline = conn, time.Now().Add(time.Hour)
 	left := make(chan error, 1)
 	go func() {
-		_, err := opGet.Invoke(ctx, &p.kv, &zaris.GetRequest{Key: []byte("k")})
+		_, err := opGet.Invoke(ctx, p.kv, &zaris.GetRequest{Key: []byte("k")})
 		left <- err
 	}()
 	eventually(t, func() bool { return conn.inFlight() == 1 && conn.sweepRunning() })

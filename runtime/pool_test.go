@@ -24,9 +24,9 @@ type fakeConn struct {
 
 func (c *fakeConn) usable(time.Time) bool { return !c.broken.Load() }
 
-func (c *fakeConn) Client() zaris.ZarisKv { return c.kv }
-func (c *fakeConn) Close() error          { c.closes.Add(1); return nil }
-func (c *fakeConn) closed() bool          { return c.closes.Load() > 0 }
+func (c *fakeConn) Client() any  { return c.kv }
+func (c *fakeConn) Close() error { c.closes.Add(1); return nil }
+func (c *fakeConn) closed() bool { return c.closes.Load() > 0 }
 
 // fakeDialer dials fakeConns whose client is kv(addr), or fails with fail(addr).
 type fakeDialer struct {

@@ -66,8 +66,8 @@ func (n *churnNode) Increment(context.Context, *zaris.IncrementRequest) (*zaris.
 
 type churnConn struct{ kv zaris.ZarisKv }
 
-func (c churnConn) Client() zaris.ZarisKv { return c.kv }
-func (c churnConn) Close() error          { return nil }
+func (c churnConn) Client() any  { return c.kv }
+func (c churnConn) Close() error { return nil }
 
 // twoNodeMap has node 1 own the even segments and node 2 the odd ones, unless owner is
 // set, in which case it owns them all.
@@ -339,12 +339,12 @@ func BenchmarkTypedClientPooled(b *testing.B) {
 // by the engine's dialer: the floor for BenchmarkTypedClientDefaultStack.
 func BenchmarkRawGeneratedClient(b *testing.B) {
 	addr := loopbackNode(b)
-	cfg, err := runtime.NewConfig(runtime.WithEnv(func(string) (string, bool) { return "", false }), runtime.WithSeeds(addr))
+	cfg, err := runtime.NewConfig(runtime.WithService(zarisclient.Service), runtime.WithEnv(func(string) (string, bool) { return "", false }), runtime.WithSeeds(addr))
 	require.NoError(b, err)
 	conn, err := runtime.DefaultDialer(cfg)(context.Background(), addr)
 	require.NoError(b, err)
 	defer conn.Close()
-	kv := conn.Client()
+	kv := conn.Client().(zaris.ZarisKv)
 	req := &zaris.GetRequest{Key: []byte("bench")}
 	ctx := context.Background()
 	b.ReportAllocs()

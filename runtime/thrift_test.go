@@ -251,7 +251,7 @@ func TestProtocolTransportMatrix(t *testing.T) {
 				server += "-tls"
 			}
 			srv := servers[server]
-			opts := []Option{WithEnv(env(nil)), WithSeeds(srv.addr), WithProtocol(c.p), WithTransport(c.tr)}
+			opts := []Option{WithService(testService), WithEnv(env(nil)), WithSeeds(srv.addr), WithProtocol(c.p), WithTransport(c.tr)}
 			if c.tls {
 				opts = append(opts, WithTLS(clientTLS))
 			}
@@ -266,7 +266,7 @@ func TestProtocolTransportMatrix(t *testing.T) {
 func TestTLSRejectsAnUntrustedServer(t *testing.T) {
 	serverTLS, _ := selfSignedTLS(t)
 	srv := startServer(t, headerServer, serverTLS)
-	_, err := Dial(context.Background(), WithEnv(env(nil)), WithSeeds(srv.addr), WithTLS(&tls.Config{MinVersion: tls.VersionTLS12}))
+	_, err := Dial(context.Background(), WithService(testService), WithEnv(env(nil)), WithSeeds(srv.addr), WithTLS(&tls.Config{MinVersion: tls.VersionTLS12}))
 	require.ErrorIs(t, err, ErrNoSeeds)
 	assert.Contains(t, err.Error(), "tls")
 }
@@ -286,7 +286,7 @@ func TestB5_AttemptTimeoutOverTheWire(t *testing.T) {
 	} {
 		t.Run(string(tc.p), func(t *testing.T) {
 			srv := startServer(t, tc.kind, nil)
-			cl, err := Dial(context.Background(), WithEnv(env(nil)), WithSeeds(srv.addr), WithProtocol(tc.p),
+			cl, err := Dial(context.Background(), WithService(testService), WithEnv(env(nil)), WithSeeds(srv.addr), WithProtocol(tc.p),
 				WithAttemptTimeout(100*time.Millisecond))
 			require.NoError(t, err)
 			defer cl.Close()
@@ -326,7 +326,7 @@ func TestB5_AttemptTimeoutOverTheWire(t *testing.T) {
 
 func TestCallerCancelOverTheWire(t *testing.T) {
 	srv := startServer(t, headerServer, nil)
-	cl, err := Dial(context.Background(), WithEnv(env(nil)), WithSeeds(srv.addr))
+	cl, err := Dial(context.Background(), WithService(testService), WithEnv(env(nil)), WithSeeds(srv.addr))
 	require.NoError(t, err)
 	defer cl.Close()
 	ctx, cancel := context.WithCancel(context.Background())
@@ -345,10 +345,11 @@ func TestCallerCancelOverTheWire(t *testing.T) {
 
 func TestApplicationExceptionOverTheWire(t *testing.T) {
 	srv := startServer(t, headerServer, nil)
-	cl, err := Dial(context.Background(), WithEnv(env(nil)), WithSeeds(srv.addr))
+	cl, err := Dial(context.Background(), WithService(testService), WithEnv(env(nil)), WithSeeds(srv.addr))
 	require.NoError(t, err)
 	defer cl.Close()
-	op := &Op{Name: "Increment", Kind: Write, Invoke: func(ctx context.Context, kv zaris.ZarisKv, req any) (Response, error) {
+	op := &Op{Name: "Increment", Kind: Write, Invoke: func(ctx context.Context, client any, req any) (Response, error) {
+		kv := client.(zaris.ZarisKv)
 		return kv.Increment(ctx, req.(*zaris.IncrementRequest))
 	}}
 	_, err = cl.Invoke(context.Background(), NewCall(op, []byte("n"), &zaris.IncrementRequest{Key: []byte("n"), Delta: 1}, false))
@@ -426,7 +427,7 @@ func TestIdleConnectionClosedByTheNodeIsNotLent(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			serverTLS, clientTLS := selfSignedTLS(t)
 			var srv *testServer
-			opts := []Option{WithEnv(env(nil))}
+			opts := []Option{WithService(testService), WithEnv(env(nil))}
 			if tc.tls {
 				srv = startServer(t, headerServer, serverTLS)
 				opts = append(opts, WithTLS(clientTLS))
@@ -504,7 +505,7 @@ func TestNodeDeathIsClassifiedByType(t *testing.T) {
 			srv.kv.mu.Lock()
 			srv.kv.cmap.Nodes[0] = &zaris.NodeInfo{ID: 1, Host: host, Port: int32(p)}
 			srv.kv.mu.Unlock()
-			cl, err := Dial(context.Background(), WithEnv(env(nil)), WithSeeds(px.ln.Addr().String()), WithProtocol(tc.p))
+			cl, err := Dial(context.Background(), WithService(testService), WithEnv(env(nil)), WithSeeds(px.ln.Addr().String()), WithProtocol(tc.p))
 			require.NoError(t, err)
 			defer cl.Close()
 			roundTrip(t, cl, "before")
@@ -578,7 +579,7 @@ func TestCloseLeavesNoGoroutineOrSocket(t *testing.T) {
 	srv := startServer(t, headerServer, nil)
 	g0, socks0 := goruntime.NumGoroutine(), openSockets(t)
 
-	cl, err := Dial(context.Background(), WithEnv(env(nil)), WithSeeds(srv.addr), WithPoolSize(4))
+	cl, err := Dial(context.Background(), WithService(testService), WithEnv(env(nil)), WithSeeds(srv.addr), WithPoolSize(4))
 	require.NoError(t, err)
 	var wg sync.WaitGroup
 	var fails atomic.Int32
@@ -613,7 +614,7 @@ func TestCloseLeavesNoGoroutineOrSocket(t *testing.T) {
 // generated client) over loopback, binary over framed; compare BenchmarkRawClient.
 func BenchmarkInvoke(b *testing.B) {
 	srv := startServer(b, headerServer, nil)
-	cl, err := Dial(context.Background(), WithEnv(env(nil)), WithSeeds(srv.addr))
+	cl, err := Dial(context.Background(), WithService(testService), WithEnv(env(nil)), WithSeeds(srv.addr))
 	require.NoError(b, err)
 	defer cl.Close()
 	req := &zaris.GetRequest{Key: []byte("bench")}
@@ -630,12 +631,12 @@ func BenchmarkInvoke(b *testing.B) {
 // same dialer: the floor BenchmarkInvoke is compared with.
 func BenchmarkRawClient(b *testing.B) {
 	srv := startServer(b, headerServer, nil)
-	cfg, err := NewConfig(WithEnv(env(nil)), WithSeeds(srv.addr))
+	cfg, err := NewConfig(WithService(testService), WithEnv(env(nil)), WithSeeds(srv.addr))
 	require.NoError(b, err)
 	conn, err := DefaultDialer(cfg)(context.Background(), srv.addr)
 	require.NoError(b, err)
 	defer conn.Close()
-	kv := conn.Client()
+	kv := conn.Client().(zaris.ZarisKv)
 	req := &zaris.GetRequest{Key: []byte("bench")}
 	ctx := context.Background()
 	b.ReportAllocs()
@@ -650,7 +651,7 @@ func BenchmarkRawClient(b *testing.B) {
 // cancel, as the middleware's deadline layer gives every call.
 func BenchmarkInvokeUnderDeadline(b *testing.B) {
 	srv := startServer(b, headerServer, nil)
-	cl, err := Dial(context.Background(), WithEnv(env(nil)), WithSeeds(srv.addr))
+	cl, err := Dial(context.Background(), WithService(testService), WithEnv(env(nil)), WithSeeds(srv.addr))
 	require.NoError(b, err)
 	defer cl.Close()
 	req := &zaris.GetRequest{Key: []byte("bench")}
@@ -721,14 +722,14 @@ func TestDialOverASilentSeedSaysWhyItStopped(t *testing.T) {
 				cancel() // the caller gives up once the seed holds the connection
 				accepted <- c
 			}()
-			_, err := Dial(ctx, WithEnv(env(nil)), WithSeeds(silentSeed(t, accepted)), WithPipelining(pipelining))
+			_, err := Dial(ctx, WithService(testService), WithEnv(env(nil)), WithSeeds(silentSeed(t, accepted)), WithPipelining(pipelining))
 			require.ErrorIs(t, err, ErrNoSeeds)
 			require.ErrorIs(t, err, context.Canceled)
 			assert.NotErrorIs(t, err, ErrAttemptTimeout)
 			assert.True(t, closedByPeer(<-accepted), "the failed Dial closed its connection")
 
 			accepted = make(chan net.Conn, 1)
-			_, err = Dial(context.Background(), WithEnv(env(nil)), WithSeeds(silentSeed(t, accepted)), WithPipelining(pipelining),
+			_, err = Dial(context.Background(), WithService(testService), WithEnv(env(nil)), WithSeeds(silentSeed(t, accepted)), WithPipelining(pipelining),
 				WithAttemptTimeout(20*time.Millisecond))
 			require.ErrorIs(t, err, ErrNoSeeds)
 			require.ErrorIs(t, err, ErrAttemptTimeout)
@@ -739,7 +740,7 @@ func TestDialOverASilentSeedSaysWhyItStopped(t *testing.T) {
 			accepted = make(chan net.Conn, 1)
 			short, cancelShort := context.WithTimeout(context.Background(), 20*time.Millisecond)
 			defer cancelShort()
-			_, err = Dial(short, WithEnv(env(nil)), WithSeeds(silentSeed(t, accepted)), WithPipelining(pipelining))
+			_, err = Dial(short, WithService(testService), WithEnv(env(nil)), WithSeeds(silentSeed(t, accepted)), WithPipelining(pipelining))
 			require.ErrorIs(t, err, ErrNoSeeds)
 			require.ErrorIs(t, err, context.DeadlineExceeded)
 			assert.NotErrorIs(t, err, ErrAttemptTimeout)

@@ -11,6 +11,8 @@ import (
 	"context"
 	"fmt"
 
+	"github.com/apache/thrift/lib/go/thrift"
+
 	zaris "github.com/clustron/zaris-go/gen/zaris"
 	"github.com/clustron/zaris-go/middleware"
 	"github.com/clustron/zaris-go/runtime"
@@ -93,6 +95,16 @@ var (
 	_ runtime.Response = (*zaris.IncrementResponse)(nil)
 )
 
+// Service describes ZarisKv to the engine: it binds the generated client to each
+// connection and fetches the cluster map with GetClusterMap. Dial hands it to runtime.Dial.
+var Service = &runtime.Service{
+	Name:      "ZarisKv",
+	NewClient: func(c thrift.TClient) any { return zaris.NewZarisKvClient(c) },
+	FetchMap: func(ctx context.Context, client any) (*zaris.ClusterMap, error) {
+		return client.(zaris.ZarisKv).GetClusterMap(ctx)
+	},
+}
+
 // Client is the typed ZarisKv client. It is safe for concurrent use when its handler
 // is (the default stack is).
 type Client struct {
@@ -100,12 +112,12 @@ type Client struct {
 	engine  *runtime.Engine // nil for a client made with New
 }
 
-// Dial connects to the cluster and returns a ready client: it builds the engine from opts
-// (runtime.Dial, which fetches the first cluster map from the seeds) and the default stack
-// around it (middleware.ForEngine). ctx bounds the bootstrap only. Close the client when
-// done with it.
+// Dial connects to the cluster and returns a ready client: it builds the engine of Service
+// from opts (runtime.Dial, which fetches the first cluster map from the seeds) and the
+// default stack around it (middleware.ForEngine). ctx bounds the bootstrap only. Close the
+// client when done with it.
 func Dial(ctx context.Context, opts ...runtime.Option) (*Client, error) {
-	engine, err := runtime.Dial(ctx, opts...)
+	engine, err := runtime.Dial(ctx, append([]runtime.Option{runtime.WithService(Service)}, opts...)...)
 	if err != nil {
 		return nil, err
 	}
@@ -183,8 +195,8 @@ func (c *Client) Increment(ctx context.Context, req *zaris.IncrementRequest, opt
 	return typed, err
 }
 
-func invokeGet(ctx context.Context, kv zaris.ZarisKv, req any) (runtime.Response, error) {
-	resp, err := kv.Get(ctx, req.(*zaris.GetRequest))
+func invokeGet(ctx context.Context, client any, req any) (runtime.Response, error) {
+	resp, err := client.(zaris.ZarisKv).Get(ctx, req.(*zaris.GetRequest))
 	if err != nil {
 		return nil, err
 	}
@@ -194,8 +206,8 @@ func invokeGet(ctx context.Context, kv zaris.ZarisKv, req any) (runtime.Response
 	return resp, nil
 }
 
-func invokePut(ctx context.Context, kv zaris.ZarisKv, req any) (runtime.Response, error) {
-	resp, err := kv.Put(ctx, req.(*zaris.PutRequest))
+func invokePut(ctx context.Context, client any, req any) (runtime.Response, error) {
+	resp, err := client.(zaris.ZarisKv).Put(ctx, req.(*zaris.PutRequest))
 	if err != nil {
 		return nil, err
 	}
@@ -205,8 +217,8 @@ func invokePut(ctx context.Context, kv zaris.ZarisKv, req any) (runtime.Response
 	return resp, nil
 }
 
-func invokeDelete(ctx context.Context, kv zaris.ZarisKv, req any) (runtime.Response, error) {
-	resp, err := kv.Delete(ctx, req.(*zaris.DeleteRequest))
+func invokeDelete(ctx context.Context, client any, req any) (runtime.Response, error) {
+	resp, err := client.(zaris.ZarisKv).Delete(ctx, req.(*zaris.DeleteRequest))
 	if err != nil {
 		return nil, err
 	}
@@ -216,8 +228,8 @@ func invokeDelete(ctx context.Context, kv zaris.ZarisKv, req any) (runtime.Respo
 	return resp, nil
 }
 
-func invokeIncrement(ctx context.Context, kv zaris.ZarisKv, req any) (runtime.Response, error) {
-	resp, err := kv.Increment(ctx, req.(*zaris.IncrementRequest))
+func invokeIncrement(ctx context.Context, client any, req any) (runtime.Response, error) {
+	resp, err := client.(zaris.ZarisKv).Increment(ctx, req.(*zaris.IncrementRequest))
 	if err != nil {
 		return nil, err
 	}
@@ -317,8 +329,8 @@ var batchMultiGet = runtime.BatchSpec[*zaris.MultiGetRequest, *zaris.GetItem, *z
 	},
 }
 
-func invokeMultiGet(ctx context.Context, kv zaris.ZarisKv, req any) (runtime.Response, error) {
-	resp, err := kv.MultiGet(ctx, req.(*zaris.MultiGetRequest))
+func invokeMultiGet(ctx context.Context, client any, req any) (runtime.Response, error) {
+	resp, err := client.(zaris.ZarisKv).MultiGet(ctx, req.(*zaris.MultiGetRequest))
 	if err != nil {
 		return nil, err
 	}
@@ -376,8 +388,8 @@ var batchMultiPut = runtime.BatchSpec[*zaris.MultiPutRequest, *zaris.PutItem, *z
 	},
 }
 
-func invokeMultiPut(ctx context.Context, kv zaris.ZarisKv, req any) (runtime.Response, error) {
-	resp, err := kv.MultiPut(ctx, req.(*zaris.MultiPutRequest))
+func invokeMultiPut(ctx context.Context, client any, req any) (runtime.Response, error) {
+	resp, err := client.(zaris.ZarisKv).MultiPut(ctx, req.(*zaris.MultiPutRequest))
 	if err != nil {
 		return nil, err
 	}
@@ -435,8 +447,8 @@ var batchMultiDelete = runtime.BatchSpec[*zaris.MultiDeleteRequest, *zaris.Delet
 	},
 }
 
-func invokeMultiDelete(ctx context.Context, kv zaris.ZarisKv, req any) (runtime.Response, error) {
-	resp, err := kv.MultiDelete(ctx, req.(*zaris.MultiDeleteRequest))
+func invokeMultiDelete(ctx context.Context, client any, req any) (runtime.Response, error) {
+	resp, err := client.(zaris.ZarisKv).MultiDelete(ctx, req.(*zaris.MultiDeleteRequest))
 	if err != nil {
 		return nil, err
 	}

@@ -13,24 +13,28 @@ import (
 var (
 	// OpGet reads a key: idempotent.
 	OpGet = &runtime.Op{Name: "Get", Kind: runtime.Read, Idempotent: true, RoutingField: "key", Statuses: zarisclient.Statuses,
-		Invoke: func(ctx context.Context, kv zaris.ZarisKv, req any) (runtime.Response, error) {
+		Invoke: func(ctx context.Context, client any, req any) (runtime.Response, error) {
+			kv := client.(zaris.ZarisKv)
 			return response(kv.Get(ctx, req.(*zaris.GetRequest)))
 		}}
 	// OpPut writes a key: idempotent, guarded by ifMatchVersion and ifAbsent.
 	OpPut = &runtime.Op{Name: "Put", Kind: runtime.Write, Idempotent: true, RoutingField: "key", Statuses: zarisclient.Statuses,
 		Guards: []string{"ifMatchVersion", "ifAbsent"},
-		Invoke: func(ctx context.Context, kv zaris.ZarisKv, req any) (runtime.Response, error) {
+		Invoke: func(ctx context.Context, client any, req any) (runtime.Response, error) {
+			kv := client.(zaris.ZarisKv)
 			return response(kv.Put(ctx, req.(*zaris.PutRequest)))
 		}}
 	// OpDelete deletes a key: idempotent, guarded by ifMatchVersion.
 	OpDelete = &runtime.Op{Name: "Delete", Kind: runtime.Write, Idempotent: true, RoutingField: "key", Statuses: zarisclient.Statuses,
 		Guards: []string{"ifMatchVersion"},
-		Invoke: func(ctx context.Context, kv zaris.ZarisKv, req any) (runtime.Response, error) {
+		Invoke: func(ctx context.Context, client any, req any) (runtime.Response, error) {
+			kv := client.(zaris.ZarisKv)
 			return response(kv.Delete(ctx, req.(*zaris.DeleteRequest)))
 		}}
 	// OpIncrement adds to a counter: not idempotent, not guarded.
 	OpIncrement = &runtime.Op{Name: "Increment", Kind: runtime.Write, Idempotent: false, RoutingField: "key", Statuses: zarisclient.Statuses,
-		Invoke: func(ctx context.Context, kv zaris.ZarisKv, req any) (runtime.Response, error) {
+		Invoke: func(ctx context.Context, client any, req any) (runtime.Response, error) {
+			kv := client.(zaris.ZarisKv)
 			return response(kv.Increment(ctx, req.(*zaris.IncrementRequest)))
 		}}
 )

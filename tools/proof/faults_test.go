@@ -48,7 +48,7 @@ func dialThroughProxies(t *testing.T, c *store.Cluster, proxies map[string]*faul
 		runtime.WithPoolSize(4),
 		runtime.WithEnv(nil),
 	}
-	cfg, err := runtime.NewConfig(opts...)
+	cfg, err := runtime.NewConfig(append(opts, runtime.WithService(zarisclient.Service))...)
 	require.NoError(t, err)
 	base := runtime.DefaultDialer(cfg)
 	dialer := func(ctx context.Context, addr string) (runtime.Conn, error) {

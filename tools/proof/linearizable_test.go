@@ -259,7 +259,7 @@ func runBroken(t *testing.T, wrap func(zaris.ZarisKv, *broken) zaris.ZarisKv, ba
 	c := startCluster(t)
 	ctx := testCtx(t)
 	b := &broken{reads: map[string]*zaris.GetResponse{}}
-	cfg, err := runtime.NewConfig(runtime.WithSeeds(c.Seeds()...))
+	cfg, err := runtime.NewConfig(runtime.WithService(zarisclient.Service), runtime.WithSeeds(c.Seeds()...))
 	require.NoError(t, err)
 	base := runtime.DefaultDialer(cfg)
 	dialer := func(ctx context.Context, addr string) (runtime.Conn, error) {
@@ -267,7 +267,7 @@ func runBroken(t *testing.T, wrap func(zaris.ZarisKv, *broken) zaris.ZarisKv, ba
 		if err != nil {
 			return nil, err
 		}
-		return brokenConn{Conn: conn, kv: wrap(conn.Client(), b)}, nil
+		return brokenConn{Conn: conn, kv: wrap(conn.Client().(zaris.ZarisKv), b)}, nil
 	}
 	clients := []*zarisclient.Client{
 		newClient(t, c.Seeds(), runtime.WithDialer(dialer)),
@@ -289,7 +289,7 @@ type brokenConn struct {
 	kv zaris.ZarisKv
 }
 
-func (c brokenConn) Client() zaris.ZarisKv { return c.kv }
+func (c brokenConn) Client() any { return c.kv }
 
 // broken is the state the broken stores share across connections.
 type broken struct {

@@ -172,7 +172,7 @@ func churnNodes(t *testing.T, cycles int, opts []runtime.Option, extra func(runt
 		runtime.WithBackoff(10 * time.Millisecond),
 	}, opts...)
 	if extra != nil {
-		cfg, err := runtime.NewConfig(opts...)
+		cfg, err := runtime.NewConfig(append(opts, runtime.WithService(zarisclient.Service))...)
 		require.NoError(t, err)
 		opts = append(opts, extra(cfg)...)
 	}

@@ -7,6 +7,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/clustron/zaris-go/gen/zarisclient"
 	"github.com/clustron/zaris-go/runtime"
 	"github.com/clustron/zaris-go/tools/zaris/demo"
 )
@@ -89,7 +90,7 @@ func churn(ctx context.Context, workers int, duration time.Duration, schedule st
 	if err != nil {
 		return r, err
 	}
-	base, err := runtime.NewConfig(runtime.WithEnv(noEnv), runtime.WithSeeds("127.0.0.1:1"))
+	base, err := runtime.NewConfig(runtime.WithService(zarisclient.Service), runtime.WithEnv(noEnv), runtime.WithSeeds("127.0.0.1:1"))
 	if err != nil {
 		return r, err
 	}

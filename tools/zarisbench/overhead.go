@@ -96,7 +96,7 @@ func overhead(ctx context.Context, callerCounts []int, rounds int, d time.Durati
 		return err
 	}
 	rawCall := func(ctx context.Context, caller int) error {
-		_, err := raw[caller].Client().Get(ctx, req)
+		_, err := raw[caller].Client().(zaris.ZarisKv).Get(ctx, req)
 		return err
 	}
 

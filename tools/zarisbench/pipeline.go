@@ -167,7 +167,7 @@ func pipelineLoads(ctx context.Context, callerCounts []int, rounds int, d time.D
 					row, err = measure(func() (loadResult, error) {
 						return runLoad(ctx, callers, d, func(ctx context.Context, _, _ int) error {
 							c := <-rawConns
-							_, err := c.Client().Get(ctx, req)
+							_, err := c.Client().(zaris.ZarisKv).Get(ctx, req)
 							rawConns <- c
 							return err
 						}), nil

@@ -99,7 +99,7 @@ func protocols(ctx context.Context, callers, rounds int, d time.Duration, wireOp
 // wireBytes counts the bytes of ops sequential Puts, then as many Gets, of one key through
 // a counting proxy, after a warm-up call of each, and stores the averages in r.
 func wireBytes(ctx context.Context, seeds []string, p runtime.Protocol, t runtime.Transport, ops int, r *protocolResult) error {
-	cfg, err := runtime.NewConfig(runtime.WithEnv(noEnv), runtime.WithSeeds(seeds...), runtime.WithProtocol(p), runtime.WithTransport(t))
+	cfg, err := runtime.NewConfig(runtime.WithService(zarisclient.Service), runtime.WithEnv(noEnv), runtime.WithSeeds(seeds...), runtime.WithProtocol(p), runtime.WithTransport(t))
 	if err != nil {
 		return err
 	}

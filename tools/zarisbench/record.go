@@ -59,7 +59,7 @@ func (r *recorder) dialer(base runtime.Dialer) runtime.Dialer {
 			r.addrs = append(r.addrs, addr)
 		}
 		r.mu.Unlock()
-		return &recConn{Conn: c, kv: &recKv{inner: c.Client(), r: r, addr: uint16(idx)}}, nil
+		return &recConn{Conn: c, kv: &recKv{inner: c.Client().(zaris.ZarisKv), r: r, addr: uint16(idx)}}, nil
 	}
 }
 
@@ -100,7 +100,7 @@ type recConn struct {
 	kv *recKv
 }
 
-func (c *recConn) Client() zaris.ZarisKv { return c.kv }
+func (c *recConn) Client() any { return c.kv }
 
 type recKv struct {
 	inner zaris.ZarisKv

@@ -8,6 +8,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/clustron/zaris-go/gen/zarisclient"
 	"github.com/clustron/zaris-go/runtime"
 )
 
@@ -121,7 +122,7 @@ func connHeap(ctx context.Context, n int) (float64, error) {
 			c.Close()
 		}
 	}()
-	cfg, err := runtime.NewConfig(runtime.WithEnv(noEnv), runtime.WithSeeds(ln.Addr().String()))
+	cfg, err := runtime.NewConfig(runtime.WithService(zarisclient.Service), runtime.WithEnv(noEnv), runtime.WithSeeds(ln.Addr().String()))
 	if err != nil {
 		return 0, err
 	}

@@ -323,5 +323,5 @@ func TestDialBuildsTheDefaultStackAndCloseClosesTheEngine(t *testing.T) {
 // mockConn is a runtime.Conn over a generated-interface mock.
 type mockConn struct{ kv zaris.ZarisKv }
 
-func (c mockConn) Client() zaris.ZarisKv { return c.kv }
-func (c mockConn) Close() error          { return nil }
+func (c mockConn) Client() any  { return c.kv }
+func (c mockConn) Close() error { return nil }

@@ -17,7 +17,12 @@ const (
 	annRouting    = "zaris.routing"
 	annGuards     = "zaris.guards"
 	annResults    = "zaris.results"
+	// annMapOp, on the service, names the operation that returns the node's cluster map.
+	annMapOp = "zaris.map_operation"
 )
+
+// serviceAnnotations are the annotations zarisgen knows on the service.
+var serviceAnnotations = []string{annMapOp}
 
 // opAnnotations are the annotations zarisgen knows on an operation.
 var opAnnotations = []string{annKind, annIdempotent, annRouting, annGuards, annResults}
@@ -28,6 +33,8 @@ type model struct {
 	Source string
 	// Service is the IDL service name.
 	Service string
+	// MapOp is the Go name of the map operation (zaris.map_operation).
+	MapOp string
 	// ZarisImport is the import path of the thrift-generated package.
 	ZarisImport string
 	// Ops are the single-key data operations, in IDL order.
@@ -110,7 +117,7 @@ func buildModel(p *program, source, zarisImport string) (*model, error) {
 		return nil, &specError{Pos: pos(source, svcLine), Field: "service " + svc.Name,
 			Msg: fmt.Sprintf("extends %s: inherited operations are not supported; declare them in %s", svc.Extends, svc.Name)}
 	}
-	if err := checkAnnotations(svc.Annotations, nil, func(key, msg string) error {
+	if err := checkAnnotations(svc.Annotations, serviceAnnotations, func(key, msg string) error {
 		return &specError{Pos: pos(source, p.annotationLine(svcLine, key)), Field: "service " + svc.Name + ": annotation " + key, Msg: msg}
 	}); err != nil {
 		return nil, err
@@ -136,6 +143,9 @@ func buildModel(p *program, source, zarisImport string) (*model, error) {
 		case data:
 			m.Ops = append(m.Ops, op)
 		}
+	}
+	if m.MapOp, err = mapOperation(p, source, svc); err != nil {
+		return nil, err
 	}
 	if len(m.Ops)+len(m.BatchOps) == 0 {
 		return nil, &specError{Pos: pos(source, p.declLine("service", svc.Name)), Msg: fmt.Sprintf("service %s has no data operations (zaris.kind read or write)", svc.Name)}
@@ -322,7 +332,40 @@ func checkAnnotations(anns map[string]string, known []string, fail func(key, msg
 }
 
 // allAnnotations is every annotation zarisgen reads, anywhere.
-func allAnnotations() []string { return append(slices.Clone(opAnnotations), enumAnnotations...) }
+func allAnnotations() []string {
+	return slices.Concat(opAnnotations, enumAnnotations, serviceAnnotations)
+}
+
+// mapOperation checks the service's zaris.map_operation and returns the Go name of the
+// operation it names: an admin operation of the service that takes no argument and
+// returns the ClusterMap struct.
+func mapOperation(p *program, source string, svc service) (string, error) {
+	svcLine := p.declLine("service", svc.Name)
+	name, ok := svc.Annotations[annMapOp]
+	if !ok || name == "" {
+		return "", &specError{Pos: pos(source, svcLine), Field: "service " + svc.Name + ": annotation " + annMapOp,
+			Msg: "missing: the service must name the operation that returns a node's cluster map"}
+	}
+	fail := func(msg string, args ...any) (string, error) {
+		return "", &specError{Pos: pos(source, p.annotationLine(svcLine, annMapOp)), Field: "service " + svc.Name + ": annotation " + annMapOp, Msg: fmt.Sprintf(msg, args...)}
+	}
+	for _, fn := range svc.Functions {
+		if fn.Name != name {
+			continue
+		}
+		if fn.Annotations[annKind] != "admin" {
+			return fail(`operation %s is not zaris.kind = "admin"`, name)
+		}
+		if len(fn.Arguments) != 0 {
+			return fail("operation %s must take no arguments", name)
+		}
+		if fn.ReturnTypeID != "struct" || fn.ReturnType == nil || fn.ReturnType.Class != "ClusterMap" {
+			return fail("operation %s must return the ClusterMap struct", name)
+		}
+		return goName(fn.Name), nil
+	}
+	return fail("operation %q is not declared in service %s", name, svc.Name)
+}
 
 // checkResponse checks that resp has the status and mapEpoch every data response carries;
 // it returns the field at fault and why, or an empty msg.

@@ -370,4 +370,4 @@ service ZarisKv {
   /** Returns the answering node's current cluster map. */
   ClusterMap GetClusterMap()
     (zaris.kind = "admin")
-}
+} (zaris.map_operation = "GetClusterMap")

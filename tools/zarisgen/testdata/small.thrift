@@ -23,7 +23,7 @@ struct PutResponse {
   2: required i64 mapEpoch,
 }
 
-struct Map {
+struct ClusterMap {
   1: required i64 epoch,
 }
 
@@ -32,5 +32,5 @@ service Small {
     (zaris.kind = "write", zaris.idempotent = "true", zaris.routing = "key",
      zaris.guards = "ifMatchVersion")
 
-  Map GetMap() (zaris.kind = "admin")
-}
+  ClusterMap GetMap() (zaris.kind = "admin")
+} (zaris.map_operation = "GetMap")
