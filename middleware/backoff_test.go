@@ -20,8 +20,8 @@ import (
 func TestR5_Backoff(t *testing.T) {
 	p := runtime.DefaultRetryPolicy
 	now := mwt.Epoch
-	moved := &runtime.Attempt{Answered: true, Status: zaris.KvStatus_Moved}
-	migrating := &runtime.Attempt{Answered: true, Status: zaris.KvStatus_Migrating}
+	moved := &runtime.Attempt{Answered: true, Status: runtime.Status(zaris.KvStatus_Moved)}
+	migrating := &runtime.Attempt{Answered: true, Status: runtime.Status(zaris.KvStatus_Migrating)}
 	failed := &runtime.Attempt{Err: runtime.ErrTransport}
 	ms := time.Millisecond
 	tests := []struct {
@@ -98,7 +98,7 @@ func TestR5_Backoff(t *testing.T) {
 		assert.Equal(t, runtime.BoundNone, ce.Bound)
 		var se *runtime.StatusError
 		require.ErrorAs(t, err, &se, "the last outcome is kept")
-		assert.Equal(t, zaris.KvStatus_Unavailable, se.Status)
+		assert.Equal(t, runtime.Status(zaris.KvStatus_Unavailable), se.Status)
 		assert.Equal(t, mwt.Epoch, s.clock.Now(), "no time passed")
 	})
 }
@@ -108,7 +108,7 @@ func TestR5_Backoff(t *testing.T) {
 func TestBackoff_Alone(t *testing.T) {
 	clock := mwt.NewClock()
 	next := func(ctx context.Context, call *runtime.Call) (runtime.Response, error) {
-		return &mwt.Response{Status: zaris.KvStatus_Ok}, nil
+		return &mwt.Response{Status: runtime.Status(zaris.KvStatus_Ok)}, nil
 	}
 	h := middleware.Backoff(runtime.DefaultRetryPolicy, clock)(next)
 

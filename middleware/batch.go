@@ -7,7 +7,6 @@ import (
 	"sync"
 	"time"
 
-	"github.com/clustron/zaris-go/gen/zaris"
 	"github.com/clustron/zaris-go/runtime"
 )
 
@@ -113,7 +112,7 @@ type subOutcome struct {
 	err  error
 	// statuses are the items' statuses of an answered sub-request, or recordErr why its
 	// reply could not be read.
-	statuses  []zaris.KvStatus
+	statuses  []runtime.Status
 	recordErr error
 }
 
@@ -409,7 +408,7 @@ func (e *batchRun) judge(g group, o *subOutcome, j, i int) (runtime.Class, error
 		}
 		a.Status, a.Class, a.Err = o.statuses[j], e.call.Op.Statuses.Class(int64(o.statuses[j])), nil
 		if a.Class == runtime.Fatal {
-			a.Err = &runtime.StatusError{Status: a.Status}
+			a.Err = runtime.NewStatusError(e.call.Op.Statuses, a.Status)
 			return e.record(i, &a), a.Err
 		}
 		if len(e.hist[i]) == 0 {

@@ -55,7 +55,7 @@ func TestBatches_SplitsAnOwnersItemsBySize(t *testing.T) {
 		subs = append(subs, fmt.Sprintf("node%d: %s", call.Target.Node, keys))
 		mu.Unlock()
 		a := call.StartAttempt()
-		a.Node, a.Addr, a.Sent, a.Answered, a.Status = call.Target.Node, call.Target.Addr, true, true, zaris.KvStatus_Ok
+		a.Node, a.Addr, a.Sent, a.Answered, a.Status = call.Target.Node, call.Target.Addr, true, true, runtime.Status(zaris.KvStatus_Ok)
 		return resp, nil
 	}
 	batches := middleware.Batches(runtime.DefaultRetryPolicy, mwt.NewClock(), nil, ownerByLastByte{}, nil)
@@ -86,7 +86,7 @@ func TestBatches_HalvesASubRequestThatFailedOnItsConnection(t *testing.T) {
 			a.Err, a.Class = fmt.Errorf("reply too large: %w", runtime.ErrTransport), runtime.Retry
 			return nil, a.Err
 		}
-		a.Answered, a.Status = true, zaris.KvStatus_Ok
+		a.Answered, a.Status = true, runtime.Status(zaris.KvStatus_Ok)
 		resp := &zaris.MultiGetResponse{Status: zaris.KvStatus_Ok}
 		for _, it := range items {
 			resp.Results = append(resp.Results, &zaris.GetOutcome{Status: zaris.KvStatus_Ok, Value: it.Key})
@@ -153,7 +153,7 @@ func TestBatches_CutKeepsOwnersOrderAndResults(t *testing.T) {
 				a.Err, a.Class = fmt.Errorf("too large: %w", runtime.ErrTransport), runtime.Retry
 				return nil, a.Err
 			}
-			a.Answered, a.Status = true, zaris.KvStatus_Ok
+			a.Answered, a.Status = true, runtime.Status(zaris.KvStatus_Ok)
 			return resp, nil
 		}
 		batches := middleware.Batches(runtime.DefaultRetryPolicy, mwt.NewClock(), nil, ownerByLastByte{}, nil)

@@ -35,7 +35,7 @@ func okTransport(items int) middleware.Handler {
 	}
 	return func(_ context.Context, call *runtime.Call) (runtime.Response, error) {
 		a := call.StartAttempt()
-		a.Node, a.Sent, a.Answered, a.Status = call.Target.Node, true, true, zaris.KvStatus_Ok
+		a.Node, a.Sent, a.Answered, a.Status = call.Target.Node, true, true, runtime.Status(zaris.KvStatus_Ok)
 		n := len(call.Request.(*zaris.MultiGetRequest).Items)
 		return &zaris.MultiGetResponse{Status: zaris.KvStatus_Ok, Results: outcomes[:n]}, nil
 	}
@@ -89,7 +89,7 @@ func TestBatches_ItemsAnsweredAlikeShareTheirFirstAttempt(t *testing.T) {
 	transport := func(_ context.Context, call *runtime.Call) (runtime.Response, error) {
 		first := calls.Add(1) <= 2 // the first round: one sub-request per owner
 		a := call.StartAttempt()
-		a.Node, a.Addr, a.Sent, a.Answered, a.Status = call.Target.Node, call.Target.Addr, true, true, zaris.KvStatus_Ok
+		a.Node, a.Addr, a.Sent, a.Answered, a.Status = call.Target.Node, call.Target.Addr, true, true, runtime.Status(zaris.KvStatus_Ok)
 		resp := &zaris.MultiGetResponse{Status: zaris.KvStatus_Ok}
 		for _, it := range call.Request.(*zaris.MultiGetRequest).Items {
 			st := zaris.KvStatus_Ok
@@ -128,7 +128,7 @@ func TestBatches_ItemsAnsweredAlikeShareTheirFirstAttempt(t *testing.T) {
 		zaris.KvStatus_Migrating, zaris.KvStatus_Migrating, zaris.KvStatus_Ok}
 	for i, st := range want {
 		require.NotEmpty(t, h[i], keys[i])
-		assert.Equal(t, st, h[i][0].Status, keys[i])
+		assert.Equal(t, runtime.Status(st), h[i][0].Status, keys[i])
 		assert.Equal(t, 1, h[i][0].N, keys[i])
 	}
 	assert.Same(t, &h[0][0], &h[2][0], "ok items of node 1 share their record")
@@ -136,9 +136,9 @@ func TestBatches_ItemsAnsweredAlikeShareTheirFirstAttempt(t *testing.T) {
 	assert.NotSame(t, &h[0][0], &h[6][0], "ok items of different nodes do not")
 	for _, i := range []int{4, 5} {
 		require.Len(t, h[i], 2, keys[i])
-		assert.Equal(t, zaris.KvStatus_Ok, h[i][1].Status)
+		assert.Equal(t, runtime.Status(zaris.KvStatus_Ok), h[i][1].Status)
 		assert.Equal(t, 2, h[i][1].N)
 	}
 	assert.NotSame(t, &h[4][1], &h[5][1], "retried items have histories of their own")
-	assert.Equal(t, zaris.KvStatus_Migrating, h[5][0].Status, "the first record is untouched by the retries")
+	assert.Equal(t, runtime.Status(zaris.KvStatus_Migrating), h[5][0].Status, "the first record is untouched by the retries")
 }

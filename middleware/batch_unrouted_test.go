@@ -52,7 +52,7 @@ func newOrphanBatch(ownerAfter int32) *orphanBatch {
 	}
 	transport := func(_ context.Context, call *runtime.Call) (runtime.Response, error) {
 		a := call.StartAttempt()
-		a.Node, a.Addr, a.Sent, a.Answered, a.Status = call.Target.Node, call.Target.Addr, true, true, zaris.KvStatus_Ok
+		a.Node, a.Addr, a.Sent, a.Answered, a.Status = call.Target.Node, call.Target.Addr, true, true, runtime.Status(zaris.KvStatus_Ok)
 		resp := &zaris.MultiGetResponse{Status: zaris.KvStatus_Ok}
 		for range call.Request.(*zaris.MultiGetRequest).Items {
 			b.sent.Add(1)
@@ -103,7 +103,7 @@ func TestBatches_OwnerlessItemIsRetriedAfterARefresh(t *testing.T) {
 	assert.Equal(t, runtime.RefreshRetry, h[0].Class)
 	assert.EqualValues(t, 1, h[0].MapEpoch, "the epoch of the map that had no owner")
 	assert.ErrorIs(t, h[0].Err, runtime.ErrPartitionUnavailable)
-	assert.Equal(t, zaris.KvStatus_Ok, h[1].Status)
+	assert.Equal(t, runtime.Status(zaris.KvStatus_Ok), h[1].Status)
 	assert.Len(t, b.last.Batch.Attempts[0], 1)
 	assert.Equal(t, 2, b.last.Batch.Stats.Rounds)
 }

@@ -16,7 +16,7 @@ func noopTransport() middleware.Handler {
 	resp := &zaris.PutResponse{Status: zaris.KvStatus_Ok, MapEpoch: 1}
 	return func(ctx context.Context, call *runtime.Call) (runtime.Response, error) {
 		a := call.Current()
-		a.Node, a.MapEpoch, a.Sent, a.Answered, a.Status, a.AnswerEpoch = 1, 1, true, true, resp.Status, resp.MapEpoch
+		a.Node, a.MapEpoch, a.Sent, a.Answered, a.Status, a.AnswerEpoch = 1, 1, true, true, runtime.Status(resp.Status), resp.MapEpoch
 		return resp, nil
 	}
 }

@@ -90,7 +90,7 @@ func TestB3_RetryBudget(t *testing.T) {
 				assert.ErrorIs(t, err, runtime.ErrRetryBudgetExhausted)
 				var se *runtime.StatusError
 				require.ErrorAs(t, err, &se, "the call ends with its last outcome")
-				assert.Equal(t, zaris.KvStatus_Unavailable, se.Status)
+				assert.Equal(t, runtime.Status(zaris.KvStatus_Unavailable), se.Status)
 				assert.Len(t, ce.Attempts, len(call.Attempts))
 			}
 		}

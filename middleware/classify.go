@@ -74,7 +74,7 @@ func StatusClass(o Outcome) (runtime.Class, bool) {
 	if o.Call == nil || o.Call.Op == nil {
 		return runtime.Fatal, true
 	}
-	return o.Call.Op.Statuses.Class(int64(o.Response.GetStatus())), true
+	return o.Call.Op.Statuses.Class(int64(o.Call.Op.Status(o.Response))), true
 }
 
 // ApplicationException decides Fatal for a Thrift application exception (unknown method,
@@ -166,7 +166,7 @@ func Classify(classifiers ...Classifier) Middleware {
 				err = errNoOutcome
 				o.Err = err
 			case !a.Answered:
-				a.Answered, a.Status, a.AnswerEpoch = true, resp.GetStatus(), resp.GetMapEpoch()
+				a.Answered, a.Status, a.AnswerEpoch = true, call.Op.Status(resp), resp.GetMapEpoch()
 			}
 			class := runtime.Fatal
 			for _, c := range classifiers {
@@ -210,6 +210,14 @@ func (e *inDoubtError) Error() string {
 }
 
 func (e *inDoubtError) Unwrap() []error { return []error{runtime.ErrInDoubt, e.cause} }
+
+// statusesOf returns the status table of call's operation, or nil.
+func statusesOf(call *runtime.Call) *runtime.StatusTable {
+	if call.Op == nil {
+		return nil
+	}
+	return call.Op.Statuses
+}
 
 func opName(call *runtime.Call) string {
 	if call.Op == nil {

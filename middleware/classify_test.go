@@ -42,11 +42,11 @@ func TestR1_RetrySet(t *testing.T) {
 			require.NotNil(t, resp)
 			if retried[status] {
 				assert.Equal(t, 2, s.transport.Attempts(), "retried")
-				assert.Equal(t, zaris.KvStatus_Ok, resp.GetStatus())
+				assert.Equal(t, zaris.KvStatus_Ok, kvStatus(resp))
 				assert.Equal(t, []runtime.Class{zarisclient.Statuses.Class(int64(status)), runtime.Answer}, classes(call))
 			} else {
 				assert.Equal(t, 1, s.transport.Attempts(), "returned at once")
-				assert.Equal(t, status, resp.GetStatus())
+				assert.Equal(t, status, kvStatus(resp))
 				assert.Empty(t, s.clock.Sleeps())
 			}
 		})
@@ -103,7 +103,7 @@ func TestR3_TransportFailures(t *testing.T) {
 			call := mwt.GetCall("k")
 			resp, err := s.do(call)
 			require.NoError(t, err)
-			assert.Equal(t, zaris.KvStatus_Ok, resp.GetStatus())
+			assert.Equal(t, zaris.KvStatus_Ok, kvStatus(resp))
 			assert.Equal(t, 2, s.transport.Attempts())
 			assert.Equal(t, []int64{0}, s.refresher.Requests(), "refreshed before the retry, without epoch evidence")
 			assert.Equal(t, runtime.RefreshRetry, call.Attempts[0].Class)
@@ -167,7 +167,7 @@ func TestR8_Answers(t *testing.T) {
 			call := mwt.GetCall("k")
 			resp, err := s.do(call)
 			require.NoError(t, err)
-			assert.Equal(t, status, resp.GetStatus())
+			assert.Equal(t, status, kvStatus(resp))
 			assert.Equal(t, 1, s.transport.Attempts())
 			assert.Empty(t, s.refresher.Requests())
 			assert.Empty(t, s.refresher.Observed(), "the answer's epoch is not newer than the map's")
@@ -208,7 +208,7 @@ func TestB2_InDoubt(t *testing.T) {
 			resp, err := s.do(call)
 			if !tt.inDoubt {
 				require.NoError(t, err)
-				assert.Equal(t, zaris.KvStatus_Ok, resp.GetStatus())
+				assert.Equal(t, zaris.KvStatus_Ok, kvStatus(resp))
 				assert.Equal(t, 2, s.transport.Attempts(), "retried")
 				return
 			}
@@ -252,7 +252,7 @@ func TestClassify_Classifiers(t *testing.T) {
 	cancelled, cancel := context.WithCancel(context.Background())
 	cancel()
 	bg := context.Background()
-	ok := &mwt.Response{Status: zaris.KvStatus_Ok}
+	ok := &mwt.Response{Status: runtime.Status(zaris.KvStatus_Ok)}
 	tests := []struct {
 		name    string
 		c       middleware.Classifier
@@ -292,7 +292,7 @@ func TestClassify_Chain(t *testing.T) {
 	never := func(middleware.Outcome) (runtime.Class, bool) { return runtime.Unclassified, false }
 	retryAll := func(middleware.Outcome) (runtime.Class, bool) { return runtime.Retry, true }
 	answer := func(ctx context.Context, call *runtime.Call) (runtime.Response, error) {
-		return &mwt.Response{Status: zaris.KvStatus_Moved, MapEpoch: 9}, nil
+		return &mwt.Response{Status: runtime.Status(zaris.KvStatus_Moved), MapEpoch: 9}, nil
 	}
 	tests := []struct {
 		name        string
@@ -313,7 +313,7 @@ func TestClassify_Chain(t *testing.T) {
 			a := call.Attempts[0]
 			assert.Equal(t, tt.want, a.Class)
 			assert.True(t, a.Answered)
-			assert.Equal(t, zaris.KvStatus_Moved, a.Status)
+			assert.Equal(t, runtime.Status(zaris.KvStatus_Moved), a.Status)
 			assert.Equal(t, int64(9), a.AnswerEpoch)
 		})
 	}
@@ -352,7 +352,7 @@ func TestStatusClassesComeFromTheTable(t *testing.T) {
 	call.Op = &op
 	resp, err := s.do(call)
 	require.NoError(t, err)
-	assert.Equal(t, zaris.KvStatus_Ok, resp.GetStatus())
+	assert.Equal(t, zaris.KvStatus_Ok, kvStatus(resp))
 	assert.Equal(t, []runtime.Class{runtime.Retry, runtime.Answer}, classes(call))
 	assert.Equal(t, []time.Duration{300 * time.Millisecond}, s.clock.Sleeps(), "backoff x3 after Throttled")
 

@@ -65,7 +65,7 @@ func TestDefault_CloseEndsABatchInBackoff(t *testing.T) {
 	transport := func(_ context.Context, call *runtime.Call) (runtime.Response, error) {
 		sent++
 		a := call.StartAttempt()
-		a.Node, a.Addr, a.Sent, a.Answered, a.Status = call.Target.Node, call.Target.Addr, true, true, zaris.KvStatus_Ok
+		a.Node, a.Addr, a.Sent, a.Answered, a.Status = call.Target.Node, call.Target.Addr, true, true, runtime.Status(zaris.KvStatus_Ok)
 		resp := &zaris.MultiGetResponse{Status: zaris.KvStatus_Ok}
 		for range call.Request.(*zaris.MultiGetRequest).Items {
 			resp.Results = append(resp.Results, &zaris.GetOutcome{Status: zaris.KvStatus_Unavailable})

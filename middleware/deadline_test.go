@@ -47,7 +47,7 @@ func TestDeadline(t *testing.T) {
 			next := func(ctx context.Context, call *runtime.Call) (runtime.Response, error) {
 				got.deadline = call.Deadline
 				got.ctxDeadline, got.hasCtx = ctx.Deadline()
-				return &mwt.Response{Status: zaris.KvStatus_Ok}, nil
+				return &mwt.Response{Status: runtime.Status(zaris.KvStatus_Ok)}, nil
 			}
 			p := policy(func(p *runtime.RetryPolicy) { p.RequestTimeout = tt.timeout })
 			h := middleware.Deadline(p, clock)(next)
@@ -86,7 +86,7 @@ func TestDeadline_KeepsEarlierCallDeadline(t *testing.T) {
 	call := mwt.GetCall("k")
 	call.Deadline = clock.Now().Add(time.Second)
 	next := func(ctx context.Context, call *runtime.Call) (runtime.Response, error) {
-		return &mwt.Response{Status: zaris.KvStatus_Ok}, nil
+		return &mwt.Response{Status: runtime.Status(zaris.KvStatus_Ok)}, nil
 	}
 	_, err := middleware.Deadline(runtime.DefaultRetryPolicy, clock)(next)(context.Background(), call)
 	require.NoError(t, err)
@@ -102,9 +102,9 @@ func TestDeadline_StopsRetriesAtTheDeadline(t *testing.T) {
 	slow := func(ctx context.Context, call *runtime.Call) (runtime.Response, error) {
 		_, ctxHadDeadline = ctx.Deadline()
 		a := call.Current()
-		a.Answered, a.Status = true, zaris.KvStatus_Unavailable
+		a.Answered, a.Status = true, runtime.Status(zaris.KvStatus_Unavailable)
 		clock.Advance(30 * time.Second)
-		return &mwt.Response{Status: zaris.KvStatus_Unavailable}, nil
+		return &mwt.Response{Status: runtime.Status(zaris.KvStatus_Unavailable)}, nil
 	}
 	p := policy(func(p *runtime.RetryPolicy) { p.RequestTimeout = 20 * time.Second; p.MaxAttempts = 5 })
 	h := middleware.Default(slow, mwt.NewRefresher(1), runtime.Config{Retry: p, Clock: clock})
@@ -126,7 +126,7 @@ func TestDeadline_NonPositiveCallTimeoutLeavesNoTime(t *testing.T) {
 			attempts := 0
 			invoke := func(ctx context.Context, call *runtime.Call) (runtime.Response, error) {
 				attempts++
-				return &mwt.Response{Status: zaris.KvStatus_Ok}, nil
+				return &mwt.Response{Status: runtime.Status(zaris.KvStatus_Ok)}, nil
 			}
 			h := middleware.Default(invoke, mwt.NewRefresher(1), runtime.Config{Retry: runtime.DefaultRetryPolicy, Clock: clock})
 			call := mwt.GetCall("k", runtime.WithTimeout(d))

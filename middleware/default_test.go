@@ -74,7 +74,7 @@ func TestDefault_Order(t *testing.T) {
 	h := middleware.Default(transport, refresher, cfg)
 	resp, err := h(context.Background(), mwt.PutCall("k", "v"))
 	require.NoError(t, err)
-	assert.Equal(t, zaris.KvStatus_Ok, resp.GetStatus())
+	assert.Equal(t, zaris.KvStatus_Ok, kvStatus(resp))
 	assert.Equal(t, []string{
 		"call1>", "call2>", // call-level, outermost first, before Deadline
 		"attempt1>", "attempt2>", "transport 1 (deadline set: true)", // Deadline ran before Retry

@@ -24,9 +24,9 @@ func ExampleDefault() {
 
 	call := mwt.PutCall("user:42", "Ada")
 	resp, err := handler(context.Background(), call)
-	fmt.Println(resp.GetStatus(), err)
+	fmt.Println(kvStatus(resp), err)
 	for _, a := range call.Attempts {
-		fmt.Println(a.String(), "->", a.Class)
+		fmt.Println(a.Describe(call.Op.Statuses), "->", a.Class)
 	}
 	fmt.Printf("refreshes %d, backoff %s\n", call.Stats.RefreshesRequested, call.Stats.Backoff)
 	// Output:
@@ -48,7 +48,7 @@ func ExampleDefault_callMiddleware() {
 			case errors.As(err, &ce):
 				fmt.Printf("%s failed: bound %s after %d attempts, last cause: %v\n", call.Op, ce.Bound, len(ce.Attempts), ce.Unwrap())
 			case err == nil:
-				fmt.Printf("%s: %s after %d attempts\n", call.Op, resp.GetStatus(), len(call.Attempts))
+				fmt.Printf("%s: %s after %d attempts\n", call.Op, kvStatus(resp), len(call.Attempts))
 			}
 			return resp, err
 		}
@@ -77,7 +77,7 @@ func ExampleDefault_attemptMiddleware() {
 			if err != nil {
 				fmt.Printf("attempt %d: %v (sent: %v)\n", a.N, err, a.Sent)
 			} else {
-				fmt.Printf("attempt %d: node %d answered %s\n", a.N, a.Node, resp.GetStatus())
+				fmt.Printf("attempt %d: node %d answered %s\n", a.N, a.Node, kvStatus(resp))
 			}
 			return resp, err
 		}
@@ -93,7 +93,7 @@ func ExampleDefault_attemptMiddleware() {
 
 	call := mwt.PutCall("k", "v")
 	resp, err := handler(context.Background(), call)
-	fmt.Println(resp.GetStatus(), err, "backoff", call.Stats.Backoff)
+	fmt.Println(kvStatus(resp), err, "backoff", call.Stats.Backoff)
 	// Output:
 	// attempt 1: zaris: node unavailable (sent: false)
 	// attempt 2: node 1 answered Migrating

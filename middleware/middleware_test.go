@@ -28,7 +28,7 @@ func tracer(trace *[]string, name string) middleware.Middleware {
 func okHandler(trace *[]string) middleware.Handler {
 	return func(ctx context.Context, call *runtime.Call) (runtime.Response, error) {
 		*trace = append(*trace, "handler")
-		return &mwt.Response{Status: zaris.KvStatus_Ok}, nil
+		return &mwt.Response{Status: runtime.Status(zaris.KvStatus_Ok)}, nil
 	}
 }
 

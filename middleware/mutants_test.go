@@ -36,7 +36,7 @@ func (c *sleepCounter) Sleep(ctx context.Context, d time.Duration) error {
 func TestBackoff_R5_ZeroDelayTakesNoSleep(t *testing.T) {
 	clock := &sleepCounter{Clock: mwt.NewClock()}
 	next := func(context.Context, *runtime.Call) (runtime.Response, error) {
-		return &mwt.Response{Status: zaris.KvStatus_Ok}, nil
+		return &mwt.Response{Status: runtime.Status(zaris.KvStatus_Ok)}, nil
 	}
 	h := middleware.Backoff(policy(func(p *runtime.RetryPolicy) { p.Backoff = 0 }), clock)(next)
 	call := mwt.GetCall("k")
@@ -60,7 +60,7 @@ func TestBatches_B3_OnlyRetryRoundsWithdraw(t *testing.T) {
 	transport := func(_ context.Context, call *runtime.Call) (runtime.Response, error) {
 		first := calls.Add(1) <= 2 // the first round: one sub-request per owner
 		a := call.StartAttempt()
-		a.Node, a.Sent, a.Answered, a.Status = call.Target.Node, true, true, zaris.KvStatus_Ok
+		a.Node, a.Sent, a.Answered, a.Status = call.Target.Node, true, true, runtime.Status(zaris.KvStatus_Ok)
 		resp := &zaris.MultiGetResponse{Status: zaris.KvStatus_Ok}
 		for range call.Request.(*zaris.MultiGetRequest).Items {
 			st := zaris.KvStatus_Ok
@@ -97,7 +97,7 @@ func TestBatches_InvalidItemsCountAsAnswered(t *testing.T) {
 	transport := func(_ context.Context, call *runtime.Call) (runtime.Response, error) {
 		sent.Add(1)
 		a := call.StartAttempt()
-		a.Sent, a.Answered, a.Status = true, true, zaris.KvStatus_Ok
+		a.Sent, a.Answered, a.Status = true, true, runtime.Status(zaris.KvStatus_Ok)
 		resp := &zaris.MultiGetResponse{Status: zaris.KvStatus_Ok}
 		for range call.Request.(*zaris.MultiGetRequest).Items {
 			resp.Results = append(resp.Results, &zaris.GetOutcome{Status: zaris.KvStatus_Ok})
@@ -153,13 +153,13 @@ func TestBatches_ItemThatFailedAloneIsNotBound(t *testing.T) {
 				a.Err, a.Class = runtime.ErrTransport, runtime.RefreshRetry
 				return nil, a.Err
 			}
-			a.Answered, a.Status = true, zaris.KvStatus_Moved // y moves
+			a.Answered, a.Status = true, runtime.Status(zaris.KvStatus_Moved) // y moves
 			return &zaris.MultiGetResponse{Status: zaris.KvStatus_Ok, Results: []*zaris.GetOutcome{{Status: zaris.KvStatus_Moved}}}, nil
 		}
 		mu.Lock()
 		sizes = append(sizes, n)
 		mu.Unlock()
-		a.Answered, a.Status = true, zaris.KvStatus_Ok
+		a.Answered, a.Status = true, runtime.Status(zaris.KvStatus_Ok)
 		resp := &zaris.MultiGetResponse{Status: zaris.KvStatus_Ok}
 		for range n {
 			resp.Results = append(resp.Results, &zaris.GetOutcome{Status: zaris.KvStatus_Ok})
@@ -191,7 +191,7 @@ func halvingTransport(moved func() bool, sizes *[]int, mu *sync.Mutex) middlewar
 			a.Err, a.Class = runtime.ErrTransport, runtime.Retry
 			return nil, a.Err
 		}
-		a.Answered, a.Status = true, zaris.KvStatus_Ok
+		a.Answered, a.Status = true, runtime.Status(zaris.KvStatus_Ok)
 		resp := &zaris.MultiGetResponse{Status: zaris.KvStatus_Ok}
 		for _, it := range items {
 			st := zaris.KvStatus_Ok
@@ -339,7 +339,7 @@ func TestBatches_B4_OneAttemptPerSubRequest(t *testing.T) {
 	transport := func(_ context.Context, call *runtime.Call) (runtime.Response, error) {
 		first := calls.Add(1) <= 2
 		a := call.StartAttempt()
-		a.Node, a.Sent, a.Answered, a.Status = call.Target.Node, true, true, zaris.KvStatus_Ok
+		a.Node, a.Sent, a.Answered, a.Status = call.Target.Node, true, true, runtime.Status(zaris.KvStatus_Ok)
 		resp := &zaris.MultiGetResponse{Status: zaris.KvStatus_Ok}
 		for range call.Request.(*zaris.MultiGetRequest).Items {
 			st := zaris.KvStatus_Ok
@@ -376,7 +376,7 @@ func TestBatches_R5_ZeroDelayTakesNoSleep(t *testing.T) {
 			st = zaris.KvStatus_Unavailable
 		}
 		a := call.StartAttempt()
-		a.Node, a.Sent, a.Answered, a.Status = call.Target.Node, true, true, st
+		a.Node, a.Sent, a.Answered, a.Status = call.Target.Node, true, true, runtime.Status(st)
 		return &zaris.MultiGetResponse{Status: zaris.KvStatus_Ok, Results: []*zaris.GetOutcome{{Status: st}}}, nil
 	}
 	clock := &sleepCounter{Clock: mwt.NewClock()}
@@ -403,7 +403,7 @@ func TestClassify_B2_IdempotentSentWithoutReplyIsRetried(t *testing.T) {
 	call := mwt.GetCall("k")
 	resp, err := s.do(call)
 	require.NoError(t, err)
-	assert.Equal(t, zaris.KvStatus_Ok, resp.GetStatus())
+	assert.Equal(t, zaris.KvStatus_Ok, kvStatus(resp))
 	assert.Len(t, call.Attempts, 2)
 }
 
@@ -450,7 +450,7 @@ func TestRefreshOnMoved_R6_WaitIsBoundByTheDeadlineOnItsClock(t *testing.T) {
 		return runtime.RefreshResult{Performed: true, Epoch: 1}
 	}
 	next := func(context.Context, *runtime.Call) (runtime.Response, error) {
-		return &mwt.Response{Status: zaris.KvStatus_Ok}, nil
+		return &mwt.Response{Status: runtime.Status(zaris.KvStatus_Ok)}, nil
 	}
 	h := middleware.RefreshOnMoved(refresher, clock)(next)
 	call := mwt.GetCall("k")
@@ -472,7 +472,7 @@ func TestRefreshOnMoved_R6_WaitIsBoundByTheDeadlineOnItsClock(t *testing.T) {
 // R4: when the deadline passes with attempts left, the call ends with BoundDeadline, not
 // BoundAttempts.
 func TestRetry_R4_DeadlineBeforeTheLastAttemptIsTheDeadlineBound(t *testing.T) {
-	slow := mwt.Outcome{Status: zaris.KvStatus_Unavailable, Node: 1, Took: 30 * time.Second}
+	slow := mwt.Outcome{Status: runtime.Status(zaris.KvStatus_Unavailable), Node: 1, Took: 30 * time.Second}
 	s := newStack(t, policy(func(p *runtime.RetryPolicy) { p.Backoff = 0 }), repeat(slow, 3))
 	call := mwt.GetCall("k", runtime.WithTimeout(time.Minute))
 	_, err := s.do(call)

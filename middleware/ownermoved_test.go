@@ -45,7 +45,7 @@ func TestB6_OwnerMovedIsRetriedAtOnce(t *testing.T) {
 				return
 			}
 			require.NoError(t, err)
-			assert.Equal(t, zaris.KvStatus_Ok, resp.GetStatus())
+			assert.Equal(t, zaris.KvStatus_Ok, kvStatus(resp))
 			assert.Equal(t, 2, s.transport.Attempts())
 			assert.Equal(t, runtime.Retry, call.Attempts[0].Class)
 		})

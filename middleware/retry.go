@@ -128,6 +128,7 @@ func endCall(call *runtime.Call, clock runtime.Clock, start time.Time, limit int
 		Bound:       stop.Bound,
 		MaxAttempts: limit,
 		Attempts:    append([]runtime.Attempt(nil), call.Attempts...),
+		Statuses:    statusesOf(call),
 		Elapsed:     clock.Now().Sub(start),
 		Err:         err,
 	}
@@ -142,7 +143,7 @@ func lastCause(call *runtime.Call) error {
 	case a.Err != nil:
 		return a.Err
 	case a.Answered:
-		return &runtime.StatusError{Status: a.Status}
+		return runtime.NewStatusError(statusesOf(call), a.Status)
 	}
 	return nil
 }

@@ -37,7 +37,7 @@ func TestR4_TwoBounds(t *testing.T) {
 		assert.Equal(t, 300*time.Millisecond, ce.Elapsed, "100 ms + 200 ms of backoff on the fake clock")
 		var se *runtime.StatusError
 		require.ErrorAs(t, err, &se)
-		assert.Equal(t, zaris.KvStatus_Moved, se.Status)
+		assert.Equal(t, runtime.Status(zaris.KvStatus_Moved), se.Status)
 	})
 
 	t.Run("deadline trips first", func(t *testing.T) {
@@ -53,7 +53,7 @@ func TestR4_TwoBounds(t *testing.T) {
 		assert.Len(t, ce.Attempts, 2)
 		var se *runtime.StatusError
 		require.ErrorAs(t, err, &se, "unwraps to the last outcome")
-		assert.Equal(t, zaris.KvStatus_Unavailable, se.Status)
+		assert.Equal(t, runtime.Status(zaris.KvStatus_Unavailable), se.Status)
 	})
 
 	t.Run("slow attempts use up the deadline", func(t *testing.T) {
@@ -137,7 +137,7 @@ func TestR7_DisableRetries(t *testing.T) {
 		s := newStack(t, disabled, []mwt.Outcome{mwt.Answer(zaris.KvStatus_Ok)})
 		resp, err := s.do(mwt.GetCall("k"))
 		require.NoError(t, err)
-		assert.Equal(t, zaris.KvStatus_Ok, resp.GetStatus())
+		assert.Equal(t, zaris.KvStatus_Ok, kvStatus(resp))
 	})
 	t.Run("MaxAttempts", func(t *testing.T) {
 		assert.Equal(t, 1, middleware.MaxAttempts(disabled, mwt.GetCall("k", runtime.WithMaxAttempts(9))))
@@ -205,7 +205,7 @@ func TestB4_TerminalError(t *testing.T) {
 	assert.ErrorIs(t, a1.Err, runtime.ErrNodeUnavailable)
 	assert.Equal(t, int32(1), a2.Node)
 	assert.True(t, a2.Answered)
-	assert.Equal(t, zaris.KvStatus_Moved, a2.Status)
+	assert.Equal(t, runtime.Status(zaris.KvStatus_Moved), a2.Status)
 	assert.Equal(t, int64(5), a2.AnswerEpoch)
 	assert.Equal(t, "node1:9090", a3.Addr)
 	assert.ErrorIs(t, a3.Err, runtime.ErrTransport)
@@ -230,7 +230,7 @@ func TestB4_TerminalError(t *testing.T) {
 		_, err := s.do(mwt.GetCall("k"))
 		var se *runtime.StatusError
 		require.ErrorAs(t, err, &se)
-		assert.Equal(t, zaris.KvStatus_Unavailable, se.Status)
+		assert.Equal(t, runtime.Status(zaris.KvStatus_Unavailable), se.Status)
 	})
 
 	t.Run("a fatal error names no bound", func(t *testing.T) {
@@ -253,7 +253,7 @@ func TestRetry_WithoutClassify(t *testing.T) {
 	h := middleware.Retry(runtime.DefaultRetryPolicy, clock)(tr.Invoke)
 	resp, err := h(context.Background(), mwt.GetCall("k"))
 	require.NoError(t, err)
-	assert.Equal(t, zaris.KvStatus_Moved, resp.GetStatus())
+	assert.Equal(t, zaris.KvStatus_Moved, kvStatus(resp))
 
 	tr = mwt.Script(mwt.Fail(runtime.ErrTransport, true))
 	h = middleware.Retry(runtime.DefaultRetryPolicy, clock)(tr.Invoke)

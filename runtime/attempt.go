@@ -119,7 +119,7 @@ func (c *Engine) invokePooled(ctx context.Context, call *Call, a *Attempt, r Rou
 		} else {
 			p.put(conn)
 		}
-		a.Answered, a.Status, a.AnswerEpoch = true, resp.GetStatus(), resp.GetMapEpoch()
+		a.Answered, a.Status, a.AnswerEpoch = true, call.Op.Status(resp), resp.GetMapEpoch()
 		return resp, nil
 	}
 	p.discard(conn)

@@ -4,8 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-
-	"github.com/clustron/zaris-go/gen/zaris"
 )
 
 // MaxBatchItems is the most items one multi-key request may carry. The typed client refuses a
@@ -34,10 +32,10 @@ type BatchSpec[Req, Item, Resp, Result any] struct {
 	// Results returns a response's per-item results, one per item of its request.
 	Results func(resp Resp) []Result
 	// Status returns a result's status; false for a missing (nil) result.
-	Status func(result Result) (zaris.KvStatus, bool)
+	Status func(result Result) (Status, bool)
 	// Result returns a result that carries only status, for an item the node did not judge
 	// (the whole sub-request was answered with one status) or that got no answer.
-	Result func(status zaris.KvStatus) Result
+	Result func(status Status) Result
 	// Response returns the merged response: status Ok, results in request order, and epoch.
 	Response func(results []Result, epoch int64) Resp
 	// Size, when set, returns about how many bytes an item adds to a request (see
@@ -62,7 +60,7 @@ type BatchItems interface {
 	// Record takes a sub-response to SubRequest(idx): it keeps each item's result and returns
 	// their statuses. A response whose own status is not Ok gives every item that status. It
 	// fails when resp is not of the operation's type or its results do not match idx.
-	Record(resp Response, idx []int) ([]zaris.KvStatus, error)
+	Record(resp Response, idx []int) ([]Status, error)
 	// Response returns the merged response, with epoch as its map epoch. An item without a
 	// recorded result gets one with status Unavailable.
 	Response(epoch int64) Response
@@ -180,10 +178,10 @@ func RunBatch[Req, Item, Resp, Result any](ctx context.Context, h func(context.C
 		return nil, fmt.Errorf("zaris: %s: the operation's status table (Op.Statuses) has no multi-key roles", op.Name)
 	}
 	b := &batchOf[Req, Item, Resp, Result]{spec: spec, req: req, items: items, results: make([]Result, len(items)), set: make([]bool, len(items)),
-		statuses: op.Statuses}
+		statuses: op.Statuses, status: op.Status}
 	for i := range items {
 		if b.Invalid(i) {
-			b.results[i], b.set[i] = spec.Result(zaris.KvStatus(roles.Invalid)), true
+			b.results[i], b.set[i] = spec.Result(Status(roles.Invalid)), true
 		}
 	}
 	call := NewCall(op, nil, req, false, opts...)
@@ -193,7 +191,7 @@ func RunBatch[Req, Item, Resp, Result any](ctx context.Context, h func(context.C
 		// No batch layer in the stack: the whole request went as one, and an item whose
 		// status is not an answer is an item without one.
 		errs := make([]error, len(items))
-		var statuses []zaris.KvStatus
+		var statuses []Status
 		if resp != nil {
 			var rerr error
 			if statuses, rerr = b.Record(resp, b.all()); err == nil {
@@ -205,7 +203,7 @@ func RunBatch[Req, Item, Resp, Result any](ctx context.Context, h func(context.C
 			case err != nil:
 				errs[i] = err
 			case i < len(statuses) && !op.Statuses.IsAnswer(int64(statuses[i])):
-				errs[i] = &StatusError{Status: statuses[i]}
+				errs[i] = NewStatusError(op.Statuses, statuses[i])
 			}
 		}
 		call.Batch.Errs = errs
@@ -233,6 +231,7 @@ type batchOf[Req, Item, Resp, Result any] struct {
 	set     []bool
 	// statuses is the operation's status table, which has multi-key roles (see RunBatch).
 	statuses *StatusTable
+	status   func(Response) Status // the operation's Op.Status
 }
 
 func (b *batchOf[Req, Item, Resp, Result]) all() []int {
@@ -271,13 +270,13 @@ func (b *batchOf[Req, Item, Resp, Result]) SubRequest(idx []int) any {
 	return b.spec.Request(b.req, sub)
 }
 
-func (b *batchOf[Req, Item, Resp, Result]) Record(resp Response, idx []int) ([]zaris.KvStatus, error) {
+func (b *batchOf[Req, Item, Resp, Result]) Record(resp Response, idx []int) ([]Status, error) {
 	typed, ok := resp.(Resp)
 	if !ok {
 		return nil, fmt.Errorf("%w: reply of type %T", ErrNoResponse, resp)
 	}
-	statuses := make([]zaris.KvStatus, len(idx))
-	if s := resp.GetStatus(); int64(s) != b.statuses.roles.Ok {
+	statuses := make([]Status, len(idx))
+	if s := b.status(resp); int64(s) != b.statuses.roles.Ok {
 		for j, i := range idx {
 			statuses[j] = s
 			b.results[i], b.set[i] = b.spec.Result(s), true
@@ -307,7 +306,7 @@ func (b *batchOf[Req, Item, Resp, Result]) Response(epoch int64) Response {
 		if b.set[i] {
 			out[i] = r
 		} else {
-			out[i] = b.spec.Result(zaris.KvStatus(b.statuses.roles.Unanswered))
+			out[i] = b.spec.Result(Status(b.statuses.roles.Unanswered))
 		}
 	}
 	resp := b.spec.Response(out, epoch)

@@ -285,7 +285,7 @@ func TestBatch_ItemOutOfAttemptsGetsItsOwnError(t *testing.T) {
 	assert.Equal(t, runtime.BoundAttempts, ce.Bound)
 	require.Len(t, ce.Attempts, 3)
 	for _, a := range ce.Attempts {
-		assert.Equal(t, zaris.KvStatus_Migrating, a.Status)
+		assert.Equal(t, runtime.Status(zaris.KvStatus_Migrating), a.Status)
 	}
 	assert.Equal(t, zaris.KvStatus_Migrating, res.Response.Results[1].Status, "the last status it met")
 	assert.Equal(t, []time.Duration{800 * time.Millisecond, 1600 * time.Millisecond}, r.clock.Sleeps())
@@ -404,7 +404,7 @@ func TestBatch_WithoutBatchLayerChurnIsAnItemError(t *testing.T) {
 	assert.NoError(t, res.Err(0))
 	var se *runtime.StatusError
 	require.ErrorAs(t, res.Err(1), &se)
-	assert.Equal(t, zaris.KvStatus_Moved, se.Status)
+	assert.Equal(t, runtime.Status(zaris.KvStatus_Moved), se.Status)
 	assert.NoError(t, res.Err(2))
 	assert.Equal(t, "v", string(res.Response.Results[0].Value))
 	assert.Equal(t, int64(3), res.Response.MapEpoch)

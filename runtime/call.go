@@ -1,10 +1,6 @@
 package runtime
 
-import (
-	"time"
-
-	"github.com/clustron/zaris-go/gen/zaris"
-)
+import "time"
 
 // Call is one application call on its way through the middleware stack: which operation, the
 // routing key, the typed request (never modified), and what has happened to it so far. A Call
@@ -93,7 +89,7 @@ type Attempt struct {
 	// Answered reports whether a response arrived; Status and AnswerEpoch are set only then.
 	Answered bool
 	// Status is the response's status.
-	Status zaris.KvStatus
+	Status Status
 	// AnswerEpoch is the answering node's map epoch (the response's mapEpoch, rule B1).
 	AnswerEpoch int64
 	// Err is the attempt's error when no response arrived.

@@ -43,7 +43,7 @@ var testService = &Service{
 
 // opGet and opPut are Ops like the generated ones, for tests.
 var (
-	opGet = &Op{Name: "Get", Kind: Read, Idempotent: true, RoutingField: "key", Statuses: testStatuses,
+	opGet = &Op{Name: "Get", Kind: Read, Idempotent: true, RoutingField: "key", Statuses: testStatuses, Status: statusOf,
 		Invoke: func(ctx context.Context, client any, req any) (Response, error) {
 			kv := client.(zaris.ZarisKv)
 			resp, err := kv.Get(ctx, req.(*zaris.GetRequest))
@@ -55,7 +55,7 @@ var (
 			}
 			return resp, nil
 		}}
-	opPut = &Op{Name: "Put", Kind: Write, Idempotent: true, RoutingField: "key", Guards: []string{"ifMatchVersion", "ifAbsent"}, Statuses: testStatuses,
+	opPut = &Op{Name: "Put", Kind: Write, Idempotent: true, RoutingField: "key", Guards: []string{"ifMatchVersion", "ifAbsent"}, Statuses: testStatuses, Status: statusOf,
 		Invoke: func(ctx context.Context, client any, req any) (Response, error) {
 			kv := client.(zaris.ZarisKv)
 			resp, err := kv.Put(ctx, req.(*zaris.PutRequest))
@@ -129,14 +129,14 @@ func TestInvokeRecordsAnAnswer(t *testing.T) {
 	call := getCall(key)
 	resp, err := mc.Invoke(context.Background(), call)
 	require.NoError(t, err, "a response is returned whatever its status")
-	assert.Equal(t, zaris.KvStatus_Moved, resp.GetStatus())
+	assert.Equal(t, zaris.KvStatus_Moved, kvStatus(resp))
 	a := call.Attempts[0]
 	assert.Equal(t, int32(owner), a.Node)
 	assert.Equal(t, fmt.Sprintf("127.0.0.1:%d", 7000+owner), a.Addr)
 	assert.Equal(t, int64(4), a.MapEpoch)
 	assert.True(t, a.Answered)
 	assert.True(t, a.Sent)
-	assert.Equal(t, zaris.KvStatus_Moved, a.Status)
+	assert.Equal(t, Status(zaris.KvStatus_Moved), a.Status)
 	assert.Equal(t, int64(5), a.AnswerEpoch)
 	assert.Equal(t, 7*time.Millisecond, a.Duration)
 	assert.NoError(t, a.Err)

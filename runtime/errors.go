@@ -3,10 +3,9 @@ package runtime
 import (
 	"errors"
 	"fmt"
+	"strconv"
 	"strings"
 	"time"
-
-	"github.com/clustron/zaris-go/gen/zaris"
 )
 
 // Sentinel errors name the kinds of failure; find them with errors.Is. The errors the client
@@ -50,19 +49,23 @@ var (
 // StatusError is the cause recorded for an attempt answered with a status the application
 // does not see (Moved, Migrating, ...). A call that runs out of budget on one unwraps to it.
 type StatusError struct {
-	Status zaris.KvStatus
+	Status Status
+	// Name is the status's name in the IDL, or Enum(value) for a value the status table
+	// does not hold (StatusTable.Name).
+	Name string
 }
 
 // Error names the status.
-func (e *StatusError) Error() string { return "zaris: status " + statusName(e.Status) }
-
-// statusName names a status, or gives its number when this client does not know it (a
-// newer store's status: Thrift's String says only "<UNSET>" then).
-func statusName(s zaris.KvStatus) string {
-	if _, err := zaris.KvStatusFromString(s.String()); err == nil {
-		return s.String()
+func (e *StatusError) Error() string {
+	if e.Name == "" {
+		return "zaris: status " + strconv.FormatInt(int64(e.Status), 10)
 	}
-	return fmt.Sprintf("KvStatus(%d)", int64(s))
+	return "zaris: status " + e.Name
+}
+
+// NewStatusError returns the StatusError of an answer carrying s, named by t.
+func NewStatusError(t *StatusTable, s Status) *StatusError {
+	return &StatusError{Status: s, Name: t.Name(int64(s))}
 }
 
 // Bound names what ended a call that did not get an answer.
@@ -105,6 +108,8 @@ type CallError struct {
 	MaxAttempts int
 	// Attempts is the attempt history, oldest first.
 	Attempts []Attempt
+	// Statuses is the operation's status table, which names the attempts' statuses.
+	Statuses *StatusTable
 	// Elapsed is the call's total time.
 	Elapsed time.Duration
 	// Err is the last cause.
@@ -132,7 +137,7 @@ func (e *CallError) Error() string {
 	fmt.Fprintf(&b, " in %s", e.Elapsed.Round(time.Millisecond))
 	for _, a := range e.Attempts {
 		b.WriteString("; ")
-		b.WriteString(a.String())
+		b.WriteString(a.Describe(e.Statuses))
 	}
 	// The last cause is usually the last attempt's error, already written above.
 	if last := len(e.Attempts) - 1; e.Err != nil && (last < 0 || e.Attempts[last].Err != e.Err) {
@@ -144,8 +149,12 @@ func (e *CallError) Error() string {
 // Unwrap returns the last cause.
 func (e *CallError) Unwrap() error { return e.Err }
 
-// String describes one attempt: its number, node, map epoch and outcome.
-func (a Attempt) String() string {
+// String describes one attempt: its number, node, map epoch and outcome (a status by its
+// number: CallError.Error names it by the operation's status table).
+func (a Attempt) String() string { return a.Describe(nil) }
+
+// Describe is String with the status named by t, the operation's Op.Statuses.
+func (a Attempt) Describe(t *StatusTable) string {
 	node := "no node"
 	if a.Node != NoNode {
 		node = fmt.Sprintf("node %d", a.Node)
@@ -153,7 +162,7 @@ func (a Attempt) String() string {
 	out := "no outcome"
 	switch {
 	case a.Answered:
-		out = fmt.Sprintf("%s (node epoch %d)", statusName(a.Status), a.AnswerEpoch)
+		out = fmt.Sprintf("%s (node epoch %d)", t.Name(int64(a.Status)), a.AnswerEpoch)
 	case a.Err != nil:
 		out = a.Err.Error()
 	}

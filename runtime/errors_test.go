@@ -17,8 +17,9 @@ func TestCallErrorMessage(t *testing.T) {
 	refused := errors.New("connection refused")
 	e := &CallError{
 		Op: "Put", Bound: BoundAttempts, MaxAttempts: 2, Elapsed: 301 * time.Millisecond, Err: refused,
+		Statuses: testStatuses,
 		Attempts: []Attempt{
-			{N: 1, Node: 2, MapEpoch: 7, Answered: true, Status: zaris.KvStatus_Moved, AnswerEpoch: 8},
+			{N: 1, Node: 2, MapEpoch: 7, Answered: true, Status: Status(zaris.KvStatus_Moved), AnswerEpoch: 8},
 			{N: 2, Node: 3, MapEpoch: 8, Err: refused},
 		},
 	}
@@ -27,18 +28,21 @@ func TestCallErrorMessage(t *testing.T) {
 	assert.Equal(t, 1, strings.Count(msg, "connection refused"))
 	assert.ErrorIs(t, e, refused)
 
-	e.Err = &StatusError{Status: zaris.KvStatus_Moved}
+	e.Err = NewStatusError(testStatuses, Status(zaris.KvStatus_Moved))
 	e.Attempts = e.Attempts[:1]
 	e.Bound = BoundDeadline
 	assert.Equal(t, "zaris: Put: deadline passed after 1 attempt in 301ms; attempt 1 node 2 epoch 7: Moved (node epoch 8): zaris: status Moved", e.Error())
 }
 
-// A status this client does not know (a newer store's) is named by its number.
+// A status this client does not know (a newer store's) is named by its number; a status
+// error or attempt without a status table gives the number alone.
 func TestStatusErrorNamesAnUnknownStatus(t *testing.T) {
-	assert.Equal(t, "zaris: status Moved", (&StatusError{Status: zaris.KvStatus_Moved}).Error())
-	assert.Equal(t, "zaris: status KvStatus(42)", (&StatusError{Status: 42}).Error())
+	assert.Equal(t, "zaris: status Moved", NewStatusError(testStatuses, Status(zaris.KvStatus_Moved)).Error())
+	assert.Equal(t, "zaris: status KvStatus(42)", NewStatusError(testStatuses, 42).Error())
+	assert.Equal(t, "zaris: status 42", (&StatusError{Status: 42}).Error())
 	a := Attempt{N: 1, Node: 1, Answered: true, Status: 42, AnswerEpoch: 3}
-	assert.Equal(t, "attempt 1 node 1 epoch 0: KvStatus(42) (node epoch 3)", a.String())
+	assert.Equal(t, "attempt 1 node 1 epoch 0: KvStatus(42) (node epoch 3)", a.Describe(testStatuses))
+	assert.Equal(t, "attempt 1 node 1 epoch 0: status(42) (node epoch 3)", a.String())
 }
 
 // A call that ended before its first attempt (its context had ended) says so, rather than

@@ -1,10 +1,6 @@
 package runtime
 
-import (
-	"context"
-
-	"github.com/clustron/zaris-go/gen/zaris"
-)
+import "context"
 
 // OpKind says whether an operation reads or writes the store.
 type OpKind int
@@ -47,6 +43,8 @@ type Op struct {
 	// Statuses is the class table of the service's status enum, which the middleware
 	// classifies this operation's answers by (rules R1, R2, R5, R8).
 	Statuses *StatusTable
+	// Status reads the status (field 1) of a response of this operation.
+	Status func(resp Response) Status
 	// Invoke sends req, which must be this operation's request type, over client, the
 	// generated client Service.NewClient bound to a connection (Conn.Client), and returns
 	// its response. It never returns a nil Response with a nil error.
@@ -56,9 +54,15 @@ type Op struct {
 // String returns the operation's IDL name.
 func (op *Op) String() string { return op.Name }
 
-// Response is what every data operation's response struct has in common: field 1, the
-// status, and the answering node's cluster-map epoch. The generated response types satisfy it.
+// Response is what every data operation's response struct has in common: the answering
+// node's cluster-map epoch; its status, field 1, is read with the operation's Op.Status.
+// The generated response types satisfy it.
 type Response interface {
-	GetStatus() zaris.KvStatus
 	GetMapEpoch() int64
+}
+
+// StatusName returns the IDL name of resp's status, for logs: op.Status read by
+// op.Statuses.
+func (op *Op) StatusName(resp Response) string {
+	return op.Statuses.Name(int64(op.Status(resp)))
 }

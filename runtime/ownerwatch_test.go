@@ -131,7 +131,7 @@ func TestB6_AttemptToAStalledOwnerEndsWhenTheMapMovesIt(t *testing.T) {
 				next := getCall("k")
 				resp, err := cl.Invoke(context.Background(), next)
 				require.NoError(t, err)
-				assert.Equal(t, zaris.KvStatus_NotFound, resp.GetStatus())
+				assert.Equal(t, zaris.KvStatus_NotFound, kvStatus(resp))
 				assert.Equal(t, int32(2), next.Attempts[0].Node, "the retry goes to the new owner")
 			})
 		}

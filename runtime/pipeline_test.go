@@ -233,7 +233,7 @@ func TestPipelined_CancelQueuedCallSendsNothing(t *testing.T) {
 
 	resp, err := cl.Invoke(context.Background(), getCall("queued"))
 	require.NoError(t, err)
-	assert.Equal(t, zaris.KvStatus_NotFound, resp.GetStatus(), "the cancelled Put never reached the node")
+	assert.Equal(t, zaris.KvStatus_NotFound, kvStatus(resp), "the cancelled Put never reached the node")
 	assert.Same(t, conn, pipeConnsOf(cl, srv.addr)[0], "the connection is still in use")
 	assert.Eventually(t, func() bool { return conn.pending.Load() == 0 }, 5*time.Second, time.Millisecond)
 }
@@ -404,7 +404,7 @@ func TestPipelined_BadReplyFailsThatConnectionOnly(t *testing.T) {
 			resp, err, sent := getOn(ps, conn, tc.key)
 			if tc.key == "extra" {
 				require.NoError(t, err, "the reply to the request sent is good")
-				assert.Equal(t, zaris.KvStatus_NotFound, resp.GetStatus())
+				assert.Equal(t, zaris.KvStatus_NotFound, kvStatus(resp))
 				require.Eventually(t, func() bool { return conn.failed.Load() }, 5*time.Second, time.Millisecond)
 			} else {
 				require.Error(t, err)
@@ -419,7 +419,7 @@ func TestPipelined_BadReplyFailsThatConnectionOnly(t *testing.T) {
 			for _, c := range []*pipeConn{other, otherNode} {
 				resp, err, _ := getOn(ps, c, "fine")
 				require.NoError(t, err)
-				assert.Equal(t, zaris.KvStatus_NotFound, resp.GetStatus())
+				assert.Equal(t, zaris.KvStatus_NotFound, kvStatus(resp))
 				assert.False(t, c.failed.Load())
 			}
 		})
@@ -755,7 +755,7 @@ func TestPipelined_ExpiredInTheQueueIsNotWritten(t *testing.T) {
 
 	resp, err := cl.Invoke(context.Background(), getCall("late"))
 	require.NoError(t, err)
-	assert.Equal(t, zaris.KvStatus_NotFound, resp.GetStatus(), "the node never saw the Put")
+	assert.Equal(t, zaris.KvStatus_NotFound, kvStatus(resp), "the node never saw the Put")
 	assert.Equal(t, []*pipeConn{conn}, pipeConnsOf(cl, srv.addr), "the same connection")
 }
 
@@ -805,7 +805,7 @@ func TestInvokeAfterTheCallerLeftSendsNothing(t *testing.T) {
 				assert.False(t, call.Attempts[0].Sent)
 				resp, err := cl.Invoke(context.Background(), getCall("late"))
 				require.NoError(t, err)
-				assert.Equal(t, zaris.KvStatus_NotFound, resp.GetStatus(), "the node never saw the Put")
+				assert.Equal(t, zaris.KvStatus_NotFound, kvStatus(resp), "the node never saw the Put")
 			})
 		}
 	}

@@ -85,7 +85,7 @@ func TestPipelineSweep_EndsAnAttemptWhoseReplyStallsMidway(t *testing.T) {
 			resp, err, sent := getOn(ps, conn, "after")
 			require.NoError(t, err, "the connection stays open")
 			assert.True(t, sent)
-			assert.Equal(t, zaris.KvStatus_NotFound, resp.GetStatus())
+			assert.Equal(t, zaris.KvStatus_NotFound, kvStatus(resp))
 			assert.Equal(t, uint64(2), conn.replies.Load())
 		})
 	}

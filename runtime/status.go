@@ -5,6 +5,10 @@ import (
 	"strconv"
 )
 
+// Status is a value of a service's status enum, as field 1 of its responses carries it;
+// the service's StatusTable names and classifies it.
+type Status int64
+
 // StatusInfo is one value of a service's status enum and how the client treats an answer
 // carrying it.
 type StatusInfo struct {

@@ -200,18 +200,18 @@ func roundTrip(t *testing.T, c *Engine, key string) {
 	ctx := context.Background()
 	resp, err := c.Invoke(ctx, putCall(key, "v-"+key))
 	require.NoError(t, err)
-	require.Equal(t, zaris.KvStatus_Ok, resp.GetStatus())
+	require.Equal(t, zaris.KvStatus_Ok, kvStatus(resp))
 	call := getCall(key)
 	resp, err = c.Invoke(ctx, call)
 	require.NoError(t, err)
-	require.Equal(t, zaris.KvStatus_Ok, resp.GetStatus())
+	require.Equal(t, zaris.KvStatus_Ok, kvStatus(resp))
 	assert.Equal(t, "v-"+key, string(resp.(*zaris.GetResponse).Value))
 	assert.Equal(t, int64(1), call.Attempts[0].AnswerEpoch)
 	assert.Equal(t, int32(1), call.Attempts[0].Node)
 
 	resp, err = c.Invoke(ctx, getCall("absent-"+key))
 	require.NoError(t, err)
-	assert.Equal(t, zaris.KvStatus_NotFound, resp.GetStatus(), "NotFound is an answer, not an error")
+	assert.Equal(t, zaris.KvStatus_NotFound, kvStatus(resp), "NotFound is an answer, not an error")
 }
 
 // TestProtocolTransportMatrix runs Dial and Invoke over every protocol × transport the

@@ -49,6 +49,7 @@ var OpGet = &runtime.Op{
 	Idempotent:   true,
 	RoutingField: "key",
 	Statuses:     Statuses,
+	Status:       statusGet,
 	Invoke:       invokeGet,
 }
 
@@ -60,6 +61,7 @@ var OpPut = &runtime.Op{
 	RoutingField: "key",
 	Guards:       []string{"ifMatchVersion", "ifAbsent"},
 	Statuses:     Statuses,
+	Status:       statusPut,
 	Invoke:       invokePut,
 }
 
@@ -71,6 +73,7 @@ var OpDelete = &runtime.Op{
 	RoutingField: "key",
 	Guards:       []string{"ifMatchVersion"},
 	Statuses:     Statuses,
+	Status:       statusDelete,
 	Invoke:       invokeDelete,
 }
 
@@ -81,6 +84,7 @@ var OpIncrement = &runtime.Op{
 	Idempotent:   false,
 	RoutingField: "key",
 	Statuses:     Statuses,
+	Status:       statusIncrement,
 	Invoke:       invokeIncrement,
 }
 
@@ -195,6 +199,10 @@ func (c *Client) Increment(ctx context.Context, req *zaris.IncrementRequest, opt
 	return typed, err
 }
 
+func statusGet(resp runtime.Response) runtime.Status {
+	return runtime.Status(resp.(*zaris.GetResponse).GetStatus())
+}
+
 func invokeGet(ctx context.Context, client any, req any) (runtime.Response, error) {
 	resp, err := client.(zaris.ZarisKv).Get(ctx, req.(*zaris.GetRequest))
 	if err != nil {
@@ -204,6 +212,10 @@ func invokeGet(ctx context.Context, client any, req any) (runtime.Response, erro
 		return nil, fmt.Errorf("zaris: Get: %w", runtime.ErrNoResponse)
 	}
 	return resp, nil
+}
+
+func statusPut(resp runtime.Response) runtime.Status {
+	return runtime.Status(resp.(*zaris.PutResponse).GetStatus())
 }
 
 func invokePut(ctx context.Context, client any, req any) (runtime.Response, error) {
@@ -217,6 +229,10 @@ func invokePut(ctx context.Context, client any, req any) (runtime.Response, erro
 	return resp, nil
 }
 
+func statusDelete(resp runtime.Response) runtime.Status {
+	return runtime.Status(resp.(*zaris.DeleteResponse).GetStatus())
+}
+
 func invokeDelete(ctx context.Context, client any, req any) (runtime.Response, error) {
 	resp, err := client.(zaris.ZarisKv).Delete(ctx, req.(*zaris.DeleteRequest))
 	if err != nil {
@@ -226,6 +242,10 @@ func invokeDelete(ctx context.Context, client any, req any) (runtime.Response, e
 		return nil, fmt.Errorf("zaris: Delete: %w", runtime.ErrNoResponse)
 	}
 	return resp, nil
+}
+
+func statusIncrement(resp runtime.Response) runtime.Status {
+	return runtime.Status(resp.(*zaris.IncrementResponse).GetStatus())
 }
 
 func invokeIncrement(ctx context.Context, client any, req any) (runtime.Response, error) {
@@ -246,6 +266,7 @@ var OpMultiGet = &runtime.Op{
 	Idempotent:   true,
 	RoutingField: "items[].key",
 	Statuses:     Statuses,
+	Status:       statusMultiGet,
 	Invoke:       invokeMultiGet,
 }
 
@@ -257,6 +278,7 @@ var OpMultiPut = &runtime.Op{
 	RoutingField: "items[].key",
 	Guards:       []string{"items[].ifMatchVersion", "items[].ifAbsent"},
 	Statuses:     Statuses,
+	Status:       statusMultiPut,
 	Invoke:       invokeMultiPut,
 }
 
@@ -268,6 +290,7 @@ var OpMultiDelete = &runtime.Op{
 	RoutingField: "items[].key",
 	Guards:       []string{"items[].ifMatchVersion"},
 	Statuses:     Statuses,
+	Status:       statusMultiDelete,
 	Invoke:       invokeMultiDelete,
 }
 
@@ -311,13 +334,15 @@ var batchMultiGet = runtime.BatchSpec[*zaris.MultiGetRequest, *zaris.GetItem, *z
 		return &sub
 	},
 	Results: func(resp *zaris.MultiGetResponse) []*zaris.GetOutcome { return resp.Results },
-	Status: func(r *zaris.GetOutcome) (zaris.KvStatus, bool) {
+	Status: func(r *zaris.GetOutcome) (runtime.Status, bool) {
 		if r == nil {
 			return 0, false
 		}
-		return r.Status, true
+		return runtime.Status(r.Status), true
 	},
-	Result: func(s zaris.KvStatus) *zaris.GetOutcome { return &zaris.GetOutcome{Status: s} },
+	Result: func(s runtime.Status) *zaris.GetOutcome {
+		return &zaris.GetOutcome{Status: zaris.KvStatus(s)}
+	},
 	Response: func(results []*zaris.GetOutcome, epoch int64) *zaris.MultiGetResponse {
 		return &zaris.MultiGetResponse{Status: zaris.KvStatus_Ok, Results: results, MapEpoch: epoch}
 	},
@@ -327,6 +352,10 @@ var batchMultiGet = runtime.BatchSpec[*zaris.MultiGetRequest, *zaris.GetItem, *z
 		}
 		return 16 + len(it.GetKey())
 	},
+}
+
+func statusMultiGet(resp runtime.Response) runtime.Status {
+	return runtime.Status(resp.(*zaris.MultiGetResponse).GetStatus())
 }
 
 func invokeMultiGet(ctx context.Context, client any, req any) (runtime.Response, error) {
@@ -370,13 +399,15 @@ var batchMultiPut = runtime.BatchSpec[*zaris.MultiPutRequest, *zaris.PutItem, *z
 		return &sub
 	},
 	Results: func(resp *zaris.MultiPutResponse) []*zaris.PutOutcome { return resp.Results },
-	Status: func(r *zaris.PutOutcome) (zaris.KvStatus, bool) {
+	Status: func(r *zaris.PutOutcome) (runtime.Status, bool) {
 		if r == nil {
 			return 0, false
 		}
-		return r.Status, true
+		return runtime.Status(r.Status), true
 	},
-	Result: func(s zaris.KvStatus) *zaris.PutOutcome { return &zaris.PutOutcome{Status: s} },
+	Result: func(s runtime.Status) *zaris.PutOutcome {
+		return &zaris.PutOutcome{Status: zaris.KvStatus(s)}
+	},
 	Response: func(results []*zaris.PutOutcome, epoch int64) *zaris.MultiPutResponse {
 		return &zaris.MultiPutResponse{Status: zaris.KvStatus_Ok, Results: results, MapEpoch: epoch}
 	},
@@ -386,6 +417,10 @@ var batchMultiPut = runtime.BatchSpec[*zaris.MultiPutRequest, *zaris.PutItem, *z
 		}
 		return 40 + len(it.GetKey()) + len(it.GetValue())
 	},
+}
+
+func statusMultiPut(resp runtime.Response) runtime.Status {
+	return runtime.Status(resp.(*zaris.MultiPutResponse).GetStatus())
 }
 
 func invokeMultiPut(ctx context.Context, client any, req any) (runtime.Response, error) {
@@ -429,13 +464,15 @@ var batchMultiDelete = runtime.BatchSpec[*zaris.MultiDeleteRequest, *zaris.Delet
 		return &sub
 	},
 	Results: func(resp *zaris.MultiDeleteResponse) []*zaris.DeleteOutcome { return resp.Results },
-	Status: func(r *zaris.DeleteOutcome) (zaris.KvStatus, bool) {
+	Status: func(r *zaris.DeleteOutcome) (runtime.Status, bool) {
 		if r == nil {
 			return 0, false
 		}
-		return r.Status, true
+		return runtime.Status(r.Status), true
 	},
-	Result: func(s zaris.KvStatus) *zaris.DeleteOutcome { return &zaris.DeleteOutcome{Status: s} },
+	Result: func(s runtime.Status) *zaris.DeleteOutcome {
+		return &zaris.DeleteOutcome{Status: zaris.KvStatus(s)}
+	},
 	Response: func(results []*zaris.DeleteOutcome, epoch int64) *zaris.MultiDeleteResponse {
 		return &zaris.MultiDeleteResponse{Status: zaris.KvStatus_Ok, Results: results, MapEpoch: epoch}
 	},
@@ -445,6 +482,10 @@ var batchMultiDelete = runtime.BatchSpec[*zaris.MultiDeleteRequest, *zaris.Delet
 		}
 		return 24 + len(it.GetKey())
 	},
+}
+
+func statusMultiDelete(resp runtime.Response) runtime.Status {
+	return runtime.Status(resp.(*zaris.MultiDeleteResponse).GetStatus())
 }
 
 func invokeMultiDelete(ctx context.Context, client any, req any) (runtime.Response, error) {

@@ -57,9 +57,9 @@ func TestTransport(t *testing.T) {
 
 	resp, err := tr.Invoke(context.Background(), call)
 	require.NoError(t, err)
-	assert.Equal(t, zaris.KvStatus_Moved, resp.GetStatus())
+	assert.Equal(t, zaris.KvStatus_Moved, kvStatus(resp))
 	a := call.Attempts[0]
-	assert.Equal(t, runtime.Attempt{N: 1, Node: 1, Addr: "node1:9090", MapEpoch: 3, Answered: true, Status: zaris.KvStatus_Moved, AnswerEpoch: 4, Sent: true, Duration: time.Second}, a)
+	assert.Equal(t, runtime.Attempt{N: 1, Node: 1, Addr: "node1:9090", MapEpoch: 3, Answered: true, Status: runtime.Status(zaris.KvStatus_Moved), AnswerEpoch: 4, Sent: true, Duration: time.Second}, a)
 	assert.Equal(t, mwt.Epoch.Add(time.Second), c.Now())
 
 	for range 2 { // the last outcome repeats

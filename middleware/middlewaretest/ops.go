@@ -12,32 +12,44 @@ import (
 // annotations, so middleware tests do not depend on the generator.
 var (
 	// OpGet reads a key: idempotent.
-	OpGet = &runtime.Op{Name: "Get", Kind: runtime.Read, Idempotent: true, RoutingField: "key", Statuses: zarisclient.Statuses,
+	OpGet = &runtime.Op{Name: "Get", Kind: runtime.Read, Idempotent: true, RoutingField: "key", Statuses: zarisclient.Statuses, Status: StatusOf,
 		Invoke: func(ctx context.Context, client any, req any) (runtime.Response, error) {
 			kv := client.(zaris.ZarisKv)
 			return response(kv.Get(ctx, req.(*zaris.GetRequest)))
 		}}
 	// OpPut writes a key: idempotent, guarded by ifMatchVersion and ifAbsent.
-	OpPut = &runtime.Op{Name: "Put", Kind: runtime.Write, Idempotent: true, RoutingField: "key", Statuses: zarisclient.Statuses,
+	OpPut = &runtime.Op{Name: "Put", Kind: runtime.Write, Idempotent: true, RoutingField: "key", Statuses: zarisclient.Statuses, Status: StatusOf,
 		Guards: []string{"ifMatchVersion", "ifAbsent"},
 		Invoke: func(ctx context.Context, client any, req any) (runtime.Response, error) {
 			kv := client.(zaris.ZarisKv)
 			return response(kv.Put(ctx, req.(*zaris.PutRequest)))
 		}}
 	// OpDelete deletes a key: idempotent, guarded by ifMatchVersion.
-	OpDelete = &runtime.Op{Name: "Delete", Kind: runtime.Write, Idempotent: true, RoutingField: "key", Statuses: zarisclient.Statuses,
+	OpDelete = &runtime.Op{Name: "Delete", Kind: runtime.Write, Idempotent: true, RoutingField: "key", Statuses: zarisclient.Statuses, Status: StatusOf,
 		Guards: []string{"ifMatchVersion"},
 		Invoke: func(ctx context.Context, client any, req any) (runtime.Response, error) {
 			kv := client.(zaris.ZarisKv)
 			return response(kv.Delete(ctx, req.(*zaris.DeleteRequest)))
 		}}
 	// OpIncrement adds to a counter: not idempotent, not guarded.
-	OpIncrement = &runtime.Op{Name: "Increment", Kind: runtime.Write, Idempotent: false, RoutingField: "key", Statuses: zarisclient.Statuses,
+	OpIncrement = &runtime.Op{Name: "Increment", Kind: runtime.Write, Idempotent: false, RoutingField: "key", Statuses: zarisclient.Statuses, Status: StatusOf,
 		Invoke: func(ctx context.Context, client any, req any) (runtime.Response, error) {
 			kv := client.(zaris.ZarisKv)
 			return response(kv.Increment(ctx, req.(*zaris.IncrementRequest)))
 		}}
 )
+
+// StatusOf reads the status of a scripted *Response or of a generated response, for the
+// ops above.
+func StatusOf(resp runtime.Response) runtime.Status {
+	switch r := resp.(type) {
+	case *Response:
+		return r.Status
+	case interface{ GetStatus() zaris.KvStatus }:
+		return runtime.Status(r.GetStatus())
+	}
+	return -1
+}
 
 // response turns a generated method's result into a Response without a typed nil.
 func response[R runtime.Response](r R, err error) (runtime.Response, error) {
@@ -79,6 +91,6 @@ func (Items) Invalid(int) bool                { return false }
 func (Items) Guarded(int) bool                { return false }
 func (Items) SubRequest([]int) any            { return nil }
 func (Items) Response(int64) runtime.Response { return nil }
-func (Items) Record(runtime.Response, []int) ([]zaris.KvStatus, error) {
+func (Items) Record(runtime.Response, []int) ([]runtime.Status, error) {
 	return nil, nil
 }

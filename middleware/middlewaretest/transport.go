@@ -12,12 +12,12 @@ import (
 
 // Response is a minimal runtime.Response for scripted answers.
 type Response struct {
-	Status   zaris.KvStatus
+	Status   runtime.Status
 	MapEpoch int64
 }
 
 // GetStatus returns the status.
-func (r *Response) GetStatus() zaris.KvStatus { return r.Status }
+func (r *Response) GetStatus() runtime.Status { return r.Status }
 
 // GetMapEpoch returns the answering node's map epoch.
 func (r *Response) GetMapEpoch() int64 { return r.MapEpoch }
@@ -25,7 +25,7 @@ func (r *Response) GetMapEpoch() int64 { return r.MapEpoch }
 // Outcome is one scripted attempt: an answer with a status, or an error.
 type Outcome struct {
 	// Status is the answer's status, when Err is nil.
-	Status zaris.KvStatus
+	Status runtime.Status
 	// Epoch is the answering node's map epoch (the response's mapEpoch).
 	Epoch int64
 	// Err, when set, is returned instead of an answer.
@@ -39,12 +39,13 @@ type Outcome struct {
 	Took time.Duration
 }
 
-// Answer scripts an answer with status s from node 1 at epoch 0.
-func Answer(s zaris.KvStatus) Outcome { return Outcome{Status: s, Node: 1} }
+// Answer scripts an answer with status s (a runtime.Status or a generated enum value) from
+// node 1 at epoch 0.
+func Answer[S ~int64](s S) Outcome { return Outcome{Status: runtime.Status(s), Node: 1} }
 
 // AnswerAt scripts an answer with status s from node 1 whose map is at epoch.
-func AnswerAt(s zaris.KvStatus, epoch int64) Outcome {
-	return Outcome{Status: s, Epoch: epoch, Node: 1}
+func AnswerAt[S ~int64](s S, epoch int64) Outcome {
+	return Outcome{Status: runtime.Status(s), Epoch: epoch, Node: 1}
 }
 
 // Fail scripts an error. sent says whether the request may have left (a reset or a timeout)
@@ -150,7 +151,7 @@ func KvTransport(kv zaris.ZarisKv) func(ctx context.Context, call *runtime.Call)
 		if err != nil {
 			return nil, err
 		}
-		a.Answered, a.Status, a.AnswerEpoch = true, resp.GetStatus(), resp.GetMapEpoch()
+		a.Answered, a.Status, a.AnswerEpoch = true, call.Op.Status(resp), resp.GetMapEpoch()
 		return resp, nil
 	}
 }

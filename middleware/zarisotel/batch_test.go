@@ -24,9 +24,9 @@ func TestBatchCall(t *testing.T) {
 		call.Batch.Stats = runtime.BatchStats{Rounds: 2, SubRequests: 4, ItemsRetried: 7}
 		for range 4 {
 			a := call.StartAttempt()
-			a.Answered, a.Status = true, zaris.KvStatus_Ok
+			a.Answered, a.Status = true, runtime.Status(zaris.KvStatus_Ok)
 		}
-		return &mwt.Response{Status: zaris.KvStatus_Ok}, nil
+		return &mwt.Response{Status: runtime.Status(zaris.KvStatus_Ok)}, nil
 	})
 	call := runtime.NewCall(&runtime.Op{Name: "MultiGet", Kind: runtime.Read, Idempotent: true}, nil, nil, false)
 	call.Batch = &runtime.Batch{Items: mwt.Items(30)}

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"strings"
 	"time"
 
 	"go.opentelemetry.io/otel"
@@ -12,7 +13,6 @@ import (
 	"go.opentelemetry.io/otel/metric"
 	"go.opentelemetry.io/otel/trace"
 
-	"github.com/clustron/zaris-go/gen/zaris"
 	"github.com/clustron/zaris-go/middleware"
 	"github.com/clustron/zaris-go/runtime"
 )
@@ -276,14 +276,14 @@ func (t *Telemetry) record(ctx context.Context, span trace.Span, op string, call
 			callAttrs = append(callAttrs, KeyBound.String(ce.Bound.String()))
 		}
 	case resp != nil:
-		callAttrs = append(callAttrs, KeyOutcome.String(resp.GetStatus().String()))
+		callAttrs = append(callAttrs, KeyOutcome.String(respStatusName(call, resp)))
 	}
 	callSet := metric.WithAttributeSet(attribute.NewSet(callAttrs...))
 	t.calls.Add(ctx, 1, callSet)
 	t.duration.Record(ctx, elapsed.Seconds(), callSet)
 	for i := range call.Attempts {
 		a := &call.Attempts[i]
-		outcome := attemptOutcome(a)
+		outcome := attemptOutcome(statusesOf(call), a)
 		if a.Answered {
 			t.attempts.Add(ctx, 1, metric.WithAttributes(opAttr, KeyOutcome.String(outcome)))
 		} else {
@@ -306,7 +306,7 @@ func (t *Telemetry) record(ctx context.Context, span trace.Span, op string, call
 		return
 	}
 	for i := range call.Attempts {
-		span.AddEvent(AttemptEvent, trace.WithAttributes(attemptAttrs(&call.Attempts[i])...))
+		span.AddEvent(AttemptEvent, trace.WithAttributes(attemptAttrs(statusesOf(call), &call.Attempts[i])...))
 	}
 	endAttrs := []attribute.KeyValue{
 		KeyAttempts.Int(n),
@@ -324,21 +324,21 @@ func (t *Telemetry) record(ctx context.Context, span trace.Span, op string, call
 		span.RecordError(err)
 		span.SetStatus(codes.Error, err.Error())
 	case resp != nil:
-		endAttrs = append(endAttrs, KeyStatus.String(resp.GetStatus().String()))
+		endAttrs = append(endAttrs, KeyStatus.String(respStatusName(call, resp)))
 		span.SetAttributes(endAttrs...)
 	}
 }
 
 // attemptOutcome is an attempt's status, or its error's kind.
-func attemptOutcome(a *runtime.Attempt) string {
+func attemptOutcome(statuses *runtime.StatusTable, a *runtime.Attempt) string {
 	if a.Answered {
-		return a.Status.String()
+		return statusName(statuses, a.Status)
 	}
 	return ErrorKind(a.Err)
 }
 
 // attemptAttrs are the attributes of an attempt's span event.
-func attemptAttrs(a *runtime.Attempt) []attribute.KeyValue {
+func attemptAttrs(statuses *runtime.StatusTable, a *runtime.Attempt) []attribute.KeyValue {
 	attrs := make([]attribute.KeyValue, 0, 10)
 	attrs = append(attrs, KeyAttempt.Int(a.N))
 	if a.Node != runtime.NoNode {
@@ -350,7 +350,7 @@ func attemptAttrs(a *runtime.Attempt) []attribute.KeyValue {
 	attrs = append(attrs, KeyMapEpoch.Int64(a.MapEpoch))
 	switch {
 	case a.Answered:
-		attrs = append(attrs, KeyStatus.String(a.Status.String()), KeyAnswerEpoch.Int64(a.AnswerEpoch))
+		attrs = append(attrs, KeyStatus.String(statusName(statuses, a.Status)), KeyAnswerEpoch.Int64(a.AnswerEpoch))
 	case a.Err != nil:
 		attrs = append(attrs, KeyErrorType.String(ErrorKind(a.Err)),
 			attribute.String("exception.message", a.Err.Error()), KeySent.Bool(a.Sent))
@@ -394,15 +394,34 @@ func ErrorKind(err error) string {
 	case errors.Is(err, context.DeadlineExceeded):
 		return "deadline_exceeded"
 	case errors.As(err, &se):
-		return statusName(se.Status)
+		if se.Name == "" || strings.Contains(se.Name, "(") {
+			return "other" // a value the status table does not hold
+		}
+		return se.Name
 	}
 	return "other"
 }
 
-// statusName is a status's name, bounded to the IDL's values.
-func statusName(s zaris.KvStatus) string {
-	if name := s.String(); name != "<UNSET>" {
-		return name
+// statusesOf returns the status table of call's operation, or nil.
+func statusesOf(call *runtime.Call) *runtime.StatusTable {
+	if call.Op == nil {
+		return nil
 	}
-	return "other"
+	return call.Op.Statuses
+}
+
+// respStatusName is the name of resp's status, bounded as statusName's.
+func respStatusName(call *runtime.Call, resp runtime.Response) string {
+	if call.Op == nil || call.Op.Status == nil {
+		return "other"
+	}
+	return statusName(call.Op.Statuses, call.Op.Status(resp))
+}
+
+// statusName is a status's name in statuses, bounded to the IDL's values.
+func statusName(statuses *runtime.StatusTable, s runtime.Status) string {
+	if statuses.Class(int64(s)) == runtime.Fatal {
+		return "other" // not in the table
+	}
+	return statuses.Name(int64(s))
 }

@@ -16,6 +16,7 @@ import (
 	"go.opentelemetry.io/otel/trace"
 
 	"github.com/clustron/zaris-go/gen/zaris"
+	"github.com/clustron/zaris-go/gen/zarisclient"
 	"github.com/clustron/zaris-go/middleware"
 	mwt "github.com/clustron/zaris-go/middleware/middlewaretest"
 	"github.com/clustron/zaris-go/middleware/zarisotel"
@@ -114,7 +115,7 @@ func TestRetriedCall(t *testing.T) {
 
 	resp, err := f.handler(context.Background(), mwt.PutCall("user:42", "ada"))
 	require.NoError(t, err)
-	require.Equal(t, zaris.KvStatus_Ok, resp.GetStatus())
+	require.Equal(t, zaris.KvStatus_Ok, kvStatus(resp))
 
 	// One client span with an event per attempt, and no error.
 	ended := f.spans.Ended()
@@ -214,7 +215,7 @@ func TestAnswersAreNotErrors(t *testing.T) {
 	f := newFixture(t, []mwt.Outcome{mwt.Answer(zaris.KvStatus_NotFound)}, zarisotel.WithKeys())
 	resp, err := f.handler(context.Background(), mwt.GetCall("user:43"))
 	require.NoError(t, err)
-	require.Equal(t, zaris.KvStatus_NotFound, resp.GetStatus())
+	require.Equal(t, zaris.KvStatus_NotFound, kvStatus(resp))
 
 	span := f.spans.Ended()[0]
 	assert.Equal(t, codes.Unset, span.Status().Code)
@@ -274,8 +275,8 @@ func TestErrorKind(t *testing.T) {
 		{runtime.ErrNodeUnavailable, "node_unavailable"},
 		{&runtime.CallError{Err: runtime.ErrAttemptTimeout}, "attempt_timeout"},
 		{&runtime.CallError{Err: &runtime.NodeError{Kind: runtime.ErrRequestTooLarge}}, "request_too_large"},
-		{&runtime.CallError{Err: &runtime.StatusError{Status: zaris.KvStatus_Moved}}, "Moved"},
-		{&runtime.StatusError{Status: zaris.KvStatus(99)}, "other"},
+		{&runtime.CallError{Err: runtime.NewStatusError(zarisclient.Statuses, runtime.Status(zaris.KvStatus_Moved))}, "Moved"},
+		{runtime.NewStatusError(zarisclient.Statuses, 99), "other"},
 		{context.Canceled, "canceled"},
 		{assert.AnError, "other"},
 	} {

@@ -63,7 +63,7 @@ func ExampleHistory() {
 	_, err := handler(context.Background(), mwt.GetCall("user:42", runtime.WithMaxAttempts(2)))
 	var ce *runtime.CallError
 	if errors.As(err, &ce) {
-		logger.Warn("lookup failed", "bound", ce.Bound, "attempts", zarisslog.History(ce.Attempts))
+		logger.Warn("lookup failed", "bound", ce.Bound, "attempts", zarisslog.History(ce.Statuses, ce.Attempts))
 	}
 	// Output:
 	// level=WARN msg="lookup failed" bound=maxAttempts attempts.1.map_epoch=0 attempts.1.error="zaris: node unavailable" attempts.1.sent=false attempts.1.class=refresh-retry attempts.1.duration=0s attempts.2.map_epoch=0 attempts.2.error="zaris: node unavailable" attempts.2.sent=false attempts.2.class=refresh-retry attempts.2.duration=0s

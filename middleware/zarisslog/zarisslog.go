@@ -112,7 +112,7 @@ func (c *config) attrs(call *runtime.Call, resp runtime.Response, err error, ela
 		attrs = append(attrs, slog.String("key", string(call.Key)))
 	}
 	if err == nil && resp != nil {
-		attrs = append(attrs, slog.String("status", resp.GetStatus().String()))
+		attrs = append(attrs, slog.String("status", call.Op.Statuses.Name(int64(call.Op.Status(resp)))))
 	}
 	if err != nil {
 		attrs = append(attrs, slog.String("error", err.Error()))
@@ -128,26 +128,35 @@ func (c *config) attrs(call *runtime.Call, resp runtime.Response, err error, ela
 			slog.Int("requested", call.Stats.RefreshesRequested),
 			slog.Int("performed", call.Stats.RefreshesPerformed)),
 		slog.Duration("backoff", call.Stats.Backoff),
-		slog.Attr{Key: "attempts", Value: History(call.Attempts)},
+		slog.Attr{Key: "attempts", Value: History(statusesOf(call), call.Attempts)},
 	)
 	return attrs
 }
 
 // History returns attempts as a slog group value with one group per attempt, keyed by the
-// attempt's number, in the form the package documentation describes. Use it to log an
-// attempt history yourself, for example a *runtime.CallError's:
+// attempt's number, in the form the package documentation describes; statuses (the
+// operation's Op.Statuses) names the statuses. Use it to log an attempt history yourself,
+// for example a *runtime.CallError's:
 //
-//	logger.Warn("giving up", "attempts", zarisslog.History(ce.Attempts))
-func History(attempts []runtime.Attempt) slog.Value {
+//	logger.Warn("giving up", "attempts", zarisslog.History(ce.Statuses, ce.Attempts))
+func History(statuses *runtime.StatusTable, attempts []runtime.Attempt) slog.Value {
 	groups := make([]slog.Attr, len(attempts))
 	for i, a := range attempts {
-		groups[i] = slog.Attr{Key: strconv.Itoa(a.N), Value: attemptValue(a)}
+		groups[i] = slog.Attr{Key: strconv.Itoa(a.N), Value: attemptValue(statuses, a)}
 	}
 	return slog.GroupValue(groups...)
 }
 
+// statusesOf returns the status table of call's operation, or nil.
+func statusesOf(call *runtime.Call) *runtime.StatusTable {
+	if call.Op == nil {
+		return nil
+	}
+	return call.Op.Statuses
+}
+
 // attemptValue is one attempt as a group.
-func attemptValue(a runtime.Attempt) slog.Value {
+func attemptValue(statuses *runtime.StatusTable, a runtime.Attempt) slog.Value {
 	attrs := make([]slog.Attr, 0, 8)
 	if a.Node != runtime.NoNode {
 		attrs = append(attrs, slog.Int("node", int(a.Node)))
@@ -158,7 +167,7 @@ func attemptValue(a runtime.Attempt) slog.Value {
 	attrs = append(attrs, slog.Int64("map_epoch", a.MapEpoch))
 	switch {
 	case a.Answered:
-		attrs = append(attrs, slog.String("status", a.Status.String()), slog.Int64("answer_epoch", a.AnswerEpoch))
+		attrs = append(attrs, slog.String("status", statuses.Name(int64(a.Status))), slog.Int64("answer_epoch", a.AnswerEpoch))
 	case a.Err != nil:
 		attrs = append(attrs, slog.String("error", a.Err.Error()), slog.Bool("sent", a.Sent))
 	}

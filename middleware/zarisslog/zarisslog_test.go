@@ -13,6 +13,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/clustron/zaris-go/gen/zaris"
+	"github.com/clustron/zaris-go/gen/zarisclient"
 	"github.com/clustron/zaris-go/middleware"
 	mwt "github.com/clustron/zaris-go/middleware/middlewaretest"
 	"github.com/clustron/zaris-go/middleware/zarisslog"
@@ -64,7 +65,7 @@ func TestSilentOnTheHappyPath(t *testing.T) {
 			h, buf := stack(t, []mwt.Outcome{mwt.Answer(status)})
 			resp, err := h(context.Background(), mwt.PutCall("k", "v"))
 			require.NoError(t, err)
-			assert.Equal(t, status, resp.GetStatus())
+			assert.Equal(t, status, kvStatus(resp))
 			assert.Empty(t, buf.String())
 		})
 	}
@@ -79,7 +80,7 @@ func TestRetriedCallIsOneLineWithItsHistory(t *testing.T) {
 
 	resp, err := h(context.Background(), mwt.PutCall("user:42", "ada"))
 	require.NoError(t, err)
-	require.Equal(t, zaris.KvStatus_Ok, resp.GetStatus())
+	require.Equal(t, zaris.KvStatus_Ok, kvStatus(resp))
 
 	got := lines(t, buf)
 	require.Len(t, got, 1)
@@ -193,8 +194,8 @@ func TestHistoryWithTheTextHandler(t *testing.T) {
 			return a
 		},
 	}))
-	logger.Info("history", "attempts", zarisslog.History([]runtime.Attempt{
-		{N: 1, Node: 3, Addr: "h:1", MapEpoch: 4, Answered: true, Status: zaris.KvStatus_Moved, AnswerEpoch: 5, Class: runtime.RefreshRetry},
+	logger.Info("history", "attempts", zarisslog.History(zarisclient.Statuses, []runtime.Attempt{
+		{N: 1, Node: 3, Addr: "h:1", MapEpoch: 4, Answered: true, Status: runtime.Status(zaris.KvStatus_Moved), AnswerEpoch: 5, Class: runtime.RefreshRetry},
 	}))
 	assert.Equal(t, "level=INFO msg=history attempts.1.node=3 attempts.1.addr=h:1 attempts.1.map_epoch=4 "+
 		"attempts.1.status=Moved attempts.1.answer_epoch=5 attempts.1.class=refresh-retry attempts.1.duration=0s\n", buf.String())

@@ -28,7 +28,7 @@ func Example_service() {
 		return func(ctx context.Context, call *runtime.Call) (runtime.Response, error) {
 			resp, err := next(ctx, call)
 			if err == nil {
-				fmt.Printf("audit: %s %s -> %s\n", call.Op, call.Key, resp.GetStatus())
+				fmt.Printf("audit: %s %s -> %s\n", call.Op, call.Key, call.Op.StatusName(resp))
 			}
 			return resp, err
 		}

@@ -12,6 +12,7 @@ import (
 	"unicode/utf8"
 
 	"github.com/clustron/zaris-go/gen/zaris"
+	"github.com/clustron/zaris-go/gen/zarisclient"
 	"github.com/clustron/zaris-go/runtime"
 )
 
@@ -266,7 +267,7 @@ func newCallStats(call *runtime.Call) *callStats {
 // outcome names an attempt's outcome: its status, or the kind of its error.
 func outcome(a runtime.Attempt) string {
 	if a.Answered {
-		return a.Status.String()
+		return zarisclient.Statuses.Name(int64(a.Status))
 	}
 	kinds := []struct {
 		err  error

@@ -138,7 +138,7 @@ func TestThrottledIsRetried(t *testing.T) {
 	call := mwt.PutCall("k", "v")
 	resp, err := s.do(call)
 	require.NoError(t, err)
-	assert.Equal(t, zaris.KvStatus_Ok, resp.GetStatus())
+	assert.Equal(t, zaris.KvStatus_Ok, kvStatus(resp))
 	assert.Equal(t, []runtime.Class{runtime.Retry, runtime.Answer}, classes(call))
 	assert.Equal(t, []time.Duration{100 * time.Millisecond}, s.clock.Sleeps())
 	assert.Empty(t, s.refresher.Requests())

@@ -57,6 +57,7 @@ func checkGenerated(t *testing.T, data []byte) {
 	for _, op := range append(m.Ops, m.BatchOps...) {
 		want[op.Name] = true
 		want["invoke"+op.Name] = true
+		want["status"+op.Name] = true
 	}
 	for _, d := range file.Decls {
 		if fd, ok := d.(*ast.FuncDecl); ok && !want[fd.Name.Name] {

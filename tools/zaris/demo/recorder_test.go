@@ -148,7 +148,7 @@ func TestCaptureCallInfoBatchSubRequestsAreNotRetries(t *testing.T) {
 	attempts := func(call *zrt.Call, statuses ...zaris.KvStatus) {
 		for _, s := range statuses {
 			a := call.StartAttempt()
-			a.Answered, a.Status = true, s
+			a.Answered, a.Status = true, zrt.Status(s)
 		}
 	}
 	run := func(call *zrt.Call) callInfo {

@@ -244,7 +244,7 @@ func causeName(err error) string {
 	var se *runtime.StatusError
 	switch {
 	case errors.As(err, &se):
-		return se.Status.String()
+		return se.Name
 	case errors.Is(err, runtime.ErrNodeUnavailable):
 		return "node unavailable"
 	case errors.Is(err, runtime.ErrPartitionUnavailable):
@@ -267,7 +267,7 @@ func causeName(err error) string {
 // of failure (causeName) when no answer arrived.
 func attemptCause(a runtime.Attempt) string {
 	if a.Answered {
-		return a.Status.String()
+		return zarisclient.Statuses.Name(int64(a.Status))
 	}
 	return causeName(a.Err)
 }
