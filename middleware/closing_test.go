@@ -88,7 +88,7 @@ func TestDefault_CloseEndsABatchInBackoff(t *testing.T) {
 // runtime.Refresher says when its client closes, so the default stack of every client
 // built on an Engine ends its backoffs on Close.
 func TestDefault_RuntimeRefresherSaysWhenItCloses(t *testing.T) {
-	r := runtime.NewRefresher(runtime.Config{}, &runtime.Router{}, func(context.Context, int64) (*zaris.ClusterMap, error) {
+	r := runtime.NewRefresher(runtime.Config{}, &runtime.Router{}, func(context.Context, int64) (*runtime.ClusterMap, error) {
 		return nil, runtime.ErrNoSeeds
 	})
 	var c interface{ Done() <-chan struct{} } = r

@@ -6,9 +6,53 @@ import (
 	"slices"
 	"strconv"
 	"sync/atomic"
-
-	"github.com/clustron/zaris-go/gen/zaris"
 )
+
+// ClusterMap is a cluster map as the engine routes by it: which node owns which segment of
+// the key space. The generated Service.FetchMap converts the IDL's map struct into it (the
+// shape zarisgen checks: see tools/zarisgen/README.md); it encodes to JSON as the IDL's
+// does. A map with a higher epoch is newer.
+type ClusterMap struct {
+	// Epoch orders maps: a higher one is newer.
+	Epoch int64 `json:"epoch"`
+	// SegmentCount is the number of segments; segment(key) = CRC-32 (IEEE) of key mod it.
+	SegmentCount int32 `json:"segmentCount"`
+	// Nodes are the cluster's nodes.
+	Nodes []*NodeInfo `json:"nodes"`
+	// Segments has one entry per segment, 0..SegmentCount-1 in any order.
+	Segments []*SegmentInfo `json:"segments"`
+}
+
+// NodeInfo is one node of a ClusterMap.
+type NodeInfo struct {
+	// ID is the node's id.
+	ID int32 `json:"id"`
+	// Host and Port are where the node listens.
+	Host string `json:"host"`
+	Port int32  `json:"port"`
+}
+
+// SegmentInfo says who serves one segment of a ClusterMap.
+type SegmentInfo struct {
+	// ID is the segment's number.
+	ID int32 `json:"id"`
+	// Owner is the node serving reads and writes; nil when the segment has no live owner.
+	Owner *int32 `json:"owner,omitempty"`
+	// Replicas are the nodes holding a copy, if the IDL's map carries them.
+	Replicas []int32 `json:"replicas"`
+	// Transitioning and Migrating tell a hand-over or a copy to a new owner in progress,
+	// if the IDL's map carries them.
+	Transitioning bool `json:"transitioning"`
+	Migrating     bool `json:"migrating"`
+}
+
+// GetOwner returns the owner's id, or 0 when the segment has none.
+func (s *SegmentInfo) GetOwner() int32 {
+	if s == nil || s.Owner == nil {
+		return 0
+	}
+	return *s.Owner
+}
 
 // RoutingTable is an immutable routing table built from one cluster map: for each segment,
 // its active owner's node id and address. Build one with NewRoutingTable; it is never
@@ -19,7 +63,7 @@ type RoutingTable struct {
 	owner []int32  // per segment: the active owner's id, or NoNode
 	addr  []string // per segment: the active owner's host:port, or ""
 	nodes []NodeAddr
-	src   *zaris.ClusterMap // a private deep copy of the map
+	src   *ClusterMap // a private deep copy of the map
 }
 
 // NodeAddr is one node of a map: its id and host:port.
@@ -47,7 +91,7 @@ type Route struct {
 // whose nodes have duplicate ids or bad addresses, or whose owners name unknown nodes. A
 // segment without an owner is valid: routing a key to it is ErrPartitionUnavailable. The
 // table keeps a copy of m, so the caller may reuse m.
-func NewRoutingTable(m *zaris.ClusterMap) (*RoutingTable, error) {
+func NewRoutingTable(m *ClusterMap) (*RoutingTable, error) {
 	if m == nil {
 		return nil, fmt.Errorf("zaris: invalid cluster map: nil")
 	}
@@ -140,7 +184,7 @@ func (t *RoutingTable) HasAddr(addr string) bool {
 }
 
 // Map returns a deep copy of the cluster map the table was built from.
-func (t *RoutingTable) Map() *zaris.ClusterMap { return copyMap(t.src) }
+func (t *RoutingTable) Map() *ClusterMap { return copyMap(t.src) }
 
 // PartitionError is the error of routing a key whose segment has no active owner in the
 // client's map. It matches ErrPartitionUnavailable with errors.Is.
@@ -160,10 +204,10 @@ func (e *PartitionError) Error() string {
 func (e *PartitionError) Unwrap() error { return ErrPartitionUnavailable }
 
 // copyMap deep-copies a cluster map.
-func copyMap(m *zaris.ClusterMap) *zaris.ClusterMap {
-	c := &zaris.ClusterMap{Epoch: m.Epoch, SegmentCount: m.SegmentCount}
+func copyMap(m *ClusterMap) *ClusterMap {
+	c := &ClusterMap{Epoch: m.Epoch, SegmentCount: m.SegmentCount}
 	if m.Nodes != nil {
-		c.Nodes = make([]*zaris.NodeInfo, len(m.Nodes))
+		c.Nodes = make([]*NodeInfo, len(m.Nodes))
 		for i, n := range m.Nodes {
 			if n != nil {
 				nn := *n
@@ -172,7 +216,7 @@ func copyMap(m *zaris.ClusterMap) *zaris.ClusterMap {
 		}
 	}
 	if m.Segments != nil {
-		c.Segments = make([]*zaris.SegmentInfo, len(m.Segments))
+		c.Segments = make([]*SegmentInfo, len(m.Segments))
 		for i, s := range m.Segments {
 			if s == nil {
 				continue

@@ -46,7 +46,7 @@ func splitAddr(addr string) (string, int32, error) {
 
 func TestRoutingTableRoutes(t *testing.T) {
 	m := testMap(7, 64, 3)
-	tbl, err := NewRoutingTable(m)
+	tbl, err := NewRoutingTable(fromIDL(m))
 	require.NoError(t, err)
 	assert.Equal(t, int64(7), tbl.Epoch())
 	assert.Equal(t, int32(64), tbl.SegmentCount())
@@ -74,7 +74,7 @@ func TestRoutingTableRoutes(t *testing.T) {
 func TestRoutingTableNoOwnerIsPartitionUnavailable(t *testing.T) {
 	m := testMap(3, 4, 2)
 	m.Segments[Segment([]byte("k"), 4)].Owner = nil
-	tbl, err := NewRoutingTable(m)
+	tbl, err := NewRoutingTable(fromIDL(m))
 	require.NoError(t, err)
 	r, err := tbl.Route([]byte("k"))
 	require.ErrorIs(t, err, ErrPartitionUnavailable)
@@ -112,7 +112,7 @@ func TestRoutingTableRejectsBadMaps(t *testing.T) {
 		{"nil node", func(m *zaris.ClusterMap) *zaris.ClusterMap { m.Nodes[0] = nil; return m }, "nil node"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			_, err := NewRoutingTable(tc.mutate(testMap(1, 4, 2)))
+			_, err := NewRoutingTable(fromIDL(tc.mutate(testMap(1, 4, 2))))
 			require.Error(t, err)
 			assert.Contains(t, err.Error(), tc.want)
 		})
@@ -124,7 +124,7 @@ func TestRouterOlderEpochNeverReplacesNewer(t *testing.T) {
 	assert.Nil(t, r.Table())
 	assert.Zero(t, r.Epoch())
 	mk := func(epoch int64) *RoutingTable {
-		tbl, err := NewRoutingTable(testMap(epoch, 8, 2))
+		tbl, err := NewRoutingTable(fromIDL(testMap(epoch, 8, 2)))
 		require.NoError(t, err)
 		return tbl
 	}
@@ -161,7 +161,7 @@ func TestRouterOlderEpochNeverReplacesNewer(t *testing.T) {
 
 func TestRouteDoesNotAllocate(t *testing.T) {
 	var r Router
-	tbl, err := NewRoutingTable(testMap(1, 1024, 5))
+	tbl, err := NewRoutingTable(fromIDL(testMap(1, 1024, 5)))
 	require.NoError(t, err)
 	r.Install(tbl)
 	key := []byte("user:1234567")
@@ -175,7 +175,7 @@ func TestRouteDoesNotAllocate(t *testing.T) {
 
 func BenchmarkRoute(b *testing.B) {
 	var r Router
-	tbl, err := NewRoutingTable(testMap(1, 1024, 5))
+	tbl, err := NewRoutingTable(fromIDL(testMap(1, 1024, 5)))
 	require.NoError(b, err)
 	r.Install(tbl)
 	keys := make([][]byte, 256)

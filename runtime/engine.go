@@ -8,8 +8,6 @@ import (
 	"sync"
 	"sync/atomic"
 	"time"
-
-	"github.com/clustron/zaris-go/gen/zaris"
 )
 
 // Engine is the client engine: the configuration, the current cluster map and its
@@ -106,7 +104,7 @@ func (c *Engine) Config() Config {
 func (c *Engine) Refresher() *Refresher { return c.refresher }
 
 // Map returns a copy of the current cluster map.
-func (c *Engine) Map() *zaris.ClusterMap { return c.router.Table().Map() }
+func (c *Engine) Map() *ClusterMap { return c.router.Table().Map() }
 
 // Route returns where key goes under the current map (see RoutingTable.Route).
 func (c *Engine) Route(key []byte) (Route, error) { return c.router.Route(key) }

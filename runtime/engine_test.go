@@ -36,8 +36,12 @@ var testStatuses = NewStatusTable("KvStatus", &StatusRoles{
 var testService = &Service{
 	Name:      "ZarisKv",
 	NewClient: func(c thrift.TClient) any { return zaris.NewZarisKvClient(c) },
-	FetchMap: func(ctx context.Context, client any) (*zaris.ClusterMap, error) {
-		return client.(zaris.ZarisKv).GetClusterMap(ctx)
+	FetchMap: func(ctx context.Context, client any) (*ClusterMap, error) {
+		m, err := client.(zaris.ZarisKv).GetClusterMap(ctx)
+		if err != nil || m == nil {
+			return nil, err
+		}
+		return fromIDL(m), nil
 	},
 }
 

@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"time"
 
-	"github.com/clustron/zaris-go/gen/zaris"
 	"github.com/clustron/zaris-go/runtime"
 )
 
@@ -48,14 +47,14 @@ func ExampleNewConfig() {
 // with no owner is ErrPartitionUnavailable.
 func ExampleRoutingTable_Route() {
 	one, two := int32(1), int32(2)
-	table, err := runtime.NewRoutingTable(&zaris.ClusterMap{
+	table, err := runtime.NewRoutingTable(&runtime.ClusterMap{
 		Epoch:        7,
 		SegmentCount: 4,
-		Nodes: []*zaris.NodeInfo{
+		Nodes: []*runtime.NodeInfo{
 			{ID: 1, Host: "10.0.0.1", Port: 7000},
 			{ID: 2, Host: "10.0.0.2", Port: 7000},
 		},
-		Segments: []*zaris.SegmentInfo{
+		Segments: []*runtime.SegmentInfo{
 			{ID: 0, Owner: &one}, {ID: 1, Owner: &two}, {ID: 2, Owner: &one}, {ID: 3}, // 3 has no owner
 		},
 	})

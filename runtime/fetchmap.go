@@ -5,14 +5,12 @@ import (
 	"errors"
 	"fmt"
 	"time"
-
-	"github.com/clustron/zaris-go/gen/zaris"
 )
 
 // fetchMap asks the nodes of the current map, then the seeds, for a cluster map, and
 // returns the first whose epoch is at least minEpoch, or else the newest it got: a node
 // that has not yet learnt the map an answer showed (B1) is passed over for one that has.
-func (c *Engine) fetchMap(ctx context.Context, minEpoch int64) (*zaris.ClusterMap, error) {
+func (c *Engine) fetchMap(ctx context.Context, minEpoch int64) (*ClusterMap, error) {
 	var addrs []string
 	if t := c.router.Table(); t != nil {
 		for _, n := range t.Nodes() {
@@ -26,7 +24,7 @@ func (c *Engine) fetchMap(ctx context.Context, minEpoch int64) (*zaris.ClusterMa
 	}
 	addrs = c.health.last(addrs) // a node silent past its threshold is asked last (B6)
 	var (
-		newest *zaris.ClusterMap
+		newest *ClusterMap
 		errs   []error
 	)
 	for _, addr := range addrs {
@@ -64,7 +62,7 @@ func contains(s []string, v string) bool {
 // pooled connection if the node is in the map, else over a connection of its own. An
 // error after ctx ended matches ctx's error; one after the attempt timeout passed matches
 // ErrAttemptTimeout.
-func (c *Engine) fetchFrom(ctx context.Context, addr string) (m *zaris.ClusterMap, err error) {
+func (c *Engine) fetchFrom(ctx context.Context, addr string) (m *ClusterMap, err error) {
 	parent := ctx
 	ctx, cancel := context.WithTimeout(ctx, c.cfg.AttemptTimeout)
 	defer cancel()

@@ -12,3 +12,28 @@ func kvStatus(resp Response) zaris.KvStatus {
 
 // statusOf is Op.Status of the test ops.
 func statusOf(resp Response) Status { return Status(kvStatus(resp)) }
+
+// fromIDL converts the IDL's map into the engine's, as the generated Service.FetchMap does.
+func fromIDL(m *zaris.ClusterMap) *ClusterMap {
+	if m == nil {
+		return nil
+	}
+	c := &ClusterMap{Epoch: m.Epoch, SegmentCount: m.SegmentCount}
+	if m.Nodes != nil {
+		c.Nodes = make([]*NodeInfo, len(m.Nodes))
+	}
+	for i, n := range m.Nodes {
+		if n != nil {
+			c.Nodes[i] = &NodeInfo{ID: n.ID, Host: n.Host, Port: n.Port}
+		}
+	}
+	if m.Segments != nil {
+		c.Segments = make([]*SegmentInfo, len(m.Segments))
+	}
+	for i, s := range m.Segments {
+		if s != nil {
+			c.Segments[i] = &SegmentInfo{ID: s.ID, Owner: s.Owner, Replicas: s.Replicas, Transitioning: s.Transitioning, Migrating: s.Migrating}
+		}
+	}
+	return c
+}

@@ -168,7 +168,7 @@ func TestB6_CustomDialerConnectionIsClosedWhenTheMapMovesItsCall(t *testing.T) {
 	case <-time.After(10 * time.Second):
 		t.Fatal("the Get never reached node 1")
 	}
-	require.NoError(t, cl.refresher.install(ownedBy(2, 2, addrs...)))
+	require.NoError(t, cl.refresher.install(fromIDL(ownedBy(2, 2, addrs...))))
 	select {
 	case err := <-done:
 		require.ErrorIs(t, err, ErrOwnerMoved)
@@ -195,7 +195,7 @@ func TestB6_QueuedRequestEndsUnsent(t *testing.T) {
 		done <- err
 	}()
 	require.Eventually(t, func() bool { return conn.pending.Load() == 1 }, 10*time.Second, time.Millisecond)
-	require.NoError(t, cl.refresher.install(ownedBy(2, 2, addrs...)))
+	require.NoError(t, cl.refresher.install(fromIDL(ownedBy(2, 2, addrs...))))
 	var got error
 	select {
 	case got = <-done:
@@ -230,7 +230,7 @@ func TestB6_SameOwnerKeepsWaiting(t *testing.T) {
 			case <-time.After(10 * time.Second):
 				t.Fatal("the Get never reached node 1")
 			}
-			require.NoError(t, cl.refresher.install(ownedBy(2, 1, addrs...)))
+			require.NoError(t, cl.refresher.install(fromIDL(ownedBy(2, 1, addrs...))))
 			require.Equal(t, int64(2), cl.router.Epoch())
 			n1.stall.Store(false)
 			select {

@@ -528,7 +528,7 @@ func TestPipelined_CloseLeavesNoGoroutineOrSocket(t *testing.T) {
 		}
 		return false
 	}, 5*time.Second, time.Millisecond)
-	empty, err := NewRoutingTable(&zaris.ClusterMap{Epoch: 2, SegmentCount: 4, Segments: []*zaris.SegmentInfo{{ID: 0}, {ID: 1}, {ID: 2}, {ID: 3}}})
+	empty, err := NewRoutingTable(&ClusterMap{Epoch: 2, SegmentCount: 4, Segments: []*SegmentInfo{{ID: 0}, {ID: 1}, {ID: 2}, {ID: 3}}})
 	require.NoError(t, err)
 	cl.pipes.retire(empty)
 	require.NotEmpty(t, cl.pipes.retired)

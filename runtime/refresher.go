@@ -7,8 +7,6 @@ import (
 	"time"
 
 	"golang.org/x/sync/singleflight"
-
-	"github.com/clustron/zaris-go/gen/zaris"
 )
 
 // RefreshResult is what one request for a map refresh led to.
@@ -53,7 +51,7 @@ type RefreshStats struct {
 // an answer has shown to exist (0 when none): nodes learn a new map one by one, so a fetch
 // should keep asking until a node has one at least that new, and otherwise return the
 // newest it got. The Engine's asks the nodes of its current map, then its seeds.
-type FetchFunc func(ctx context.Context, minEpoch int64) (*zaris.ClusterMap, error)
+type FetchFunc func(ctx context.Context, minEpoch int64) (*ClusterMap, error)
 
 // flightKey is the one singleflight key: there is one map per client.
 const flightKey = "map"
@@ -317,7 +315,7 @@ func (r *Refresher) flight(tok *flightToken) func() (any, error) {
 }
 
 // install validates m and installs it if it is newer than the current map.
-func (r *Refresher) install(m *zaris.ClusterMap) error {
+func (r *Refresher) install(m *ClusterMap) error {
 	t, err := NewRoutingTable(m)
 	if err != nil {
 		return err

@@ -4,8 +4,6 @@ import (
 	"context"
 
 	"github.com/apache/thrift/lib/go/thrift"
-
-	"github.com/clustron/zaris-go/gen/zaris"
 )
 
 // Service describes a generated service to the engine, which knows no IDL (as a Kitex
@@ -20,5 +18,5 @@ type Service struct {
 	NewClient func(c thrift.TClient) any
 	// FetchMap invokes the IDL's map operation over client, a value NewClient returned (or
 	// a custom Dialer's Conn.Client).
-	FetchMap func(ctx context.Context, client any) (*zaris.ClusterMap, error)
+	FetchMap func(ctx context.Context, client any) (*ClusterMap, error)
 }

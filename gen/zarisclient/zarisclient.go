@@ -104,9 +104,36 @@ var (
 var Service = &runtime.Service{
 	Name:      "ZarisKv",
 	NewClient: func(c thrift.TClient) any { return zaris.NewZarisKvClient(c) },
-	FetchMap: func(ctx context.Context, client any) (*zaris.ClusterMap, error) {
-		return client.(zaris.ZarisKv).GetClusterMap(ctx)
+	FetchMap: func(ctx context.Context, client any) (*runtime.ClusterMap, error) {
+		m, err := client.(zaris.ZarisKv).GetClusterMap(ctx)
+		if err != nil || m == nil {
+			return nil, err
+		}
+		return clusterMap(m), nil
 	},
+}
+
+// clusterMap converts the IDL's map struct into the engine's; a nil node or segment stays
+// nil, which the engine refuses.
+func clusterMap(m *zaris.ClusterMap) *runtime.ClusterMap {
+	c := &runtime.ClusterMap{Epoch: m.Epoch, SegmentCount: m.SegmentCount}
+	if m.Nodes != nil {
+		c.Nodes = make([]*runtime.NodeInfo, len(m.Nodes))
+	}
+	for i, n := range m.Nodes {
+		if n != nil {
+			c.Nodes[i] = &runtime.NodeInfo{ID: n.ID, Host: n.Host, Port: n.Port}
+		}
+	}
+	if m.Segments != nil {
+		c.Segments = make([]*runtime.SegmentInfo, len(m.Segments))
+	}
+	for i, s := range m.Segments {
+		if s != nil {
+			c.Segments[i] = &runtime.SegmentInfo{ID: s.ID, Owner: s.Owner, Replicas: s.Replicas, Transitioning: s.Transitioning, Migrating: s.Migrating}
+		}
+	}
+	return c
 }
 
 // Client is the typed ZarisKv client. It is safe for concurrent use when its handler

@@ -9,6 +9,7 @@ import (
 	"text/tabwriter"
 
 	"github.com/clustron/zaris-go/gen/zaris"
+	"github.com/clustron/zaris-go/runtime"
 )
 
 // mapCommand prints the cluster map.
@@ -36,7 +37,7 @@ func runMap(ctx context.Context, c *cli, args []string) int {
 }
 
 // formatMap renders m as a summary line, a table of nodes and a table of segments.
-func formatMap(m *zaris.ClusterMap) string {
+func formatMap(m *runtime.ClusterMap) string {
 	var b strings.Builder
 	fmt.Fprintf(&b, "epoch %d, %d segments, %d nodes\n\n", m.Epoch, m.SegmentCount, len(m.Nodes))
 
@@ -51,7 +52,7 @@ func formatMap(m *zaris.ClusterMap) string {
 		}
 	}
 	nodes := slices.Clone(m.Nodes)
-	slices.SortFunc(nodes, func(a, b *zaris.NodeInfo) int { return int(a.ID) - int(b.ID) })
+	slices.SortFunc(nodes, func(a, b *runtime.NodeInfo) int { return int(a.ID) - int(b.ID) })
 	tw := tabwriter.NewWriter(&b, 0, 4, 2, ' ', 0)
 	fmt.Fprintln(tw, "NODE\tADDRESS\tOWNS\tREPLICAS")
 	for _, n := range nodes {

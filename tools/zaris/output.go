@@ -52,7 +52,7 @@ type result struct {
 	// retry budget, or none (a fatal error such as an in-doubt write).
 	Bound string `json:"bound,omitempty"`
 	// Map is the cluster map (the map command).
-	Map *zaris.ClusterMap `json:"map,omitempty"`
+	Map *runtime.ClusterMap `json:"map,omitempty"`
 	// Items are the per-key results of mget and mput, in the order given.
 	Items []*result `json:"items,omitempty"`
 	// Stats is what the call cost (--stats).

@@ -23,9 +23,9 @@ struct PutResponse {
   2: required i64 mapEpoch,
 }
 
-struct ClusterMap {
-  1: required i64 epoch,
-}
+struct NodeInfo { 1: required i32 id, 2: required string host, 3: required i32 port } struct SegmentInfo { 1: required i32 id, 2: optional i32 owner }
+struct ClusterMap { 1: required i64 epoch, 2: required i32 segmentCount,
+  3: required list<NodeInfo> nodes, 4: required list<SegmentInfo> segments }
 
 service Small {
   PutResponse Put(1: PutRequest req)
