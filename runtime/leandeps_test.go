@@ -56,3 +56,32 @@ func TestClientPackagesLeaveOutStoreDependencies(t *testing.T) {
 	mods := run("list", "-m", "-f", "{{.Path}}/", "all")
 	assert.Empty(t, forbidden(mods), "the client module's graph holds store-only modules")
 }
+
+// genDeps returns the generated packages (gen/...) that pkgs depend on.
+func genDeps(t *testing.T, pkgs ...string) []string {
+	t.Helper()
+	gobin, err := exec.LookPath("go")
+	require.NoError(t, err, "the go command is needed to list dependencies")
+	cmd := exec.Command(gobin, append([]string{"list", "-deps"}, pkgs...)...)
+	cmd.Dir = ".." // the client module's root
+	out, err := cmd.Output()
+	require.NoError(t, err, "go list -deps %s", strings.Join(pkgs, " "))
+	require.Contains(t, string(out), "github.com/clustron/zaris-go/runtime", "the listing must hold the engine")
+	var gen []string
+	for _, p := range strings.Fields(string(out)) {
+		if strings.HasPrefix(p, "github.com/clustron/zaris-go/gen/") {
+			gen = append(gen, p)
+		}
+	}
+	return gen
+}
+
+// The engine knows no IDL: runtime and the middleware packages build without any generated
+// package (gen/...), which reaches them only as runtime.Service and runtime.Op values. The
+// fakes of middlewaretest are the exception: their Zaris-shaped operation descriptors are
+// built from the generated package, which also shows the listing finds such an import.
+func TestEngineImportsNoGeneratedPackage(t *testing.T) {
+	assert.Empty(t, genDeps(t, "./runtime/...", "./middleware", "./middleware/zarisotel", "./middleware/zarisslog"),
+		"runtime or middleware imports a generated package")
+	assert.Contains(t, genDeps(t, "./middleware/middlewaretest"), "github.com/clustron/zaris-go/gen/zaris")
+}
