@@ -23,7 +23,7 @@ func (k OpKind) String() string {
 	return "unknown"
 }
 
-// Op describes one data operation of the ZarisKv service. zarisgen generates one per
+// Op describes one data operation of a generated service. zarisgen generates one per
 // operation from the IDL annotations (gen/zarisclient), so middleware can decide by what an
 // operation is (read or write, idempotent or not) rather than by its name.
 type Op struct {
