@@ -105,7 +105,8 @@ func watchMark(call *Call, r Route) int64 {
 }
 
 // ownerMovedError is the error of an attempt ended because the map moved its segment
-// away from the node (rule B6); sent says whether its request may have reached it.
+// away from the node (rule B6). Whether its request may have reached the node is the
+// attempt's own record (Attempt.Sent), which B2 reads.
 func (c *Engine) ownerMovedError(call *Call, r Route) error {
 	return &NodeError{Op: call.Op.Name, Node: r.Node, Addr: r.Addr, Kind: ErrOwnerMoved,
 		Err: errOwnerMoved}
