@@ -283,20 +283,25 @@ func (s *server) process(c net.Conn) error {
 			ctx = thrift.AddReadTHeaderToContext(ctx, hp.GetReadHeaders())
 		}
 		ok, err := s.processor.Process(ctx, in, out)
-		if err != nil {
-			var te thrift.TTransportException
-			if errors.As(err, &te) {
-				return err
-			}
-			var ae thrift.TApplicationException
-			if errors.As(err, &ae) && ae.TypeId() == thrift.UNKNOWN_METHOD {
-				continue
-			}
-		}
-		if !ok {
+		if next, err := served(ok, err); !next {
 			return err
 		}
 	}
+}
+
+// served judges what the processor returned for one request: whether the connection goes
+// on to the next, or the error that ends it. A transport error ends it; an unknown method
+// was answered and the connection goes on.
+func served(ok bool, err error) (next bool, end error) {
+	var te thrift.TTransportException
+	if errors.As(err, &te) {
+		return false, err
+	}
+	var ae thrift.TApplicationException
+	if errors.As(err, &ae) && ae.TypeId() == thrift.UNKNOWN_METHOD {
+		return true, nil
+	}
+	return ok, err
 }
 
 // processInternal serves one connection of an internal port: framed strict binary, each
@@ -318,17 +323,7 @@ func (s *server) processInternal(c net.Conn) error {
 	proto := thrift.NewTBinaryProtocolConf(ft, s.cfg)
 	for s.ctx.Err() == nil {
 		ok, err := s.processor.Process(s.ctx, proto, proto)
-		if err != nil {
-			var te thrift.TTransportException
-			if errors.As(err, &te) {
-				return err
-			}
-			var ae thrift.TApplicationException
-			if errors.As(err, &ae) && ae.TypeId() == thrift.UNKNOWN_METHOD {
-				continue
-			}
-		}
-		if !ok {
+		if next, err := served(ok, err); !next {
 			return err
 		}
 	}
