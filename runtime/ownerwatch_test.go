@@ -59,6 +59,23 @@ func ownedBy(epoch int64, owner int32, addrs ...string) *zaris.ClusterMap {
 
 // stallCluster starts two nodes, node 1 owning every segment, and dials them with a
 // one-minute attempt timeout, pipelined or pooled.
+// invokeOnStalled starts call on cl and returns once its request reached the stalled node
+// n1; the call's error arrives on the channel returned.
+func invokeOnStalled(t *testing.T, cl *Engine, n1 *stallNode, call *Call) <-chan error {
+	t.Helper()
+	done := make(chan error, 1)
+	go func() {
+		_, err := cl.Invoke(context.Background(), call)
+		done <- err
+	}()
+	select {
+	case <-n1.arrived:
+	case <-time.After(10 * time.Second):
+		t.Fatal("the call never reached node 1")
+	}
+	return done
+}
+
 func stallCluster(t *testing.T, pipelined bool) (cl *Engine, n1, n2 *stallNode, addrs []string) {
 	return stallClusterWith(t, pipelined)
 }
@@ -105,16 +122,7 @@ func TestB6_AttemptToAStalledOwnerEndsWhenTheMapMovesIt(t *testing.T) {
 					require.NoError(t, err)
 					call.Target = &r
 				}
-				done := make(chan error, 1)
-				go func() {
-					_, err := cl.Invoke(context.Background(), call)
-					done <- err
-				}()
-				select {
-				case <-n1.arrived:
-				case <-time.After(10 * time.Second):
-					t.Fatal("the Get never reached node 1")
-				}
+				done := invokeOnStalled(t, cl, n1, call)
 				n1.cmap.Store(ownedBy(2, 2, addrs...))
 				res := cl.Refresher().Refresh(context.Background(), 2)
 				require.NoError(t, res.Err)
@@ -158,16 +166,7 @@ func TestB6_CustomDialerConnectionIsClosedWhenTheMapMovesItsCall(t *testing.T) {
 	cl, n1, _, addrs := stallClusterWith(t, false, WithDialer(dial))
 	n1.stall.Store(true)
 	call := getCall("k")
-	done := make(chan error, 1)
-	go func() {
-		_, err := cl.Invoke(context.Background(), call)
-		done <- err
-	}()
-	select {
-	case <-n1.arrived:
-	case <-time.After(10 * time.Second):
-		t.Fatal("the Get never reached node 1")
-	}
+	done := invokeOnStalled(t, cl, n1, call)
 	require.NoError(t, cl.refresher.install(fromIDL(ownedBy(2, 2, addrs...))))
 	select {
 	case err := <-done:
@@ -220,16 +219,7 @@ func TestB6_SameOwnerKeepsWaiting(t *testing.T) {
 			}
 			n1.stall.Store(true)
 			call := getCall("k")
-			done := make(chan error, 1)
-			go func() {
-				_, err := cl.Invoke(context.Background(), call)
-				done <- err
-			}()
-			select {
-			case <-n1.arrived:
-			case <-time.After(10 * time.Second):
-				t.Fatal("the Get never reached node 1")
-			}
+			done := invokeOnStalled(t, cl, n1, call)
 			require.NoError(t, cl.refresher.install(fromIDL(ownedBy(2, 1, addrs...))))
 			require.Equal(t, int64(2), cl.router.Epoch())
 			n1.stall.Store(false)

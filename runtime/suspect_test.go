@@ -23,16 +23,7 @@ func TestB6_SilentOwnerIsSuspected(t *testing.T) {
 
 	n1.stall.Store(true)
 	call := getCall("k")
-	done := make(chan error, 1)
-	go func() {
-		_, err := cl.Invoke(context.Background(), call)
-		done <- err
-	}()
-	select {
-	case <-n1.arrived:
-	case <-time.After(10 * time.Second):
-		t.Fatal("the Get never reached node 1")
-	}
+	done := invokeOnStalled(t, cl, n1, call)
 	step := func() {
 		t.Helper()
 		clock.waitPending(t, 1) // the watcher has scanned and waits for its next tick
