@@ -9,6 +9,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/clustron/zaris-go/gen/zaris"
+	zt "github.com/clustron/zaris-go/internal/zaristest"
 	"github.com/clustron/zaris-go/middleware"
 	mwt "github.com/clustron/zaris-go/middleware/middlewaretest"
 	"github.com/clustron/zaris-go/runtime"
@@ -49,7 +50,7 @@ func TestR5_Backoff(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			assert.Equal(t, tt.want, middleware.Delay(p, tt.n, middleware.SlowFactor(p, mwt.GetCall("k"), tt.last), now, tt.deadline))
+			assert.Equal(t, tt.want, middleware.Delay(p, tt.n, middleware.SlowFactor(p, zt.GetCall("k"), tt.last), now, tt.deadline))
 		})
 	}
 
@@ -66,7 +67,7 @@ func TestR5_Backoff(t *testing.T) {
 		s := newStack(t, policy(func(p *runtime.RetryPolicy) { p.MaxAttempts = 4 }), []mwt.Outcome{
 			mwt.Answer(zaris.KvStatus_Unavailable), mwt.Answer(zaris.KvStatus_Unavailable), mwt.Answer(zaris.KvStatus_Ok),
 		})
-		call := mwt.GetCall("k")
+		call := zt.GetCall("k")
 		_, err := s.do(call)
 		require.NoError(t, err)
 		assert.Equal(t, []time.Duration{100 * ms, 200 * ms}, s.clock.Sleeps())
@@ -75,7 +76,7 @@ func TestR5_Backoff(t *testing.T) {
 
 	t.Run("stack sleeps x8 after Migrating", func(t *testing.T) {
 		s := newStack(t, policy(func(p *runtime.RetryPolicy) { p.MaxAttempts = 4 }), repeat(mwt.Answer(zaris.KvStatus_Migrating), 4))
-		call := mwt.PutCall("k", "v")
+		call := zt.PutCall("k", "v")
 		_, err := s.do(call)
 		require.Error(t, err)
 		assert.Equal(t, []time.Duration{800 * ms, 1600 * ms, 2 * time.Second}, s.clock.Sleeps())
@@ -87,7 +88,7 @@ func TestR5_Backoff(t *testing.T) {
 		ctx, cancel := context.WithCancel(context.Background())
 		defer cancel()
 		s.clock.OnSleep = func(context.Context, time.Duration) { cancel() }
-		call := mwt.GetCall("k")
+		call := zt.GetCall("k")
 		_, err := s.handler(ctx, call)
 		require.Error(t, err)
 		assert.ErrorIs(t, err, context.Canceled)
@@ -112,7 +113,7 @@ func TestBackoff_Alone(t *testing.T) {
 	}
 	h := middleware.Backoff(runtime.DefaultRetryPolicy, clock)(next)
 
-	call := mwt.GetCall("k")
+	call := zt.GetCall("k")
 	call.StartAttempt()
 	_, err := h(context.Background(), call)
 	require.NoError(t, err)

@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/clustron/zaris-go/gen/zaris"
+	zt "github.com/clustron/zaris-go/internal/zaristest"
 	"github.com/clustron/zaris-go/middleware"
 	mwt "github.com/clustron/zaris-go/middleware/middlewaretest"
 	"github.com/clustron/zaris-go/runtime"
@@ -24,7 +25,7 @@ func noopTransport() middleware.Handler {
 // benchCall runs h on one reused call (reset between iterations, as a fresh NewCall would
 // be), so the allocations reported are the stack's own.
 func benchCall(b *testing.B, ctx context.Context, h middleware.Handler) {
-	call := mwt.PutCall("user:42", "Ada")
+	call := zt.PutCall("user:42", "Ada")
 	attempts := call.Attempts[:0]
 	b.ReportAllocs()
 	for b.Loop() {

@@ -10,6 +10,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/clustron/zaris-go/gen/zaris"
+	zt "github.com/clustron/zaris-go/internal/zaristest"
 	"github.com/clustron/zaris-go/middleware"
 	mwt "github.com/clustron/zaris-go/middleware/middlewaretest"
 	"github.com/clustron/zaris-go/runtime"
@@ -81,7 +82,7 @@ func TestB3_RetryBudget(t *testing.T) {
 		const calls = 100
 		var exhausted int
 		for range calls {
-			call := mwt.GetCall("k")
+			call := zt.GetCall("k")
 			_, err := s.do(call)
 			var ce *runtime.CallError
 			require.ErrorAs(t, err, &ce)
@@ -103,7 +104,7 @@ func TestB3_RetryBudget(t *testing.T) {
 		b, err := middleware.NewRetryBudget(middleware.BudgetPolicy{}, mwt.NewClock())
 		require.NoError(t, err)
 		s := newStack(t, runtime.DefaultRetryPolicy, []mwt.Outcome{mwt.Answer(zaris.KvStatus_Moved)}, withBudget(b))
-		call := mwt.GetCall("k")
+		call := zt.GetCall("k")
 		_, err = s.do(call)
 		var ce *runtime.CallError
 		require.ErrorAs(t, err, &ce)

@@ -15,6 +15,7 @@ import (
 	"github.com/clustron/zaris-go/gen/zaris"
 	"github.com/clustron/zaris-go/gen/zarisclient"
 	"github.com/clustron/zaris-go/gen/zarismock"
+	zt "github.com/clustron/zaris-go/internal/zaristest"
 	"github.com/clustron/zaris-go/middleware"
 	mwt "github.com/clustron/zaris-go/middleware/middlewaretest"
 	"github.com/clustron/zaris-go/runtime"
@@ -36,7 +37,7 @@ func TestR1_RetrySet(t *testing.T) {
 	for _, status := range allStatuses {
 		t.Run(status.String(), func(t *testing.T) {
 			s := newStack(t, runtime.DefaultRetryPolicy, []mwt.Outcome{mwt.Answer(status), mwt.Answer(zaris.KvStatus_Ok)})
-			call := mwt.PutCall("k", "v")
+			call := zt.PutCall("k", "v")
 			resp, err := s.do(call)
 			require.NoError(t, err)
 			require.NotNil(t, resp)
@@ -63,7 +64,7 @@ func TestR2_RefreshSet(t *testing.T) {
 	for _, status := range allStatuses {
 		t.Run(status.String(), func(t *testing.T) {
 			s := newStack(t, runtime.DefaultRetryPolicy, []mwt.Outcome{mwt.AnswerAt(status, 7), mwt.Answer(zaris.KvStatus_Ok)})
-			call := mwt.PutCall("k", "v")
+			call := zt.PutCall("k", "v")
 			_, err := s.do(call)
 			require.NoError(t, err)
 			if refreshed[status] {
@@ -100,7 +101,7 @@ func TestR3_TransportFailures(t *testing.T) {
 	for _, tt := range retried {
 		t.Run("retried/"+tt.name, func(t *testing.T) {
 			s := newStack(t, runtime.DefaultRetryPolicy, []mwt.Outcome{mwt.Fail(tt.err, tt.sent), mwt.Answer(zaris.KvStatus_Ok)})
-			call := mwt.GetCall("k")
+			call := zt.GetCall("k")
 			resp, err := s.do(call)
 			require.NoError(t, err)
 			assert.Equal(t, zaris.KvStatus_Ok, kvStatus(resp))
@@ -141,7 +142,7 @@ func TestR3_TransportFailures(t *testing.T) {
 				return s.transport.Invoke(ctx, call)
 			}
 			h := middleware.Default(invoke, s.refresher, runtime.Config{Retry: runtime.DefaultRetryPolicy, Clock: s.clock})
-			call := mwt.GetCall("k")
+			call := zt.GetCall("k")
 			_, err := h(ctx, call)
 			require.Error(t, err)
 			for _, target := range tt.targets {
@@ -164,7 +165,7 @@ func TestR8_Answers(t *testing.T) {
 	for _, status := range []zaris.KvStatus{zaris.KvStatus_Ok, zaris.KvStatus_NotFound, zaris.KvStatus_Conflict, zaris.KvStatus_InvalidRequest} {
 		t.Run(status.String(), func(t *testing.T) {
 			s := newStack(t, runtime.DefaultRetryPolicy, []mwt.Outcome{mwt.AnswerAt(status, 1), mwt.Answer(zaris.KvStatus_Ok)})
-			call := mwt.GetCall("k")
+			call := zt.GetCall("k")
 			resp, err := s.do(call)
 			require.NoError(t, err)
 			assert.Equal(t, status, kvStatus(resp))
@@ -191,15 +192,15 @@ func TestB2_InDoubt(t *testing.T) {
 		outcome mwt.Outcome
 		inDoubt bool
 	}{
-		{"increment sent, reset", func() *runtime.Call { return mwt.IncrementCall("n", 1) }, mwt.Fail(reset, true), true},
-		{"increment sent, attempt timeout", func() *runtime.Call { return mwt.IncrementCall("n", 1) }, mwt.Fail(timeout, true), true},
-		{"increment sent, thrift EOF", func() *runtime.Call { return mwt.IncrementCall("n", 1) }, mwt.Fail(eof, true), true},
-		{"increment not sent, dial refused", func() *runtime.Call { return mwt.IncrementCall("n", 1) }, mwt.Fail(refused, false), false},
-		{"increment not sent, no owner", func() *runtime.Call { return mwt.IncrementCall("n", 1) }, mwt.Fail(runtime.ErrPartitionUnavailable, false), false},
-		{"increment answered Moved", func() *runtime.Call { return mwt.IncrementCall("n", 1) }, mwt.Answer(zaris.KvStatus_Moved), false},
-		{"guarded put sent, reset", func() *runtime.Call { return mwt.GuardedPutCall("k", "v", 3) }, mwt.Fail(reset, true), false},
-		{"idempotent get sent, reset", func() *runtime.Call { return mwt.GetCall("k") }, mwt.Fail(reset, true), false},
-		{"idempotent put sent, timeout", func() *runtime.Call { return mwt.PutCall("k", "v") }, mwt.Fail(timeout, true), false},
+		{"increment sent, reset", func() *runtime.Call { return zt.IncrementCall("n", 1) }, mwt.Fail(reset, true), true},
+		{"increment sent, attempt timeout", func() *runtime.Call { return zt.IncrementCall("n", 1) }, mwt.Fail(timeout, true), true},
+		{"increment sent, thrift EOF", func() *runtime.Call { return zt.IncrementCall("n", 1) }, mwt.Fail(eof, true), true},
+		{"increment not sent, dial refused", func() *runtime.Call { return zt.IncrementCall("n", 1) }, mwt.Fail(refused, false), false},
+		{"increment not sent, no owner", func() *runtime.Call { return zt.IncrementCall("n", 1) }, mwt.Fail(runtime.ErrPartitionUnavailable, false), false},
+		{"increment answered Moved", func() *runtime.Call { return zt.IncrementCall("n", 1) }, mwt.Answer(zaris.KvStatus_Moved), false},
+		{"guarded put sent, reset", func() *runtime.Call { return zt.GuardedPutCall("k", "v", 3) }, mwt.Fail(reset, true), false},
+		{"idempotent get sent, reset", func() *runtime.Call { return zt.GetCall("k") }, mwt.Fail(reset, true), false},
+		{"idempotent put sent, timeout", func() *runtime.Call { return zt.PutCall("k", "v") }, mwt.Fail(timeout, true), false},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -227,8 +228,8 @@ func TestB2_InDoubt(t *testing.T) {
 		kv := zarismock.NewMockZarisKv(ctrl)
 		req := &zaris.IncrementRequest{Key: []byte("n"), Delta: 5}
 		kv.EXPECT().Increment(gomock.Any(), gomock.Eq(req)).Return(nil, thrift.NewTTransportException(thrift.END_OF_FILE, "EOF")).Times(1)
-		h := middleware.Default(mwt.KvTransport(kv), mwt.NewRefresher(1), runtime.Config{Retry: runtime.DefaultRetryPolicy, Clock: mwt.NewClock()})
-		_, err := h(context.Background(), runtime.NewCall(mwt.OpIncrement, req.Key, req, false))
+		h := middleware.Default(mwt.ClientTransport(kv), mwt.NewRefresher(1), runtime.Config{Retry: runtime.DefaultRetryPolicy, Clock: mwt.NewClock()})
+		_, err := h(context.Background(), runtime.NewCall(zt.OpIncrement, req.Key, req, false))
 		assert.ErrorIs(t, err, runtime.ErrInDoubt)
 	})
 
@@ -240,7 +241,7 @@ func TestB2_InDoubt(t *testing.T) {
 			return nil, ctx.Err()
 		}
 		h := middleware.Default(invoke, mwt.NewRefresher(1), runtime.Config{Retry: runtime.DefaultRetryPolicy, Clock: mwt.NewClock()})
-		_, err := h(ctx, mwt.IncrementCall("n", 1))
+		_, err := h(ctx, zt.IncrementCall("n", 1))
 		assert.ErrorIs(t, err, runtime.ErrInDoubt)
 		assert.ErrorIs(t, err, context.Canceled)
 	})
@@ -267,9 +268,9 @@ func TestClassify_Classifiers(t *testing.T) {
 		{"closed: other error", middleware.ClientClosed, middleware.Outcome{Ctx: bg, Err: runtime.ErrTransport}, runtime.Unclassified, false},
 		{"too large", middleware.RequestTooLarge, middleware.Outcome{Ctx: bg, Err: fmt.Errorf("x: %w", runtime.ErrRequestTooLarge)}, runtime.Fatal, true},
 		{"too large: other error", middleware.RequestTooLarge, middleware.Outcome{Ctx: bg, Err: runtime.ErrTransport}, runtime.Unclassified, false},
-		{"status: answer", middleware.StatusClass, middleware.Outcome{Ctx: bg, Call: mwt.GetCall("k"), Response: ok}, runtime.Answer, true},
+		{"status: answer", middleware.StatusClass, middleware.Outcome{Ctx: bg, Call: zt.GetCall("k"), Response: ok}, runtime.Answer, true},
 		{"status: no descriptor", middleware.StatusClass, middleware.Outcome{Ctx: bg, Response: ok}, runtime.Fatal, true},
-		{"status: unknown status", middleware.StatusClass, middleware.Outcome{Ctx: bg, Call: mwt.GetCall("k"), Response: &mwt.Response{Status: 42}}, runtime.Fatal, true},
+		{"status: unknown status", middleware.StatusClass, middleware.Outcome{Ctx: bg, Call: zt.GetCall("k"), Response: &mwt.Response{Status: 42}}, runtime.Fatal, true},
 		{"status: error", middleware.StatusClass, middleware.Outcome{Ctx: bg, Err: runtime.ErrTransport}, runtime.Unclassified, false},
 		{"app exception", middleware.ApplicationException, middleware.Outcome{Ctx: bg, Err: thrift.NewTApplicationException(thrift.UNKNOWN_METHOD, "x")}, runtime.Fatal, true},
 		{"app exception: transport error", middleware.ApplicationException, middleware.Outcome{Ctx: bg, Err: thrift.NewTTransportException(thrift.END_OF_FILE, "x")}, runtime.Unclassified, false},
@@ -307,7 +308,7 @@ func TestClassify_Chain(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			call := mwt.GetCall("k")
+			call := zt.GetCall("k")
 			_, err := middleware.Classify(tt.classifiers...)(answer)(context.Background(), call)
 			require.NoError(t, err)
 			a := call.Attempts[0]
@@ -319,7 +320,7 @@ func TestClassify_Chain(t *testing.T) {
 	}
 
 	t.Run("neither response nor error", func(t *testing.T) {
-		call := mwt.GetCall("k")
+		call := zt.GetCall("k")
 		nothing := func(ctx context.Context, call *runtime.Call) (runtime.Response, error) { return nil, nil }
 		_, err := middleware.Classify()(nothing)(context.Background(), call)
 		require.Error(t, err)
@@ -344,11 +345,11 @@ func TestStatusClassesComeFromTheTable(t *testing.T) {
 	const throttled = zaris.KvStatus(9)
 	infos := append(zarisclient.Statuses.Statuses(), runtime.StatusInfo{Value: int64(throttled), Name: "Throttled", Class: runtime.Retry, SlowFactor: 3})
 	roles, _ := zarisclient.Statuses.Roles()
-	op := *mwt.OpPut
+	op := *zt.OpPut
 	op.Statuses = runtime.NewStatusTable("KvStatus", &roles, infos)
 
 	s := newStack(t, runtime.DefaultRetryPolicy, []mwt.Outcome{mwt.Answer(throttled), mwt.Answer(zaris.KvStatus_Ok)})
-	call := mwt.PutCall("k", "v")
+	call := zt.PutCall("k", "v")
 	call.Op = &op
 	resp, err := s.do(call)
 	require.NoError(t, err)
@@ -357,7 +358,7 @@ func TestStatusClassesComeFromTheTable(t *testing.T) {
 	assert.Equal(t, []time.Duration{300 * time.Millisecond}, s.clock.Sleeps(), "backoff x3 after Throttled")
 
 	s = newStack(t, runtime.DefaultRetryPolicy, []mwt.Outcome{mwt.Answer(throttled), mwt.Answer(zaris.KvStatus_Ok)})
-	call = mwt.PutCall("k", "v")
+	call = zt.PutCall("k", "v")
 	_, err = s.do(call)
 	require.Error(t, err, "the generated table does not hold 9: Fatal")
 	assert.Equal(t, 1, s.transport.Attempts())

@@ -9,6 +9,7 @@ import (
 
 	"github.com/clustron/zaris-go/gen/zaris"
 	"github.com/clustron/zaris-go/gen/zarisclient"
+	zt "github.com/clustron/zaris-go/internal/zaristest"
 	"github.com/clustron/zaris-go/middleware"
 	mwt "github.com/clustron/zaris-go/middleware/middlewaretest"
 	"github.com/clustron/zaris-go/runtime"
@@ -48,7 +49,7 @@ func TestDefault_CloseEndsACallInBackoff(t *testing.T) {
 	closeOnBackoff(t, clock, r.done)
 	h := middleware.Default(transport.Invoke, r, runtime.Config{Retry: runtime.DefaultRetryPolicy, Clock: clock})
 
-	call := mwt.GetCall("k")
+	call := zt.GetCall("k")
 	_, err := h(context.Background(), call)
 	require.ErrorIs(t, err, runtime.ErrClosed)
 	var ce *runtime.CallError

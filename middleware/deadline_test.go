@@ -9,6 +9,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/clustron/zaris-go/gen/zaris"
+	zt "github.com/clustron/zaris-go/internal/zaristest"
 	"github.com/clustron/zaris-go/middleware"
 	mwt "github.com/clustron/zaris-go/middleware/middlewaretest"
 	"github.com/clustron/zaris-go/runtime"
@@ -57,9 +58,9 @@ func TestDeadline(t *testing.T) {
 				ctx, cancel = context.WithTimeout(ctx, tt.ctxTimeout)
 				defer cancel()
 			}
-			call := mwt.GetCall("k")
+			call := zt.GetCall("k")
 			if tt.callTimeout > 0 {
-				call = mwt.GetCall("k", runtime.WithTimeout(tt.callTimeout))
+				call = zt.GetCall("k", runtime.WithTimeout(tt.callTimeout))
 			}
 			start := time.Now()
 			_, err := h(ctx, call)
@@ -83,7 +84,7 @@ func TestDeadline(t *testing.T) {
 // later.
 func TestDeadline_KeepsEarlierCallDeadline(t *testing.T) {
 	clock := mwt.NewClock()
-	call := mwt.GetCall("k")
+	call := zt.GetCall("k")
 	call.Deadline = clock.Now().Add(time.Second)
 	next := func(ctx context.Context, call *runtime.Call) (runtime.Response, error) {
 		return &mwt.Response{Status: runtime.Status(zaris.KvStatus_Ok)}, nil
@@ -108,7 +109,7 @@ func TestDeadline_StopsRetriesAtTheDeadline(t *testing.T) {
 	}
 	p := policy(func(p *runtime.RetryPolicy) { p.RequestTimeout = 20 * time.Second; p.MaxAttempts = 5 })
 	h := middleware.Default(slow, mwt.NewRefresher(1), runtime.Config{Retry: p, Clock: clock})
-	_, err := h(context.Background(), mwt.GetCall("k"))
+	_, err := h(context.Background(), zt.GetCall("k"))
 	var ce *runtime.CallError
 	require.ErrorAs(t, err, &ce)
 	assert.Equal(t, runtime.BoundDeadline, ce.Bound)
@@ -129,7 +130,7 @@ func TestDeadline_NonPositiveCallTimeoutLeavesNoTime(t *testing.T) {
 				return &mwt.Response{Status: runtime.Status(zaris.KvStatus_Ok)}, nil
 			}
 			h := middleware.Default(invoke, mwt.NewRefresher(1), runtime.Config{Retry: runtime.DefaultRetryPolicy, Clock: clock})
-			call := mwt.GetCall("k", runtime.WithTimeout(d))
+			call := zt.GetCall("k", runtime.WithTimeout(d))
 			_, err := h(context.Background(), call)
 			var ce *runtime.CallError
 			require.ErrorAs(t, err, &ce)
@@ -156,7 +157,7 @@ func TestDeadline_SystemClockTakesTheContextDeadlineAsItIs(t *testing.T) {
 				got = call.Deadline
 				return nil, nil
 			})
-		_, err := h(ctx, mwt.GetCall("k"))
+		_, err := h(ctx, zt.GetCall("k"))
 		require.NoError(t, err)
 		assert.True(t, got.Equal(end), "call deadline %v, context deadline %v", got, end)
 	}

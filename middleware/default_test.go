@@ -11,6 +11,7 @@ import (
 
 	"github.com/clustron/zaris-go/gen/zaris"
 	"github.com/clustron/zaris-go/gen/zarisclient"
+	zt "github.com/clustron/zaris-go/internal/zaristest"
 	"github.com/clustron/zaris-go/middleware"
 	mwt "github.com/clustron/zaris-go/middleware/middlewaretest"
 	"github.com/clustron/zaris-go/runtime"
@@ -72,7 +73,7 @@ func TestDefault_Order(t *testing.T) {
 	)
 	require.NoError(t, err)
 	h := middleware.Default(transport, refresher, cfg)
-	resp, err := h(context.Background(), mwt.PutCall("k", "v"))
+	resp, err := h(context.Background(), zt.PutCall("k", "v"))
 	require.NoError(t, err)
 	assert.Equal(t, zaris.KvStatus_Ok, kvStatus(resp))
 	assert.Equal(t, []string{
@@ -118,7 +119,7 @@ func TestDefault_BudgetIsOutermostAttemptLayer(t *testing.T) {
 	}
 	s := newStack(t, runtime.DefaultRetryPolicy, []mwt.Outcome{mwt.Answer(zaris.KvStatus_Moved)},
 		withBudget(b), withAttemptMW(counter))
-	_, err = s.do(mwt.GetCall("k"))
+	_, err = s.do(zt.GetCall("k"))
 	require.Error(t, err)
 	assert.Equal(t, 1, attempts)
 	assert.Empty(t, s.clock.Sleeps())
@@ -140,7 +141,7 @@ func TestDefault_Concurrent(t *testing.T) {
 		go func() {
 			var err error
 			for range 50 {
-				if _, e := s.do(mwt.GetCall("k")); e != nil && err == nil {
+				if _, e := s.do(zt.GetCall("k")); e != nil && err == nil {
 					err = e
 				}
 			}

@@ -6,6 +6,7 @@ import (
 	"fmt"
 
 	"github.com/clustron/zaris-go/gen/zaris"
+	"github.com/clustron/zaris-go/gen/zarisclient"
 	"github.com/clustron/zaris-go/middleware"
 	mwt "github.com/clustron/zaris-go/middleware/middlewaretest"
 	"github.com/clustron/zaris-go/runtime"
@@ -22,9 +23,11 @@ func ExampleDefault() {
 	// Built once per client; every call runs the same chain.
 	handler := middleware.Default(transport.Invoke, refresher, cfg)
 
-	call := mwt.PutCall("user:42", "Ada")
+	put := mwt.Scripted(zarisclient.OpPut) // the generated Put, answered by the script
+	req := &zaris.PutRequest{Key: []byte("user:42"), Value: []byte("Ada")}
+	call := runtime.NewCall(put, req.Key, req, false)
 	resp, err := handler(context.Background(), call)
-	fmt.Println(kvStatus(resp), err)
+	fmt.Println(call.Op.StatusName(resp), err)
 	for _, a := range call.Attempts {
 		fmt.Println(a.Describe(call.Op.Statuses), "->", a.Class)
 	}
@@ -48,20 +51,23 @@ func ExampleDefault_callMiddleware() {
 			case errors.As(err, &ce):
 				fmt.Printf("%s failed: bound %s after %d attempts, last cause: %v\n", call.Op, ce.Bound, len(ce.Attempts), ce.Unwrap())
 			case err == nil:
-				fmt.Printf("%s: %s after %d attempts\n", call.Op, kvStatus(resp), len(call.Attempts))
+				fmt.Printf("%s: %s after %d attempts\n", call.Op, call.Op.StatusName(resp), len(call.Attempts))
 			}
 			return resp, err
 		}
 	}
+	put, get := mwt.Scripted(zarisclient.OpPut), mwt.Scripted(zarisclient.OpGet)
 	transport := mwt.Script(mwt.Answer(zaris.KvStatus_Unavailable), mwt.Answer(zaris.KvStatus_Ok), mwt.Answer(zaris.KvStatus_Moved))
 	cfg := runtime.Config{Retry: runtime.DefaultRetryPolicy, Clock: mwt.NewClock(),
-		CallMiddleware: []runtime.Middleware{middleware.ForOps(logCalls, mwt.OpPut)}}
+		CallMiddleware: []runtime.Middleware{middleware.ForOps(logCalls, put)}}
 	handler := middleware.Default(transport.Invoke, mwt.NewRefresher(1), cfg)
 
 	ctx := context.Background()
-	_, _ = handler(ctx, mwt.PutCall("k", "v"))                             // logged
-	_, _ = handler(ctx, mwt.GetCall("k"))                                  // not a Put: not logged
-	_, _ = handler(ctx, mwt.PutCall("k", "v", runtime.WithMaxAttempts(2))) // logged
+	key := []byte("k")
+	putReq, getReq := &zaris.PutRequest{Key: key, Value: []byte("v")}, &zaris.GetRequest{Key: key}
+	_, _ = handler(ctx, runtime.NewCall(put, key, putReq, false))                             // logged
+	_, _ = handler(ctx, runtime.NewCall(get, key, getReq, false))                             // not a Put: not logged
+	_, _ = handler(ctx, runtime.NewCall(put, key, putReq, false, runtime.WithMaxAttempts(2))) // logged
 	// Output:
 	// Put: Ok after 2 attempts
 	// Put failed: bound maxAttempts after 2 attempts, last cause: zaris: status Moved
@@ -77,7 +83,7 @@ func ExampleDefault_attemptMiddleware() {
 			if err != nil {
 				fmt.Printf("attempt %d: %v (sent: %v)\n", a.N, err, a.Sent)
 			} else {
-				fmt.Printf("attempt %d: node %d answered %s\n", a.N, a.Node, kvStatus(resp))
+				fmt.Printf("attempt %d: node %d answered %s\n", a.N, a.Node, call.Op.StatusName(resp))
 			}
 			return resp, err
 		}
@@ -91,9 +97,10 @@ func ExampleDefault_attemptMiddleware() {
 		AttemptMiddleware: []runtime.Middleware{logAttempts}}
 	handler := middleware.Default(transport.Invoke, mwt.NewRefresher(1), cfg)
 
-	call := mwt.PutCall("k", "v")
+	req := &zaris.PutRequest{Key: []byte("k"), Value: []byte("v")}
+	call := runtime.NewCall(mwt.Scripted(zarisclient.OpPut), req.Key, req, false)
 	resp, err := handler(context.Background(), call)
-	fmt.Println(kvStatus(resp), err, "backoff", call.Stats.Backoff)
+	fmt.Println(call.Op.StatusName(resp), err, "backoff", call.Stats.Backoff)
 	// Output:
 	// attempt 1: zaris: node unavailable (sent: false)
 	// attempt 2: node 1 answered Migrating

@@ -8,6 +8,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/clustron/zaris-go/gen/zaris"
+	zt "github.com/clustron/zaris-go/internal/zaristest"
 	"github.com/clustron/zaris-go/middleware"
 	mwt "github.com/clustron/zaris-go/middleware/middlewaretest"
 	"github.com/clustron/zaris-go/runtime"
@@ -50,7 +51,7 @@ func TestChain(t *testing.T) {
 				mw = append(mw, tracer(&trace, n), nil) // nil entries are skipped
 			}
 			h := middleware.Chain(mw...)(okHandler(&trace))
-			_, err := h(context.Background(), mwt.GetCall("k"))
+			_, err := h(context.Background(), zt.GetCall("k"))
 			require.NoError(t, err)
 			assert.Equal(t, tt.want, trace)
 		})
@@ -66,7 +67,7 @@ func TestChain_BuiltOnce(t *testing.T) {
 	var trace []string
 	h := middleware.Chain(counting, counting)(okHandler(&trace))
 	for range 3 {
-		_, err := h(context.Background(), mwt.GetCall("k"))
+		_, err := h(context.Background(), zt.GetCall("k"))
 		require.NoError(t, err)
 	}
 	assert.Equal(t, 2, built, "each middleware is applied when the chain is built, not per call")
@@ -79,11 +80,11 @@ func TestForOps(t *testing.T) {
 		ops  []*runtime.Op
 		want []string
 	}{
-		{"named op", mwt.PutCall("k", "v"), []*runtime.Op{mwt.OpPut}, []string{"w>", "handler", "<w"}},
-		{"one of several", mwt.IncrementCall("k", 1), []*runtime.Op{mwt.OpPut, mwt.OpIncrement}, []string{"w>", "handler", "<w"}},
-		{"other op", mwt.GetCall("k"), []*runtime.Op{mwt.OpPut}, []string{"handler"}},
-		{"no ops", mwt.GetCall("k"), nil, []string{"handler"}},
-		{"same name, other descriptor", mwt.PutCall("k", "v"), []*runtime.Op{{Name: "Put"}}, []string{"w>", "handler", "<w"}},
+		{"named op", zt.PutCall("k", "v"), []*runtime.Op{zt.OpPut}, []string{"w>", "handler", "<w"}},
+		{"one of several", zt.IncrementCall("k", 1), []*runtime.Op{zt.OpPut, zt.OpIncrement}, []string{"w>", "handler", "<w"}},
+		{"other op", zt.GetCall("k"), []*runtime.Op{zt.OpPut}, []string{"handler"}},
+		{"no ops", zt.GetCall("k"), nil, []string{"handler"}},
+		{"same name, other descriptor", zt.PutCall("k", "v"), []*runtime.Op{{Name: "Put"}}, []string{"w>", "handler", "<w"}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -96,8 +97,8 @@ func TestForOps(t *testing.T) {
 	}
 	t.Run("nil middleware", func(t *testing.T) {
 		var trace []string
-		h := middleware.ForOps(nil, mwt.OpPut)(okHandler(&trace))
-		_, err := h(context.Background(), mwt.PutCall("k", "v"))
+		h := middleware.ForOps(nil, zt.OpPut)(okHandler(&trace))
+		_, err := h(context.Background(), zt.PutCall("k", "v"))
 		require.NoError(t, err)
 		assert.Equal(t, []string{"handler"}, trace)
 	})

@@ -16,6 +16,7 @@ import (
 
 	"github.com/clustron/zaris-go/gen/zaris"
 	"github.com/clustron/zaris-go/gen/zarisclient"
+	zt "github.com/clustron/zaris-go/internal/zaristest"
 	"github.com/clustron/zaris-go/middleware"
 	mwt "github.com/clustron/zaris-go/middleware/middlewaretest"
 	"github.com/clustron/zaris-go/runtime"
@@ -39,7 +40,7 @@ func TestBackoff_R5_ZeroDelayTakesNoSleep(t *testing.T) {
 		return &mwt.Response{Status: runtime.Status(zaris.KvStatus_Ok)}, nil
 	}
 	h := middleware.Backoff(policy(func(p *runtime.RetryPolicy) { p.Backoff = 0 }), clock)(next)
-	call := mwt.GetCall("k")
+	call := zt.GetCall("k")
 	call.StartAttempt()
 	call.StartAttempt()
 	_, err := h(context.Background(), call)
@@ -400,7 +401,7 @@ func TestClassify_B2_IdempotentSentWithoutReplyIsRetried(t *testing.T) {
 	s := newStack(t, runtime.DefaultRetryPolicy, []mwt.Outcome{
 		mwt.Fail(runtime.ErrTransport, true), mwt.Answer(zaris.KvStatus_Ok),
 	})
-	call := mwt.GetCall("k")
+	call := zt.GetCall("k")
 	resp, err := s.do(call)
 	require.NoError(t, err)
 	assert.Equal(t, zaris.KvStatus_Ok, kvStatus(resp))
@@ -412,7 +413,7 @@ func TestClassify_B2_IdempotentSentWithoutReplyIsRetried(t *testing.T) {
 func TestClassify_B2_FatalFailureIsNotInDoubt(t *testing.T) {
 	bug := errors.New("a bug")
 	s := newStack(t, runtime.DefaultRetryPolicy, []mwt.Outcome{mwt.Fail(bug, true)})
-	_, err := s.do(mwt.IncrementCall("k", 1))
+	_, err := s.do(zt.IncrementCall("k", 1))
 	require.ErrorIs(t, err, bug)
 	assert.NotErrorIs(t, err, runtime.ErrInDoubt)
 }
@@ -431,7 +432,7 @@ func TestClock_ZeroTimerFiresAtOnce(t *testing.T) {
 // read back.
 func TestTransport_SeesTheOperation(t *testing.T) {
 	s := newStack(t, runtime.DefaultRetryPolicy, []mwt.Outcome{mwt.Answer(zaris.KvStatus_Ok)})
-	_, err := s.do(mwt.GetCall("k"))
+	_, err := s.do(zt.GetCall("k"))
 	require.NoError(t, err)
 	require.Len(t, s.transport.Seen(), 1)
 	assert.Equal(t, "Get", s.transport.Seen()[0].Op)
@@ -453,7 +454,7 @@ func TestRefreshOnMoved_R6_WaitIsBoundByTheDeadlineOnItsClock(t *testing.T) {
 		return &mwt.Response{Status: runtime.Status(zaris.KvStatus_Ok)}, nil
 	}
 	h := middleware.RefreshOnMoved(refresher, clock)(next)
-	call := mwt.GetCall("k")
+	call := zt.GetCall("k")
 	call.StartAttempt().Class = runtime.RefreshRetry
 	call.StartAttempt()
 	call.Deadline = clock.Now().Add(time.Hour)
@@ -474,7 +475,7 @@ func TestRefreshOnMoved_R6_WaitIsBoundByTheDeadlineOnItsClock(t *testing.T) {
 func TestRetry_R4_DeadlineBeforeTheLastAttemptIsTheDeadlineBound(t *testing.T) {
 	slow := mwt.Outcome{Status: runtime.Status(zaris.KvStatus_Unavailable), Node: 1, Took: 30 * time.Second}
 	s := newStack(t, policy(func(p *runtime.RetryPolicy) { p.Backoff = 0 }), repeat(slow, 3))
-	call := mwt.GetCall("k", runtime.WithTimeout(time.Minute))
+	call := zt.GetCall("k", runtime.WithTimeout(time.Minute))
 	_, err := s.do(call)
 	ce, ok := errors.AsType[*runtime.CallError](err)
 	require.True(t, ok, "%T: %v", err, err)

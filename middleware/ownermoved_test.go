@@ -8,6 +8,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/clustron/zaris-go/gen/zaris"
+	zt "github.com/clustron/zaris-go/internal/zaristest"
 	mwt "github.com/clustron/zaris-go/middleware/middlewaretest"
 	"github.com/clustron/zaris-go/runtime"
 )
@@ -25,11 +26,11 @@ func TestB6_OwnerMovedIsRetriedAtOnce(t *testing.T) {
 		sent    bool
 		inDoubt bool
 	}{
-		{"idempotent get, sent", func() *runtime.Call { return mwt.GetCall("k") }, true, false},
-		{"idempotent put, sent", func() *runtime.Call { return mwt.PutCall("k", "v") }, true, false},
-		{"guarded put, sent", func() *runtime.Call { return mwt.GuardedPutCall("k", "v", 3) }, true, false},
-		{"increment, queued", func() *runtime.Call { return mwt.IncrementCall("n", 1) }, false, false},
-		{"increment, sent", func() *runtime.Call { return mwt.IncrementCall("n", 1) }, true, true},
+		{"idempotent get, sent", func() *runtime.Call { return zt.GetCall("k") }, true, false},
+		{"idempotent put, sent", func() *runtime.Call { return zt.PutCall("k", "v") }, true, false},
+		{"guarded put, sent", func() *runtime.Call { return zt.GuardedPutCall("k", "v", 3) }, true, false},
+		{"increment, queued", func() *runtime.Call { return zt.IncrementCall("n", 1) }, false, false},
+		{"increment, sent", func() *runtime.Call { return zt.IncrementCall("n", 1) }, true, true},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

@@ -8,6 +8,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/clustron/zaris-go/gen/zaris"
+	zt "github.com/clustron/zaris-go/internal/zaristest"
 	mwt "github.com/clustron/zaris-go/middleware/middlewaretest"
 	"github.com/clustron/zaris-go/runtime"
 )
@@ -31,7 +32,7 @@ func TestRefreshOnMoved_Stats(t *testing.T) {
 				mwt.AnswerAt(zaris.KvStatus_Moved, 2), mwt.AnswerAt(zaris.KvStatus_OwnershipChanging, 3), mwt.Answer(zaris.KvStatus_Ok),
 			})
 			s.refresher.OnRefresh = func(context.Context, int64) runtime.RefreshResult { return tt.result }
-			call := mwt.PutCall("k", "v")
+			call := zt.PutCall("k", "v")
 			_, err := s.do(call)
 			require.NoError(t, err)
 			assert.Equal(t, []int64{2, 3}, s.refresher.Requests(), "evidence is each answer's epoch")
@@ -63,7 +64,7 @@ func TestRefreshOnMoved_Observe(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			s := newStack(t, runtime.DefaultRetryPolicy, tt.script)
-			call := mwt.GetCall("k")
+			call := zt.GetCall("k")
 			_, err := s.do(call)
 			require.NoError(t, err)
 			assert.Equal(t, tt.wantObserved, s.refresher.Observed())
@@ -76,7 +77,7 @@ func TestRefreshOnMoved_Observe(t *testing.T) {
 // that will not be retried never waits for one.
 func TestRefreshOnMoved_NoRefreshWithoutRetry(t *testing.T) {
 	s := newStack(t, runtime.DefaultRetryPolicy, []mwt.Outcome{mwt.Answer(zaris.KvStatus_Moved)})
-	_, err := s.do(mwt.GetCall("k", runtime.WithMaxAttempts(1)))
+	_, err := s.do(zt.GetCall("k", runtime.WithMaxAttempts(1)))
 	require.Error(t, err)
 	assert.Empty(t, s.refresher.Requests())
 }
@@ -91,7 +92,7 @@ func TestRefreshOnMoved_ContextEnds(t *testing.T) {
 		cancel()
 		return runtime.RefreshResult{TimedOut: true}
 	}
-	call := mwt.GetCall("k")
+	call := zt.GetCall("k")
 	_, err := s.handler(ctx, call)
 	assert.ErrorIs(t, err, context.Canceled)
 	assert.Equal(t, 1, s.transport.Attempts())

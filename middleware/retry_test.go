@@ -14,6 +14,7 @@ import (
 
 	"github.com/clustron/zaris-go/gen/zaris"
 	"github.com/clustron/zaris-go/gen/zarismock"
+	zt "github.com/clustron/zaris-go/internal/zaristest"
 	"github.com/clustron/zaris-go/middleware"
 	mwt "github.com/clustron/zaris-go/middleware/middlewaretest"
 	"github.com/clustron/zaris-go/runtime"
@@ -24,7 +25,7 @@ import (
 func TestR4_TwoBounds(t *testing.T) {
 	t.Run("regression: maxAttempts 3, 60 s, always Moved", func(t *testing.T) {
 		s := newStack(t, runtime.DefaultRetryPolicy, []mwt.Outcome{mwt.AnswerAt(zaris.KvStatus_Moved, 1)})
-		call := mwt.PutCall("k", "v")
+		call := zt.PutCall("k", "v")
 		_, err := s.do(call)
 		require.Error(t, err)
 		assert.Equal(t, 3, s.transport.Attempts(), "exactly maxAttempts attempts, not 60 s of them")
@@ -42,7 +43,7 @@ func TestR4_TwoBounds(t *testing.T) {
 
 	t.Run("deadline trips first", func(t *testing.T) {
 		s := newStack(t, policy(func(p *runtime.RetryPolicy) { p.MaxAttempts = 10 }), []mwt.Outcome{mwt.Answer(zaris.KvStatus_Unavailable)})
-		call := mwt.GetCall("k", runtime.WithTimeout(250*time.Millisecond))
+		call := zt.GetCall("k", runtime.WithTimeout(250*time.Millisecond))
 		_, err := s.do(call)
 		var ce *runtime.CallError
 		require.ErrorAs(t, err, &ce)
@@ -60,7 +61,7 @@ func TestR4_TwoBounds(t *testing.T) {
 		slow := mwt.Answer(zaris.KvStatus_Moved)
 		slow.Took = 40 * time.Second
 		s := newStack(t, policy(func(p *runtime.RetryPolicy) { p.MaxAttempts = 10 }), []mwt.Outcome{slow})
-		_, err := s.do(mwt.GetCall("k"))
+		_, err := s.do(zt.GetCall("k"))
 		var ce *runtime.CallError
 		require.ErrorAs(t, err, &ce)
 		assert.Equal(t, runtime.BoundDeadline, ce.Bound)
@@ -79,7 +80,7 @@ func TestR4_TwoBounds(t *testing.T) {
 		h := middleware.Default(invoke, s.refresher, runtime.Config{Retry: runtime.DefaultRetryPolicy, Clock: s.clock})
 		expired, cancel2 := context.WithDeadline(ctx, time.Now().Add(-time.Second))
 		defer cancel2()
-		_, err := h(expired, mwt.GetCall("k"))
+		_, err := h(expired, zt.GetCall("k"))
 		var ce *runtime.CallError
 		require.ErrorAs(t, err, &ce)
 		assert.Equal(t, runtime.BoundDeadline, ce.Bound)
@@ -89,7 +90,7 @@ func TestR4_TwoBounds(t *testing.T) {
 	t.Run("per-call maxAttempts", func(t *testing.T) {
 		for _, n := range []int{1, 2, 5} {
 			s := newStack(t, runtime.DefaultRetryPolicy, []mwt.Outcome{mwt.Answer(zaris.KvStatus_Unavailable)})
-			_, err := s.do(mwt.GetCall("k", runtime.WithMaxAttempts(n)))
+			_, err := s.do(zt.GetCall("k", runtime.WithMaxAttempts(n)))
 			var ce *runtime.CallError
 			require.ErrorAs(t, err, &ce)
 			assert.Equal(t, runtime.BoundAttempts, ce.Bound)
@@ -100,7 +101,7 @@ func TestR4_TwoBounds(t *testing.T) {
 
 	t.Run("no request timeout: attempts bound alone", func(t *testing.T) {
 		s := newStack(t, policy(func(p *runtime.RetryPolicy) { p.RequestTimeout = 0; p.MaxAttempts = 6 }), []mwt.Outcome{mwt.Answer(zaris.KvStatus_Migrating)})
-		call := mwt.PutCall("k", "v")
+		call := zt.PutCall("k", "v")
 		_, err := s.do(call)
 		var ce *runtime.CallError
 		require.ErrorAs(t, err, &ce)
@@ -122,7 +123,7 @@ func TestR7_DisableRetries(t *testing.T) {
 	for _, o := range outcomes {
 		t.Run(fmt.Sprint(o.Status, o.Err), func(t *testing.T) {
 			s := newStack(t, disabled, []mwt.Outcome{o, mwt.Answer(zaris.KvStatus_Ok)})
-			call := mwt.GetCall("k", runtime.WithMaxAttempts(5))
+			call := zt.GetCall("k", runtime.WithMaxAttempts(5))
 			_, err := s.do(call)
 			var ce *runtime.CallError
 			require.ErrorAs(t, err, &ce)
@@ -135,16 +136,16 @@ func TestR7_DisableRetries(t *testing.T) {
 	}
 	t.Run("answer", func(t *testing.T) {
 		s := newStack(t, disabled, []mwt.Outcome{mwt.Answer(zaris.KvStatus_Ok)})
-		resp, err := s.do(mwt.GetCall("k"))
+		resp, err := s.do(zt.GetCall("k"))
 		require.NoError(t, err)
 		assert.Equal(t, zaris.KvStatus_Ok, kvStatus(resp))
 	})
 	t.Run("MaxAttempts", func(t *testing.T) {
-		assert.Equal(t, 1, middleware.MaxAttempts(disabled, mwt.GetCall("k", runtime.WithMaxAttempts(9))))
-		assert.Equal(t, 9, middleware.MaxAttempts(runtime.DefaultRetryPolicy, mwt.GetCall("k", runtime.WithMaxAttempts(9))))
-		assert.Equal(t, 3, middleware.MaxAttempts(runtime.DefaultRetryPolicy, mwt.GetCall("k")))
-		assert.Equal(t, 3, middleware.MaxAttempts(runtime.DefaultRetryPolicy, mwt.GetCall("k", runtime.WithMaxAttempts(0))), "n < 1 leaves the client's cap")
-		assert.Equal(t, 1, middleware.MaxAttempts(runtime.RetryPolicy{}, mwt.GetCall("k")))
+		assert.Equal(t, 1, middleware.MaxAttempts(disabled, zt.GetCall("k", runtime.WithMaxAttempts(9))))
+		assert.Equal(t, 9, middleware.MaxAttempts(runtime.DefaultRetryPolicy, zt.GetCall("k", runtime.WithMaxAttempts(9))))
+		assert.Equal(t, 3, middleware.MaxAttempts(runtime.DefaultRetryPolicy, zt.GetCall("k")))
+		assert.Equal(t, 3, middleware.MaxAttempts(runtime.DefaultRetryPolicy, zt.GetCall("k", runtime.WithMaxAttempts(0))), "n < 1 leaves the client's cap")
+		assert.Equal(t, 1, middleware.MaxAttempts(runtime.RetryPolicy{}, zt.GetCall("k")))
 	})
 }
 
@@ -163,9 +164,9 @@ func TestR9_SafeReplays(t *testing.T) {
 	)
 	refresher := mwt.NewRefresher(1)
 	clock := mwt.NewClock()
-	h := middleware.Default(mwt.KvTransport(kv), refresher, runtime.Config{Retry: runtime.DefaultRetryPolicy, Clock: clock})
+	h := middleware.Default(mwt.ClientTransport(kv), refresher, runtime.Config{Retry: runtime.DefaultRetryPolicy, Clock: clock})
 
-	call := runtime.NewCall(mwt.OpPut, req.Key, req, true)
+	call := runtime.NewCall(zt.OpPut, req.Key, req, true)
 	resp, err := h(context.Background(), call)
 	require.NoError(t, err, "Conflict is an answer")
 	put, ok := resp.(*zaris.PutResponse)
@@ -187,7 +188,7 @@ func TestB4_TerminalError(t *testing.T) {
 		mwt.AnswerAt(zaris.KvStatus_Moved, 5),
 		mwt.Fail(reset, true),
 	})
-	call := mwt.GetCall("k")
+	call := zt.GetCall("k")
 	_, err := s.do(call)
 	require.Error(t, err)
 
@@ -227,7 +228,7 @@ func TestB4_TerminalError(t *testing.T) {
 
 	t.Run("a status as last cause", func(t *testing.T) {
 		s := newStack(t, runtime.DefaultRetryPolicy, []mwt.Outcome{mwt.Answer(zaris.KvStatus_Unavailable)})
-		_, err := s.do(mwt.GetCall("k"))
+		_, err := s.do(zt.GetCall("k"))
 		var se *runtime.StatusError
 		require.ErrorAs(t, err, &se)
 		assert.Equal(t, runtime.Status(zaris.KvStatus_Unavailable), se.Status)
@@ -236,7 +237,7 @@ func TestB4_TerminalError(t *testing.T) {
 	t.Run("a fatal error names no bound", func(t *testing.T) {
 		bug := errors.New("bug")
 		s := newStack(t, runtime.DefaultRetryPolicy, []mwt.Outcome{mwt.Answer(zaris.KvStatus_Moved), mwt.Fail(bug, true)})
-		_, err := s.do(mwt.GetCall("k"))
+		_, err := s.do(zt.GetCall("k"))
 		var ce *runtime.CallError
 		require.ErrorAs(t, err, &ce)
 		assert.Equal(t, runtime.BoundNone, ce.Bound)
@@ -251,13 +252,13 @@ func TestRetry_WithoutClassify(t *testing.T) {
 	clock := mwt.NewClock()
 	tr := mwt.Script(mwt.Answer(zaris.KvStatus_Moved))
 	h := middleware.Retry(runtime.DefaultRetryPolicy, clock)(tr.Invoke)
-	resp, err := h(context.Background(), mwt.GetCall("k"))
+	resp, err := h(context.Background(), zt.GetCall("k"))
 	require.NoError(t, err)
 	assert.Equal(t, zaris.KvStatus_Moved, kvStatus(resp))
 
 	tr = mwt.Script(mwt.Fail(runtime.ErrTransport, true))
 	h = middleware.Retry(runtime.DefaultRetryPolicy, clock)(tr.Invoke)
-	_, err = h(context.Background(), mwt.GetCall("k"))
+	_, err = h(context.Background(), zt.GetCall("k"))
 	assert.ErrorIs(t, err, runtime.ErrTransport)
 	assert.Equal(t, 1, tr.Attempts())
 }

@@ -1,8 +1,9 @@
 // Package middlewaretest provides fakes for testing middleware and anything built on the
 // client's call model without a network or wall-clock sleeps: a Clock whose sleeps return at
 // once and move its time forward, a scripted Transport that plays outcomes the way the
-// real transport reports them, a Refresher that counts refresh requests, and operation
-// descriptors shaped like the generated ones.
+// real transport reports them, a Refresher that counts refresh requests, and Scripted, which
+// lets a generated operation descriptor read a scripted answer. It imports no generated
+// package: a test brings its service's generated operations.
 package middlewaretest
 
 import (

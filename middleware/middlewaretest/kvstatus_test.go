@@ -2,11 +2,11 @@ package middlewaretest_test
 
 import (
 	"github.com/clustron/zaris-go/gen/zaris"
-	"github.com/clustron/zaris-go/middleware/middlewaretest"
+	zt "github.com/clustron/zaris-go/internal/zaristest"
 	"github.com/clustron/zaris-go/runtime"
 )
 
 // kvStatus is the status of a generated or scripted response, as the IDL's enum.
 func kvStatus(resp runtime.Response) zaris.KvStatus {
-	return zaris.KvStatus(middlewaretest.StatusOf(resp))
+	return zaris.KvStatus(zt.StatusOf(resp))
 }

@@ -9,6 +9,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/clustron/zaris-go/gen/zaris"
+	zt "github.com/clustron/zaris-go/internal/zaristest"
 	mwt "github.com/clustron/zaris-go/middleware/middlewaretest"
 	"github.com/clustron/zaris-go/runtime"
 )
@@ -53,7 +54,7 @@ func TestTransport(t *testing.T) {
 	slow.Took = time.Second
 	tr := mwt.Script(slow, mwt.Fail(runtime.ErrNodeUnavailable, false))
 	tr.Clock, tr.MapEpoch = c, 3
-	call := mwt.GetCall("k")
+	call := zt.GetCall("k")
 
 	resp, err := tr.Invoke(context.Background(), call)
 	require.NoError(t, err)

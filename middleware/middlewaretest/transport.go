@@ -6,7 +6,6 @@ import (
 	"sync"
 	"time"
 
-	"github.com/clustron/zaris-go/gen/zaris"
 	"github.com/clustron/zaris-go/runtime"
 )
 
@@ -140,14 +139,15 @@ func (t *Transport) Seen() []Seen {
 	return append([]Seen(nil), t.seen...)
 }
 
-// KvTransport returns a transport that sends every attempt to kv (a gomock MockZarisKv, for
-// example) through the operation's generated Invoke, as the real transport does over a
-// pooled connection, and fills the attempt as if node 1 at map epoch 1 answered.
-func KvTransport(kv zaris.ZarisKv) func(ctx context.Context, call *runtime.Call) (runtime.Response, error) {
+// ClientTransport returns a transport that sends every attempt to client (a generated
+// service client or a gomock mock of one) through the operation's Invoke, as the real
+// transport does over a pooled connection, and fills the attempt as if node 1 at map epoch 1
+// answered.
+func ClientTransport(client any) func(ctx context.Context, call *runtime.Call) (runtime.Response, error) {
 	return func(ctx context.Context, call *runtime.Call) (runtime.Response, error) {
 		a := call.Current()
 		a.Node, a.Addr, a.MapEpoch, a.Sent = 1, "node1:9090", 1, true
-		resp, err := call.Op.Invoke(ctx, kv, call.Request)
+		resp, err := call.Op.Invoke(ctx, client, call.Request)
 		if err != nil {
 			return nil, err
 		}

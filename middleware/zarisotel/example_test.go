@@ -14,6 +14,7 @@ import (
 	"go.opentelemetry.io/otel/sdk/trace/tracetest"
 
 	"github.com/clustron/zaris-go/gen/zaris"
+	"github.com/clustron/zaris-go/gen/zarisclient"
 	"github.com/clustron/zaris-go/middleware"
 	mwt "github.com/clustron/zaris-go/middleware/middlewaretest"
 	"github.com/clustron/zaris-go/middleware/zarisotel"
@@ -45,7 +46,9 @@ func ExampleTelemetry_Middleware() {
 	cfg := runtime.Config{Retry: runtime.DefaultRetryPolicy, Clock: clock,
 		CallMiddleware: []runtime.Middleware{tel.Middleware()}}
 	handler := middleware.Default(transport.Invoke, mwt.NewRefresher(6), cfg)
-	if _, err := handler(context.Background(), mwt.PutCall("user:42", "ada")); err != nil {
+	req := &zaris.PutRequest{Key: []byte("user:42"), Value: []byte("ada")}
+	call := runtime.NewCall(mwt.Scripted(zarisclient.OpPut), req.Key, req, false) // answered by the script
+	if _, err := handler(context.Background(), call); err != nil {
 		log.Fatal(err)
 	}
 

@@ -17,6 +17,7 @@ import (
 
 	"github.com/clustron/zaris-go/gen/zaris"
 	"github.com/clustron/zaris-go/gen/zarisclient"
+	zt "github.com/clustron/zaris-go/internal/zaristest"
 	"github.com/clustron/zaris-go/middleware"
 	mwt "github.com/clustron/zaris-go/middleware/middlewaretest"
 	"github.com/clustron/zaris-go/middleware/zarisotel"
@@ -113,7 +114,7 @@ func TestRetriedCall(t *testing.T) {
 	ok.Took = 2 * time.Millisecond
 	f := newFixture(t, []mwt.Outcome{moved, ok})
 
-	resp, err := f.handler(context.Background(), mwt.PutCall("user:42", "ada"))
+	resp, err := f.handler(context.Background(), zt.PutCall("user:42", "ada"))
 	require.NoError(t, err)
 	require.Equal(t, zaris.KvStatus_Ok, kvStatus(resp))
 
@@ -176,7 +177,7 @@ func TestFailedCallRecordsTheTerminalError(t *testing.T) {
 		mwt.Answer(zaris.KvStatus_Unavailable),
 		mwt.Answer(zaris.KvStatus_Unavailable),
 	})
-	_, err := f.handler(context.Background(), mwt.GetCall("k"))
+	_, err := f.handler(context.Background(), zt.GetCall("k"))
 	require.Error(t, err)
 
 	ended := f.spans.Ended()
@@ -213,7 +214,7 @@ func TestFailedCallRecordsTheTerminalError(t *testing.T) {
 
 func TestAnswersAreNotErrors(t *testing.T) {
 	f := newFixture(t, []mwt.Outcome{mwt.Answer(zaris.KvStatus_NotFound)}, zarisotel.WithKeys())
-	resp, err := f.handler(context.Background(), mwt.GetCall("user:43"))
+	resp, err := f.handler(context.Background(), zt.GetCall("user:43"))
 	require.NoError(t, err)
 	require.Equal(t, zaris.KvStatus_NotFound, kvStatus(resp))
 
@@ -235,7 +236,7 @@ func TestSpanIsTheContextOfTheLayersBelow(t *testing.T) {
 		}
 	}
 	h := middleware.Chain(f.tel.Middleware(), probe)(f.handler)
-	_, err := h(context.Background(), mwt.GetCall("k"))
+	_, err := h(context.Background(), zt.GetCall("k"))
 	require.NoError(t, err)
 	require.Len(t, f.spans.Ended(), 2, "the outer span and the inner one")
 	assert.Equal(t, f.spans.Ended()[1].SpanContext().SpanID(), seen.SpanID())
@@ -287,7 +288,7 @@ func TestErrorKind(t *testing.T) {
 // WithClock(nil) measures on the system clock, as no WithClock does.
 func TestNilClockIsTheSystemClock(t *testing.T) {
 	f := newFixture(t, []mwt.Outcome{mwt.Answer(zaris.KvStatus_Ok)}, zarisotel.WithClock(nil))
-	_, err := f.handler(context.Background(), mwt.GetCall("k"))
+	_, err := f.handler(context.Background(), zt.GetCall("k"))
 	require.NoError(t, err)
 	assert.Len(t, f.spans.Ended(), 1)
 }

@@ -7,6 +7,7 @@ import (
 	"os"
 
 	"github.com/clustron/zaris-go/gen/zaris"
+	"github.com/clustron/zaris-go/gen/zarisclient"
 	"github.com/clustron/zaris-go/middleware"
 	mwt "github.com/clustron/zaris-go/middleware/middlewaretest"
 	"github.com/clustron/zaris-go/middleware/zarisslog"
@@ -38,9 +39,12 @@ func ExampleMiddleware() {
 		CallMiddleware: []runtime.Middleware{zarisslog.Middleware(logger, zarisslog.WithClock(clock))}}
 	handler := middleware.Default(transport.Invoke, mwt.NewRefresher(6), cfg)
 
+	put, get := mwt.Scripted(zarisclient.OpPut), mwt.Scripted(zarisclient.OpGet) // answered by the script
+	putReq := &zaris.PutRequest{Key: []byte("user:42"), Value: []byte("ada")}
+	getReq := &zaris.GetRequest{Key: []byte("user:43")}
 	ctx := context.Background()
-	_, _ = handler(ctx, mwt.PutCall("user:42", "ada"))
-	_, _ = handler(ctx, mwt.GetCall("user:43"))
+	_, _ = handler(ctx, runtime.NewCall(put, putReq.Key, putReq, false))
+	_, _ = handler(ctx, runtime.NewCall(get, getReq.Key, getReq, false))
 	// Output:
 	// {"level":"INFO","msg":"zaris call retried","op":"Get","key":"user:43","status":"NotFound","elapsed":100000000,"refreshes":{"requested":1,"performed":1},"backoff":100000000,"attempts":{"1":{"node":1,"addr":"node1:9090","map_epoch":0,"status":"Moved","answer_epoch":7,"class":"refresh-retry","duration":0},"2":{"node":1,"addr":"node1:9090","map_epoch":0,"status":"NotFound","answer_epoch":7,"class":"answer","duration":0}}}
 }
@@ -60,7 +64,9 @@ func ExampleHistory() {
 	cfg := runtime.Config{Retry: runtime.DefaultRetryPolicy, Clock: mwt.NewClock()}
 	handler := middleware.Default(transport.Invoke, mwt.NewRefresher(1), cfg)
 
-	_, err := handler(context.Background(), mwt.GetCall("user:42", runtime.WithMaxAttempts(2)))
+	req := &zaris.GetRequest{Key: []byte("user:42")}
+	call := runtime.NewCall(mwt.Scripted(zarisclient.OpGet), req.Key, req, false, runtime.WithMaxAttempts(2))
+	_, err := handler(context.Background(), call)
 	var ce *runtime.CallError
 	if errors.As(err, &ce) {
 		logger.Warn("lookup failed", "bound", ce.Bound, "attempts", zarisslog.History(ce.Statuses, ce.Attempts))

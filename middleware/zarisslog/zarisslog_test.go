@@ -14,6 +14,7 @@ import (
 
 	"github.com/clustron/zaris-go/gen/zaris"
 	"github.com/clustron/zaris-go/gen/zarisclient"
+	zt "github.com/clustron/zaris-go/internal/zaristest"
 	"github.com/clustron/zaris-go/middleware"
 	mwt "github.com/clustron/zaris-go/middleware/middlewaretest"
 	"github.com/clustron/zaris-go/middleware/zarisslog"
@@ -63,7 +64,7 @@ func TestSilentOnTheHappyPath(t *testing.T) {
 	for _, status := range []zaris.KvStatus{zaris.KvStatus_Ok, zaris.KvStatus_NotFound, zaris.KvStatus_Conflict} {
 		t.Run(status.String(), func(t *testing.T) {
 			h, buf := stack(t, []mwt.Outcome{mwt.Answer(status)})
-			resp, err := h(context.Background(), mwt.PutCall("k", "v"))
+			resp, err := h(context.Background(), zt.PutCall("k", "v"))
 			require.NoError(t, err)
 			assert.Equal(t, status, kvStatus(resp))
 			assert.Empty(t, buf.String())
@@ -78,7 +79,7 @@ func TestRetriedCallIsOneLineWithItsHistory(t *testing.T) {
 	ok.Took = 2 * time.Millisecond
 	h, buf := stack(t, []mwt.Outcome{moved, ok})
 
-	resp, err := h(context.Background(), mwt.PutCall("user:42", "ada"))
+	resp, err := h(context.Background(), zt.PutCall("user:42", "ada"))
 	require.NoError(t, err)
 	require.Equal(t, zaris.KvStatus_Ok, kvStatus(resp))
 
@@ -109,7 +110,7 @@ func TestFailedCallNamesTheBoundAndEveryAttempt(t *testing.T) {
 		mwt.Answer(zaris.KvStatus_Unavailable),
 		mwt.Fail(runtime.ErrTransport, true),
 	})
-	_, err := h(context.Background(), mwt.GetCall("k"))
+	_, err := h(context.Background(), zt.GetCall("k"))
 	require.Error(t, err)
 
 	got := lines(t, buf)
@@ -137,7 +138,7 @@ func TestFailedCallNamesTheBoundAndEveryAttempt(t *testing.T) {
 
 func TestFatalErrorAtTheFirstAttemptIsLogged(t *testing.T) {
 	h, buf := stack(t, []mwt.Outcome{mwt.Fail(context.Canceled, true)})
-	_, err := h(context.Background(), mwt.GetCall("k"))
+	_, err := h(context.Background(), zt.GetCall("k"))
 	require.ErrorIs(t, err, context.Canceled)
 	got := lines(t, buf)
 	require.Len(t, got, 1)
@@ -148,7 +149,7 @@ func TestFatalErrorAtTheFirstAttemptIsLogged(t *testing.T) {
 func TestOptions(t *testing.T) {
 	t.Run("always", func(t *testing.T) {
 		h, buf := stack(t, []mwt.Outcome{mwt.Answer(zaris.KvStatus_NotFound)}, zarisslog.WithAlways())
-		_, err := h(context.Background(), mwt.GetCall("k"))
+		_, err := h(context.Background(), zt.GetCall("k"))
 		require.NoError(t, err)
 		got := lines(t, buf)
 		require.Len(t, got, 1)
@@ -160,7 +161,7 @@ func TestOptions(t *testing.T) {
 		levels := zarisslog.Levels{OK: slog.LevelInfo, Retried: slog.LevelWarn, Failed: slog.LevelError}
 		h, buf := stack(t, []mwt.Outcome{mwt.Answer(zaris.KvStatus_Migrating), mwt.Answer(zaris.KvStatus_Ok)},
 			zarisslog.WithLevels(levels))
-		_, err := h(context.Background(), mwt.GetCall("k"))
+		_, err := h(context.Background(), zt.GetCall("k"))
 		require.NoError(t, err)
 		got := lines(t, buf)
 		require.Len(t, got, 1)
@@ -170,14 +171,14 @@ func TestOptions(t *testing.T) {
 		levels := zarisslog.Levels{Retried: slog.LevelDebug - 4}
 		h, buf := stack(t, []mwt.Outcome{mwt.Answer(zaris.KvStatus_Migrating), mwt.Answer(zaris.KvStatus_Ok)},
 			zarisslog.WithLevels(levels))
-		_, err := h(context.Background(), mwt.GetCall("k"))
+		_, err := h(context.Background(), zt.GetCall("k"))
 		require.NoError(t, err)
 		assert.Empty(t, buf.String())
 	})
 	t.Run("without keys", func(t *testing.T) {
 		h, buf := stack(t, []mwt.Outcome{mwt.Answer(zaris.KvStatus_Moved), mwt.Answer(zaris.KvStatus_Ok)},
 			zarisslog.WithoutKeys())
-		_, err := h(context.Background(), mwt.GetCall("secret"))
+		_, err := h(context.Background(), zt.GetCall("secret"))
 		require.NoError(t, err)
 		require.Len(t, lines(t, buf), 1)
 		assert.NotContains(t, buf.String(), "secret")
@@ -204,7 +205,7 @@ func TestHistoryWithTheTextHandler(t *testing.T) {
 // WithClock(nil) measures on the system clock, as no WithClock does.
 func TestNilClockIsTheSystemClock(t *testing.T) {
 	h, buf := stack(t, []mwt.Outcome{mwt.Answer(zaris.KvStatus_Ok)}, zarisslog.WithAlways(), zarisslog.WithClock(nil))
-	_, err := h(context.Background(), mwt.GetCall("k"))
+	_, err := h(context.Background(), zt.GetCall("k"))
 	require.NoError(t, err)
 	assert.Len(t, lines(t, buf), 1)
 }

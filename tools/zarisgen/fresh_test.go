@@ -129,13 +129,14 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/clustron/zaris-go/gen/zaris"
+	zt "github.com/clustron/zaris-go/internal/zaristest"
 	mwt "github.com/clustron/zaris-go/middleware/middlewaretest"
 	"github.com/clustron/zaris-go/runtime"
 )
 
 func TestThrottledIsRetried(t *testing.T) {
 	s := newStack(t, runtime.DefaultRetryPolicy, []mwt.Outcome{mwt.Answer(zaris.KvStatus_Throttled), mwt.Answer(zaris.KvStatus_Ok)})
-	call := mwt.PutCall("k", "v")
+	call := zt.PutCall("k", "v")
 	resp, err := s.do(call)
 	require.NoError(t, err)
 	assert.Equal(t, zaris.KvStatus_Ok, kvStatus(resp))
