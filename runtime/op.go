@@ -27,6 +27,9 @@ func (k OpKind) String() string {
 // operation from the IDL annotations (gen/zarisclient), so middleware can decide by what an
 // operation is (read or write, idempotent or not) rather than by its name.
 type Op struct {
+	// Service is the name of the service the operation belongs to, for example "ZarisKv"
+	// (for telemetry; empty for an operation of no declared service).
+	Service string
 	// Name is the operation's name in the IDL, for example "Put".
 	Name string
 	// Kind says whether the operation reads or writes.

@@ -44,6 +44,7 @@ var Statuses = runtime.NewStatusTable("KvStatus", &runtime.StatusRoles{
 
 // OpGet describes Get: a read operation, idempotent, routed by GetRequest.key.
 var OpGet = &runtime.Op{
+	Service:      "ZarisKv",
 	Name:         "Get",
 	Kind:         runtime.Read,
 	Idempotent:   true,
@@ -55,6 +56,7 @@ var OpGet = &runtime.Op{
 
 // OpPut describes Put: a write operation, idempotent, routed by PutRequest.key, guarded against replays by ifMatchVersion and ifAbsent.
 var OpPut = &runtime.Op{
+	Service:      "ZarisKv",
 	Name:         "Put",
 	Kind:         runtime.Write,
 	Idempotent:   true,
@@ -67,6 +69,7 @@ var OpPut = &runtime.Op{
 
 // OpDelete describes Delete: a write operation, idempotent, routed by DeleteRequest.key, guarded against replays by ifMatchVersion.
 var OpDelete = &runtime.Op{
+	Service:      "ZarisKv",
 	Name:         "Delete",
 	Kind:         runtime.Write,
 	Idempotent:   true,
@@ -79,6 +82,7 @@ var OpDelete = &runtime.Op{
 
 // OpIncrement describes Increment: a write operation, not idempotent, routed by IncrementRequest.key.
 var OpIncrement = &runtime.Op{
+	Service:      "ZarisKv",
 	Name:         "Increment",
 	Kind:         runtime.Write,
 	Idempotent:   false,
@@ -288,6 +292,7 @@ func invokeIncrement(ctx context.Context, client any, req any) (runtime.Response
 
 // OpMultiGet describes MultiGet: a multi-key read operation, idempotent, routed by MultiGetRequest.items[].key.
 var OpMultiGet = &runtime.Op{
+	Service:      "ZarisKv",
 	Name:         "MultiGet",
 	Kind:         runtime.Read,
 	Idempotent:   true,
@@ -299,6 +304,7 @@ var OpMultiGet = &runtime.Op{
 
 // OpMultiPut describes MultiPut: a multi-key write operation, idempotent, routed by MultiPutRequest.items[].key, each item guarded against replays by items[].ifMatchVersion and items[].ifAbsent.
 var OpMultiPut = &runtime.Op{
+	Service:      "ZarisKv",
 	Name:         "MultiPut",
 	Kind:         runtime.Write,
 	Idempotent:   true,
@@ -311,6 +317,7 @@ var OpMultiPut = &runtime.Op{
 
 // OpMultiDelete describes MultiDelete: a multi-key write operation, idempotent, routed by MultiDeleteRequest.items[].key, each item guarded against replays by items[].ifMatchVersion.
 var OpMultiDelete = &runtime.Op{
+	Service:      "ZarisKv",
 	Name:         "MultiDelete",
 	Kind:         runtime.Write,
 	Idempotent:   true,

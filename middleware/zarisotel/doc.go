@@ -23,9 +23,9 @@
 //
 // # Spans
 //
-// One client span per call, named "ZarisKv/<op>" (for example "ZarisKv/Put"), with
-// rpc.system "apache_thrift", rpc.service "ZarisKv", rpc.method, and zaris.op.kind (read or
-// write); it is the context's current span for the layers below. When the call ends the
+// One client span per call, named "<service>/<op>" from the operation's descriptor (for
+// example "ZarisKv/Put"), with rpc.system "apache_thrift", rpc.service, rpc.method, and
+// zaris.op.kind (read or write); it is the context's current span for the layers below. When the call ends the
 // span gets one event named "zaris.attempt" per attempt, in order, with
 //
 //	zaris.attempt        the attempt's number, from 1

@@ -233,21 +233,24 @@ func (t *Telemetry) Close() error {
 func (t *Telemetry) Middleware() middleware.Middleware {
 	return func(next middleware.Handler) middleware.Handler {
 		return func(ctx context.Context, call *runtime.Call) (runtime.Response, error) {
-			op := "unknown"
-			kind := "unknown"
+			service, op, kind := "", "unknown", "unknown"
 			if call.Op != nil {
-				op, kind = call.Op.Name, call.Op.Kind.String()
+				service, op, kind = call.Op.Service, call.Op.Name, call.Op.Kind.String()
 			}
+			spanName := op
 			startAttrs := []attribute.KeyValue{
 				attribute.String("rpc.system", "apache_thrift"),
-				attribute.String("rpc.service", "ZarisKv"),
 				attribute.String("rpc.method", op),
 				attribute.String("zaris.op.kind", kind),
+			}
+			if service != "" {
+				spanName = service + "/" + op
+				startAttrs = append(startAttrs, attribute.String("rpc.service", service))
 			}
 			if t.cfg.keys {
 				startAttrs = append(startAttrs, KeyKey.String(string(call.Key)))
 			}
-			ctx, span := t.tracer.Start(ctx, "ZarisKv/"+op,
+			ctx, span := t.tracer.Start(ctx, spanName,
 				trace.WithSpanKind(trace.SpanKindClient), trace.WithAttributes(startAttrs...))
 			start := t.cfg.clock.Now()
 

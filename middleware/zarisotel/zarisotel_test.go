@@ -292,3 +292,28 @@ func TestNilClockIsTheSystemClock(t *testing.T) {
 	require.NoError(t, err)
 	assert.Len(t, f.spans.Ended(), 1)
 }
+
+// The span is named by the operation's own service: a client generated from another IDL
+// is not reported as ZarisKv, and an operation of no declared service has no rpc.service.
+func TestSpanNamesTheOperationsService(t *testing.T) {
+	for _, tc := range []struct{ service, span string }{
+		{"Profiles", "Profiles/Put"},
+		{"", "Put"},
+	} {
+		f := newFixture(t, []mwt.Outcome{mwt.Answer(zaris.KvStatus_Ok)})
+		op := *zt.OpPut
+		op.Service = tc.service
+		call := runtime.NewCall(&op, []byte("k"), &zaris.PutRequest{Key: []byte("k")}, false)
+		_, err := f.handler(context.Background(), call)
+		require.NoError(t, err)
+		ended := f.spans.Ended()
+		require.Len(t, ended, 1)
+		assert.Equal(t, tc.span, ended[0].Name())
+		got := eventAttrs(ended[0].Attributes())
+		if tc.service == "" {
+			assert.NotContains(t, got, attribute.Key("rpc.service"))
+		} else {
+			assert.Equal(t, tc.service, got["rpc.service"].AsString())
+		}
+	}
+}
