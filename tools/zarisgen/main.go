@@ -1,4 +1,5 @@
-// Command zarisgen writes the typed per-operation Zaris client (gen/zarisclient) from the IDL.
+// Command zarisgen writes the typed per-operation client of a partitioned Thrift service
+// (gen/zarisclient for idl/zaris.thrift) from its IDL, in a package named after -out.
 //
 // It reads the IDL through `thrift --gen json`, checks every operation's annotations
 // (zaris.kind, zaris.idempotent, zaris.routing, zaris.guards, and for a multi-key operation
@@ -15,6 +16,7 @@ package main
 import (
 	"flag"
 	"fmt"
+	"go/token"
 	"os"
 	"path/filepath"
 )
@@ -53,13 +55,18 @@ func run(thriftBin, idlPath, outDir, serverDir, zarisImport string) error {
 	if err != nil {
 		return err
 	}
+	if m.ClientPackage, err = packageName(outDir, "-out"); err != nil {
+		return err
+	}
 	src, err := render(m)
 	if err != nil {
 		return err
 	}
 	files := map[string][]byte{filepath.Join(outDir, outputFile): src}
 	if serverDir != "" {
-		m.ServerPackage = filepath.Base(serverDir)
+		if m.ServerPackage, err = packageName(serverDir, "-server-out"); err != nil {
+			return err
+		}
 		if files[filepath.Join(serverDir, serverFile)], err = renderServer(m); err != nil {
 			return err
 		}
@@ -73,6 +80,16 @@ func run(thriftBin, idlPath, outDir, serverDir, zarisImport string) error {
 		}
 	}
 	return nil
+}
+
+// packageName is the Go package name of the output directory dir, which the flag named: its
+// last element, which must be a Go identifier.
+func packageName(dir, flag string) (string, error) {
+	name := filepath.Base(filepath.Clean(dir))
+	if !token.IsIdentifier(name) {
+		return "", fmt.Errorf("zarisgen: %s %s: the directory's name %q is the package's name and must be a Go identifier", flag, dir, name)
+	}
+	return name, nil
 }
 
 // generate returns the typed client's source for the decoded IDL p, which was read from source.

@@ -48,6 +48,9 @@ type model struct {
 	Status *statusModel
 	// Server is every method of the service, for the Unimplemented base.
 	Server []serverMethod
+	// ClientPackage is the Go package name of the typed client: zarisclient unless run
+	// names another output directory.
+	ClientPackage string
 	// ServerPackage is the Go package name of the Unimplemented base.
 	ServerPackage string
 }
@@ -125,7 +128,7 @@ func buildModel(p *program, source, zarisImport string) (*model, error) {
 	}); err != nil {
 		return nil, err
 	}
-	m := &model{Source: source, Service: goName(svc.Name), ZarisImport: zarisImport}
+	m := &model{Source: source, Service: goName(svc.Name), ZarisImport: zarisImport, ClientPackage: "zarisclient"}
 	goNames := map[string]string{}
 	for _, fn := range svc.Functions {
 		op, data, err := buildOp(p, svc.Name, statusEnum.Name, fn)

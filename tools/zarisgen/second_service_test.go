@@ -1,0 +1,69 @@
+package main
+
+import (
+	"context"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+)
+
+// zarisgen serves any partitioned service, not only Zaris: testdata/profiles is the module
+// of a team with its own service (another namespace, status enum and classes, map operation
+// and a string routing field). Its client is generated as the README says, Thrift first and
+// then zarisgen with -zaris-import, and the module's rule tests pass against scripted nodes
+// on loopback: a wrong-owner answer costs one shared refresh, a slow status backs off by its
+// factor, an answer is never retried, and both bounds hold.
+func TestSecondService(t *testing.T) {
+	thriftBin := requireThrift(t)
+	if testing.Short() {
+		t.Skip("generates and tests a module of its own")
+	}
+	root := repoRoot(t)
+	dir := t.TempDir()
+	copyTree(t, filepath.Join("testdata", "profiles"), dir)
+	gomod := "module example.com/profiles\n\ngo 1.26\n\nrequire github.com/clustron/zaris-go v0.0.0\n\nreplace github.com/clustron/zaris-go => " + root + "\n"
+	require.NoError(t, os.WriteFile(filepath.Join(dir, "go.mod"), []byte(gomod), 0o644))
+	sums, err := os.ReadFile(filepath.Join(root, "go.sum"))
+	require.NoError(t, err)
+	require.NoError(t, os.WriteFile(filepath.Join(dir, "go.sum"), sums, 0o644))
+
+	t.Chdir(dir)
+	require.NoError(t, os.Mkdir("gen", 0o755))
+	out, err := exec.Command(thriftBin, "--gen", "go:package_prefix=example.com/profiles/gen/,skip_remote",
+		"-out", "gen", "idl/profiles.thrift").CombinedOutput()
+	require.NoError(t, err, "thrift:\n%s", out)
+	require.NoError(t, run(thriftBin, "idl/profiles.thrift", "gen/profilesclient", "gen/profilesserver", "example.com/profiles/gen/profiles"))
+	client, err := os.ReadFile(filepath.Join("gen", "profilesclient", outputFile))
+	require.NoError(t, err)
+	assert.Contains(t, string(client), "package profilesclient")
+	assert.Contains(t, string(client), `{Value: int64(zaris.ProfileStatus_Resharding), Name: "Resharding", Class: runtime.Retry, SlowFactor: 4},`)
+
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
+	defer cancel()
+	cmd := exec.CommandContext(ctx, "go", "test", "-count=1", "-v", "./...")
+	// -mod=mod completes the module's requirements (the Thrift library the generated code
+	// imports) through the configured proxy, with the checksums of this checkout's go.sum.
+	cmd.Env = append(os.Environ(), "GOFLAGS=-mod=mod", "GOWORK=off", "GOTOOLCHAIN=local")
+	out, err = cmd.CombinedOutput()
+	require.NoError(t, err, "go test in the Profiles module:\n%s", out)
+	for _, name := range []string{"TestWrongShardMeansOneSharedRefreshThenTheNewOwner", "TestSlowStatusBacksOffByItsFactor",
+		"TestAnswerIsNeverRetried", "TestBothBoundsHold"} {
+		assert.Contains(t, string(out), "--- PASS: "+name, "the Profiles module's rule tests:\n%s", out)
+	}
+}
+
+// The output directory names the generated package, so it must be a Go identifier.
+func TestRunRefusesAnOutputDirectoryThatIsNoPackageName(t *testing.T) {
+	thriftBin := requireThrift(t)
+	dir := t.TempDir()
+	err := run(thriftBin, "testdata/small.thrift", filepath.Join(dir, "small-client"), "", "example.com/small")
+	require.Error(t, err)
+	assert.Contains(t, err.Error(), `-out `+filepath.Join(dir, "small-client")+`: the directory's name "small-client" is the package's name and must be a Go identifier`)
+	_, statErr := os.Stat(filepath.Join(dir, "small-client"))
+	assert.True(t, os.IsNotExist(statErr), "nothing is written for a refused run")
+}
