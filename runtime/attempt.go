@@ -1,173 +1,92 @@
 package runtime
 
 import (
-	"context"
-	"errors"
+	"fmt"
 	"time"
 )
 
-// Invoke sends one attempt of call to call.Target when set (a multi-key sub-request), else to
-// the owner of call.Key under the current map, within the attempt timeout, and records the
-// facts on call.Current() for the classify layer to judge. Any status comes back as a
-// response with a nil error; a failure is a *PartitionError, a *NodeError whose kind
-// (ErrNodeUnavailable, ErrTransport, ErrAttemptTimeout, ErrRequestTooLarge, ErrClosed, or
-// none for the caller's context and application exceptions) says what happened, or
-// ErrClosed. It never refreshes the map itself.
-func (c *Engine) Invoke(ctx context.Context, call *Call) (Response, error) {
-	a := call.Current()
-	start := c.clock.Now()
-	call.attemptStart = start
-	if !c.sysClock {
-		call.attemptStart = time.Now()
-	}
-	resp, err := c.invoke(ctx, call, a, start)
-	if c.sysClock {
-		a.Duration = time.Since(start) // reads only the monotonic clock
-	} else {
-		a.Duration = c.clock.Now().Sub(start)
-	}
-	a.Err = err
-	return resp, err
+// NoNode is the node id of an attempt that never chose a node (for example, the segment had
+// no owner in the map).
+const NoNode int32 = -1
+
+// Attempt is what happened on one attempt of a call.
+type Attempt struct {
+	// N is the attempt's number, starting at 1.
+	N int
+	// Node is the id of the node the attempt was routed to, or NoNode.
+	Node int32
+	// Addr is that node's host:port.
+	Addr string
+	// MapEpoch is the epoch of the client's cluster map the attempt was routed with.
+	MapEpoch int64
+	// Answered reports whether a response arrived; Status and AnswerEpoch are set only then.
+	Answered bool
+	// Status is the response's status.
+	Status Status
+	// AnswerEpoch is the answering node's map epoch (the response's mapEpoch, rule B1).
+	AnswerEpoch int64
+	// Err is the attempt's error when no response arrived.
+	Err error
+	// Sent reports whether the request may have reached the node. False means it provably
+	// never left (no owner, dial refused, no connection, still queued on a pipelined
+	// connection, refused as too large), so replaying it is always safe.
+	Sent bool
+	// Class is how the classify layer judged the outcome.
+	Class Class
+	// Duration is how long the attempt took on the wire.
+	Duration time.Duration
 }
 
-// invoke is Invoke after its clock readings: start is the attempt's start on the Clock,
-// call.attemptStart on the wall clock.
-func (c *Engine) invoke(ctx context.Context, call *Call, a *Attempt, start time.Time) (Response, error) {
-	a.Sent = false
-	if c.closed.Load() {
-		return nil, ErrClosed
+// Class is the verdict on one attempt's outcome, which the retry layer acts on.
+type Class int
+
+const (
+	// Unclassified is an outcome no classifier has judged yet.
+	Unclassified Class = iota
+	// Answer is a final outcome for the application: a status of the IDL's zaris.answer class.
+	Answer
+	// Retry is a transient outcome retried after backoff without a map refresh: a status of
+	// the IDL's zaris.retry class.
+	Retry
+	// RefreshRetry is an outcome that means the client's map may be stale: retried after a
+	// shared map refresh (a status of the IDL's zaris.refresh class, transport failures).
+	RefreshRetry
+	// Fatal is an error returned at once: the caller's context ended, an application
+	// exception, an in-doubt non-idempotent write, a bug.
+	Fatal
+)
+
+// String names the class.
+func (c Class) String() string {
+	switch c {
+	case Answer:
+		return "answer"
+	case Retry:
+		return "retry"
+	case RefreshRetry:
+		return "refresh-retry"
+	case Fatal:
+		return "fatal"
 	}
-	r, err := c.routeCall(call)
-	a.Node, a.Addr, a.MapEpoch = r.Node, r.Addr, r.Epoch
-	if err != nil {
-		return nil, err
-	}
-	if err := ctx.Err(); err != nil {
-		// The caller has gone: nothing is sent, so the node cannot apply it (rule B2).
-		return nil, c.noConnError(ctx, call, r, err)
-	}
-	deadline, callBound := c.attemptDeadline(call, start)
-	call.debt = debt{h: c.health, n: c.health.node(r.Addr)} // owed once written (rule B6)
-	var resp Response
-	if c.pipes != nil {
-		resp, err = c.invokePipelined(ctx, call, a, r, deadline, callBound)
-	} else {
-		resp, err = c.invokePooled(ctx, call, a, r, deadline, callBound)
-	}
-	if call.debt.owed {
-		call.debt.settle(start, c.since(start), a.Answered)
-	}
-	return resp, err
+	return "unclassified"
 }
 
-// since is the time from start, a Clock reading, to now.
-func (c *Engine) since(start time.Time) time.Duration {
-	if c.sysClock {
-		return time.Since(start) // reads only the monotonic clock
-	}
-	return c.clock.Now().Sub(start)
-}
+// String describes one attempt: its number, node, map epoch and outcome (a status by its
+// number: CallError.Error names it by the operation's status table).
+func (a Attempt) String() string { return a.Describe(nil) }
 
-// invokePooled sends the attempt over a connection borrowed from the node's pool.
-func (c *Engine) invokePooled(ctx context.Context, call *Call, a *Attempt, r Route, deadline time.Time, callBound bool) (Response, error) {
-	p := c.poolFor(r.Addr)
-	conn, err := c.borrow(ctx, p, deadline, call.attemptStart)
-	if err == nil && ctx.Err() != nil {
-		p.put(conn) // the caller left while it waited: send nothing
-		err = ctx.Err()
+// Describe is String with the status named by t, the operation's Op.Statuses.
+func (a Attempt) Describe(t *StatusTable) string {
+	node := "no node"
+	if a.Node != NoNode {
+		node = fmt.Sprintf("node %d", a.Node)
 	}
-	if err != nil {
-		return nil, c.noConnError(ctx, call, r, err)
+	out := "no outcome"
+	switch {
+	case a.Answered:
+		out = fmt.Sprintf("%s (node epoch %d)", t.Name(int64(a.Status)), a.AnswerEpoch)
+	case a.Err != nil:
+		out = a.Err.Error()
 	}
-	a.Sent = true
-	var (
-		resp Response
-		o    outcome
-	)
-	if sc, ok := conn.(*thriftConn); ok {
-		if !c.watchOwner(sc, call, r) {
-			p.put(conn)
-			a.Sent = false
-			return nil, c.ownerMovedUnsent(ctx, call, r)
-		}
-		sc.sock.debt = &call.debt
-		resp, o = callSocket(ctx, sc, call, deadline, callBound, call.attemptStart, c.lateTimeout)
-		sc.sock.debt = nil
-		if unwatchOwner(sc) {
-			// The install closed the connection; a reply that came first is kept.
-			o.spent, o.ownerMoved = true, o.err != nil
-		}
-	} else {
-		if !c.watchCustom(p, conn, call, r) {
-			p.put(conn)
-			a.Sent = false
-			return nil, c.ownerMovedUnsent(ctx, call, r)
-		}
-		resp, o = callConn(ctx, conn, call, deadline, callBound)
-		if p.calls.CompareAndDelete(conn, int64(ownerEnded)) {
-			o.spent, o.ownerMoved = true, o.err != nil
-		} else {
-			p.calls.Delete(conn)
-		}
-	}
-	if o.unsent {
-		a.Sent = false
-	}
-	if o.err == nil {
-		if o.spent {
-			p.discard(conn)
-		} else {
-			p.put(conn)
-		}
-		a.Answered, a.Status, a.AnswerEpoch = true, call.Op.Status(resp), resp.GetMapEpoch()
-		return resp, nil
-	}
-	p.discard(conn)
-	return nil, c.callError(ctx, call, r, o)
-}
-
-// outcome is how one call over a connection ended.
-type outcome struct {
-	err            error
-	attemptTimeout bool // the attempt timeout fired while the caller's context was live
-	spent          bool // the connection's deadline was spent aborting the call: do not reuse it
-	unsent         bool // it failed before any byte of the request reached the socket
-	ownerMoved     bool // a newer map moved the segment away from the node meanwhile (B6)
-}
-
-// errNoConnInTime is the cause of an attempt that found no free connection in time.
-var errNoConnInTime = errors.New("no free connection within the attempt timeout")
-
-// attemptDeadline is when the attempt must end: the attempt timeout from its start, or the
-// call's deadline (call.Deadline, set by the deadline layer) if that comes first, in which
-// case callBound is true. It covers waiting for a connection and the call, and it is a
-// socket deadline, so it is wall-clock time whatever the Clock: the call's deadline is
-// carried over as the time left until it on the Clock at start, the attempt's start.
-func (c *Engine) attemptDeadline(call *Call, start time.Time) (deadline time.Time, callBound bool) {
-	now := call.attemptStart
-	deadline = now.Add(c.cfg.AttemptTimeout)
-	if !call.Deadline.IsZero() {
-		if d := now.Add(call.Deadline.Sub(start)); d.Before(deadline) {
-			return d, true
-		}
-	}
-	return deadline, false
-}
-
-// borrow gets a connection from p, an idle one at once if it can, else waiting or dialing
-// until deadline; a nil p (the node is not in the map) has none. now is the wall-clock time.
-func (c *Engine) borrow(ctx context.Context, p *pool, deadline, now time.Time) (Conn, error) {
-	if p == nil {
-		return nil, errPoolClosed
-	}
-	if conn, ok := p.tryIdle(now); ok {
-		return conn, nil
-	}
-	bctx, cancel := context.WithDeadline(ctx, deadline)
-	defer cancel()
-	conn, err := p.get(bctx)
-	if err != nil && bctx.Err() != nil && ctx.Err() == nil {
-		err = errNoConnInTime
-	}
-	return conn, err
+	return fmt.Sprintf("attempt %d %s epoch %d: %s", a.N, node, a.MapEpoch, out)
 }

@@ -315,17 +315,3 @@ func (b *batchOf[Req, Item, Resp, Result]) Response(epoch int64) Response {
 	}
 	return nil
 }
-
-// Route returns where key goes under the map the refresher keeps current; the batch layer
-// splits a batch's items by owner with it.
-func (r *Refresher) Route(key []byte) (Route, error) { return r.router.Route(key) }
-
-// routeCall is where call's attempt goes: its Target when set (a sub-request goes to the
-// owner its items were split for, even if the map changed since: that node then answers
-// each item from its own map), else Key's owner under the current map.
-func (c *Engine) routeCall(call *Call) (Route, error) {
-	if call.Target != nil {
-		return *call.Target, nil
-	}
-	return c.router.Route(call.Key)
-}

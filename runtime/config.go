@@ -2,7 +2,14 @@ package runtime
 
 import (
 	"crypto/tls"
+	"errors"
+	"fmt"
+	"net"
+	"os"
+	"strconv"
+	"strings"
 	"time"
+	"unicode"
 )
 
 // Protocol names a Thrift protocol the client speaks.
@@ -105,4 +112,191 @@ type Config struct {
 	// Classifiers, when set, replace the default classifier chain
 	// (middleware.DefaultClassifiers).
 	Classifiers []Classifier
+}
+
+// Defaults of the Config fields outside RetryPolicy (which has DefaultRetryPolicy).
+const (
+	// DefaultPoolSize is the default cap of open connections per node.
+	DefaultPoolSize = 16
+	// DefaultDialTimeout is the default bound on opening one connection.
+	DefaultDialTimeout = time.Second
+	// DefaultAttemptTimeout is the default bound on one attempt on the wire (rule B5).
+	DefaultAttemptTimeout = 5 * time.Second
+	// DefaultRefreshWait is the default longest wait for a shared map refresh (rule R6).
+	DefaultRefreshWait = 15 * time.Second
+	// DefaultRefreshDebounce is the default window after a completed refresh in which a new
+	// request is a no-op (rule R6).
+	DefaultRefreshDebounce = 500 * time.Millisecond
+)
+
+// configBuilder is the state NewConfig threads through the options.
+type configBuilder struct {
+	cfg            Config
+	disableRetries bool // WithRetriesDisabled was given
+	errs           []error
+}
+
+func (b *configBuilder) fail(field, value, reason string) {
+	b.errs = append(b.errs, &ConfigError{Field: field, Value: value, Reason: reason})
+}
+
+// ConfigError says why a configuration was rejected: which field (and, for a value read
+// from the environment, which variable) and what value. NewConfig and Dial return it
+// (joined with any others, so find it with errors.As).
+type ConfigError struct {
+	// Field is the Config field, for example "PoolSize" or "Retry.RequestTimeout".
+	Field string
+	// Var is the environment variable the value came from, or "" for an option.
+	Var string
+	// Value is the offending value as given.
+	Value string
+	// Reason says what is wrong with it.
+	Reason string
+}
+
+// Error names the variable or field, the value and the reason.
+func (e *ConfigError) Error() string {
+	if e.Var != "" {
+		return fmt.Sprintf("zaris: config: %s=%q: %s", e.Var, e.Value, e.Reason)
+	}
+	return fmt.Sprintf("zaris: config: %s %s: %s", e.Field, e.Value, e.Reason)
+}
+
+// NewConfig builds a validated Config: the defaults (DefaultRetryPolicy, DefaultPipelining
+// and the Default constants), then the environment (EnvRequestTimeout, EnvDisableRetries,
+// EnvRefreshWaitMS, EnvPipeline, read through os.LookupEnv unless WithEnv says otherwise),
+// then opts in order, then validation, then rule R7. The error, if any, joins one *ConfigError per problem.
+func NewConfig(opts ...Option) (Config, error) {
+	b := &configBuilder{cfg: Config{
+		Protocol:        ProtocolBinary,
+		Transport:       TransportFramed,
+		PoolSize:        DefaultPoolSize,
+		DialTimeout:     DefaultDialTimeout,
+		AttemptTimeout:  DefaultAttemptTimeout,
+		Retry:           DefaultRetryPolicy,
+		RefreshWait:     DefaultRefreshWait,
+		RefreshDebounce: DefaultRefreshDebounce,
+		Clock:           SystemClock,
+		Pipeline:        DefaultPipelining,
+	}}
+	lookup := os.LookupEnv
+	for _, o := range opts {
+		if e, ok := o.(envOption); ok {
+			lookup = e.lookup
+		}
+	}
+	envDisabled := false
+	if lookup != nil {
+		envDisabled = b.applyEnv(lookup)
+	}
+	for _, o := range opts {
+		if o != nil {
+			o.applyOption(b)
+		}
+	}
+	b.validate()
+	if len(b.errs) > 0 {
+		return Config{}, errors.Join(b.errs...)
+	}
+	if envDisabled || b.disableRetries {
+		b.cfg.Retry.Disabled = true
+		b.cfg.Retry.MaxAttempts = 1
+	}
+	return b.cfg, nil
+}
+
+// validate appends a *ConfigError for every field that makes no sense.
+func (b *configBuilder) validate() {
+	c := &b.cfg
+	if len(c.Seeds) == 0 {
+		b.fail("Seeds", "[]", "at least one seed address is required")
+	}
+	for _, s := range c.Seeds {
+		host, port, err := net.SplitHostPort(s)
+		switch {
+		case strings.ContainsFunc(s, unicode.IsSpace):
+			err = errors.New("contains a space")
+		case err == nil && host == "":
+			err = errors.New("missing host")
+		}
+		if err == nil {
+			if n, perr := strconv.Atoi(port); perr != nil || n < 1 || n > 65535 {
+				err = errors.New("port must be 1..65535")
+			}
+		}
+		if err != nil {
+			b.fail("Seeds", strconv.Quote(s), "not a host:port address: "+err.Error())
+		}
+	}
+	switch c.Protocol {
+	case ProtocolBinary, ProtocolCompact, ProtocolJSON, ProtocolHeader:
+	default:
+		b.fail("Protocol", strconv.Quote(string(c.Protocol)), "unknown protocol (binary, compact, json, header)")
+	}
+	switch c.Transport {
+	case TransportFramed, TransportBuffered:
+	default:
+		b.fail("Transport", strconv.Quote(string(c.Transport)), "unknown transport (framed, buffered)")
+	}
+	if c.PoolSize < 1 {
+		b.fail("PoolSize", strconv.Itoa(c.PoolSize), "must be at least 1")
+	}
+	positive := func(field string, d time.Duration) {
+		if d <= 0 {
+			b.fail(field, d.String(), "must be positive")
+		}
+	}
+	notNegative := func(field string, d time.Duration) {
+		if d < 0 {
+			b.fail(field, d.String(), "must not be negative")
+		}
+	}
+	positive("DialTimeout", c.DialTimeout)
+	positive("AttemptTimeout", c.AttemptTimeout)
+	notNegative("Retry.Backoff", c.Retry.Backoff)
+	notNegative("Retry.MaxBackoff", c.Retry.MaxBackoff)
+	notNegative("Retry.RequestTimeout", c.Retry.RequestTimeout)
+	notNegative("RefreshWait", c.RefreshWait)
+	notNegative("RefreshDebounce", c.RefreshDebounce)
+	if c.Retry.MaxAttempts < 1 {
+		b.fail("Retry.MaxAttempts", strconv.Itoa(c.Retry.MaxAttempts), "must be at least 1")
+	}
+	if c.Retry.SlowFactor < 0 {
+		b.fail("Retry.SlowFactor", strconv.Itoa(c.Retry.SlowFactor), "must not be negative")
+	}
+	if c.Clock == nil {
+		b.fail("Clock", "nil", "a clock is required")
+	}
+	for i, cl := range c.Classifiers {
+		if cl == nil {
+			b.fail("Classifiers", fmt.Sprintf("[%d] nil", i), "a classifier must not be nil")
+		}
+	}
+	b.validatePipeline()
+}
+
+// Pipelining configures the pipelined connection mode. In it, the calls to one node share
+// Conns connections: each call queues its encoded request, everything queued goes out in
+// one write, and replies are matched to requests in order by seqid. A request still queued
+// when its attempt ends was never sent (Attempt.Sent false); one written and not answered
+// is in doubt (rule B2). A call with no other in flight to its node takes a pooled
+// connection. Off, each call borrows a connection of the pool for itself (PoolSize).
+// Pipelining needs the built-in dialer: with WithDialer the pool is used.
+type Pipelining struct {
+	// Enabled turns the mode on. Default true.
+	Enabled bool
+	// Conns is the most connections per node the calls share (>= 1). Default 2. Calls share
+	// the connections open until each carries 8 calls queued or in flight; the next call
+	// then opens another, up to Conns.
+	Conns int
+}
+
+// DefaultPipelining is the mode a client starts from before the environment and options:
+// on, with 2 connections per node (tools/zarisbench/README.md has the measurements).
+var DefaultPipelining = Pipelining{Enabled: true, Conns: 2}
+
+func (b *configBuilder) validatePipeline() {
+	if n := b.cfg.Pipeline.Conns; n < 1 {
+		b.fail("Pipeline.Conns", strconv.Itoa(n), "must be at least 1")
+	}
 }

@@ -106,9 +106,6 @@ func (c *Engine) Refresher() *Refresher { return c.refresher }
 // Map returns a copy of the current cluster map.
 func (c *Engine) Map() *ClusterMap { return c.router.Table().Map() }
 
-// Route returns where key goes under the current map (see RoutingTable.Route).
-func (c *Engine) Route(key []byte) (Route, error) { return c.router.Route(key) }
-
 // Close closes every connection (failing the calls in flight on them), stops the
 // refresher and waits for its fetch, so nothing of the client is left running. After
 // Close, Invoke returns ErrClosed, and a call of the default stack waiting out a backoff

@@ -149,26 +149,6 @@ func (e *CallError) Error() string {
 // Unwrap returns the last cause.
 func (e *CallError) Unwrap() error { return e.Err }
 
-// String describes one attempt: its number, node, map epoch and outcome (a status by its
-// number: CallError.Error names it by the operation's status table).
-func (a Attempt) String() string { return a.Describe(nil) }
-
-// Describe is String with the status named by t, the operation's Op.Statuses.
-func (a Attempt) Describe(t *StatusTable) string {
-	node := "no node"
-	if a.Node != NoNode {
-		node = fmt.Sprintf("node %d", a.Node)
-	}
-	out := "no outcome"
-	switch {
-	case a.Answered:
-		out = fmt.Sprintf("%s (node epoch %d)", t.Name(int64(a.Status)), a.AnswerEpoch)
-	case a.Err != nil:
-		out = a.Err.Error()
-	}
-	return fmt.Sprintf("attempt %d %s epoch %d: %s", a.N, node, a.MapEpoch, out)
-}
-
 // attempts writes n with the noun "attempt" in the right number.
 func attempts(n int) string {
 	if n == 1 {

@@ -20,12 +20,3 @@ type Outcome struct {
 // the answer, or false to leave the outcome to the next classifier in the chain, where the
 // first definite answer wins.
 type Classifier func(o Outcome) (class Class, decided bool)
-
-// RetryBudget is a share of calls that retries may spend (rule B3): each call's first
-// attempt deposits, each later attempt withdraws, and a withdrawal that fails ends the
-// call. middleware.NewRetryBudget makes the built-in one. Its methods must be safe for
-// concurrent use.
-type RetryBudget interface {
-	Deposit()
-	Withdraw() bool
-}

@@ -1,0 +1,217 @@
+package runtime
+
+import (
+	"context"
+	"sync/atomic"
+	"time"
+
+	"github.com/apache/thrift/lib/go/thrift"
+	"github.com/clustron/zaris-go/internal/thriftbuf"
+)
+
+// The states of a pcall. A pcall moves queued -> written -> reading -> done as its request
+// is written and its reply read, or -> failing -> done when its connection fails; when its
+// deadline passes first, the sweep or a flush moves it queued -> expired, or written (or
+// reading, its reply stalled halfway) -> swept, and tells its caller. The caller that
+// leaves on its own (its context, its timer) swaps in abandoned. A pcall expired, swept or
+// abandoned may still be held by the connection, so it is never reused.
+const (
+	stQueued int32 = iota
+	stWritten
+	stReading // its reply is being read, or the failure of its read delivered
+	stDone
+	stAbandoned
+	stExpired // its deadline passed while it was queued: dropped unwritten
+	stSwept   // its deadline passed after it was written: its reply will be dropped
+	stFailing // its connection's failure is being delivered, with whether it was written
+)
+
+// pcall is one request on a pipelined connection. It is the thrift.TClient of its own
+// generated client, kv, so the operation's generated code encodes the request (on pcall's
+// own protocol, into its own buffer) and decodes the reply into its result struct, while
+// the connection writes and reads the bytes.
+type pcall struct {
+	kv  any // Service.NewClient(the pcall)
+	enc *thrift.TMemoryBuffer
+	out thrift.TProtocol
+
+	conn      *pipeConn
+	deadline  time.Time
+	callBound bool
+	timer     *time.Timer
+
+	state   atomic.Int32
+	method  string
+	seq     int32
+	result  thrift.TStruct
+	mark    uint64        // the connection's reply count when the request was written
+	written time.Time     // when the write carrying the request began
+	done    chan struct{} // receives once the reply or the failure is delivered
+
+	// Set by whoever moved state to stReading or stFailing, read by the caller after done.
+	err  error
+	sent bool
+
+	// Set by the caller.
+	wasSent   bool // what the caller knows of sent: the request may have reached the node
+	timedOut  bool // the attempt timeout fired while the caller's context was live
+	abandoned bool // the caller left early: the connection may still hold this pcall
+	// owner lets the caller notice a newer map that moves its segment away (rule B6);
+	// ownerMoved is set when the caller left for that reason.
+	owner      ownerWait
+	ownerMoved bool
+	debt       *debt // the reply the node owes once the request is queued (suspect.go)
+}
+
+func (ps *pipelines) getCall() *pcall {
+	if p, ok := ps.calls.Get().(*pcall); ok {
+		return p
+	}
+	p := &pcall{enc: thrift.NewTMemoryBufferLen(256), done: make(chan struct{}, 1)}
+	var err error
+	if p.out, err = stackProtocol(p.enc, ps.protocol, ps.transport, ps.tcfg); err != nil {
+		panic(err) // the Config was validated
+	}
+	if ps.protocol == ProtocolBinary && ps.transport == TransportFramed {
+		p.out = thriftbuf.NewFrames(p.out, ps.tcfg) // the request is encoded in memory (thriftbuf)
+	}
+	p.kv = ps.newClient(p)
+	p.timer = time.NewTimer(time.Hour)
+	p.timer.Stop()
+	return p
+}
+
+// putCall makes p reusable unless its caller left it with the connection.
+func (ps *pipelines) putCall(p *pcall) {
+	if p.abandoned {
+		return
+	}
+	p.conn, p.result, p.err, p.sent, p.wasSent, p.timedOut = nil, nil, nil, false, false, false
+	p.owner, p.ownerMoved, p.debt = ownerWait{}, false, nil
+	ps.calls.Put(p)
+}
+
+// Call queues the request and waits for its reply, the end of the caller's context or the
+// attempt's deadline, whichever comes first. It implements thrift.TClient for the
+// generated client kv. The attempt timeout reaches the caller through the connection's
+// sweep, up to one sweep interval late; a call's own deadline (callBound) that the
+// context does not carry is kept exactly, by a timer.
+func (p *pcall) Call(ctx context.Context, method string, args, result thrift.TStruct) (thrift.ResponseMeta, error) {
+	var meta thrift.ResponseMeta
+	c := p.conn
+	p.method, p.result, p.seq = method, result, c.seq.Add(1)
+	p.enc.Reset()
+	if err := p.encode(ctx, args); err != nil {
+		return meta, err
+	}
+	if err := ctx.Err(); err != nil {
+		return meta, err // the caller left while it waited for the connection: send nothing
+	}
+	if p.debt != nil {
+		p.debt.owe()
+	}
+	p.state.Store(stQueued)
+	c.waiting.Add(1) // before enqueue, which starts the sweep if it does not run
+	if err := c.enqueue(p); err != nil {
+		c.waiting.Add(-1)
+		return meta, err
+	}
+	err := p.wait(ctx)
+	c.waiting.Add(-1)
+	return meta, err
+}
+
+// wait waits for the outcome of p, queued: its reply, the end of the caller's context, or
+// the end of its attempt, told by the sweep or kept by p's timer.
+func (p *pcall) wait(ctx context.Context) error {
+	var timeout <-chan time.Time
+	if cdl, ok := ctx.Deadline(); p.callBound && (!ok || cdl.After(p.deadline)) {
+		p.timer.Reset(time.Until(p.deadline))
+		timeout = p.timer.C
+	}
+	ctxDone, moved := ctx.Done(), p.owner.ch
+	if ctxDone == nil && timeout == nil && moved == nil {
+		<-p.done
+		return p.ended(ctx)
+	}
+	for moved != nil || ctxDone != nil || timeout != nil {
+		select {
+		case <-p.done:
+			if timeout != nil {
+				p.timer.Stop()
+			}
+			return p.ended(ctx)
+		case <-ctxDone:
+		case <-timeout:
+		case <-moved:
+			if moved = p.owner.next(); moved != nil {
+				continue // a newer map, with the same owner for this segment
+			}
+		}
+		break
+	}
+	if timeout != nil {
+		p.timer.Stop()
+	}
+	switch p.state.Swap(stAbandoned) {
+	case stDone, stFailing:
+		// The reply, or the connection's failure (told at once, and only it knows whether
+		// the request was written), won the race: take it.
+		<-p.done
+		p.state.Store(stDone)
+		p.wasSent = p.sent
+		return p.err
+	case stQueued, stExpired:
+		p.wasSent = false // the writer skips it, or dropped it: nothing goes on the wire
+	default:
+		// Written, or taken by a flush that writes it unless the connection fails first:
+		// in doubt.
+		p.wasSent = true
+	}
+	p.abandoned = true
+	if err := ctx.Err(); err != nil {
+		return err
+	}
+	if moved == nil && p.owner.ch != nil {
+		p.ownerMoved = true
+		return errOwnerMoved
+	}
+	return context.DeadlineExceeded // the call's deadline
+}
+
+// ended is the outcome of a call told by done: its reply or its connection's failure, or
+// the end of its attempt at its deadline (errSwept), after which the connection may still
+// hold it.
+func (p *pcall) ended(ctx context.Context) error {
+	p.wasSent = p.sent
+	if p.err != errSwept {
+		return p.err
+	}
+	p.abandoned = true
+	if err := ctx.Err(); err != nil {
+		return err
+	}
+	p.timedOut = !p.callBound
+	return context.DeadlineExceeded // the attempt timeout or the call's deadline
+}
+
+// encode writes the request message to p.enc through p's own protocol.
+func (p *pcall) encode(ctx context.Context, args thrift.TStruct) error {
+	if err := p.out.WriteMessageBegin(ctx, p.method, thrift.CALL, p.seq); err != nil {
+		return err
+	}
+	if err := args.Write(ctx, p.out); err != nil {
+		return err
+	}
+	if err := p.out.WriteMessageEnd(ctx); err != nil {
+		return err
+	}
+	return p.out.Flush(ctx)
+}
+
+// deliver hands p its outcome; the caller of deliver moved p to stReading or stFailing.
+func (p *pcall) deliver(err error, sent bool) {
+	p.err, p.sent = err, sent
+	p.state.Store(stDone)
+	p.done <- struct{}{}
+}

@@ -1,0 +1,218 @@
+package runtime
+
+import (
+	"fmt"
+	"net"
+	"slices"
+	"strconv"
+	"sync/atomic"
+)
+
+// RoutingTable is an immutable routing table built from one cluster map: for each segment,
+// its active owner's node id and address. Build one with NewRoutingTable; it is never
+// changed afterwards, so any number of goroutines may read it without locks.
+type RoutingTable struct {
+	epoch int64
+	count int32
+	owner []int32  // per segment: the active owner's id, or NoNode
+	addr  []string // per segment: the active owner's host:port, or ""
+	nodes []NodeAddr
+	src   *ClusterMap // a private deep copy of the map
+}
+
+// NodeAddr is one node of a map: its id and host:port.
+type NodeAddr struct {
+	// ID is the node's id.
+	ID int32
+	// Addr is the node's host:port.
+	Addr string
+}
+
+// Route is where one key goes under one map.
+type Route struct {
+	// Segment is the key's segment (see Segment).
+	Segment int32
+	// Node is the segment's active owner.
+	Node int32
+	// Addr is the owner's host:port.
+	Addr string
+	// Epoch is the map's epoch.
+	Epoch int64
+}
+
+// NewRoutingTable validates m and builds its routing table. It rejects a map whose
+// segmentCount is not positive, whose segments do not cover 0..segmentCount-1 exactly once,
+// whose nodes have duplicate ids or bad addresses, or whose owners name unknown nodes. A
+// segment without an owner is valid: routing a key to it is ErrPartitionUnavailable. The
+// table keeps a copy of m, so the caller may reuse m.
+func NewRoutingTable(m *ClusterMap) (*RoutingTable, error) {
+	if m == nil {
+		return nil, fmt.Errorf("zaris: invalid cluster map: nil")
+	}
+	bad := func(format string, args ...any) error {
+		return fmt.Errorf("zaris: invalid cluster map (epoch %d): %s", m.Epoch, fmt.Sprintf(format, args...))
+	}
+	if m.SegmentCount <= 0 {
+		return nil, bad("segmentCount %d is not positive", m.SegmentCount)
+	}
+	// Checked before allocating per segment, so a map claiming a huge count costs nothing.
+	if n := len(m.Segments); n != int(m.SegmentCount) {
+		return nil, bad("%d segments listed for segmentCount %d", n, m.SegmentCount)
+	}
+	t := &RoutingTable{
+		epoch: m.Epoch,
+		count: m.SegmentCount,
+		owner: make([]int32, m.SegmentCount),
+		addr:  make([]string, m.SegmentCount),
+		src:   copyMap(m),
+	}
+	byID := make(map[int32]string, len(m.Nodes))
+	for _, n := range m.Nodes {
+		if n == nil {
+			return nil, bad("nil node")
+		}
+		if _, dup := byID[n.ID]; dup {
+			return nil, bad("node id %d appears twice", n.ID)
+		}
+		if n.Host == "" || n.Port <= 0 || n.Port > 65535 {
+			return nil, bad("node %d has address %q port %d", n.ID, n.Host, n.Port)
+		}
+		addr := net.JoinHostPort(n.Host, strconv.Itoa(int(n.Port)))
+		byID[n.ID] = addr
+		t.nodes = append(t.nodes, NodeAddr{ID: n.ID, Addr: addr})
+	}
+	slices.SortFunc(t.nodes, func(a, b NodeAddr) int { return int(a.ID) - int(b.ID) })
+	seen := make([]bool, m.SegmentCount)
+	for _, s := range m.Segments {
+		if s == nil {
+			return nil, bad("nil segment")
+		}
+		if s.ID < 0 || s.ID >= m.SegmentCount {
+			return nil, bad("segment id %d outside 0..%d", s.ID, m.SegmentCount-1)
+		}
+		if seen[s.ID] {
+			return nil, bad("segment %d appears twice", s.ID)
+		}
+		seen[s.ID] = true
+		t.owner[s.ID] = NoNode
+		if s.Owner != nil {
+			addr, ok := byID[*s.Owner]
+			if !ok {
+				return nil, bad("segment %d is owned by unknown node %d", s.ID, *s.Owner)
+			}
+			t.owner[s.ID], t.addr[s.ID] = *s.Owner, addr
+		}
+	}
+	return t, nil
+}
+
+// Epoch returns the map's epoch.
+func (t *RoutingTable) Epoch() int64 { return t.epoch }
+
+// SegmentCount returns the map's segment count.
+func (t *RoutingTable) SegmentCount() int32 { return t.count }
+
+// Route returns where key goes: its segment's active owner. It does not allocate. A segment
+// with no owner is an error wrapping ErrPartitionUnavailable (the Route still carries the
+// segment and epoch).
+func (t *RoutingTable) Route(key []byte) (Route, error) {
+	seg := Segment(key, t.count)
+	r := Route{Segment: seg, Node: t.owner[seg], Addr: t.addr[seg], Epoch: t.epoch}
+	if r.Node == NoNode {
+		return r, &PartitionError{Segment: seg, Epoch: t.epoch}
+	}
+	return r, nil
+}
+
+// Nodes returns the map's nodes, ordered by id. The slice is shared: do not modify it.
+func (t *RoutingTable) Nodes() []NodeAddr { return t.nodes }
+
+// HasAddr reports whether a node of the map listens at addr.
+func (t *RoutingTable) HasAddr(addr string) bool {
+	for _, n := range t.nodes {
+		if n.Addr == addr {
+			return true
+		}
+	}
+	return false
+}
+
+// Map returns a deep copy of the cluster map the table was built from.
+func (t *RoutingTable) Map() *ClusterMap { return copyMap(t.src) }
+
+// PartitionError is the error of routing a key whose segment has no active owner in the
+// client's map. It matches ErrPartitionUnavailable with errors.Is.
+type PartitionError struct {
+	// Segment is the key's segment.
+	Segment int32
+	// Epoch is the epoch of the map that has no owner for it.
+	Epoch int64
+}
+
+// Error names the segment and the epoch.
+func (e *PartitionError) Error() string {
+	return fmt.Sprintf("%v: segment %d has no owner in map epoch %d", ErrPartitionUnavailable, e.Segment, e.Epoch)
+}
+
+// Unwrap returns ErrPartitionUnavailable.
+func (e *PartitionError) Unwrap() error { return ErrPartitionUnavailable }
+
+// Router holds the client's current routing table. Readers load it with one atomic load
+// and never lock; Install swaps in a table only if its epoch is newer, so an older map
+// (a slow fetch, a lagging node) never replaces a newer one. The zero value holds no map.
+// A Router is safe for concurrent use.
+type Router struct {
+	cur atomic.Pointer[RoutingTable]
+}
+
+// Table returns the current routing table, or nil before the first Install.
+func (r *Router) Table() *RoutingTable { return r.cur.Load() }
+
+// Epoch returns the current map's epoch, or 0 before the first Install.
+func (r *Router) Epoch() int64 {
+	if t := r.cur.Load(); t != nil {
+		return t.epoch
+	}
+	return 0
+}
+
+// Route routes key with the current table. Without one it returns an error wrapping
+// ErrPartitionUnavailable.
+func (r *Router) Route(key []byte) (Route, error) {
+	t := r.cur.Load()
+	if t == nil {
+		return Route{Node: NoNode}, &PartitionError{Segment: -1}
+	}
+	return t.Route(key)
+}
+
+// Install makes t the current table if there is none or t's epoch is newer than the
+// current one's, and reports whether it did; it returns the table it replaced.
+func (r *Router) Install(t *RoutingTable) (old *RoutingTable, installed bool) {
+	for {
+		cur := r.cur.Load()
+		if cur != nil && t.epoch <= cur.epoch {
+			return cur, false
+		}
+		if r.cur.CompareAndSwap(cur, t) {
+			return cur, true
+		}
+	}
+}
+
+// Route returns where key goes under the map the refresher keeps current; the batch layer
+// splits a batch's items by owner with it.
+func (r *Refresher) Route(key []byte) (Route, error) { return r.router.Route(key) }
+
+// routeCall is where call's attempt goes: its Target when set (a sub-request goes to the
+// owner its items were split for, even if the map changed since: that node then answers
+// each item from its own map), else Key's owner under the current map.
+func (c *Engine) routeCall(call *Call) (Route, error) {
+	if call.Target != nil {
+		return *call.Target, nil
+	}
+	return c.router.Route(call.Key)
+}
+
+// Route returns where key goes under the current map (see RoutingTable.Route).
+func (c *Engine) Route(key []byte) (Route, error) { return c.router.Route(key) }
