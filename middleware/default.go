@@ -28,27 +28,62 @@ func ForEngine(e *runtime.Engine) Handler {
 	return Default(e.Invoke, e.Refresher(), e.Config())
 }
 
-// stack is the one place the default order is written down.
-func stack(cfg runtime.Config, clock runtime.Clock, refresher MapRefresher) Middleware {
+// layer is one middleware of the default stack, named as the package doc's diagram names it.
+type layer struct {
+	name string
+	mw   Middleware // nil when the configuration leaves the layer out
+}
+
+// Names of the layers the user supplies, as the diagram names them.
+const (
+	callLevel    = "call-level middleware"
+	attemptLevel = "attempt-level middleware"
+)
+
+// layers is the one place the default order is written down: the call-level layers,
+// outermost first, the last of which (Retry) runs the attempt-level layers, also listed.
+func layers(cfg runtime.Config, clock runtime.Clock, refresher MapRefresher) (call, attempt []layer) {
 	p := cfg.Retry
-	var attempt []Middleware
+	var budget Middleware
 	if cfg.RetryBudget != nil {
-		attempt = append(attempt, Budget(cfg.RetryBudget))
+		budget = Budget(cfg.RetryBudget)
 	}
 	sleeper := sleepUntilClosed(clock, refresher)
-	attempt = append(attempt,
-		Backoff(p, sleeper),
-		RefreshOnMoved(refresher, clock),
-		Classify(cfg.Classifiers...),
-	)
-	attempt = append(attempt, cfg.AttemptMiddleware...)
+	attempt = []layer{
+		{"Budget", budget},
+		{"Backoff", Backoff(p, sleeper)},
+		{"RefreshOnMoved", RefreshOnMoved(refresher, clock)},
+		{"Classify", Classify(cfg.Classifiers...)},
+	}
+	for _, mw := range cfg.AttemptMiddleware {
+		attempt = append(attempt, layer{attemptLevel, mw})
+	}
 
 	router, _ := refresher.(BatchRouter)
-	call := append([]Middleware(nil), cfg.CallMiddleware...)
+	for _, mw := range cfg.CallMiddleware {
+		call = append(call, layer{callLevel, mw})
+	}
 	call = append(call,
-		Deadline(p, clock),
-		Batches(p, sleeper, refresher, router, cfg.RetryBudget),
-		Retry(p, clock, attempt...),
+		layer{"Deadline", Deadline(p, clock)},
+		layer{"Batches", Batches(p, sleeper, refresher, router, cfg.RetryBudget)},
+		layer{"Retry", Retry(p, clock, middlewares(attempt)...)},
 	)
-	return Chain(call...)
+	return call, attempt
+}
+
+// stack chains the default layers.
+func stack(cfg runtime.Config, clock runtime.Clock, refresher MapRefresher) Middleware {
+	call, _ := layers(cfg, clock, refresher)
+	return Chain(middlewares(call)...)
+}
+
+// middlewares returns the layers' middleware, leaving out those not configured.
+func middlewares(ls []layer) []Middleware {
+	out := make([]Middleware, 0, len(ls))
+	for _, l := range ls {
+		if l.mw != nil {
+			out = append(out, l.mw)
+		}
+	}
+	return out
 }

@@ -1,89 +1,37 @@
-// Package middleware turns one attempt at a Zaris call into a call that absorbs ownership
-// churn: it classifies each attempt's outcome, refreshes the cluster map when it is stale,
-// backs off, bounds the call by attempts and by time, and returns answers unchanged.
+// Package middleware turns one attempt at a call into a call that absorbs ownership churn:
+// it classifies each attempt's outcome, refreshes the cluster map when it is stale, backs
+// off, bounds the call by attempts and by time, and returns answers unchanged.
 //
-// # Model
+// Start with Default (or ForEngine), the stack the generated zarisclient.Dial builds. A
+// Handler handles one *runtime.Call; a Middleware wraps a Handler in one concern, one file
+// each (classify.go, refresh.go, backoff.go, deadline.go, retry.go, budget.go, batch.go).
+// The Call carries what the layers share: the operation descriptor, the whole-call
+// deadline, every attempt with its Class, and the call's stats. Everything after Classify
+// decides by the Class and by errors.Is and errors.As, never by an error's text. README.md
+// in this directory explains the design: the model, the attempt loop, time.
 //
-// A Handler handles one *runtime.Call; a Middleware wraps a Handler in one concern and is
-// applied once, when a stack is built (Chain composes them, first listed outermost). The
-// Call carries the state the layers share: the operation descriptor (read or write,
-// idempotent, guards), the whole-call deadline, every attempt (node, map epoch, status or
-// error, whether the request was sent, and its Class) and the call's stats (refreshes
-// requested and performed, time in backoff). Each layer fills its part and reads the others'.
-//
-// The concerns, one file each:
-//
-//   - Classify (classify.go) is the only place that looks at statuses and raw errors. A
-//     chain of small Classifiers, first definite answer wins, sorts every outcome into
-//     Answer, Retry, RefreshRetry or Fatal (rules R1, R2, R3, R8), and rule B2 then makes a
-//     failed write that may have been applied, on an operation that is neither idempotent
-//     nor guarded, an error matching runtime.ErrInDoubt instead of a replay.
-//   - RefreshOnMoved (refresh.go) asks the shared MapRefresher for one refresh before a
-//     retry that follows a RefreshRetry outcome, and reports newer epochs seen in answers
-//     (R2, R6, B1).
-//   - Backoff (backoff.go) waits Delay before each retry (R5). In the default stack the
-//     wait, and a multi-key call's, ends with runtime.ErrClosed when the client closes.
-//   - Deadline (deadline.go) sets the whole-call deadline (R4).
-//   - Retry (retry.go) is the attempt loop, bounded by attempts and by the deadline (R4, R7),
-//     ending without an answer in a *runtime.CallError that names the bound and carries
-//     every attempt (B4).
-//   - Budget (budget.go) optionally caps retries to a share of calls (B3).
-//   - Batches (batch.go) runs multi-key calls: it splits the items by owner, sends one
-//     sub-request per owner in parallel through the retry layer as a single attempt, and
-//     applies the rules above to the items that met churn only: one backoff and one map
-//     refresh per round, both bounds, the slow factor of a status, B2 and R9 per item, and the
-//     retry budget (B3) once per batch call and once per retried sub-request.
-//
-// Everything after Classify decides by the Class and by errors.Is and errors.As, never by
-// an error's text.
+// A stack is safe for concurrent use when its transport, MapRefresher and added middleware
+// are; a Call belongs to one goroutine at a time.
 //
 // # The default stack
 //
-// Default builds the stack from a runtime.Config, in one function, in this order
-// (outermost first); the generated zarisclient.Dial builds it with ForEngine, from the
-// runtime options given to Dial:
+// Outermost first (TestDefaultStackDiagramIsTheOrderBuilt holds the code to it):
 //
 //	call-level middleware      runtime.WithCallMiddleware: once per call, final outcome
-//	Deadline
+//	Deadline                   the whole-call deadline (R4)
 //	Batches                    multi-key calls only: per owner, one sub-request per round
-//	Retry                      the attempt loop; per attempt:
-//	    Budget                 runtime.WithRetryBudget only
-//	    Backoff
-//	    RefreshOnMoved
-//	    Classify               DefaultClassifiers, or runtime.WithClassifiers
+//	Retry                      the attempt loop, bounded by attempts and time (R4, R7, B4); per attempt:
+//	    Budget                 runtime.WithRetryBudget only (B3)
+//	    Backoff                the wait before a retry (R5)
+//	    RefreshOnMoved         one shared map refresh before a retry that needs it (R2, R6, B1)
+//	    Classify               status or error -> answer, retry, refresh-retry or fatal (R1-R3, R8, B2)
 //	    attempt-level middleware   runtime.WithAttemptMiddleware: once per attempt, raw outcome
 //	transport                  runtime.Engine.Invoke: one attempt on a pipelined or pooled connection
 //
-// User middleware plugs in at the two named places: in front of the retry layer (logging,
-// tracing, metrics of calls) and behind it (per-attempt logging, fault injection). ForOps
-// limits a middleware to some operations, named by their generated descriptors. The
-// built-ins are exported, so a stack in another order is a Chain of them, given to the
-// generated zarisclient.New. Handler, Middleware and Chain are defined in package runtime
-// (so options can carry middleware) and aliased here.
-//
-// An attempt-level middleware can end a call before its attempt is sent by returning a
-// *StopError; Budget and Backoff use it. The retry layer then drops the attempt that was
-// never made and ends the call with the StopError's bound and its last outcome.
-//
-// # The attempt loop
-//
-// Retry makes attempts while both bounds of rule R4 allow, and acts on each attempt's
-// Class. An Answer is returned with a nil error (unless a custom classifier called an
-// error an answer, which is then returned as it is). Retry and RefreshRetry go on; the
-// layers below wait and refresh. Fatal ends the call with a *runtime.CallError of Bound
-// BoundNone, or BoundDeadline when the call's deadline ended it, also wrapping the
-// context's error when the call's context ended during the attempt. A call out of attempts
-// or time returns the last response, if any, and a *runtime.CallError naming the bound,
-// with a copy of every attempt, the elapsed time, and the last cause (a
-// *runtime.StatusError for a status) as Err (B4). An attempt left Unclassified (a stack
-// without Classify) is an answer without an error and fatal with one.
-//
-// RefreshOnMoved refreshes just before the retry, after the backoff, rather than just
-// after the failure: the refresh then sees the newest map the store has, and a call that
-// will not be retried (out of attempts, time or budget) never waits for one. A Moved from a
-// node with a newer map is already being fetched during the backoff (Observe), and the
-// refresh before the retry joins that fetch or finds it done. Answer and Retry outcomes
-// never cause a refresh any other way (R2, R8).
+// User middleware plugs in at the two named places; ForOps limits one to some operations.
+// The built-ins are exported, so a stack in another order is a Chain of them, given to the
+// generated zarisclient.New. An attempt-level middleware ends a call before its attempt is
+// sent by returning a *StopError.
 //
 // # Rules
 //
@@ -150,25 +98,4 @@
 //     500 ms), which asks the suspected node last. On a healthy cluster it costs a few
 //     atomic updates per attempt and one look at each node's counters every 50 ms while
 //     calls are in flight, and no fetch: a node that answers is never suspected.
-//
-// # Time
-//
-// The whole-call deadline lives on the call (Call.Deadline, set by Deadline), not on a
-// derived context, so a call costs no timer: every layer that waits stops at it itself.
-// Retry makes no attempt after it, Backoff clamps its sleep to it, RefreshOnMoved bounds
-// its wait by it, and the transport puts it on the socket when it comes before the attempt
-// timeout. Attempt-level middleware that waits should read Call.Deadline too.
-//
-// Every layer reads time and waits through the runtime.Clock it is given (cfg.Clock in
-// Default), so the timing rules are tested with middlewaretest.Clock, exactly and without
-// sleeping. The context's own deadline, which is on the wall clock, is carried over as the
-// time remaining.
-//
-// # Concurrency
-//
-// A stack is built once and is safe for concurrent use by any number of calls, provided
-// the transport, the MapRefresher and any added middleware are: the built-in layers keep no
-// per-call state outside the Call, and a RetryBudget is shared safely. A Call belongs to
-// one goroutine at a time; middleware may read and update it while it handles it, and must
-// not keep it after returning.
 package middleware
