@@ -10,8 +10,8 @@ import (
 // Deadline returns the call-level middleware that sets the whole-call deadline of rule R4:
 // call.Deadline becomes the earliest of the context's deadline, an earlier call.Deadline,
 // and now on clock plus the call's timeout (call.Options.Timeout, else p.RequestTimeout;
-// zero means no bound, a negative call timeout no time at all). Every layer that waits stops at call.Deadline itself (see the
-// package doc's Time section).
+// zero means no bound, a negative call timeout no time at all). Every layer that waits
+// stops at call.Deadline itself (README.md in this directory, Time).
 func Deadline(p runtime.RetryPolicy, clock runtime.Clock) Middleware {
 	if clock == nil {
 		clock = runtime.SystemClock
