@@ -2,57 +2,21 @@ package runtime
 
 import (
 	"context"
-	"sync"
 	"testing"
 	"time"
+
+	"github.com/clustron/zaris-go/internal/faketime"
 )
 
-// fakeClock is a Clock whose time moves only when a test calls Advance.
-type fakeClock struct {
-	mu     sync.Mutex
-	now    time.Time
-	timers map[*fakeTimer]struct{}
-}
+// fakeClock is a Clock whose time moves only when a test calls Advance; a Sleep waits for
+// it, as on the real clock.
+type fakeClock struct{ *faketime.Time }
 
 func newFakeClock() *fakeClock {
-	return &fakeClock{now: time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC), timers: map[*fakeTimer]struct{}{}}
+	return &fakeClock{faketime.New(time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC))}
 }
 
-func (c *fakeClock) Now() time.Time {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	return c.now
-}
-
-// Advance moves time on by d and fires every timer that is due.
-func (c *fakeClock) Advance(d time.Duration) {
-	c.mu.Lock()
-	c.now = c.now.Add(d)
-	now := c.now
-	var due []*fakeTimer
-	for t := range c.timers {
-		if !t.at.After(now) {
-			due = append(due, t)
-			delete(c.timers, t)
-		}
-	}
-	c.mu.Unlock()
-	for _, t := range due {
-		t.ch <- now
-	}
-}
-
-func (c *fakeClock) NewTimer(d time.Duration) Timer {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	t := &fakeTimer{c: c, at: c.now.Add(d), ch: make(chan time.Time, 1)}
-	if d <= 0 {
-		t.ch <- c.now
-		return t
-	}
-	c.timers[t] = struct{}{}
-	return t
-}
+func (c *fakeClock) NewTimer(d time.Duration) Timer { return c.Time.NewTimer(d) }
 
 func (c *fakeClock) Sleep(ctx context.Context, d time.Duration) error {
 	if d <= 0 {
@@ -68,34 +32,11 @@ func (c *fakeClock) Sleep(ctx context.Context, d time.Duration) error {
 	}
 }
 
-// pending returns the number of timers not yet fired or stopped.
-func (c *fakeClock) pending() int {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	return len(c.timers)
-}
-
 // waitPending waits until n timers are pending: the goroutines under test have reached
 // their waits. It polls; the time it takes is not part of any assertion.
 func (c *fakeClock) waitPending(t *testing.T, n int) {
 	t.Helper()
-	eventually(t, func() bool { return c.pending() >= n })
-}
-
-type fakeTimer struct {
-	c  *fakeClock
-	at time.Time
-	ch chan time.Time
-}
-
-func (t *fakeTimer) C() <-chan time.Time { return t.ch }
-
-func (t *fakeTimer) Stop() bool {
-	t.c.mu.Lock()
-	defer t.c.mu.Unlock()
-	_, ok := t.c.timers[t]
-	delete(t.c.timers, t)
-	return ok
+	eventually(t, func() bool { return c.Pending() >= n })
 }
 
 // eventually polls cond until it holds, failing the test after a generous bound. It

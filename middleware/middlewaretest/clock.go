@@ -11,6 +11,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/clustron/zaris-go/internal/faketime"
 	"github.com/clustron/zaris-go/runtime"
 )
 
@@ -26,21 +27,17 @@ type Clock struct {
 	// midway: Sleep then returns the context's error without moving time.
 	OnSleep func(ctx context.Context, d time.Duration)
 
-	mu     sync.Mutex // protects the fields below
-	now    time.Time
+	time *faketime.Time
+
+	mu     sync.Mutex // protects sleeps
 	sleeps []time.Duration
-	timers []*timer
 }
 
 // NewClock returns a Clock at Epoch.
-func NewClock() *Clock { return &Clock{now: Epoch} }
+func NewClock() *Clock { return &Clock{time: faketime.New(Epoch)} }
 
 // Now returns the fake time.
-func (c *Clock) Now() time.Time {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	return c.now
-}
+func (c *Clock) Now() time.Time { return c.time.Now() }
 
 // Sleep records d and moves the time forward by it, firing the timers it passes. It
 // returns ctx.Err() at once, without moving time, when ctx is done before or during the
@@ -64,20 +61,7 @@ func (c *Clock) Sleep(ctx context.Context, d time.Duration) error {
 }
 
 // Advance moves the time forward by d, firing the timers it passes.
-func (c *Clock) Advance(d time.Duration) {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	c.now = c.now.Add(d)
-	kept := c.timers[:0]
-	for _, t := range c.timers {
-		if !t.at.After(c.now) {
-			t.c <- c.now
-			continue
-		}
-		kept = append(kept, t)
-	}
-	c.timers = kept
-}
+func (c *Clock) Advance(d time.Duration) { c.time.Advance(d) }
 
 // Sleeps returns the durations slept so far, in order.
 func (c *Clock) Sleeps() []time.Duration {
@@ -87,36 +71,4 @@ func (c *Clock) Sleeps() []time.Duration {
 }
 
 // NewTimer returns a timer that fires when the fake time reaches now + d.
-func (c *Clock) NewTimer(d time.Duration) runtime.Timer {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	t := &timer{clock: c, at: c.now.Add(d), c: make(chan time.Time, 1)}
-	if d <= 0 {
-		t.c <- c.now
-		return t
-	}
-	c.timers = append(c.timers, t)
-	return t
-}
-
-type timer struct {
-	clock *Clock
-	at    time.Time
-	c     chan time.Time
-}
-
-func (t *timer) C() <-chan time.Time { return t.c }
-
-func (t *timer) Stop() bool {
-	t.clock.mu.Lock()
-	defer t.clock.mu.Unlock()
-	for i, u := range t.clock.timers {
-		if u == t {
-			t.clock.timers = append(t.clock.timers[:i], t.clock.timers[i+1:]...)
-			return true
-		}
-	}
-	return false
-}
-
-var _ runtime.Clock = (*Clock)(nil)
+func (c *Clock) NewTimer(d time.Duration) runtime.Timer { return c.time.NewTimer(d) }
