@@ -2,12 +2,15 @@
 
 GO        ?= go
 THRIFT    ?= thrift
-# GEN is where generated code goes; tests regenerate into a temporary GEN to prove gen/ is fresh.
+# GEN is where the client's generated code goes (from idl/), TOOLS_GEN the store's protocol (from
+# tools/idl/); tests regenerate into temporary ones to prove both are fresh.
 GEN       ?= gen
+TOOLS_GEN ?= tools/gen
 THRIFT_VERSION := 0.17.0
 MOCKGEN   := $(GO) run github.com/golang/mock/mockgen@v1.6.0
 MODULE    := github.com/clustron/zaris-go
 IDL       := $(wildcard idl/*.thrift)
+TOOLS_IDL := $(wildcard tools/idl/*.thrift)
 # The client (gen, runtime, middleware) is the root module; tools/ is its own module, so the
 # store's dependencies never enter the client's build. Targets that cover code run over both.
 TOOLS     := tools
@@ -21,26 +24,33 @@ check-thrift:
 	@command -v $(THRIFT) >/dev/null 2>&1 || { echo "thrift not found: install the Thrift compiler $(THRIFT_VERSION) (apt-get install thrift-compiler)"; exit 1; }
 	@$(THRIFT) --version | grep -q ' $(THRIFT_VERSION)$$' || { echo "thrift is $$($(THRIFT) --version), want $(THRIFT_VERSION) (apt-get install thrift-compiler on Debian 12)"; exit 1; }
 
-generate: check-thrift ## regenerate gen/ from idl/ (thrift, then zarisgen, then mockgen); gen/ changes only if every step succeeds
+generate: check-thrift ## regenerate gen/ from idl/ (thrift, then zarisgen, then mockgen) and tools/gen/ from tools/idl/ (thrift); nothing changes unless every step succeeds
 	@set -e; new=$$(mktemp -d); trap 'rm -rf "$$new"' EXIT; \
+	mkdir -p $$new/gen $$new/tools; \
 	for f in $(IDL); do \
-		$(THRIFT) --gen go:package_prefix=$(MODULE)/gen/,skip_remote -out $$new $$f; \
+		$(THRIFT) --gen go:package_prefix=$(MODULE)/gen/,skip_remote -out $$new/gen $$f; \
+	done; \
+	for f in $(TOOLS_IDL); do \
+		$(THRIFT) --gen go:package_prefix=$(MODULE)/tools/gen/,skip_remote -out $$new/tools $$f; \
 	done; \
 	gofmt -w $$new; \
 	$(GO) -C $(TOOLS) build -o $$new/.bin/zarisgen ./zarisgen; \
-	$$new/.bin/zarisgen -thrift $(THRIFT) -idl idl/zaris.thrift -out $$new/zarisclient -server-out $$new/zarisserver; \
+	$$new/.bin/zarisgen -thrift $(THRIFT) -idl idl/zaris.thrift -out $$new/gen/zarisclient -server-out $$new/gen/zarisserver; \
 	rm -rf $$new/.bin; \
-	printf 'module $(MODULE)/gen\n' > $$new/go.mod; \
-	(cd $$new && $(MOCKGEN) -source=zaris/zaris.go -destination=zarismock/zaris_mock.go -package=zarismock); \
-	rm $$new/go.mod; \
-	mkdir -p $(GEN); \
-	for d in $$new/*/; do \
+	printf 'module $(MODULE)/gen\n' > $$new/gen/go.mod; \
+	(cd $$new/gen && $(MOCKGEN) -source=zaris/zaris.go -destination=zarismock/zaris_mock.go -package=zarismock); \
+	rm $$new/gen/go.mod; \
+	mkdir -p $(GEN) $(TOOLS_GEN); \
+	for d in $$new/gen/*/; do \
 		pkg=$$(basename $$d); rm -rf $(GEN)/$$pkg; cp -R $$d $(GEN)/$$pkg; \
+	done; \
+	for d in $$new/tools/*/; do \
+		[ -d "$$d" ] || continue; pkg=$$(basename $$d); rm -rf $(TOOLS_GEN)/$$pkg; cp -R $$d $(TOOLS_GEN)/$$pkg; \
 	done
 
-check-generate: generate ## regenerate and fail if gen/ differs from what is committed
-	@git diff --exit-code --stat -- gen || { echo "gen/ is stale: run make generate and commit the result"; exit 1; }
-	@test -z "$$(git status --porcelain -- gen)" || { git status --porcelain -- gen; echo "gen/ has files git does not track: run make generate and commit the result"; exit 1; }
+check-generate: generate ## regenerate and fail if gen/ or tools/gen/ differs from what is committed
+	@git diff --exit-code --stat -- gen tools/gen || { echo "generated code is stale: run make generate and commit the result"; exit 1; }
+	@test -z "$$(git status --porcelain -- gen tools/gen)" || { git status --porcelain -- gen tools/gen; echo "gen/ or tools/gen/ has files git does not track: run make generate and commit the result"; exit 1; }
 
 test: lint ## lint, run every test with the race detector (and the allocation counts without it), then the churn tests in each connection mode, then fuzz each target briefly
 	$(GO) test -race -count=1 -timeout 10m ./...
@@ -56,12 +66,12 @@ test-modes: ## the proof churn test and the short demo with pipelined connection
 	ZARIS_PIPELINE=true $(GO) -C $(TOOLS) test -race -count=1 -timeout 5m $(CHURN_TESTS)
 	ZARIS_PIPELINE=false $(GO) -C $(TOOLS) test -race -count=1 -timeout 5m $(CHURN_TESTS)
 
-lint: ## gofmt check, go vet, and staticcheck (pinned; not on the generated gen/)
+lint: ## gofmt check, go vet, and staticcheck (pinned; not on the generated gen/ and tools/gen/)
 	@out=$$(gofmt -l $$(git ls-files '*.go')); test -z "$$out" || { echo "gofmt would change:"; echo "$$out"; exit 1; }
 	$(GO) vet ./...
 	$(GO) -C $(TOOLS) vet ./...
 	$(GO) run honnef.co/go/tools/cmd/staticcheck@v0.8.2 $$($(GO) list ./... | grep -v '/gen/')
-	$(GO) -C $(TOOLS) run honnef.co/go/tools/cmd/staticcheck@v0.8.2 ./...
+	$(GO) -C $(TOOLS) run honnef.co/go/tools/cmd/staticcheck@v0.8.2 $$($(GO) -C $(TOOLS) list ./... | grep -v '/tools/gen/')
 
 demo: ## run the churn demo on an embedded cluster; writes demo-out/report.json, timeline.html and (with chromium) timeline.png
 	$(GO) -C $(TOOLS) run ./zaris demo --out $(CURDIR)/demo-out

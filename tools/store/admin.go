@@ -7,7 +7,7 @@ import (
 	"github.com/apache/thrift/lib/go/thrift"
 
 	"github.com/clustron/zaris-go/gen/zaris"
-	"github.com/clustron/zaris-go/gen/zarispeer"
+	"github.com/clustron/zaris-go/tools/gen/zarispeer"
 )
 
 // AdminClient drives a coordinator over the wire (what `zarisd ctl` uses): it reads the map

@@ -7,7 +7,7 @@ import (
 	"slices"
 	"time"
 
-	"github.com/clustron/zaris-go/gen/zarispeer"
+	"github.com/clustron/zaris-go/tools/gen/zarispeer"
 )
 
 // waitUntil re-evaluates cond under c.mu after every new map (and at least every 50 ms)

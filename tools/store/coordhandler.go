@@ -5,7 +5,7 @@ import (
 	"slices"
 	"time"
 
-	"github.com/clustron/zaris-go/gen/zarispeer"
+	"github.com/clustron/zaris-go/tools/gen/zarispeer"
 )
 
 // coordHandler serves the ZarisCoordinator service.

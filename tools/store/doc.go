@@ -208,5 +208,5 @@
 // coordinators and nodes as separate processes.
 //
 // Internal traffic (heartbeats, map pushes, replication, copies) uses the ZarisPeer and
-// ZarisCoordinator services of idl/zarispeer.thrift over framed binary; clients never see it.
+// ZarisCoordinator services of tools/idl/zarispeer.thrift (tools/gen/zarispeer) over framed binary; clients never see it.
 package store

@@ -11,7 +11,7 @@ import (
 	"github.com/stretchr/testify/require"
 	clientv3 "go.etcd.io/etcd/client/v3"
 
-	"github.com/clustron/zaris-go/gen/zarispeer"
+	"github.com/clustron/zaris-go/tools/gen/zarispeer"
 	"github.com/clustron/zaris-go/tools/store/control"
 )
 

@@ -11,7 +11,7 @@ import (
 
 	"github.com/apache/thrift/lib/go/thrift"
 
-	"github.com/clustron/zaris-go/gen/zarispeer"
+	"github.com/clustron/zaris-go/tools/gen/zarispeer"
 )
 
 // monitor is a node's heartbeat loop: every Heartbeat it pings the node, or pushes the map

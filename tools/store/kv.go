@@ -10,9 +10,9 @@ import (
 	"github.com/apache/thrift/lib/go/thrift"
 
 	"github.com/clustron/zaris-go/gen/zaris"
-	"github.com/clustron/zaris-go/gen/zarispeer"
 	"github.com/clustron/zaris-go/gen/zarisserver"
 	"github.com/clustron/zaris-go/runtime"
+	"github.com/clustron/zaris-go/tools/gen/zarispeer"
 )
 
 // kvHandler serves the ZarisKv service of a node.

@@ -3,7 +3,7 @@ package store
 import (
 	"slices"
 
-	"github.com/clustron/zaris-go/gen/zarispeer"
+	"github.com/clustron/zaris-go/tools/gen/zarispeer"
 )
 
 // placeInitialLocked places every segment once enough nodes registered: segment s is owned by

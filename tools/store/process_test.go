@@ -15,7 +15,7 @@ import (
 
 	"github.com/stretchr/testify/require"
 
-	"github.com/clustron/zaris-go/gen/zarispeer"
+	"github.com/clustron/zaris-go/tools/gen/zarispeer"
 	"github.com/clustron/zaris-go/tools/store/control"
 )
 

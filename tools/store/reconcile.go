@@ -7,7 +7,7 @@ import (
 
 	"github.com/apache/thrift/lib/go/thrift"
 
-	"github.com/clustron/zaris-go/gen/zarispeer"
+	"github.com/clustron/zaris-go/tools/gen/zarispeer"
 )
 
 // restartOwnerlessLocked picks the node that takes a segment without any copy: a learner

@@ -11,7 +11,7 @@ import (
 	"go.uber.org/goleak"
 
 	"github.com/clustron/zaris-go/gen/zaris"
-	"github.com/clustron/zaris-go/gen/zarispeer"
+	"github.com/clustron/zaris-go/tools/gen/zarispeer"
 	"github.com/clustron/zaris-go/tools/store/control"
 )
 

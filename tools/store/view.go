@@ -6,7 +6,7 @@ import (
 	"strconv"
 
 	"github.com/clustron/zaris-go/gen/zaris"
-	"github.com/clustron/zaris-go/gen/zarispeer"
+	"github.com/clustron/zaris-go/tools/gen/zarispeer"
 )
 
 // noOwner marks a segment without an active owner.

@@ -15,30 +15,33 @@ import (
 	"github.com/stretchr/testify/require"
 )
 
-// The committed gen/ is exactly what `make generate` makes from idl/: the test regenerates
-// everything (thrift, zarisgen, mockgen) into a temporary directory and compares every file.
+// The committed gen/ and tools/gen/ are exactly what `make generate` makes from idl/ and
+// tools/idl/: the test regenerates everything (thrift, zarisgen, mockgen) into temporary
+// directories and compares every file.
 func TestGeneratedCodeIsFresh(t *testing.T) {
 	requireThrift(t)
 	if testing.Short() {
 		t.Skip("runs the whole generation")
 	}
 	root := repoRoot(t)
-	tmp := t.TempDir()
+	tmp, toolsTmp := t.TempDir(), t.TempDir()
 	// mockgen names the mocked package by the module around its source; this makes a
 	// temporary gen/ resolve to the same import path as the real one.
 	const modFile = "go.mod"
 	require.NoError(t, os.WriteFile(filepath.Join(tmp, modFile), []byte("module github.com/clustron/zaris-go/gen\n"), 0o644))
-	cmd := exec.Command("make", "-s", "generate", "GEN="+tmp)
+	cmd := exec.Command("make", "-s", "generate", "GEN="+tmp, "TOOLS_GEN="+toolsTmp)
 	cmd.Dir = root
 	out, err := cmd.CombinedOutput()
 	require.NoError(t, err, "make generate:\n%s", out)
 
-	committed := listFiles(t, filepath.Join(root, "gen"))
-	fresh := listFiles(t, tmp)
-	delete(fresh, modFile)
-	require.Equal(t, keys(committed), keys(fresh), "gen/ and a fresh generation hold different files: run make generate")
-	for name, want := range fresh {
-		assert.Equal(t, string(want), string(committed[name]), "gen/%s is stale: run make generate", name)
+	for _, dir := range []struct{ committed, fresh string }{{"gen", tmp}, {"tools/gen", toolsTmp}} {
+		committed := listFiles(t, filepath.Join(root, dir.committed))
+		fresh := listFiles(t, dir.fresh)
+		delete(fresh, modFile)
+		require.Equal(t, keys(committed), keys(fresh), "%s/ and a fresh generation hold different files: run make generate", dir.committed)
+		for name, want := range fresh {
+			assert.Equal(t, string(want), string(committed[name]), "%s/%s is stale: run make generate", dir.committed, name)
+		}
 	}
 }
 
@@ -71,10 +74,10 @@ func keys(m map[string][]byte) []string {
 	return out
 }
 
-// A new status is an IDL edit plus make generate, and a failed make generate leaves gen/ as
-// it was: in a scratch copy of the module, a value added to KvStatus but left unclassified
-// fails the run naming it and its line, after the Thrift compiler has run, with gen/
-// byte for byte unchanged; named in zaris.retry, it regenerates, builds, and is retried.
+// A new status is an IDL edit plus make generate, and a failed make generate leaves gen/ and
+// tools/gen/ as they were: in a scratch copy of the module, a value added to KvStatus but left
+// unclassified fails the run naming it and its line, after the Thrift compiler has run, with
+// both byte for byte unchanged; named in zaris.retry, it regenerates, builds, and is retried.
 func TestGenerate_NewStatus(t *testing.T) {
 	requireThrift(t)
 	if testing.Short() {
@@ -82,7 +85,7 @@ func TestGenerate_NewStatus(t *testing.T) {
 	}
 	root := repoRoot(t)
 	dir := t.TempDir()
-	for _, p := range []string{"go.mod", "go.sum", "Makefile", "idl", "gen", "internal", "runtime", "middleware", "tools/go.mod", "tools/go.sum", "tools/zarisgen"} {
+	for _, p := range []string{"go.mod", "go.sum", "Makefile", "idl", "gen", "internal", "runtime", "middleware", "tools/go.mod", "tools/go.sum", "tools/idl", "tools/gen", "tools/zarisgen"} {
 		copyTree(t, filepath.Join(root, p), filepath.Join(dir, p))
 	}
 	idlPath := filepath.Join(dir, "idl", "zaris.thrift")
@@ -94,7 +97,11 @@ func TestGenerate_NewStatus(t *testing.T) {
 	unclassified := strings.Replace(string(idl), last, last+"  Throttled = 9,\n", 1)
 	require.NoError(t, os.WriteFile(idlPath, []byte(unclassified), 0o644))
 	line := strings.Count(unclassified[:strings.Index(unclassified, "  Throttled")], "\n") + 1
-	before := listFiles(t, filepath.Join(dir, "gen"))
+	generated := []string{"gen", "tools/gen"}
+	before := map[string]map[string][]byte{}
+	for _, g := range generated {
+		before[g] = listFiles(t, filepath.Join(dir, g))
+	}
 
 	run := func(args ...string) (string, error) {
 		cmd := exec.Command(args[0], args[1:]...)
@@ -105,10 +112,12 @@ func TestGenerate_NewStatus(t *testing.T) {
 	out, err := run("make", "-s", "generate")
 	require.Error(t, err, "make generate must fail on an unclassified status:\n%s", out)
 	assert.Contains(t, out, fmt.Sprintf("idl/zaris.thrift:%d: enum KvStatus: value Throttled: not classified", line))
-	after := listFiles(t, filepath.Join(dir, "gen"))
-	require.Equal(t, keys(before), keys(after), "a failed make generate changed the files under gen/")
-	for name, want := range before {
-		assert.True(t, bytes.Equal(want, after[name]), "a failed make generate changed gen/%s", name)
+	for _, g := range generated {
+		after := listFiles(t, filepath.Join(dir, g))
+		require.Equal(t, keys(before[g]), keys(after), "a failed make generate changed the files under %s/", g)
+		for name, want := range before[g] {
+			assert.True(t, bytes.Equal(want, after[name]), "a failed make generate changed %s/%s", g, name)
+		}
 	}
 
 	classified := strings.Replace(unclassified, retry, `zaris.retry        = "Unavailable,Migrating,Throttled"`, 1)

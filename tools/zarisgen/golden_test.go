@@ -90,7 +90,7 @@ func TestExtraOpCompiles(t *testing.T) {
 	}
 	root := repoRoot(t)
 	dir := t.TempDir()
-	for _, p := range []string{"go.mod", "go.sum", "Makefile", "idl", "gen", "internal", "runtime", "middleware", "tools/go.mod", "tools/go.sum", "tools/zarisgen"} {
+	for _, p := range []string{"go.mod", "go.sum", "Makefile", "idl", "gen", "internal", "runtime", "middleware", "tools/go.mod", "tools/go.sum", "tools/idl", "tools/zarisgen"} {
 		copyTree(t, filepath.Join(root, p), filepath.Join(dir, p))
 	}
 	fixture, err := os.ReadFile("testdata/extra_op.thrift")

@@ -2,9 +2,8 @@
 // reference store in tools/store (heartbeats, map pushes, write replication, segment copy, and
 // the coordinator's churn commands). Clients never speak it; they speak ZarisKv (zaris.thrift).
 //
-// Generated with:
-//   thrift --gen go:package_prefix=github.com/clustron/zaris-go/gen/,skip_remote -out gen idl/zarispeer.thrift
-// Never edit gen/zarispeer by hand.
+// Generated into tools/gen/zarispeer by `make generate` (never edit it by hand); it lives in the
+// tools module, so the client's build never holds it.
 
 namespace go zarispeer
 
