@@ -1,6 +1,7 @@
 package store
 
 import (
+	"cmp"
 	"crypto/tls"
 	"errors"
 	"fmt"
@@ -120,30 +121,18 @@ func (c NodeConfig) withDefaults() (NodeConfig, error) {
 	if c.Coordinator == "" {
 		return c, errors.New("store: node needs a coordinator address")
 	}
-	if c.Listen == "" {
-		c.Listen = "127.0.0.1:0"
-	}
-	if c.PeerListen == "" {
-		c.PeerListen = "127.0.0.1:0"
-	}
-	if c.MaxKeySize <= 0 {
-		c.MaxKeySize = DefaultMaxKeySize
-	}
-	if c.MaxValueSize <= 0 {
-		c.MaxValueSize = DefaultMaxValueSize
-	}
-	if c.IdleTimeout <= 0 {
-		c.IdleTimeout = DefaultIdleTimeout
-	}
-	if c.ReplicationTimeout <= 0 {
-		c.ReplicationTimeout = DefaultReplicationTimeout
-	}
 	if c.Etcd == nil && len(c.EtcdEndpoints) == 0 {
 		return c, errors.New("store: node needs etcd (Etcd or EtcdEndpoints)")
 	}
-	if c.EtcdPrefix == "" {
-		c.EtcdPrefix = "/zaris/"
-	}
+	c.Listen = cmp.Or(c.Listen, defaultListen)
+	c.PeerListen = cmp.Or(c.PeerListen, defaultListen)
+	c.EtcdPrefix = cmp.Or(c.EtcdPrefix, defaultEtcdPrefix)
+	positiveOr(&c.MaxKeySize, DefaultMaxKeySize)
+	positiveOr(&c.MaxValueSize, DefaultMaxValueSize)
+	positiveOr(&c.IdleTimeout, DefaultIdleTimeout)
+	positiveOr(&c.ReplicationTimeout, DefaultReplicationTimeout)
+	positiveOr(&c.LeaseWait, DefaultLeaseWait)
+	positiveOr(&c.CutoverWait, DefaultCutoverWait)
 	if c.LeaseTTL < time.Second {
 		c.LeaseTTL = DefaultLeaseTTL
 	}
@@ -151,15 +140,7 @@ func (c NodeConfig) withDefaults() (NodeConfig, error) {
 	if c.Clock == nil {
 		c.Clock = control.SystemClock()
 	}
-	if c.LeaseWait <= 0 {
-		c.LeaseWait = DefaultLeaseWait
-	}
-	if c.CutoverWait <= 0 {
-		c.CutoverWait = DefaultCutoverWait
-	}
-	if c.Logger == nil {
-		c.Logger = discardLogger()
-	}
+	c.Logger = orDiscard(c.Logger)
 	return c, nil
 }
 
@@ -233,40 +214,43 @@ type CoordinatorConfig struct {
 }
 
 func (c CoordinatorConfig) withDefaults() (CoordinatorConfig, error) {
-	if c.Listen == "" {
-		c.Listen = "127.0.0.1:0"
-	}
-	if c.InitialNodes <= 0 {
-		c.InitialNodes = 1
-	}
-	if c.Segments <= 0 {
-		c.Segments = DefaultSegments
-	}
-	if c.ReplicationFactor <= 0 {
-		c.ReplicationFactor = DefaultReplicationFactor
-	}
-	if c.Heartbeat <= 0 {
-		c.Heartbeat = DefaultHeartbeat
-	}
-	if c.FailureTimeout <= 0 {
-		c.FailureTimeout = DefaultFailureTimeout
-	}
-	if c.ProbeTimeout <= 0 {
-		c.ProbeTimeout = DefaultProbeTimeout
-	}
+	c.Listen = cmp.Or(c.Listen, defaultListen)
+	c.EtcdPrefix = cmp.Or(c.EtcdPrefix, defaultEtcdPrefix)
+	positiveOr(&c.InitialNodes, 1)
+	positiveOr(&c.Segments, DefaultSegments)
+	positiveOr(&c.ReplicationFactor, DefaultReplicationFactor)
+	positiveOr(&c.Heartbeat, DefaultHeartbeat)
+	positiveOr(&c.FailureTimeout, DefaultFailureTimeout)
+	positiveOr(&c.ProbeTimeout, DefaultProbeTimeout)
 	if c.FailureTimeout < c.Heartbeat {
 		return c, fmt.Errorf("store: failure timeout %v is shorter than the heartbeat %v", c.FailureTimeout, c.Heartbeat)
 	}
-	if c.EtcdPrefix == "" {
-		c.EtcdPrefix = "/zaris/"
-	}
-	if c.Logger == nil {
-		c.Logger = discardLogger()
-	}
+	c.Logger = orDiscard(c.Logger)
 	if c.dial == nil {
 		c.dial = net.DialTimeout
 	}
 	return c, nil
+}
+
+// The defaults of the address fields and of the etcd prefix.
+const (
+	defaultListen     = "127.0.0.1:0"
+	defaultEtcdPrefix = "/zaris/"
+)
+
+// positiveOr sets *v to def unless it is positive: the one rule of every numeric default.
+func positiveOr[T int | int32 | time.Duration](v *T, def T) {
+	if *v <= 0 {
+		*v = def
+	}
+}
+
+// orDiscard is l, or a logger that discards when l is nil.
+func orDiscard(l *slog.Logger) *slog.Logger {
+	if l == nil {
+		return discardLogger()
+	}
+	return l
 }
 
 func discardLogger() *slog.Logger { return slog.New(slog.NewTextHandler(io.Discard, nil)) }
