@@ -90,7 +90,9 @@ type Cluster struct {
 // NewCluster starts a coordinator and cfg.Nodes nodes and returns once every segment has an
 // owner and every node holds the first map.
 func NewCluster(ctx context.Context, cfg ClusterConfig) (*Cluster, error) {
-	positiveOr(&cfg.Nodes, 3)
+	if cfg.Nodes <= 0 {
+		cfg.Nodes = 3
+	}
 	cfg.Logger = orDiscard(cfg.Logger)
 	if cfg.Node.Logger == nil {
 		cfg.Node.Logger = cfg.Logger

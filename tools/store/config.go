@@ -1,13 +1,13 @@
 package store
 
 import (
-	"cmp"
 	"crypto/tls"
 	"errors"
 	"fmt"
 	"io"
 	"log/slog"
 	"net"
+	"reflect"
 	"time"
 
 	clientv3 "go.etcd.io/etcd/client/v3"
@@ -114,6 +114,7 @@ type NodeConfig struct {
 	Logger *slog.Logger
 }
 
+// withDefaults checks c and returns it with its defaults filled in.
 func (c NodeConfig) withDefaults() (NodeConfig, error) {
 	if c.ID <= 0 {
 		return c, fmt.Errorf("store: node id must be positive, got %d", c.ID)
@@ -124,15 +125,7 @@ func (c NodeConfig) withDefaults() (NodeConfig, error) {
 	if c.Etcd == nil && len(c.EtcdEndpoints) == 0 {
 		return c, errors.New("store: node needs etcd (Etcd or EtcdEndpoints)")
 	}
-	c.Listen = cmp.Or(c.Listen, defaultListen)
-	c.PeerListen = cmp.Or(c.PeerListen, defaultListen)
-	c.EtcdPrefix = cmp.Or(c.EtcdPrefix, defaultEtcdPrefix)
-	positiveOr(&c.MaxKeySize, DefaultMaxKeySize)
-	positiveOr(&c.MaxValueSize, DefaultMaxValueSize)
-	positiveOr(&c.IdleTimeout, DefaultIdleTimeout)
-	positiveOr(&c.ReplicationTimeout, DefaultReplicationTimeout)
-	positiveOr(&c.LeaseWait, DefaultLeaseWait)
-	positiveOr(&c.CutoverWait, DefaultCutoverWait)
+	c = fillDefaults(c, nodeDefaults)
 	if c.LeaseTTL < time.Second {
 		c.LeaseTTL = DefaultLeaseTTL
 	}
@@ -213,15 +206,9 @@ type CoordinatorConfig struct {
 	dial func(network, addr string, timeout time.Duration) (net.Conn, error)
 }
 
+// withDefaults checks c and returns it with its defaults filled in.
 func (c CoordinatorConfig) withDefaults() (CoordinatorConfig, error) {
-	c.Listen = cmp.Or(c.Listen, defaultListen)
-	c.EtcdPrefix = cmp.Or(c.EtcdPrefix, defaultEtcdPrefix)
-	positiveOr(&c.InitialNodes, 1)
-	positiveOr(&c.Segments, DefaultSegments)
-	positiveOr(&c.ReplicationFactor, DefaultReplicationFactor)
-	positiveOr(&c.Heartbeat, DefaultHeartbeat)
-	positiveOr(&c.FailureTimeout, DefaultFailureTimeout)
-	positiveOr(&c.ProbeTimeout, DefaultProbeTimeout)
+	c = fillDefaults(c, coordinatorDefaults)
 	if c.FailureTimeout < c.Heartbeat {
 		return c, fmt.Errorf("store: failure timeout %v is shorter than the heartbeat %v", c.FailureTimeout, c.Heartbeat)
 	}
@@ -232,17 +219,40 @@ func (c CoordinatorConfig) withDefaults() (CoordinatorConfig, error) {
 	return c, nil
 }
 
-// The defaults of the address fields and of the etcd prefix.
+// nodeDefaults and coordinatorDefaults are the defaults fillDefaults gives a field left zero
+// (or a number left negative); the other defaults (LeaseTTL, Clock, Logger) are in withDefaults.
+var (
+	nodeDefaults = NodeConfig{
+		Listen: defaultListen, PeerListen: defaultListen, EtcdPrefix: defaultEtcdPrefix,
+		MaxKeySize: DefaultMaxKeySize, MaxValueSize: DefaultMaxValueSize, IdleTimeout: DefaultIdleTimeout,
+		ReplicationTimeout: DefaultReplicationTimeout, LeaseWait: DefaultLeaseWait, CutoverWait: DefaultCutoverWait,
+	}
+	coordinatorDefaults = CoordinatorConfig{
+		Listen: defaultListen, EtcdPrefix: defaultEtcdPrefix, InitialNodes: 1, Segments: DefaultSegments,
+		ReplicationFactor: DefaultReplicationFactor, Heartbeat: DefaultHeartbeat,
+		FailureTimeout: DefaultFailureTimeout, ProbeTimeout: DefaultProbeTimeout,
+	}
+)
+
 const (
 	defaultListen     = "127.0.0.1:0"
 	defaultEtcdPrefix = "/zaris/"
 )
 
-// positiveOr sets *v to def unless it is positive: the one rule of every numeric default.
-func positiveOr[T int | int32 | time.Duration](v *T, def T) {
-	if *v <= 0 {
-		*v = def
+// fillDefaults returns c with each exported field that is zero, or a negative number, set
+// to def's value where def has one: the one rule of every default of the configurations.
+func fillDefaults[T any](c, def T) T {
+	dst, src := reflect.ValueOf(&c).Elem(), reflect.ValueOf(def)
+	for i := range dst.NumField() {
+		f, d := dst.Field(i), src.Field(i)
+		if !f.CanSet() || d.IsZero() {
+			continue
+		}
+		if f.IsZero() || (f.CanInt() && f.Int() < 0) {
+			f.Set(d)
+		}
 	}
+	return c
 }
 
 // orDiscard is l, or a logger that discards when l is nil.
