@@ -77,17 +77,8 @@ type flagSet struct {
 	synopsis string
 }
 
-// flagSet returns a FlagSet for the command name with the client flags defined; the command
-// adds its own. synopsis is the command's argument synopsis, shown by --help.
-func (c *cli) flagSet(name, synopsis string) *flagSet {
-	fs := bareFlagSet(name, synopsis)
-	c.clientFlags(fs.FlagSet)
-	return fs
-}
-
-// bareFlagSet returns a FlagSet for the command name without the client flags, for a
-// command that does not talk to an existing cluster.
-func bareFlagSet(name, synopsis string) *flagSet {
+// newFlagSet returns an empty FlagSet for the command name, whose --help shows synopsis.
+func newFlagSet(name, synopsis string) *flagSet {
 	fs := flag.NewFlagSet(name, flag.ContinueOnError)
 	fs.SetOutput(io.Discard)
 	fs.Usage = func() {} // parse prints the help

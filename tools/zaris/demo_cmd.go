@@ -3,6 +3,7 @@ package main
 import (
 	"context"
 	"errors"
+	"flag"
 	"fmt"
 	"os"
 	"time"
@@ -11,20 +12,10 @@ import (
 	"github.com/clustron/zaris-go/tools/zaris/demo"
 )
 
-// demoArgs is the demo command's synopsis.
-const demoArgs = "[flags]"
-
-// demoCommand runs the churn demo against an embedded cluster.
-var demoCommand = &command{
-	name:    "demo",
-	args:    demoArgs,
-	summary: "run a workload on an embedded cluster under churn; report what it saw (exit 1 if a write was lost)",
-	run:     runDemo,
-}
-
-func runDemo(ctx context.Context, c *cli, args []string) int {
+// setupDemo declares the demo's knobs; the demo runs a workload on an embedded cluster under
+// churn and reports what it saw.
+func setupDemo(fs *flag.FlagSet) body {
 	d := demo.DefaultConfig()
-	fs := bareFlagSet("demo", demoArgs)
 	nodes := fs.Int("nodes", d.Nodes, "store nodes to start")
 	workers := fs.Int("workers", d.Workers, "concurrent application goroutines")
 	keys := fs.Int("keys", d.KeysPerWorker, "keys each worker owns")
@@ -32,40 +23,39 @@ func runDemo(ctx context.Context, c *cli, args []string) int {
 	schedule := fs.String("schedule", demo.DefaultSchedule, "churn events, kind[:node]@time, comma-separated; kinds: migrate, join, kill, failback, leave, stall (5 s)")
 	protocol := fs.String("protocol", string(d.Protocol), "client protocol: binary, compact, header or json")
 	out := fs.String("out", "demo-out", "directory for report.json and timeline.html")
-	if _, code, ok := c.parse(fs, args, 0, 0); !ok {
-		return code
-	}
-	events, err := demo.ParseSchedule(*schedule)
-	if err != nil {
-		return c.usageError("demo: --schedule: %v", err)
-	}
-	switch p := runtime.Protocol(*protocol); p {
-	case runtime.ProtocolBinary, runtime.ProtocolCompact, runtime.ProtocolHeader, runtime.ProtocolJSON:
-	default:
-		return c.usageError("demo: --protocol %q: want binary, compact, header or json", *protocol)
-	}
-	cfg := demo.Config{
-		Nodes: *nodes, Workers: *workers, KeysPerWorker: *keys, Duration: *duration,
-		Schedule: events, Protocol: runtime.Protocol(*protocol), Out: *out,
-		Progress: c.stdout, Live: isTerminal(c.stdout), ProgressEvery: 5 * time.Second,
-	}
-	fmt.Fprintf(c.stdout, "zaris demo: %d nodes, %d workers, %s, churn %s\n", cfg.Nodes, cfg.Workers, cfg.Duration, *schedule)
-	report, err := demo.Run(ctx, cfg)
-	if report != nil {
-		fmt.Fprintln(c.stdout)
-		report.WriteTable(c.stdout)
-		if *out != "" && err == nil {
-			writeScreenshot(ctx, c, report, *out)
+	return func(ctx context.Context, c *cli, _ []string) int {
+		events, err := demo.ParseSchedule(*schedule)
+		if err != nil {
+			return c.usageError("demo: --schedule: %v", err)
 		}
+		switch p := runtime.Protocol(*protocol); p {
+		case runtime.ProtocolBinary, runtime.ProtocolCompact, runtime.ProtocolHeader, runtime.ProtocolJSON:
+		default:
+			return c.usageError("demo: --protocol %q: want binary, compact, header or json", *protocol)
+		}
+		cfg := demo.Config{
+			Nodes: *nodes, Workers: *workers, KeysPerWorker: *keys, Duration: *duration,
+			Schedule: events, Protocol: runtime.Protocol(*protocol), Out: *out,
+			Progress: c.stdout, Live: isTerminal(c.stdout), ProgressEvery: 5 * time.Second,
+		}
+		fmt.Fprintf(c.stdout, "zaris demo: %d nodes, %d workers, %s, churn %s\n", cfg.Nodes, cfg.Workers, cfg.Duration, *schedule)
+		report, err := demo.Run(ctx, cfg)
+		if report != nil {
+			fmt.Fprintln(c.stdout)
+			report.WriteTable(c.stdout)
+			if *out != "" && err == nil {
+				writeScreenshot(ctx, c, report, *out)
+			}
+		}
+		switch {
+		case err != nil:
+			fmt.Fprintf(c.stderr, "zaris: demo: %v\n", err)
+			return exitError
+		case !report.OK():
+			return exitError
+		}
+		return exitOK
 	}
-	switch {
-	case err != nil:
-		fmt.Fprintf(c.stderr, "zaris: demo: %v\n", err)
-		return exitError
-	case !report.OK():
-		return exitError
-	}
-	return exitOK
 }
 
 // writeScreenshot draws the page the demo wrote into out as out/timeline.png, with the

@@ -111,8 +111,9 @@
 //
 // # Adding a command
 //
-// A command is one file that defines a *command (name, argument synopsis, summary and run
-// function) plus one entry in the commands table in main.go. Its run function parses its
-// own flags with cli.flagSet (which adds the client flags) or bareFlagSet and cli.parse,
-// and makes its call with cli.call, which connects, records --stats and prints the result.
+// A command is one entry in the commands table in main.go (name, synopsis, summary, how many
+// positional arguments, and its body, or a setup that declares its own flags and returns
+// the body) and its body in a file of its own. The body builds the request and makes the
+// call with callKey (one key) or callItems (a batch), which connect, record --stats and
+// print the result.
 package main

@@ -11,6 +11,8 @@ import (
 	"strings"
 	"syscall"
 	"text/tabwriter"
+
+	"github.com/clustron/zaris-go/runtime"
 )
 
 // Exit codes of the zaris command. Scripts may rely on them; doc.go and the usage text list
@@ -38,8 +40,7 @@ const (
 	exitInvalid = 6
 )
 
-// command is one subcommand of zaris. A command is one file that defines its command value
-// plus one entry in commands.
+// command is one subcommand of zaris: one entry in commands, its body in a file of its own.
 type command struct {
 	// name is what the user types: "get".
 	name string
@@ -47,23 +48,56 @@ type command struct {
 	args string
 	// summary is a one-line description for the usage text.
 	summary string
-	// run runs the command with the arguments after its name and returns the exit code. It
-	// parses its own flags with cli.parse (cli.flagSet gives a FlagSet that also accepts the
-	// client flags; bareFlagSet one without them) and writes through c. Given --help it
-	// prints its usage on stdout and returns exitOK: "zaris help NAME" relies on that.
-	run func(ctx context.Context, c *cli, args []string) int
+	// minArgs and maxArgs bound the number of positional arguments.
+	minArgs, maxArgs int
+	// bare marks a command that does not talk to an existing cluster: it takes no client flags.
+	bare bool
+	// run is the body of a command without flags of its own. setup, for a command with
+	// flags, declares them on fs and returns the body, which reads them.
+	run   body
+	setup func(fs *flag.FlagSet) body
+}
+
+// body runs a command with its positional arguments, its flags parsed, writes through c and
+// returns the exit code.
+type body func(ctx context.Context, c *cli, pos []string) int
+
+// exec parses args (flags and positional arguments in any order) for cmd and runs it. Given
+// --help it prints cmd's usage on stdout and returns exitOK: "zaris help NAME" relies on that.
+func (cmd *command) exec(ctx context.Context, c *cli, args []string) int {
+	fs := newFlagSet(cmd.name, cmd.args)
+	if !cmd.bare {
+		c.clientFlags(fs.FlagSet)
+	}
+	run := cmd.run
+	if cmd.setup != nil {
+		run = cmd.setup(fs.FlagSet)
+	}
+	pos, code, ok := c.parse(fs, args, cmd.minArgs, cmd.maxArgs)
+	if !ok {
+		return code
+	}
+	return run(ctx, c, pos)
 }
 
 // commands lists the subcommands in the order the usage text shows them.
 var commands = []*command{
-	getCommand,
-	putCommand,
-	mgetCommand,
-	mputCommand,
-	deleteCommand,
-	incrCommand,
-	mapCommand,
-	demoCommand,
+	{name: "get", args: "KEY", minArgs: 1, maxArgs: 1, run: runGet,
+		summary: "print KEY's value (exit 3 if there is none)"},
+	{name: "put", args: "KEY VALUE [--if-version N] [--if-absent]", minArgs: 2, maxArgs: 2, setup: setupPut,
+		summary: "write VALUE to KEY; print the new version (exit 4 if a guard fails)"},
+	{name: "mget", args: "KEY...", minArgs: 1, maxArgs: runtime.MaxBatchItems, run: runMget,
+		summary: "print each KEY=VALUE in one batch call (exit 5 if some key got no answer)"},
+	{name: "mput", args: "KEY=VALUE...", minArgs: 1, maxArgs: runtime.MaxBatchItems, run: runMput,
+		summary: "write each VALUE to its KEY in one batch call, not atomically; print each new version"},
+	{name: "delete", args: "KEY [--if-version N]", minArgs: 1, maxArgs: 1, setup: setupDelete,
+		summary: "delete KEY; print the deleted version (exit 3 if absent, 4 if the guard fails)"},
+	{name: "incr", args: "KEY [DELTA]", minArgs: 1, maxArgs: 2, run: runIncr,
+		summary: "add DELTA (default 1, may be negative) to KEY's decimal value; print the sum"},
+	{name: "map", args: "", run: runMap,
+		summary: "print the cluster map: epoch, nodes, and each segment's owner and replicas"},
+	{name: "demo", args: "[flags]", bare: true, setup: setupDemo,
+		summary: "run a workload on an embedded cluster under churn; report what it saw (exit 1 if a write was lost)"},
 }
 
 // lookupCommand returns the command called name, or nil.
@@ -107,7 +141,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer, env func(
 	if rest[0] == "help" {
 		if len(rest) > 1 {
 			if cmd := lookupCommand(rest[1]); cmd != nil {
-				return cmd.run(ctx, c, []string{"--help"})
+				return cmd.exec(ctx, c, []string{"--help"})
 			}
 			return c.usageError("help: unknown command %q", rest[1])
 		}
@@ -118,7 +152,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer, env func(
 	if cmd == nil {
 		return c.usageError("unknown command %q", rest[0])
 	}
-	return cmd.run(ctx, c, rest[1:])
+	return cmd.exec(ctx, c, rest[1:])
 }
 
 // usage writes the full usage text to w.

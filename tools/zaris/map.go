@@ -12,19 +12,8 @@ import (
 	"github.com/clustron/zaris-go/runtime"
 )
 
-// mapCommand prints the cluster map.
-var mapCommand = &command{
-	name:    "map",
-	args:    "",
-	summary: "print the cluster map: epoch, nodes, and each segment's owner and replicas",
-	run:     runMap,
-}
-
-func runMap(ctx context.Context, c *cli, args []string) int {
-	fs := c.flagSet("map", "")
-	if _, code, ok := c.parse(fs, args, 0, 0); !ok {
-		return code
-	}
+// runMap prints the cluster map.
+func runMap(ctx context.Context, c *cli, _ []string) int {
 	r := &result{Command: "map"}
 	return c.call(ctx, r, func(ctx context.Context, s *session, r *result) error {
 		m := s.kv.Engine().Map()
