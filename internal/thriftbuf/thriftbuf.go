@@ -58,7 +58,7 @@ const maxKept = 1 << 20
 // whose IsOpen Transport().IsOpen reports (nil: open).
 func (p *Protocol) Reset(conn thrift.TTransport) {
 	p.bufs.in, p.bufs.r = kept(p.bufs.in), 0
-	p.bufs.out = kept(p.bufs.out)
+	p.bufs.Output = kept(p.bufs.Output)
 	p.bufs.conn = conn
 	p.slab = nil
 }
@@ -72,7 +72,7 @@ func kept(b []byte) []byte {
 }
 
 // ResetOutput empties the output buffer.
-func (p *Protocol) ResetOutput() { p.bufs.out = kept(p.bufs.out) }
+func (p *Protocol) ResetOutput() { p.bufs.Output = kept(p.bufs.Output) }
 
 // Fill appends the next n bytes of r to the input buffer.
 func (p *Protocol) Fill(r io.Reader, n int) error {
@@ -92,7 +92,7 @@ func (p *Protocol) Fill(r io.Reader, n int) error {
 
 // Bytes returns what was written since the output buffer was last emptied; it is valid
 // until the next write or reset.
-func (p *Protocol) Bytes() []byte { return p.bufs.out }
+func (p *Protocol) Bytes() []byte { return p.bufs.Output }
 
 // Unread returns the input not read yet, without reading it; it is valid until the input
 // is next filled or reset.
@@ -292,46 +292,46 @@ func (p *Protocol) WriteFieldEnd(context.Context) error            { return nil 
 func (p *Protocol) WriteListEnd(context.Context) error             { return nil }
 
 func (p *Protocol) WriteFieldBegin(_ context.Context, _ string, typeID thrift.TType, id int16) error {
-	p.bufs.out = append(p.bufs.out, byte(typeID), byte(uint16(id)>>8), byte(id))
+	p.bufs.Output = append(p.bufs.Output, byte(typeID), byte(uint16(id)>>8), byte(id))
 	return nil
 }
 
 func (p *Protocol) WriteFieldStop(context.Context) error {
-	p.bufs.out = append(p.bufs.out, byte(thrift.STOP))
+	p.bufs.Output = append(p.bufs.Output, byte(thrift.STOP))
 	return nil
 }
 
 func (p *Protocol) WriteListBegin(_ context.Context, elemType thrift.TType, size int) error {
-	p.bufs.out = binary.BigEndian.AppendUint32(append(p.bufs.out, byte(elemType)), uint32(int32(size)))
+	p.bufs.Output = binary.BigEndian.AppendUint32(append(p.bufs.Output, byte(elemType)), uint32(int32(size)))
 	return nil
 }
 
 func (p *Protocol) WriteI32(_ context.Context, v int32) error {
-	p.bufs.out = binary.BigEndian.AppendUint32(p.bufs.out, uint32(v))
+	p.bufs.Output = binary.BigEndian.AppendUint32(p.bufs.Output, uint32(v))
 	return nil
 }
 
 func (p *Protocol) WriteI64(_ context.Context, v int64) error {
-	p.bufs.out = binary.BigEndian.AppendUint64(p.bufs.out, uint64(v))
+	p.bufs.Output = binary.BigEndian.AppendUint64(p.bufs.Output, uint64(v))
 	return nil
 }
 
 func (p *Protocol) WriteBinary(_ context.Context, v []byte) error {
-	p.bufs.out = append(binary.BigEndian.AppendUint32(p.bufs.out, uint32(len(v))), v...)
+	p.bufs.Output = append(binary.BigEndian.AppendUint32(p.bufs.Output, uint32(len(v))), v...)
 	return nil
 }
 
 func (p *Protocol) WriteString(_ context.Context, v string) error {
-	p.bufs.out = append(binary.BigEndian.AppendUint32(p.bufs.out, uint32(len(v))), v...)
+	p.bufs.Output = append(binary.BigEndian.AppendUint32(p.bufs.Output, uint32(len(v))), v...)
 	return nil
 }
 
 // buffers is a Thrift transport reading from in and writing to out. Reading past the end
 // of in is a transport error (end of file), as reading past a frame is on a connection.
 type buffers struct {
-	in   []byte // in[r:] is not read yet
-	r    int
-	out  []byte
+	in []byte // in[r:] is not read yet
+	r  int
+	Output
 	conn thrift.TTransport // IsOpen asks it; nil: open
 }
 
@@ -358,23 +358,27 @@ func (b *buffers) ReadByte() (byte, error) {
 	return b.in[b.r-1], nil
 }
 
-func (b *buffers) Write(p []byte) (int, error) {
-	b.out = append(b.out, p...)
-	return len(p), nil
-}
-
-func (b *buffers) WriteByte(c byte) error {
-	b.out = append(b.out, c)
-	return nil
-}
-
-func (b *buffers) WriteString(s string) (int, error) {
-	b.out = append(b.out, s...)
-	return len(s), nil
-}
-
 func (b *buffers) Flush(context.Context) error { return nil }
 func (b *buffers) RemainingBytes() uint64      { return uint64(b.left()) }
 func (b *buffers) Open() error                 { return nil }
 func (b *buffers) Close() error                { return nil }
 func (b *buffers) IsOpen() bool                { return b.conn == nil || b.conn.IsOpen() }
+
+// Output is the write side of a Thrift transport in memory: each write appends to it. It is
+// the output of a Protocol, and the store's framed transport builds each reply in one.
+type Output []byte
+
+func (o *Output) Write(p []byte) (int, error) {
+	*o = append(*o, p...)
+	return len(p), nil
+}
+
+func (o *Output) WriteByte(c byte) error {
+	*o = append(*o, c)
+	return nil
+}
+
+func (o *Output) WriteString(s string) (int, error) {
+	*o = append(*o, s...)
+	return len(s), nil
+}

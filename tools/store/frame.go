@@ -8,6 +8,7 @@ import (
 	"github.com/apache/thrift/lib/go/thrift"
 
 	"github.com/clustron/zaris-go/internal/framing"
+	"github.com/clustron/zaris-go/internal/thriftbuf"
 )
 
 // frameTransport is Thrift's framed transport over a batchConn: each request frame is read
@@ -17,8 +18,8 @@ import (
 type frameTransport struct {
 	*framing.Reader
 	bc       *batchConn
-	maxFrame int32  // the largest reply
-	out      []byte // the reply being written, after 4 bytes left for its size
+	maxFrame int32            // the largest reply
+	out      thriftbuf.Output // the reply being written, after 4 bytes left for its size
 }
 
 // newFrameTransport reads and writes frames of up to maxFrame bytes over bc.
@@ -28,20 +29,9 @@ func newFrameTransport(bc *batchConn, maxFrame int32) *frameTransport {
 
 func (f *frameTransport) Close() error { return f.bc.Close() }
 
-func (f *frameTransport) Write(p []byte) (int, error) {
-	f.out = append(f.out, p...)
-	return len(p), nil
-}
-
-func (f *frameTransport) WriteByte(b byte) error {
-	f.out = append(f.out, b)
-	return nil
-}
-
-func (f *frameTransport) WriteString(s string) (int, error) {
-	f.out = append(f.out, s...)
-	return len(s), nil
-}
+func (f *frameTransport) Write(p []byte) (int, error)       { return f.out.Write(p) }
+func (f *frameTransport) WriteByte(b byte) error            { return f.out.WriteByte(b) }
+func (f *frameTransport) WriteString(s string) (int, error) { return f.out.WriteString(s) }
 
 // Flush hands the reply, behind its size, to the batchConn. A reply larger than maxFrame is
 // dropped with an error, as TFramedTransport drops it.
