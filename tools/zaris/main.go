@@ -40,7 +40,8 @@ const (
 	exitInvalid = 6
 )
 
-// command is one subcommand of zaris: one entry in commands, its body in a file of its own.
+// command is one subcommand of zaris: one entry in commands, its body in keys.go (one key),
+// batch.go (many keys), map.go or demo_cmd.go.
 type command struct {
 	// name is what the user types: "get".
 	name string
