@@ -4,6 +4,7 @@ import (
 	"bufio"
 	"bytes"
 	"context"
+	"fmt"
 	"os/exec"
 	"slices"
 	"strconv"
@@ -119,103 +120,98 @@ func waitPeerMap(t *testing.T, admin *AdminClient, what string, cond func(*zaris
 	}, 30*time.Second, 5*time.Millisecond, what)
 }
 
-func TestProcess_KillNineNodeUnderLoadLosesNoAckedWrite(t *testing.T) {
-	if testing.Short() {
-		t.Skip("builds and runs zarisd processes")
-	}
+// threeNodes is a coordinator and three nodes run as zarisd processes.
+type threeNodes struct {
+	co    *proc
+	nodes []*proc
+	seeds []string
+	admin *AdminClient
+}
+
+// startThreeNodes starts a coordinator of 16 segments that fails a node over after
+// failureTimeout, and three nodes, with extra flags for each process, and waits until the
+// cluster is settled (settledThree).
+func startThreeNodes(t *testing.T, failureTimeout string, extra ...string) *threeNodes {
+	t.Helper()
 	bin := buildZarisd(t)
 	etcd := etcdArgs(t)
-	co := startProc(t, bin, append([]string{"coordinator", "--listen", stablePort(), "--nodes", "3", "--segments", "16",
-		"--failure-timeout", "1s", "--log-level", "debug"}, etcd...)...)
-	var nodes []*proc
-	var seeds []string
+	// A fixed port: should the coordinator's etcd session expire (a loaded machine), it
+	// leads again on the address the nodes know.
+	c := &threeNodes{co: startProc(t, bin, slices.Concat([]string{"coordinator", "--listen", stablePort(), "--nodes", "3",
+		"--segments", "16", "--failure-timeout", failureTimeout}, extra, etcd)...)}
 	for id := 1; id <= 3; id++ {
-		n := startProc(t, bin, append([]string{"node", "--id", strconv.Itoa(id), "--listen", "127.0.0.1:0",
-			"--coordinator", co.addr, "--log-level", "debug"}, etcd...)...)
-		nodes = append(nodes, n)
-		seeds = append(seeds, n.addr)
+		n := startProc(t, bin, slices.Concat([]string{"node", "--id", strconv.Itoa(id), "--listen", "127.0.0.1:0",
+			"--coordinator", c.co.addr}, extra, etcd)...)
+		c.nodes = append(c.nodes, n)
+		c.seeds = append(c.seeds, n.addr)
 	}
-	admin := DialCoordinator(co.addr, nil)
-	defer admin.Close()
-	waitPeerMap(t, admin, "the cluster did not come up", func(pm *zarispeer.PeerMap) bool {
-		for _, s := range pm.Segments {
-			if s.Owner == nil || len(s.Replicas) != 1 {
-				return false
-			}
-		}
-		return len(pm.Nodes) == 3
-	})
+	c.admin = DialCoordinator(c.co.addr, nil)
+	t.Cleanup(func() { c.admin.Close() })
+	waitPeerMap(t, c.admin, "the cluster did not come up", settledThree)
+	return c
+}
 
-	w := startWorkload(t, seeds, 4)
-	w.waitAcked(t, 50)
-	victim := nodes[1]
-	require.NoError(t, victim.cmd.Process.Kill()) // SIGKILL: no goodbye, sockets reset by the kernel
-	waitPeerMap(t, admin, "node 2 was not failed over", func(pm *zarispeer.PeerMap) bool {
+// settledThree reports whether pm has three nodes and every segment an owner, one replica
+// and no learner.
+func settledThree(pm *zarispeer.PeerMap) bool {
+	for _, s := range pm.Segments {
+		if s.Owner == nil || len(s.Replicas) != 1 || len(s.Learners) != 0 {
+			return false
+		}
+	}
+	return len(pm.Nodes) == 3
+}
+
+// waitFailedOver waits until no segment is owned by node id.
+func (c *threeNodes) waitFailedOver(t *testing.T, id int32) {
+	t.Helper()
+	waitPeerMap(t, c.admin, fmt.Sprintf("node %d was not failed over", id), func(pm *zarispeer.PeerMap) bool {
 		for _, s := range pm.Segments {
-			if s.Owner == nil || *s.Owner == 2 {
+			if s.Owner == nil || *s.Owner == id {
 				return false
 			}
 		}
 		return true
 	})
+}
+
+func TestProcess_KillNineNodeUnderLoadLosesNoAckedWrite(t *testing.T) {
+	if testing.Short() {
+		t.Skip("builds and runs zarisd processes")
+	}
+	c := startThreeNodes(t, "1s", "--log-level", "debug")
+	w := startWorkload(t, c.seeds, 4)
+	w.waitAcked(t, 50)
+	victim := c.nodes[1]
+	require.NoError(t, victim.cmd.Process.Kill()) // SIGKILL: no goodbye, sockets reset by the kernel
+	c.waitFailedOver(t, 2)
 	w.waitAcked(t, 50)
 	w.finish(t)
 
-	nodes[0].stop(t)
-	nodes[2].stop(t)
-	co.stop(t)
+	c.nodes[0].stop(t)
+	c.nodes[2].stop(t)
+	c.co.stop(t)
 }
 
 func TestProcess_StoppedNodeIsFailedOverAfterTheTimeoutAndRejoins(t *testing.T) {
 	if testing.Short() {
 		t.Skip("builds and runs zarisd processes")
 	}
-	bin := buildZarisd(t)
-	etcd := etcdArgs(t)
-	// A fixed port, here and above: should the coordinator's etcd session expire (a loaded
-	// machine), it leads again on the address the nodes know.
-	co := startProc(t, bin, append([]string{"coordinator", "--listen", stablePort(), "--nodes", "3", "--segments", "16",
-		"--failure-timeout", "500ms"}, etcd...)...)
-	var nodes []*proc
-	var seeds []string
-	for id := 1; id <= 3; id++ {
-		n := startProc(t, bin, append([]string{"node", "--id", strconv.Itoa(id), "--listen", "127.0.0.1:0", "--coordinator", co.addr}, etcd...)...)
-		nodes = append(nodes, n)
-		seeds = append(seeds, n.addr)
-	}
-	admin := DialCoordinator(co.addr, nil)
-	defer admin.Close()
-	settled := func(pm *zarispeer.PeerMap) bool {
-		for _, s := range pm.Segments {
-			if s.Owner == nil || len(s.Replicas) != 1 || len(s.Learners) != 0 {
-				return false
-			}
-		}
-		return len(pm.Nodes) == 3
-	}
-	waitPeerMap(t, admin, "the cluster did not come up", settled)
-
-	w := startWorkload(t, seeds, 4)
+	c := startThreeNodes(t, "500ms")
+	w := startWorkload(t, c.seeds, 4)
 	w.waitAcked(t, 50)
 	// SIGSTOP: the process hangs but the kernel still accepts connections on its ports, so
 	// only the failure timeout can fail it over.
-	stopped := nodes[0]
+	stopped := c.nodes[0]
 	require.NoError(t, stopped.cmd.Process.Signal(syscall.SIGSTOP))
-	waitPeerMap(t, admin, "the stopped node was not failed over", func(pm *zarispeer.PeerMap) bool {
-		for _, s := range pm.Segments {
-			if s.Owner == nil || *s.Owner == 1 {
-				return false
-			}
-		}
-		return true
-	})
+	c.waitFailedOver(t, 1)
 	w.waitAcked(t, 50)
 	require.NoError(t, stopped.cmd.Process.Signal(syscall.SIGCONT))
 	// It hears nothing from the coordinator, registers again and catches up.
-	waitPeerMap(t, admin, "the resumed node did not catch up", func(pm *zarispeer.PeerMap) bool {
+	waitPeerMap(t, c.admin, "the resumed node did not catch up", func(pm *zarispeer.PeerMap) bool {
 		for _, s := range pm.Segments {
 			if slices.Contains(s.Replicas, 1) {
-				return settled(pm)
+				return settledThree(pm)
 			}
 		}
 		return false
