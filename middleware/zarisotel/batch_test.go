@@ -51,3 +51,23 @@ func TestBatchCall(t *testing.T) {
 	assert.Equal(t, int64(7), got["zaris.batch.items_retried"].AsInt64())
 	assert.Equal(t, int64(2), got["zaris.batch.rounds"].AsInt64())
 }
+
+// A multi-key call with no item retried adds no point, not even a zero, to
+// zaris.client.batch.items.retried.
+func TestBatchCallWithoutRetriesAddsNoRetriedPoint(t *testing.T) {
+	f := newFixture(t, nil)
+	h := f.tel.Middleware()(func(_ context.Context, call *runtime.Call) (runtime.Response, error) {
+		call.Batch.Ran = true
+		call.Batch.Stats = runtime.BatchStats{Rounds: 1, SubRequests: 1}
+		a := call.StartAttempt()
+		a.Answered, a.Status = true, runtime.Status(zaris.KvStatus_Ok)
+		return &mwt.Response{Status: runtime.Status(zaris.KvStatus_Ok)}, nil
+	})
+	call := runtime.NewCall(&runtime.Op{Name: "MultiGet", Kind: runtime.Read, Idempotent: true}, nil, nil, false)
+	call.Batch = &runtime.Batch{Items: mwt.Items(3)}
+	_, err := h(context.Background(), call)
+	require.NoError(t, err)
+	m := f.metrics(t)
+	require.Contains(t, m, "zaris.client.batch.items")
+	assert.Nil(t, m["zaris.client.batch.items.retried"], "zaris.client.batch.items.retried has a point")
+}

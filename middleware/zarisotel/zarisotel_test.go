@@ -317,3 +317,15 @@ func TestSpanNamesTheOperationsService(t *testing.T) {
 		}
 	}
 }
+
+// A counter gets a series only from calls that did what it counts: a call that asked for
+// no map refresh adds no point, not even a zero, to the refresh counters.
+func TestCallWithoutRefreshesAddsNoRefreshPoints(t *testing.T) {
+	f := newFixture(t, []mwt.Outcome{mwt.Answer(zaris.KvStatus_Ok)})
+	_, err := f.handler(context.Background(), zt.GetCall("k"))
+	require.NoError(t, err)
+	m := f.metrics(t)
+	require.Contains(t, m, "zaris.client.calls")
+	assert.Nil(t, m["zaris.client.map.refreshes.requested"], "zaris.client.map.refreshes.requested has a point")
+	assert.Nil(t, m["zaris.client.map.refreshes.performed"], "zaris.client.map.refreshes.performed has a point")
+}
