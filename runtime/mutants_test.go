@@ -1,0 +1,101 @@
+package runtime_test
+
+// Tests that kill mutants make mutate found alive in runtime/: each names the rule it
+// protects.
+
+import (
+	"context"
+	"errors"
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/clustron/zaris-go/gen/zaris"
+	"github.com/clustron/zaris-go/gen/zarisclient"
+	"github.com/clustron/zaris-go/runtime"
+)
+
+// BatchResult.Err of an index outside the batch is nil, not a panic.
+func TestBatchResult_ErrOutsideTheBatchIsNil(t *testing.T) {
+	r := &runtime.BatchResult[*zaris.MultiGetResponse]{Errs: []error{assert.AnError, assert.AnError}}
+	assert.Equal(t, assert.AnError, r.Err(1))
+	assert.NoError(t, r.Err(2))
+	assert.NoError(t, r.Err(-1))
+}
+
+// A BatchError's message names the first item error there is, skipping answered items.
+func TestBatchError_NamesTheFirstItemError(t *testing.T) {
+	first, second := errors.New("first"), errors.New("second")
+	err := &runtime.BatchError{Op: "MultiGet", Errs: []error{nil, first, second}}
+	assert.Equal(t, "zaris: MultiGet: none of 3 items got an answer: first", err.Error())
+	assert.Equal(t, "zaris: MultiGet: none of 0 items got an answer", (&runtime.BatchError{Op: "MultiGet"}).Error())
+}
+
+// Without a batch layer, RunBatch reports the stack's error as it is, and a reply that
+// does not match the request (ErrNoResponse) when the stack reported none.
+func TestRunBatch_WithoutBatchLayerKeepsTheStacksError(t *testing.T) {
+	reply := func(results int, err error) func(context.Context, *runtime.Call) (runtime.Response, error) {
+		return func(context.Context, *runtime.Call) (runtime.Response, error) {
+			resp := &zaris.MultiGetResponse{Status: zaris.KvStatus_Ok}
+			for range results {
+				resp.Results = append(resp.Results, &zaris.GetOutcome{Status: zaris.KvStatus_Ok})
+			}
+			return resp, err
+		}
+	}
+	_, err := zarisclient.New(reply(1, nil)).MultiGet(context.Background(), getReq("a", "b"))
+	assert.ErrorIs(t, err, runtime.ErrNoResponse, "one result for two items")
+
+	_, err = zarisclient.New(reply(2, assert.AnError)).MultiGet(context.Background(), getReq("a", "b"))
+	assert.ErrorIs(t, err, assert.AnError, "a well-formed reply does not hide the stack's error")
+}
+
+// The typed client's batch items know their sizes (BatchItemSizes), for the batch layer's
+// cut by BatchMaxBytes.
+func TestRunBatch_ItemsKnowTheirSizes(t *testing.T) {
+	var sizes []int
+	h := func(_ context.Context, call *runtime.Call) (runtime.Response, error) {
+		s, ok := call.Batch.Items.(runtime.BatchItemSizes)
+		require.True(t, ok, "%T", call.Batch.Items)
+		sizes = append(sizes, s.Size(0), s.Size(1))
+		return nil, assert.AnError
+	}
+	_, err := zarisclient.New(h).MultiGet(context.Background(), getReq("a", "a longer key"))
+	require.ErrorIs(t, err, assert.AnError)
+	require.Len(t, sizes, 2)
+	assert.Positive(t, sizes[0])
+	assert.Greater(t, sizes[1], sizes[0], "a longer key makes a larger item")
+}
+
+// Attempts are numbered from 1 (Attempt.N), in the order they start.
+func TestCall_AttemptsAreNumberedFromOne(t *testing.T) {
+	call := runtime.NewCall(&runtime.Op{Name: "Get"}, []byte("k"), nil, false)
+	assert.Equal(t, 1, call.StartAttempt().N)
+	assert.Equal(t, 2, call.StartAttempt().N)
+	assert.Equal(t, 2, call.Current().N)
+}
+
+// Clock.Sleep of zero on a context already done returns the context's error, every time:
+// a zero wait does not race a timer against the context.
+func TestSystemClock_ZeroSleepOnAnEndedContextReportsIt(t *testing.T) {
+	ctx, cancel := context.WithCancel(context.Background())
+	cancel()
+	for range 200 {
+		require.ErrorIs(t, runtime.SystemClock.Sleep(ctx, 0), context.Canceled)
+	}
+	assert.NoError(t, runtime.SystemClock.Sleep(context.Background(), 0))
+}
+
+// Before any map, a key has no segment: the Router's error is a *PartitionError with
+// Segment -1 (not a segment a map could have) and epoch 0, on a route to NoNode.
+func TestRouter_WithoutAMapNoSegment(t *testing.T) {
+	var r runtime.Router
+	rt, err := r.Route([]byte("k"))
+	require.ErrorIs(t, err, runtime.ErrPartitionUnavailable)
+	pe, ok := errors.AsType[*runtime.PartitionError](err)
+	require.True(t, ok, "%T", err)
+	assert.Equal(t, int32(-1), pe.Segment)
+	assert.Zero(t, pe.Epoch)
+	assert.Equal(t, runtime.NoNode, rt.Node)
+}
