@@ -5,12 +5,17 @@ package runtime
 
 import (
 	"context"
+	"errors"
 	"net"
+	"reflect"
 	"testing"
 	"time"
 
+	"github.com/apache/thrift/lib/go/thrift"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+
+	"github.com/clustron/zaris-go/internal/thriftbuf"
 )
 
 // A map's node may listen on any port from 1 to 65535, the last included.
@@ -141,4 +146,75 @@ func TestSocketDialer_ZeroDialTimeoutIsNoBound(t *testing.T) {
 	raw, err := socketDialer(Config{})(context.Background(), ln.Addr().String())
 	require.NoError(t, err)
 	raw.Close()
+}
+
+// A framed binary connection, the default, reads each reply frame whole into memory and
+// carves the reply's binaries from it (thriftbuf.Frames); the other protocols and
+// transports read through the protocol as it is, as does binary over the buffered
+// transport, whose messages have no length to read ahead.
+func TestNewThriftConn_FramedBinaryReadsFramesWhole(t *testing.T) {
+	cfg, err := NewConfig(WithService(testService), WithEnv(env(nil)), WithSeeds("127.0.0.1:1"))
+	require.NoError(t, err)
+	for _, p := range []Protocol{ProtocolBinary, ProtocolCompact, ProtocolJSON, ProtocolHeader} {
+		for _, tr := range []Transport{TransportFramed, TransportBuffered} {
+			var client thrift.TClient
+			_, err := newThriftConn(&deadlineConn{}, p, tr, thriftConfig(cfg), func(c thrift.TClient) any { client = c; return c })
+			require.NoError(t, err)
+			// The protocol the client reads replies with (TStandardClient's iprot).
+			iprot := reflect.ValueOf(client).Elem().FieldByName("iprot").Elem().Type()
+			want := p == ProtocolBinary && tr == TransportFramed
+			assert.Equal(t, want, iprot == reflect.TypeFor[*thriftbuf.Frames](), "%s over %s reads with %v", p, tr, iprot)
+		}
+	}
+}
+
+// A node that answers the map request with no map is a node without an answer
+// (ErrNoResponse); a node whose map request fails is reported with its own error.
+func TestFetchMap_NoMapIsNoResponse(t *testing.T) {
+	for _, tc := range []struct {
+		name    string
+		fetched error
+		want    error
+	}{{"no map", nil, ErrNoResponse}, {"failed", assert.AnError, assert.AnError}} {
+		t.Run(tc.name, func(t *testing.T) {
+			svc := *testService
+			svc.FetchMap = func(context.Context, any) (*ClusterMap, error) { return nil, tc.fetched }
+			dial := func(context.Context, string) (Conn, error) { return &fakeConn{}, nil }
+			_, err := Dial(context.Background(), WithService(&svc), WithEnv(env(nil)), WithSeeds("127.0.0.1:1"), WithDialer(dial))
+			require.ErrorIs(t, err, ErrNoSeeds)
+			assert.ErrorIs(t, err, tc.want)
+			if tc.fetched != nil {
+				assert.NotErrorIs(t, err, ErrNoResponse)
+			}
+		})
+	}
+}
+
+// ZARIS_REQUEST_TIMEOUT takes whole seconds up to the longest time.Duration (9223372036 s)
+// and any positive Go duration: "0s" is refused like "0" (no bound is "infinite").
+func TestNewConfig_RequestTimeoutEnvBounds(t *testing.T) {
+	cfg, err := NewConfig(WithSeeds("a:1"), WithEnv(env(map[string]string{EnvRequestTimeout: "9223372036"})))
+	require.NoError(t, err)
+	assert.Equal(t, 9223372036*time.Second, cfg.Retry.RequestTimeout)
+	for _, v := range []string{"9223372037", "0s"} {
+		_, err := NewConfig(WithSeeds("a:1"), WithEnv(env(map[string]string{EnvRequestTimeout: v})))
+		ce, ok := errors.AsType[*ConfigError](err)
+		require.True(t, ok, "%q: %v", v, err)
+		assert.Equal(t, EnvRequestTimeout, ce.Var)
+	}
+}
+
+// A seed's port may be any of 1..65535, the last included.
+func TestNewConfig_SeedPort65535(t *testing.T) {
+	cfg, err := NewConfig(WithSeeds("a:65535"), WithEnv(env(nil)))
+	require.NoError(t, err)
+	assert.Equal(t, []string{"a:65535"}, cfg.Seeds)
+}
+
+// One attempt per call (no retries) is a valid Retry.MaxAttempts.
+func TestNewConfig_OneMaxAttempt(t *testing.T) {
+	cfg, err := NewConfig(WithSeeds("a:1"), WithEnv(env(nil)), WithDefaultMaxAttempts(1))
+	require.NoError(t, err)
+	assert.Equal(t, 1, cfg.Retry.MaxAttempts)
+	assert.False(t, cfg.Retry.Disabled)
 }
