@@ -366,3 +366,45 @@ func TestB6_UnownedNodesBlockedPipeIsFailed(t *testing.T) {
 	conn.writeMu.Unlock()
 	assert.True(t, conn.failed.Load(), "its writer is held")
 }
+
+// A pipelined connection's dial that the attempt's deadline cut short is an attempt that
+// found no connection in time (errNoConnInTime); a dial that failed on its own, or because
+// the caller left, keeps its own error.
+func TestPipeDial_CutByTheAttemptDeadlineSaysSo(t *testing.T) {
+	cfg, err := NewConfig(WithService(testService), WithEnv(env(nil)), WithSeeds("127.0.0.1:1"))
+	require.NoError(t, err)
+	ps := newPipelines(cfg)
+	refused := errors.New("connection refused")
+	dialInto := func(ctx context.Context, deadline time.Time, dialErr error) error {
+		ps.dialSocket = func(ctx context.Context, _ string) (net.Conn, error) {
+			if err := ctx.Err(); err != nil {
+				return nil, err
+			}
+			return nil, dialErr
+		}
+		g := &pipeGroup{ps: ps, addr: "127.0.0.1:1", slots: make([]pipeSlot, 1)}
+		g.slots[0].mu.Lock()
+		defer g.slots[0].mu.Unlock()
+		_, err := g.dialInto(ctx, &g.slots[0], deadline)
+		return err
+	}
+	later, earlier := time.Now().Add(time.Hour), time.Now().Add(-time.Second)
+	assert.Equal(t, refused, dialInto(context.Background(), later, refused), "refused in time")
+	assert.Equal(t, errNoConnInTime, dialInto(context.Background(), earlier, refused), "the attempt's deadline passed")
+	left, cancel := context.WithCancel(context.Background())
+	cancel()
+	assert.ErrorIs(t, dialInto(left, later, refused), context.Canceled, "the caller left")
+}
+
+// A pipelined request is encoded through thriftbuf.Frames on a framed binary connection,
+// the default, and through the protocol as it is on every other.
+func TestPipelinedCall_FramedBinaryEncodesThroughFrames(t *testing.T) {
+	for _, p := range []Protocol{ProtocolBinary, ProtocolCompact, ProtocolJSON, ProtocolHeader} {
+		for _, tr := range []Transport{TransportFramed, TransportBuffered} {
+			cfg, err := NewConfig(WithService(testService), WithEnv(env(nil)), WithSeeds("127.0.0.1:1"), WithProtocol(p), WithTransport(tr))
+			require.NoError(t, err)
+			_, frames := newPipelines(cfg).getCall().out.(*thriftbuf.Frames)
+			assert.Equal(t, p == ProtocolBinary && tr == TransportFramed, frames, "%s over %s", p, tr)
+		}
+	}
+}
