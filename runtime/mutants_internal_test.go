@@ -477,3 +477,36 @@ func TestRefresh_MinEpochOnlyForNewerEvidence(t *testing.T) {
 	require.NoError(t, r.Refresh(context.Background(), 7).Err, "evidence of a newer map")
 	assert.Equal(t, []int64{5, 0, 7}, mins)
 }
+
+// A pooled connection's socket may end an attempt up to 1/64 of the attempt timeout late,
+// never more than 10 ms late.
+func TestLateAttemptTimeout_OneSixtyFourthAtMost10ms(t *testing.T) {
+	assert.Equal(t, time.Millisecond, lateAttemptTimeout(64*time.Millisecond))
+	assert.Equal(t, 5*time.Millisecond, lateAttemptTimeout(320*time.Millisecond))
+	assert.Equal(t, 10*time.Millisecond, lateAttemptTimeout(5*time.Second))
+}
+
+// A status table indexes the values 0..63 it holds in a dense slice sized by the largest
+// of them, and looks any other value up by search: a large value (Thrift enums are i32)
+// does not size the index.
+func TestStatusTable_DenseIndexSpansTheSmallValues(t *testing.T) {
+	for _, tc := range []struct {
+		values []int64
+		dense  int
+	}{
+		{[]int64{0, 64, 1 << 20}, 1},
+		{[]int64{3, 0, 63, -1}, 64},
+		{[]int64{64, 1000}, 0},
+	} {
+		var statuses []StatusInfo
+		for _, v := range tc.values {
+			statuses = append(statuses, StatusInfo{Name: "S" + strconv.FormatInt(v, 10), Value: v, Class: Answer})
+		}
+		table := NewStatusTable("E", nil, statuses)
+		assert.Len(t, table.dense, tc.dense, "%v", tc.values)
+		for _, v := range tc.values {
+			assert.Equal(t, "S"+strconv.FormatInt(v, 10), table.Name(v))
+		}
+		assert.Equal(t, "E(5)", table.Name(5))
+	}
+}
