@@ -510,3 +510,23 @@ func TestStatusTable_DenseIndexSpansTheSmallValues(t *testing.T) {
 		assert.Equal(t, "E(5)", table.Name(5))
 	}
 }
+
+// B6: a node's recent reply time moves an eighth of the way to each new reply time, and
+// a request's end pays off the reply its begin made the node owe.
+func TestB6_RecentReplyTimeIsAMovingAverage(t *testing.T) {
+	clock := newFakeClock()
+	h := newHealth(clock, 5*time.Second, func(string) {})
+	defer h.close()
+	n := h.node("a")
+	for _, tc := range []struct{ reply, recent time.Duration }{
+		{80 * time.Millisecond, 80 * time.Millisecond}, // the first reply sets it
+		{160 * time.Millisecond, 90 * time.Millisecond},
+		{10 * time.Millisecond, 80 * time.Millisecond},
+	} {
+		h.begin(n)
+		assert.Equal(t, int64(1), n.owed.Load(), "owed while in flight")
+		h.end(n, clock.Now(), tc.reply, true)
+		assert.Equal(t, tc.recent, time.Duration(n.recent.Load()), "after a reply of %s", tc.reply)
+		assert.Zero(t, n.owed.Load(), "paid off")
+	}
+}
