@@ -530,3 +530,19 @@ func TestB6_RecentReplyTimeIsAMovingAverage(t *testing.T) {
 		assert.Zero(t, n.owed.Load(), "paid off")
 	}
 }
+
+// B6: only a node that owes replies can be silent; one that owes nothing is asked for the
+// map in its place however long ago it last answered.
+func TestB6_ANodeOwingNothingIsNotSilent(t *testing.T) {
+	clock := newFakeClock()
+	h := newHealth(clock, 5*time.Second, func(string) {})
+	defer h.close()
+	a := h.node("a")
+	h.begin(a)
+	h.end(a, clock.Now(), time.Millisecond, true)
+	clock.Advance(time.Hour)
+	assert.Equal(t, []string{"a", "b"}, h.last([]string{"a", "b"}), "a owes nothing")
+	h.begin(a)
+	clock.Advance(time.Hour)
+	assert.Equal(t, []string{"b", "a"}, h.last([]string{"a", "b"}), "a owes a reply and is silent")
+}
