@@ -531,8 +531,9 @@ func TestB6_RecentReplyTimeIsAMovingAverage(t *testing.T) {
 	}
 }
 
-// B6: only a node that owes replies can be silent; one that owes nothing is asked for the
-// map in its place however long ago it last answered.
+// B6: only a node that owes replies can be silent, and only once its threshold has passed
+// since it started owing; one that owes nothing is asked for the map in its place however
+// long ago it last answered.
 func TestB6_ANodeOwingNothingIsNotSilent(t *testing.T) {
 	clock := newFakeClock()
 	h := newHealth(clock, 5*time.Second, func(string) {})
@@ -543,6 +544,8 @@ func TestB6_ANodeOwingNothingIsNotSilent(t *testing.T) {
 	clock.Advance(time.Hour)
 	assert.Equal(t, []string{"a", "b"}, h.last([]string{"a", "b"}), "a owes nothing")
 	h.begin(a)
+	clock.Advance(100 * time.Millisecond)
+	assert.Equal(t, []string{"a", "b"}, h.last([]string{"a", "b"}), "a owes a reply since 100 ms, within its threshold")
 	clock.Advance(time.Hour)
 	assert.Equal(t, []string{"b", "a"}, h.last([]string{"a", "b"}), "a owes a reply and is silent")
 }
