@@ -122,8 +122,8 @@ soak: ## long run: each fuzz target for SOAK_FUZZTIME (60s), the proof tests and
 	$(GO) -C $(TOOLS) test -race -count=$(SOAK_COUNT) -timeout 30m -run '$(STORE_FAULT_TESTS)' ./store
 	$(MAKE) mutate
 
-# Mutation testing with gremlins (pinned), one tree of MUTATE_DIRS at a time, one mutant at a
-# time (it is slow: see tools/proof/README.md): each mutant's package tests run with a timeout
+# Mutation testing with gremlins (pinned), one tree of MUTATE_DIRS at a time, MUTATE_WORKERS
+# mutants at a time (one by default; it is slow: see tools/proof/README.md): each mutant's package tests run with a timeout
 # of MUTATE_TIMEOUT_COEFFICIENT times the tree's plain test run. GOFLAGS: -count=1 so that the
 # timing run is a real one, not a cached result; -trimpath so that the builds in gremlins' copy
 # of the module reuse the build cache (a build's cache key otherwise holds its directory).
@@ -134,15 +134,16 @@ MUTATE_DIRS ?= middleware runtime
 MUTATE_OUT  ?= mutate-out
 MUTATE_TIMEOUT_COEFFICIENT ?= 3
 MUTATE_MIN  ?= 90
+MUTATE_WORKERS ?= 1
 
 mutate: ## mutation testing of MUTATE_DIRS (runtime/, middleware/) with gremlins v0.5.0: the score and every surviving mutant by file:line
 	@mkdir -p $(MUTATE_OUT)
 	@for d in $(MUTATE_DIRS); do \
 		echo "mutate ./$$d (log: $(MUTATE_OUT)/$$d.log)"; start=$$(date +%s); \
-		GOFLAGS='-count=1 -trimpath' nice -n 15 $(GREMLINS) unleash --workers 1 \
+		GOFLAGS='-count=1 -trimpath' nice -n 15 $(GREMLINS) unleash --workers $(MUTATE_WORKERS) \
 			--timeout-coefficient $(MUTATE_TIMEOUT_COEFFICIENT) ./$$d > $(MUTATE_OUT)/$$d.log 2>&1 \
 			|| { tail -20 $(MUTATE_OUT)/$$d.log; exit 1; }; \
 		echo "mutate ./$$d: $$(( $$(date +%s) - start )) s"; \
 	done
 	$(GO) -C $(TOOLS) run ./mutate -equivalent mutate/equivalent.txt -min $(MUTATE_MIN) \
-		$(foreach d,$(MUTATE_DIRS),$(d)=$(CURDIR)/$(MUTATE_OUT)/$(d).log)
+		$(foreach d,$(MUTATE_DIRS),$(d)=$(abspath $(MUTATE_OUT))/$(d).log)
