@@ -95,7 +95,9 @@
 //     nothing for 8 times its recent reply time (at least 200 ms, at most 1 s or the
 //     attempt timeout) is suspected every 50 ms while it stays so; each suspicion asks for
 //     one shared background map refresh under R6's debounce (at most one fetch per
-//     500 ms), which asks the suspected node last. On a healthy cluster it costs a few
+//     500 ms), which asks the suspected node last. A map fetch asks the next node once the
+//     one asked has been silent past its threshold, so a stalled node costs a refresh no
+//     more than that. On a healthy cluster it costs a few
 //     atomic updates per attempt and one look at each node's counters every 50 ms while
 //     calls are in flight, and no fetch: a node that answers is never suspected.
 package middleware

@@ -10,6 +10,9 @@ import (
 // fetchMap asks the nodes of the current map, then the seeds, for a cluster map, and
 // returns the first whose epoch is at least minEpoch, or else the newest it got: a node
 // that has not yet learnt the map an answer showed (B1) is passed over for one that has.
+// It asks one node at a time, the next when the last failed, or when the last has not
+// answered within its silence threshold (rule B6: a stalled node costs a fetch no more),
+// leaving the slow one to answer if it can; the fetches still out end when it returns.
 func (c *Engine) fetchMap(ctx context.Context, minEpoch int64) (*ClusterMap, error) {
 	var addrs []string
 	if t := c.router.Table(); t != nil {
@@ -23,30 +26,76 @@ func (c *Engine) fetchMap(ctx context.Context, minEpoch int64) (*ClusterMap, err
 		}
 	}
 	addrs = c.health.last(addrs) // a node silent past its threshold is asked last (B6)
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	type fetched struct {
+		addr string
+		m    *ClusterMap
+		err  error
+	}
+	results := make(chan fetched, len(addrs)) // never blocks a fetch left behind
 	var (
-		newest *ClusterMap
-		errs   []error
+		newest  *ClusterMap
+		errs    []error
+		next    int   // addrs[next] is the next node to ask
+		pending int   // fetches asked and not yet answered
+		hedge   Timer // fires when the last node asked has been silent past its threshold
 	)
-	for _, addr := range addrs {
-		m, err := c.fetchFrom(ctx, addr)
-		if err != nil {
-			errs = append(errs, fmt.Errorf("%s: %w", addr, err))
-			if ctx.Err() != nil {
-				break
+	ask := func() {
+		addr := addrs[next]
+		next++
+		pending++
+		go func() {
+			m, err := c.fetchFrom(ctx, addr)
+			results <- fetched{addr, m, err}
+		}()
+		stopTimer(hedge)
+		hedge = c.clock.NewTimer(c.health.threshold(c.health.node(addr)))
+	}
+	defer func() { stopTimer(hedge) }()
+	if len(addrs) > 0 {
+		ask()
+	}
+	for pending > 0 {
+		var hedged <-chan time.Time
+		if hedge != nil {
+			hedged = hedge.C()
+		}
+		select {
+		case r := <-results:
+			pending--
+			switch {
+			case r.err != nil:
+				errs = append(errs, fmt.Errorf("%s: %w", r.addr, r.err))
+			case r.m.Epoch >= minEpoch:
+				return r.m, nil
+			case newest == nil || r.m.Epoch > newest.Epoch:
+				newest = r.m
 			}
-			continue
-		}
-		if m.Epoch >= minEpoch {
-			return m, nil
-		}
-		if newest == nil || m.Epoch > newest.Epoch {
-			newest = m
+			if next < len(addrs) {
+				ask()
+			}
+		case <-hedged:
+			hedge = nil
+			if next < len(addrs) {
+				ask()
+			}
+		case <-ctx.Done():
+			errs = append(errs, ctx.Err())
+			pending = 0
 		}
 	}
 	if newest != nil {
 		return newest, nil
 	}
 	return nil, fmt.Errorf("zaris: no node answered with a cluster map: %w", errors.Join(errs...))
+}
+
+// stopTimer stops t, if there is one.
+func stopTimer(t Timer) {
+	if t != nil {
+		t.Stop()
+	}
 }
 
 func contains(s []string, v string) bool {

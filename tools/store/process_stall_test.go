@@ -88,7 +88,14 @@ func TestProcess_ClientCallsOnAStoppedOwnerEndWithTheFailover(t *testing.T) {
 			if done {
 				return now
 			}
-			require.True(t, time.Now().Before(deadline), "%s: writers answered %v, before %v", what, now, before)
+			if time.Now().After(deadline) {
+				mu.Lock()
+				last := failures[max(0, len(failures)-3):]
+				mu.Unlock()
+				pm, _ := c.admin.PeerMap(context.Background())
+				t.Fatalf("%s: writers answered %v, before %v; %d failed calls, the last %v; the client's map epoch %d, the coordinator's %v; %d attempts ended by ErrOwnerMoved",
+					what, now, before, len(failures), last, kv.Engine().Map().Epoch, pm, ownerMoved.Load())
+			}
 			time.Sleep(10 * time.Millisecond)
 		}
 	}
