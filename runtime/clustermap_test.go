@@ -190,3 +190,12 @@ func BenchmarkRoute(b *testing.B) {
 		}
 	}
 }
+
+// GetOwner is the segment's owner, and 0 for a segment without one or no segment at all.
+func TestSegmentInfo_GetOwnerIsZeroWithoutAnOwner(t *testing.T) {
+	var none *SegmentInfo
+	assert.Zero(t, none.GetOwner())
+	assert.Zero(t, (&SegmentInfo{ID: 1}).GetOwner())
+	owner := int32(3)
+	assert.Equal(t, int32(3), (&SegmentInfo{ID: 1, Owner: &owner}).GetOwner())
+}

@@ -51,3 +51,11 @@ func TestCallErrorBeforeAnyAttempt(t *testing.T) {
 	e := &CallError{Op: "Get", Bound: BoundNone, MaxAttempts: 3, Err: errors.New("context canceled")}
 	assert.Equal(t, "zaris: Get: ended before its first attempt in 0s: context canceled", e.Error())
 }
+
+// A call of one attempt whose error is the last cause names that cause once.
+func TestCallErrorOfOneAttemptNamesItsCauseOnce(t *testing.T) {
+	refused := errors.New("connection refused")
+	e := &CallError{Op: "Get", Bound: BoundAttempts, MaxAttempts: 1, Err: refused,
+		Attempts: []Attempt{{N: 1, Node: 2, MapEpoch: 7, Err: refused}}}
+	assert.Equal(t, "zaris: Get: gave up after 1 of 1 attempts in 0s; attempt 1 node 2 epoch 7: connection refused", e.Error())
+}

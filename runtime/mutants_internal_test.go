@@ -549,3 +549,70 @@ func TestB6_ANodeOwingNothingIsNotSilent(t *testing.T) {
 	clock.Advance(time.Hour)
 	assert.Equal(t, []string{"b", "a"}, h.last([]string{"a", "b"}), "a owes a reply and is silent")
 }
+
+// An attempt that finds its segment's owner moved before sending is retried at once
+// (ErrOwnerMoved), unless the caller's context has ended: then it ends with the context's
+// error, and no retry follows.
+func TestOwnerMovedUnsent_AnEndedContextEndsTheCall(t *testing.T) {
+	cl, _, _ := stallClusterUnclosed(t)
+	defer cl.Close()
+	call := getCall("k")
+	r, err := cl.Route(call.Key)
+	require.NoError(t, err)
+	require.ErrorIs(t, cl.ownerMovedUnsent(context.Background(), call, r), ErrOwnerMoved)
+
+	ctx, cancel := context.WithCancel(context.Background())
+	cancel()
+	err = cl.ownerMovedUnsent(ctx, call, r)
+	require.ErrorIs(t, err, context.Canceled)
+	assert.NotErrorIs(t, err, ErrOwnerMoved)
+}
+
+// A node's pool that a map retired is forgotten at the next install once its connections
+// are closed: a map that keeps changing keeps no pool of every node that ever left.
+func TestInstall_ForgetsARetiredPoolWithNoConnectionOpen(t *testing.T) {
+	cl, _, addrs := stallClusterUnclosed(t)
+	defer cl.Close()
+	_, err := cl.Invoke(context.Background(), getCall("warm")) // node 1's pool, its connection idle
+	require.NoError(t, err)
+	retired := func() int {
+		cl.poolMu.Lock()
+		defer cl.poolMu.Unlock()
+		return len(cl.retired)
+	}
+	without1 := func(epoch int64) *zaris.ClusterMap {
+		m := ownedBy(epoch, 2, addrs...)
+		m.Nodes = m.Nodes[1:]
+		return m
+	}
+	installNoPanic(t, cl, without1(2))
+	require.Equal(t, 1, retired(), "node 1's pool is retired, its idle connection closed")
+	installNoPanic(t, cl, without1(3))
+	assert.Equal(t, 0, retired(), "the next install forgets it")
+}
+
+// A caller that finds every free slot being dialed waits for that dial to end (within its
+// deadline) rather than looking again at once; a slot whose dial has not yet begun, or has
+// just ended, sends it to look again.
+func TestPipeGroup_WaitDialWaitsForTheDialInProgress(t *testing.T) {
+	g := &pipeGroup{slots: make([]pipeSlot, 1)}
+	far := time.Now().Add(time.Hour)
+	require.NoError(t, g.waitDial(context.Background(), far), "no dial runs: look again")
+
+	dialing := make(chan struct{})
+	g.slots[0].dialed.Store(&dialing)
+	done := make(chan error, 1)
+	go func() { done <- g.waitDial(context.Background(), far) }()
+	select {
+	case err := <-done:
+		t.Fatalf("waitDial returned (%v) while the dial still ran", err)
+	case <-time.After(50 * time.Millisecond):
+	}
+	close(dialing)
+	select {
+	case err := <-done:
+		require.NoError(t, err)
+	case <-time.After(10 * time.Second):
+		t.Fatal("waitDial still waits after the dial ended")
+	}
+}
