@@ -2,14 +2,19 @@
 // (github.com/go-gremlins/gremlins, run by `make mutate`) and the list of mutants known to be
 // equivalent, and prints the score and every surviving mutant by file:line:column.
 //
-//	go run ./mutate [-equivalent FILE] [-min PERCENT] DIR=LOG...
+//	go run ./mutate [-equivalent FILE] [-min PERCENT] [-module ROOT [-workers N]] DIR=LOG...
 //
 // Each DIR=LOG is one package tree's gremlins log, whose paths are relative to DIR (the
 // tree's directory in the repository, such as middleware). The score is the killed mutants
-// (a test failed, or the tests ran out of time) over the non-equivalent mutants the tests
-// ran against: killed and lived, less those listed equivalent. Mutants in code no test
-// covers (gremlins runs no test against them) are counted apart and listed with the
-// survivors. It exits 1 when the score is below -min.
+// (a test failed, or the tests ran out of time) over every mutant not listed equivalent:
+// a mutant in code no test runs (NOT COVERED) counts as a survivor. It exits 1 when the
+// score is below -min.
+//
+// Gremlins cannot see a mutant in a switch case's condition or in a declaration outside
+// any function: Go's coverage has no block there, so gremlins reports it NOT COVERED and
+// runs no test against it. With -module, the root of the module the logs are of, mutate
+// runs those mutants itself, in copies of the module, and scores their outcomes with the
+// rest; without it, they stay survivors.
 //
 // The equivalent list has one mutant a line, "file:line:column TYPE reason", with the file
 // from the repository's root and the reason why no test can tell the mutant from the code;
@@ -19,6 +24,7 @@ package main
 
 import (
 	"bufio"
+	"context"
 	"flag"
 	"fmt"
 	"io"
@@ -76,14 +82,14 @@ func parseEquivalent(r io.Reader) (map[string]string, error) {
 
 // score is a run's tally.
 type score struct {
-	Killed, TimedOut, Lived, NotCovered, Equivalent, Other int
-	Survivors                                              []mutant // lived or not covered, not equivalent
-	Uncovered                                              int      // of Survivors, not covered
-	Stale                                                  []string // equivalent entries matching no survivor
+	Killed, TimedOut, Equivalent, Other int
+	Survivors                           []mutant // lived or not covered, not equivalent
+	Uncovered                           int      // of Survivors, not covered
+	Stale                               []string // equivalent entries matching no survivor
 }
 
-// NonEquivalent is the mutants the tests ran against that a test could tell from the code.
-func (s score) NonEquivalent() int { return s.Killed + s.TimedOut + len(s.Survivors) - s.Uncovered }
+// NonEquivalent is the mutants a test could tell from the code: killed or survivors.
+func (s score) NonEquivalent() int { return s.Killed + s.TimedOut + len(s.Survivors) }
 
 // Percent is the killed share of the non-equivalent mutants.
 func (s score) Percent() float64 {
@@ -104,11 +110,6 @@ func tally(ms []mutant, equivalent map[string]string, dirs ...string) score {
 		case "TIMED OUT":
 			s.TimedOut++
 		case "LIVED", "NOT COVERED":
-			if m.Status == "LIVED" {
-				s.Lived++
-			} else {
-				s.NotCovered++
-			}
 			if _, ok := equivalent[m.key()]; ok {
 				s.Equivalent++
 				used[m.key()] = true
@@ -137,14 +138,25 @@ func tally(ms []mutant, equivalent map[string]string, dirs ...string) score {
 func main() {
 	eq := flag.String("equivalent", "", "the list of equivalent mutants")
 	minimum := flag.Float64("min", 0, "exit 1 when the score, in percent, is below this")
+	module := flag.String("module", "", "the root of the module the logs are of: run the mutants gremlins cannot see")
+	workers := flag.Int("workers", 1, "with -module, how many mutants to run at once")
+	coefficient := flag.Float64("timeout-coefficient", 3, "with -module, a mutant's tests time out after this many times their plain run")
 	flag.Parse()
-	if err := run(os.Stdout, *eq, *minimum, flag.Args()); err != nil {
+	blind := blindOptions{Root: *module, Workers: *workers, Coefficient: *coefficient}
+	if err := run(os.Stdout, *eq, *minimum, blind, flag.Args()); err != nil {
 		fmt.Fprintln(os.Stderr, "mutate:", err)
 		os.Exit(1)
 	}
 }
 
-func run(w io.Writer, eqFile string, minimum float64, logs []string) error {
+// blindOptions says whether and how to run the mutants gremlins cannot see.
+type blindOptions struct {
+	Root        string // the module's root; "" runs none
+	Workers     int
+	Coefficient float64
+}
+
+func run(w io.Writer, eqFile string, minimum float64, blind blindOptions, logs []string) error {
 	equivalent := map[string]string{}
 	if eqFile != "" {
 		f, err := os.Open(eqFile)
@@ -176,13 +188,18 @@ func run(w io.Writer, eqFile string, minimum float64, logs []string) error {
 		if err != nil {
 			return fmt.Errorf("%s: %w", file, err)
 		}
+		if blind.Root != "" {
+			if ms, err = blindRun(context.Background(), w, blind.Root, ms, blind.Workers, blind.Coefficient); err != nil {
+				return err
+			}
+		}
 		s := tally(ms, equivalent)
-		fmt.Fprintf(w, "%-12s %5.1f%%  killed %d (%d by a timeout) of %d non-equivalent; lived %d, equivalent %d; not covered %d (%d equivalent)\n",
-			dir, s.Percent(), s.Killed+s.TimedOut, s.TimedOut, s.NonEquivalent(), s.Lived, s.Equivalent, s.NotCovered, s.NotCovered-s.Uncovered)
+		fmt.Fprintf(w, "%-12s %5.1f%%  killed %d (%d by a timeout) of %d non-equivalent; lived %d, not covered %d; equivalent %d\n",
+			dir, s.Percent(), s.Killed+s.TimedOut, s.TimedOut, s.NonEquivalent(), len(s.Survivors)-s.Uncovered, s.Uncovered, s.Equivalent)
 		all, dirs = append(all, ms...), append(dirs, dir)
 	}
 	s := tally(all, equivalent, dirs...)
-	fmt.Fprintf(w, "%-12s %5.1f%%  killed %d of %d non-equivalent mutants; %d more in code no test covers\n",
+	fmt.Fprintf(w, "%-12s %5.1f%%  killed %d of %d non-equivalent mutants, %d of them in code no test runs\n",
 		"total", s.Percent(), s.Killed+s.TimedOut, s.NonEquivalent(), s.Uncovered)
 	for _, m := range s.Survivors {
 		fmt.Fprintf(w, "survived: %s %s (%s)\n", m.Pos, m.Type, strings.ToLower(m.Status))

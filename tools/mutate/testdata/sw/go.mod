@@ -1,0 +1,3 @@
+module sw
+
+go 1.26
