@@ -148,6 +148,9 @@ func TestNewConfigEnv(t *testing.T) {
 			check: func(t *testing.T, c Config) { assert.Zero(t, c.RefreshWait) }},
 		{name: "wait duration is not ms", env: map[string]string{EnvRefreshWaitMS: "15s"}, wantVar: EnvRefreshWaitMS},
 		{name: "wait negative", env: map[string]string{EnvRefreshWaitMS: "-1"}, wantVar: EnvRefreshWaitMS},
+		{name: "wait longest", env: map[string]string{EnvRefreshWaitMS: "9223372036854"}, // math.MaxInt64 ns in whole ms
+			check: func(t *testing.T, c Config) { assert.Equal(t, 9223372036854*time.Millisecond, c.RefreshWait) }},
+		{name: "wait too long", env: map[string]string{EnvRefreshWaitMS: "9223372036855"}, wantVar: EnvRefreshWaitMS},
 		{name: "wait option beats env", env: map[string]string{EnvRefreshWaitMS: "2500"},
 			opts:  []Option{WithRefreshWait(time.Second)},
 			check: func(t *testing.T, c Config) { assert.Equal(t, time.Second, c.RefreshWait) }},
