@@ -616,3 +616,29 @@ func TestPipeGroup_WaitDialWaitsForTheDialInProgress(t *testing.T) {
 		t.Fatal("waitDial still waits after the dial ended")
 	}
 }
+
+// B6 for a pipelined call on a connection failed because a newer map gives its node no
+// segment (its writer was held, so the install's signal might not reach its callers): the
+// call ends with ErrOwnerMoved, as the signal would end it, not as a transport failure that
+// a backoff and a refresh follow.
+func TestB6_CallOnAnUnownedNodesFailedPipeEndsWithOwnerMoved(t *testing.T) {
+	cl, n1, _, addrs := stallCluster(t, true)
+	warm(t, cl)
+	n1.stall.Store(true)
+	call := getCall("k")
+	done := invokeOnStalled(t, cl, n1, call)
+	unowned, err := NewRoutingTable(fromIDL(ownedBy(2, 2, addrs...)))
+	require.NoError(t, err)
+	conns := pipeConnsOf(cl, addrs[0])
+	for _, pc := range conns {
+		pc.writeMu.Lock()
+	}
+	cl.endUnownedPipes(unowned)
+	for _, pc := range conns {
+		pc.writeMu.Unlock()
+	}
+	err = waitEnded(t, done)
+	require.ErrorIs(t, err, ErrOwnerMoved)
+	assert.NotErrorIs(t, err, ErrTransport)
+	assert.True(t, call.Attempts[0].Sent)
+}

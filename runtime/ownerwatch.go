@@ -49,7 +49,8 @@ func (c *Engine) mapInstalled(old, cur *RoutingTable) {
 
 // errOwnsNothing fails the pipelined connections to a node that a newer map gives no
 // segment, with calls on them: a caller blocked writing to a stalled node (its socket
-// buffers full) is not waiting where the install's signal reaches it.
+// buffers full) is not waiting where the install's signal reaches it. Each call on such a
+// connection ends as the signal would end it, with ErrOwnerMoved.
 var errOwnsNothing = thrift.NewTTransportException(thrift.NOT_OPEN, "zaris: a newer cluster map gives the node no segment")
 
 // endUnownedPipes fails the busy pipelined connections of the nodes cur gives no segment.

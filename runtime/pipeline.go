@@ -2,6 +2,7 @@ package runtime
 
 import (
 	"context"
+	"errors"
 	"maps"
 	"net"
 	goruntime "runtime"
@@ -82,7 +83,8 @@ func (c *Engine) invokePipelined(ctx context.Context, call *Call, a *Attempt, r 
 	if err == nil && resp == nil {
 		err = ErrNoResponse
 	}
-	o := outcome{err: err, attemptTimeout: p.timedOut, ownerMoved: p.ownerMoved}
+	// A connection failed with errOwnsNothing was failed by B6 itself: its node owns nothing.
+	o := outcome{err: err, attemptTimeout: p.timedOut, ownerMoved: p.ownerMoved || errors.Is(err, errOwnsNothing)}
 	ps.putCall(p)
 	if err == nil {
 		a.Answered, a.Status, a.AnswerEpoch = true, call.Op.Status(resp), resp.GetMapEpoch()
