@@ -131,9 +131,13 @@ func (c *Engine) fetchFrom(ctx context.Context, addr string) (m *ClusterMap, err
 		if time.Now().Before(dl) {
 			return
 		}
-		if pdl, ok := parent.Deadline(); ok && !pdl.After(dl) {
+		switch pdl, ok := parent.Deadline(); {
+		case ok && !pdl.After(dl):
 			err = fmt.Errorf("%w: %w", context.DeadlineExceeded, err)
-		} else {
+		case errors.Is(err, context.DeadlineExceeded):
+			// The attempt's own deadline, not the caller's: keep it out of the chain.
+			err = fmt.Errorf("%w: no map within %s: %s", ErrAttemptTimeout, c.cfg.AttemptTimeout, err)
+		default:
 			err = fmt.Errorf("%w: no map within %s: %w", ErrAttemptTimeout, c.cfg.AttemptTimeout, err)
 		}
 	}()

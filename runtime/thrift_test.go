@@ -726,25 +726,88 @@ func TestDialOverASilentSeedSaysWhyItStopped(t *testing.T) {
 			require.ErrorIs(t, err, ErrNoSeeds)
 			require.ErrorIs(t, err, context.Canceled)
 			assert.NotErrorIs(t, err, ErrAttemptTimeout)
-			assert.True(t, closedByPeer(<-accepted), "the failed Dial closed its connection")
+			assert.True(t, closedByPeer(acceptedConn(t, accepted)), "the failed Dial closed its connection")
 
+			// 200 ms: time enough for the dial to reach the seed on a loaded machine (a dial
+			// the attempt timeout cuts is TestDialWhoseSeedDialRunsPastTheAttemptTimeout...).
 			accepted = make(chan net.Conn, 1)
 			_, err = Dial(context.Background(), WithService(testService), WithEnv(env(nil)), WithSeeds(silentSeed(t, accepted)), WithPipelining(pipelining),
-				WithAttemptTimeout(20*time.Millisecond))
+				WithAttemptTimeout(200*time.Millisecond))
 			require.ErrorIs(t, err, ErrNoSeeds)
 			require.ErrorIs(t, err, ErrAttemptTimeout)
 			assert.NotErrorIs(t, err, context.DeadlineExceeded, "the caller's context did not end")
-			assert.True(t, closedByPeer(<-accepted), "the failed Dial closed its connection")
+			assert.True(t, closedByPeer(acceptedConn(t, accepted)), "the failed Dial closed its connection")
 
-			// The caller's deadline, before the attempt timeout, is the caller's.
+			// The caller's deadline, before the attempt timeout, is the caller's. It passes
+			// once the seed holds the connection: a deadline on the clock could pass before
+			// the dial on a loaded machine, and the seed would accept nothing.
 			accepted = make(chan net.Conn, 1)
-			short, cancelShort := context.WithTimeout(context.Background(), 20*time.Millisecond)
-			defer cancelShort()
+			short := pastOnAccept(accepted)
 			_, err = Dial(short, WithService(testService), WithEnv(env(nil)), WithSeeds(silentSeed(t, accepted)), WithPipelining(pipelining))
 			require.ErrorIs(t, err, ErrNoSeeds)
 			require.ErrorIs(t, err, context.DeadlineExceeded)
 			assert.NotErrorIs(t, err, ErrAttemptTimeout)
-			assert.True(t, closedByPeer(<-accepted), "the failed Dial closed its connection")
+			assert.True(t, closedByPeer(acceptedConn(t, accepted)), "the failed Dial closed its connection")
 		})
 	}
+}
+
+// acceptedConn returns the connection a silent seed accepted, failing after 10 s.
+func acceptedConn(t *testing.T, accepted <-chan net.Conn) net.Conn {
+	t.Helper()
+	select {
+	case c := <-accepted:
+		return c
+	case <-time.After(10 * time.Second):
+		t.Fatal("the seed accepted no connection")
+		return nil
+	}
+}
+
+// deadlineContext is a context with a deadline 4 s away (before the default attempt
+// timeout) that passes (Err is
+// context.DeadlineExceeded) when done is closed.
+type deadlineContext struct {
+	context.Context
+	deadline time.Time
+	done     chan struct{}
+}
+
+func (c *deadlineContext) Deadline() (time.Time, bool) { return c.deadline, true }
+func (c *deadlineContext) Done() <-chan struct{}       { return c.done }
+func (c *deadlineContext) Err() error {
+	select {
+	case <-c.done:
+		return context.DeadlineExceeded
+	default:
+		return nil
+	}
+}
+
+// pastOnAccept returns a deadlineContext whose deadline passes once a silent seed has
+// accepted a connection on accepted, which it hands back.
+func pastOnAccept(accepted chan net.Conn) context.Context {
+	ctx := &deadlineContext{Context: context.Background(), deadline: time.Now().Add(4 * time.Second), done: make(chan struct{})}
+	go func() {
+		c := <-accepted
+		close(ctx.done)
+		accepted <- c
+	}()
+	return ctx
+}
+
+// A seed whose dial runs past the attempt timeout fails the bootstrap with
+// ErrAttemptTimeout, and nothing in the error says the caller's deadline passed: the
+// dial's own deadline error stays out of the chain.
+func TestDialWhoseSeedDialRunsPastTheAttemptTimeoutIsNotTheCallersDeadline(t *testing.T) {
+	stuck := func(ctx context.Context, addr string) (Conn, error) {
+		<-ctx.Done()
+		return nil, &net.OpError{Op: "dial", Net: "tcp", Err: ctx.Err()}
+	}
+	_, err := Dial(context.Background(), WithService(testService), WithEnv(env(nil)), WithSeeds("127.0.0.1:7001"),
+		WithDialer(stuck), WithPipelining(false), WithAttemptTimeout(20*time.Millisecond))
+	require.ErrorIs(t, err, ErrNoSeeds)
+	require.ErrorIs(t, err, ErrAttemptTimeout)
+	assert.NotErrorIs(t, err, context.DeadlineExceeded, "the caller's context did not end")
+	assert.ErrorContains(t, err, "no map within 20ms")
 }
