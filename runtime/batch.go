@@ -191,18 +191,21 @@ func RunBatch[Req, Item, Resp, Result any](ctx context.Context, h func(context.C
 		// No batch layer in the stack: the whole request went as one, and an item whose
 		// status is not an answer is an item without one.
 		errs := make([]error, len(items))
-		var statuses []Status
-		if resp != nil {
+		var statuses []Status // one per item when err is nil
+		switch {
+		case resp != nil:
 			var rerr error
 			if statuses, rerr = b.Record(resp, b.all()); err == nil {
 				err = rerr
 			}
+		case err == nil:
+			err = fmt.Errorf("zaris: %s: %w: the stack returned neither a reply nor an error", op.Name, ErrNoResponse)
 		}
 		for i := range errs {
 			switch {
 			case err != nil:
 				errs[i] = err
-			case i < len(statuses) && !op.Statuses.IsAnswer(int64(statuses[i])):
+			case !op.Statuses.IsAnswer(int64(statuses[i])):
 				errs[i] = NewStatusError(op.Statuses, statuses[i])
 			}
 		}

@@ -309,8 +309,8 @@ func TestBatch_NoItemAnsweredIsACallError(t *testing.T) {
 }
 
 // Bad input: an empty batch and one over runtime.MaxBatchItems are refused before anything
-// is sent; an item with an empty key (or a nil item) is answered InvalidRequest on its own
-// and the other items are served.
+// is sent (one of exactly MaxBatchItems is served); an item with an empty key (or a nil
+// item) is answered InvalidRequest on its own and the other items are served.
 func TestBatch_BadInput(t *testing.T) {
 	r := newBatchRig(t)
 	_, err := r.client.MultiGet(context.Background(), &zaris.MultiGetRequest{})
@@ -326,11 +326,15 @@ func TestBatch_BadInput(t *testing.T) {
 	assert.ErrorIs(t, err, runtime.ErrNilRequest)
 	assert.Empty(t, r.nodes["node1:7001"].subRequests())
 	assert.Empty(t, r.nodes["node2:7002"].subRequests())
+	res, err := r.client.MultiGet(context.Background(), getReq(big[:runtime.MaxBatchItems]...))
+	require.NoError(t, err, "a batch of runtime.MaxBatchItems is served")
+	assert.Len(t, res.Response.Results, runtime.MaxBatchItems)
 
+	r = newBatchRig(t)
 	even := keysIn(false, 1)
 	req := getReq(even[0], "")
 	req.Items = append(req.Items, nil)
-	res, err := r.client.MultiGet(context.Background(), req)
+	res, err = r.client.MultiGet(context.Background(), req)
 	require.NoError(t, err)
 	assert.Equal(t, zaris.KvStatus_Ok, res.Response.Results[0].Status)
 	assert.Equal(t, zaris.KvStatus_InvalidRequest, res.Response.Results[1].Status)

@@ -51,6 +51,19 @@ func TestRunBatch_WithoutBatchLayerKeepsTheStacksError(t *testing.T) {
 	assert.ErrorIs(t, err, assert.AnError, "a well-formed reply does not hide the stack's error")
 }
 
+// Without a batch layer, a stack that returns neither a reply nor an error leaves every
+// item without an answer: each item's error, and the call's, is ErrNoResponse, never nil.
+func TestRunBatch_NoReplyAndNoErrorIsNoResponse(t *testing.T) {
+	nothing := func(context.Context, *runtime.Call) (runtime.Response, error) { return nil, nil }
+	res, err := zarisclient.New(nothing).MultiGet(context.Background(), getReq("a", "b"))
+	require.ErrorIs(t, err, runtime.ErrNoResponse)
+	require.NotNil(t, res)
+	require.Len(t, res.Errs, 2)
+	for i := range 2 {
+		assert.ErrorIs(t, res.Err(i), runtime.ErrNoResponse, "item %d", i)
+	}
+}
+
 // The typed client's batch items know their sizes (BatchItemSizes), for the batch layer's
 // cut by BatchMaxBytes.
 func TestRunBatch_ItemsKnowTheirSizes(t *testing.T) {
@@ -98,4 +111,15 @@ func TestRouter_WithoutAMapNoSegment(t *testing.T) {
 	assert.Equal(t, int32(-1), pe.Segment)
 	assert.Zero(t, pe.Epoch)
 	assert.Equal(t, runtime.NoNode, rt.Node)
+}
+
+// An operation's kind is "read" or "write" as the IDL annotates it; the zero OpKind, an Op
+// whose kind nobody set, is neither.
+func TestOpKind_ZeroIsNeitherReadNorWrite(t *testing.T) {
+	assert.Equal(t, "read", runtime.Read.String())
+	assert.Equal(t, "write", runtime.Write.String())
+	var unset runtime.OpKind
+	assert.Equal(t, "unknown", unset.String())
+	assert.NotEqual(t, runtime.Read, unset)
+	assert.NotEqual(t, runtime.Write, unset)
 }
