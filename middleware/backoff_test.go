@@ -54,6 +54,15 @@ func TestR5_Backoff(t *testing.T) {
 		})
 	}
 
+	t.Run("a policy's SlowFactor replaces the IDL's for slow statuses only", func(t *testing.T) {
+		three := p
+		three.SlowFactor = 3
+		call := zt.GetCall("k")
+		assert.Equal(t, 3, middleware.SlowFactor(three, call, migrating), "Migrating: the policy's factor")
+		assert.Equal(t, 1, middleware.SlowFactor(three, call, moved), "Moved is not slow: no factor")
+		assert.Equal(t, 1, middleware.SlowFactor(three, call, failed), "no answer: no factor")
+	})
+
 	t.Run("MaxBackoff zero is no cap, Backoff zero no wait", func(t *testing.T) {
 		uncapped := p
 		uncapped.MaxBackoff = 0

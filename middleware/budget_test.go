@@ -74,6 +74,25 @@ func TestB3_RetryBudget(t *testing.T) {
 		}
 	})
 
+	t.Run("the edges of each range", func(t *testing.T) {
+		banked := float64(math.MaxInt64) / 1000 // the first MaxBanked whose milli-tokens overflow an int64
+		require.Equal(t, float64(math.MaxInt64), banked*1000)
+		for _, c := range []struct {
+			p  middleware.BudgetPolicy
+			ok bool
+		}{
+			{middleware.BudgetPolicy{Ratio: 0, MinPerSecond: 0, MaxBanked: 0}, true},
+			{middleware.BudgetPolicy{Ratio: 1}, true},
+			{middleware.BudgetPolicy{MinPerSecond: math.MaxFloat64}, true},
+			{middleware.BudgetPolicy{MaxBanked: math.Nextafter(banked, 0)}, true},
+			{middleware.BudgetPolicy{MaxBanked: banked}, false},
+			{middleware.BudgetPolicy{MaxBanked: 1e16}, false},
+		} {
+			_, err := middleware.NewRetryBudget(c.p, nil)
+			assert.Equal(t, c.ok, err == nil, "%+v: %v", c.p, err)
+		}
+	})
+
 	t.Run("an outage does not multiply the load", func(t *testing.T) {
 		clock := mwt.NewClock()
 		b, err := middleware.NewRetryBudget(middleware.BudgetPolicy{Ratio: 0.2, MaxBanked: 100}, clock)

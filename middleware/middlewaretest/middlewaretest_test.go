@@ -2,13 +2,16 @@ package middlewaretest_test
 
 import (
 	"context"
+	"errors"
 	"testing"
 	"time"
 
+	"github.com/golang/mock/gomock"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
 	"github.com/clustron/zaris-go/gen/zaris"
+	"github.com/clustron/zaris-go/gen/zarismock"
 	zt "github.com/clustron/zaris-go/internal/zaristest"
 	mwt "github.com/clustron/zaris-go/middleware/middlewaretest"
 	"github.com/clustron/zaris-go/runtime"
@@ -72,6 +75,8 @@ func TestTransport(t *testing.T) {
 	}
 	assert.Equal(t, 3, tr.Attempts())
 	assert.Equal(t, []int{1, 2, 3}, []int{tr.Seen()[0].N, tr.Seen()[1].N, tr.Seen()[2].N})
+	assert.Equal(t, "Get", tr.Seen()[0].Op, "Seen names the call's operation")
+	assert.Same(t, call.Request, tr.Seen()[0].Request)
 }
 
 func TestRefresher(t *testing.T) {
@@ -82,4 +87,33 @@ func TestRefresher(t *testing.T) {
 	assert.Equal(t, int64(5), r.Epoch())
 	assert.Equal(t, []int64{5, 0}, r.Requests())
 	assert.Equal(t, []int64{9}, r.Observed())
+}
+
+// ClientTransport sends each attempt through the operation's Invoke on the client and
+// fills it as node 1's answer; an error from the client is the attempt's, unanswered.
+func TestClientTransport(t *testing.T) {
+	kv := zarismock.NewMockZarisKv(gomock.NewController(t))
+	boom := errors.New("boom")
+	gomock.InOrder(
+		kv.EXPECT().Get(gomock.Any(), gomock.Any()).Return(&zaris.GetResponse{Status: zaris.KvStatus_NotFound, MapEpoch: 4}, nil),
+		kv.EXPECT().Get(gomock.Any(), gomock.Any()).Return(nil, boom),
+	)
+	tr := mwt.ClientTransport(kv)
+	call := zt.GetCall("k")
+
+	call.StartAttempt()
+	resp, err := tr(context.Background(), call)
+	require.NoError(t, err)
+	assert.Equal(t, zaris.KvStatus_NotFound, kvStatus(resp))
+	a := call.Current()
+	assert.True(t, a.Answered)
+	assert.Equal(t, runtime.Status(zaris.KvStatus_NotFound), a.Status)
+	assert.EqualValues(t, 4, a.AnswerEpoch)
+	assert.Equal(t, int32(1), a.Node)
+
+	call.StartAttempt()
+	resp, err = tr(context.Background(), call)
+	assert.ErrorIs(t, err, boom)
+	assert.Nil(t, resp)
+	assert.False(t, call.Current().Answered)
 }
