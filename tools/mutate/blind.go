@@ -334,8 +334,8 @@ func goTest(ctx context.Context, dir, pkg string, timeout time.Duration) (string
 	return "KILLED", string(text)
 }
 
-// copyModule copies the module at root into dir, leaving out hidden entries and the
-// modules nested in it.
+// copyModule copies the module at root into dir, with the modules nested in it (a test
+// may read their files) and without hidden entries (.git).
 func copyModule(root, dir string) error {
 	return filepath.WalkDir(root, func(p string, d fs.DirEntry, err error) error {
 		if err != nil {
@@ -352,11 +352,6 @@ func copyModule(root, dir string) error {
 			return nil
 		}
 		if d.IsDir() {
-			if rel != "." {
-				if _, err := os.Stat(filepath.Join(p, "go.mod")); err == nil {
-					return filepath.SkipDir
-				}
-			}
 			return os.MkdirAll(filepath.Join(dir, rel), 0o755)
 		}
 		if !d.Type().IsRegular() {
