@@ -127,8 +127,9 @@ soak: ## long run: each fuzz target for SOAK_FUZZTIME (60s), the proof tests and
 # of MUTATE_TIMEOUT_COEFFICIENT times the tree's plain test run. GOFLAGS: -count=1 so that the
 # timing run is a real one, not a cached result; -trimpath so that the builds in gremlins' copy
 # of the module reuse the build cache (a build's cache key otherwise holds its directory).
-# tools/mutate runs the mutants gremlins cannot see (in a switch case's condition or a
-# declaration: Go's coverage has no block there), scores the logs against
+# tools/mutate runs the mutants gremlins cannot see (in a case's condition, after a function
+# literal in its statement, or in a declaration: Go's coverage has no block there), scores
+# the logs against
 # tools/mutate/equivalent.txt, the mutants no test can tell from the code, and fails below
 # MUTATE_MIN percent.
 GREMLINS   := $(GO) run github.com/go-gremlins/gremlins/cmd/gremlins@v0.5.0

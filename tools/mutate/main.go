@@ -10,9 +10,9 @@
 // a mutant in code no test runs (NOT COVERED) counts as a survivor. It exits 1 when the
 // score is below -min.
 //
-// Gremlins cannot see a mutant in a switch case's condition or in a declaration outside
-// any function: Go's coverage has no block there, so gremlins reports it NOT COVERED and
-// runs no test against it. With -module, the root of the module the logs are of, mutate
+// Gremlins cannot see a mutant in a case's condition, after a function literal in its
+// statement, or in a declaration outside any function: Go's coverage has no block there, so
+// gremlins reports it NOT COVERED and runs no test against it. With -module, the root of the module the logs are of, mutate
 // runs those mutants itself, in copies of the module, and scores their outcomes with the
 // rest; without it, they stay survivors.
 //
