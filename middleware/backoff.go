@@ -61,7 +61,9 @@ func AtOnce(last *runtime.Attempt) bool {
 
 // Backoff returns the attempt-level middleware that waits before every attempt but the
 // first: Delay(p, n-1, SlowFactor of the previous attempt, now, call.Deadline), none when
-// AtOnce, slept on clock so that a cancelled context ends the wait. It adds the wait to call.Stats.Backoff.
+// AtOnce or when the refresh layer waits for a new owner instead (OwnerWaitUntil, rule
+// B7), slept on clock so that a cancelled context ends the wait. It adds the wait to
+// call.Stats.Backoff.
 //
 // When the context ends during the wait, or the wait uses up the time left before the
 // call's deadline, the attempt is not made: Backoff returns a *StopError and the retry
@@ -78,7 +80,7 @@ func Backoff(p runtime.RetryPolicy, clock runtime.Clock) Middleware {
 			}
 			now := clock.Now()
 			last := &call.Attempts[n-2]
-			if d := Delay(p, n-1, SlowFactor(p, call, last), now, call.Deadline); d > 0 && !AtOnce(last) {
+			if d := Delay(p, n-1, SlowFactor(p, call, last), now, call.Deadline); d > 0 && !AtOnce(last) && !awaitsOwner(p, call, now) {
 				err := clock.Sleep(ctx, d)
 				call.Stats.Backoff += clock.Now().Sub(now)
 				if err != nil {
@@ -91,6 +93,13 @@ func Backoff(p runtime.RetryPolicy, clock runtime.Clock) Middleware {
 			return next(ctx, call)
 		}
 	}
+}
+
+// awaitsOwner reports whether the refresh layer waits for a new owner before the attempt
+// in flight, in place of the backoff (rule B7).
+func awaitsOwner(p runtime.RetryPolicy, call *runtime.Call, now time.Time) bool {
+	_, ok := OwnerWaitUntil(p, call.Attempts[:len(call.Attempts)-1], call.Deadline, now)
+	return ok && call.Target == nil
 }
 
 // stopForContext is the StopError for a wait ended by ctx: the deadline bound when the

@@ -150,7 +150,9 @@ func (e *batchRun) itemCall(i int) *runtime.Call {
 }
 
 // between applies the single-key rules between rounds to the pending items: the bounds,
-// one backoff, one shared refresh. It returns why the call stops, or nil to go on.
+// one backoff, the wait for a new owner of the items whose owner could not be reached
+// (rule B7: in place of their backoff, one wait per such node), one shared refresh. It
+// returns why the call stops, or nil to go on.
 func (e *batchRun) between(ctx context.Context, round, limit int, pending []int) *StopError {
 	if err := ctx.Err(); err != nil {
 		return stopForContext(ctx, err)
@@ -165,16 +167,24 @@ func (e *batchRun) between(ctx context.Context, round, limit int, pending []int)
 	now := e.clock.Now()
 	var refresh bool
 	var d time.Duration
-	var evidence int64
+	var ev runtime.Evidence
+	var waits []ownerWait
 	for _, i := range pending {
 		last := &e.hist[i][len(e.hist[i])-1]
+		if until, ok := OwnerWaitUntil(e.p, e.hist[i], deadline, now); ok {
+			waits = append(waits, ownerWait{key: e.call.Batch.Items.Key(i), prev: last, until: until})
+			continue
+		}
 		if !AtOnce(last) {
 			d = max(d, Delay(e.p, round, SlowFactor(e.p, e.call, last), now, deadline))
 		}
 		if last.Class == runtime.RefreshRetry {
 			refresh = true
 			if last.Answered {
-				evidence = max(evidence, last.AnswerEpoch)
+				ev.Epoch = max(ev.Epoch, last.AnswerEpoch)
+			}
+			if last.End.After(ev.At) {
+				ev.At = last.End
 			}
 		}
 	}
@@ -188,8 +198,16 @@ func (e *batchRun) between(ctx context.Context, round, limit int, pending []int)
 	if !beforeDeadline(e.clock, deadline) {
 		return &StopError{Bound: runtime.BoundDeadline}
 	}
+	if len(waits) > 0 && e.r != nil {
+		if e.awaitOwners(ctx, waits) {
+			refresh = true
+		}
+		if err := ctx.Err(); err != nil {
+			return stopForContext(ctx, err)
+		}
+	}
 	if refresh && e.r != nil {
-		res := refreshBefore(ctx, e.clock, deadline, e.r, evidence)
+		res := refreshBefore(ctx, e.clock, deadline, e.r, ev)
 		e.call.Stats.RefreshesRequested++
 		if res.Performed {
 			e.call.Stats.RefreshesPerformed++
@@ -199,4 +217,37 @@ func (e *batchRun) between(ctx context.Context, round, limit int, pending []int)
 		}
 	}
 	return nil
+}
+
+// ownerWait is one wait of rule B7 between rounds: for a map that moves key's segment away
+// from the node prev could not reach, until until.
+type ownerWait struct {
+	key   []byte
+	prev  *runtime.Attempt
+	until time.Time
+}
+
+// awaitOwners waits (rule B7) until the map moves every item of waits away from the node
+// its last attempt could not reach, or its bound passes, counted as one wait and one
+// refresh in the call's stats; the items share the fetches, so once one item's map is in,
+// the others' waits are a look at it. It reports whether any wait ran out.
+func (e *batchRun) awaitOwners(ctx context.Context, waits []ownerWait) (timedOut bool) {
+	stats := &e.call.Stats
+	start := e.clock.Now()
+	performed := false
+	for _, w := range waits {
+		res := e.r.AwaitOwner(ctx, w.key, w.prev.Node, w.until)
+		timedOut = timedOut || res.TimedOut
+		performed = performed || res.Performed
+		if ctx.Err() != nil {
+			break
+		}
+	}
+	stats.OwnerWaits++
+	stats.OwnerWait += e.clock.Now().Sub(start)
+	stats.RefreshesRequested++
+	if performed {
+		stats.RefreshesPerformed++
+	}
+	return timedOut
 }

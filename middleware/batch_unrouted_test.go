@@ -46,7 +46,7 @@ type orphanBatch struct {
 
 func newOrphanBatch(ownerAfter int32) *orphanBatch {
 	b := &orphanBatch{clock: mwt.NewClock(), refresher: mwt.NewRefresher(1)}
-	b.refresher.OnRefresh = func(context.Context, int64) runtime.RefreshResult {
+	b.refresher.OnRefresh = func(context.Context, runtime.Evidence) runtime.RefreshResult {
 		b.refreshes.Add(1)
 		return runtime.RefreshResult{Performed: true, Epoch: 1}
 	}

@@ -84,29 +84,42 @@ func TestR2_RefreshSet(t *testing.T) {
 // once, unchanged inside the call error.
 func TestR3_TransportFailures(t *testing.T) {
 	retried := []struct {
-		name string
-		err  error
-		sent bool
+		name      string
+		err       error
+		sent      bool
+		ownerWait bool // the node could not be reached: B7 waits for a new owner instead
 	}{
-		{"node unavailable", fmt.Errorf("dial node2:9090: %w", runtime.ErrNodeUnavailable), false},
-		{"partition unavailable", fmt.Errorf("segment 3: %w", runtime.ErrPartitionUnavailable), false},
-		{"transport", fmt.Errorf("node 2: %w: connection reset", runtime.ErrTransport), true},
-		{"attempt timeout", fmt.Errorf("node 2: %w", runtime.ErrAttemptTimeout), true},
-		{"thrift transport EOF", thrift.NewTTransportException(thrift.END_OF_FILE, "EOF"), true},
-		{"thrift transport timeout", thrift.NewTTransportExceptionFromError(fmt.Errorf("i/o timeout")), true},
-		{"thrift protocol", thrift.NewTProtocolExceptionWithType(thrift.INVALID_DATA, errors.New("bad")), true},
-		{"wrapped thrift transport", fmt.Errorf("read: %w", thrift.NewTTransportException(thrift.NOT_OPEN, "closed")), true},
-		{"prepended thrift protocol", thrift.PrependError("Put: ", thrift.NewTProtocolException(errors.New("bad"))), true},
+		{"node unavailable", fmt.Errorf("dial node2:9090: %w", runtime.ErrNodeUnavailable), false, true},
+		{"partition unavailable", fmt.Errorf("segment 3: %w", runtime.ErrPartitionUnavailable), false, false},
+		{"transport", fmt.Errorf("node 2: %w: connection reset", runtime.ErrTransport), true, false},
+		{"attempt timeout", fmt.Errorf("node 2: %w", runtime.ErrAttemptTimeout), true, true},
+		{"thrift transport EOF", thrift.NewTTransportException(thrift.END_OF_FILE, "EOF"), true, false},
+		{"thrift transport timeout", thrift.NewTTransportExceptionFromError(fmt.Errorf("i/o timeout")), true, false},
+		{"thrift protocol", thrift.NewTProtocolExceptionWithType(thrift.INVALID_DATA, errors.New("bad")), true, false},
+		{"wrapped thrift transport", fmt.Errorf("read: %w", thrift.NewTTransportException(thrift.NOT_OPEN, "closed")), true, false},
+		{"prepended thrift protocol", thrift.PrependError("Put: ", thrift.NewTProtocolException(errors.New("bad"))), true, false},
 	}
 	for _, tt := range retried {
 		t.Run("retried/"+tt.name, func(t *testing.T) {
-			s := newStack(t, runtime.DefaultRetryPolicy, []mwt.Outcome{mwt.Fail(tt.err, tt.sent), mwt.Answer(zaris.KvStatus_Ok)})
+			first := mwt.Fail(tt.err, tt.sent)
+			if tt.ownerWait || tt.sent {
+				first = mwt.FailAt(tt.err, tt.sent, 2)
+			}
+			s := newStack(t, runtime.DefaultRetryPolicy, []mwt.Outcome{first, mwt.Answer(zaris.KvStatus_Ok)})
 			call := zt.GetCall("k")
 			resp, err := s.do(call)
 			require.NoError(t, err)
 			assert.Equal(t, zaris.KvStatus_Ok, kvStatus(resp))
 			assert.Equal(t, 2, s.transport.Attempts())
-			assert.Equal(t, []int64{0}, s.refresher.Requests(), "refreshed before the retry, without epoch evidence")
+			if tt.ownerWait {
+				require.Len(t, s.refresher.OwnerWaits(), 1, "waited for a map that moves node 2's segment (B7)")
+				assert.Equal(t, int32(2), s.refresher.OwnerWaits()[0].Gone)
+				assert.Empty(t, s.refresher.Requests(), "the wait is the refresh")
+				assert.Empty(t, s.clock.Sleeps(), "the wait stands in for the backoff")
+			} else {
+				assert.Equal(t, []int64{0}, s.refresher.Requests(), "refreshed before the retry, without epoch evidence")
+				assert.Empty(t, s.refresher.OwnerWaits())
+			}
 			assert.Equal(t, runtime.RefreshRetry, call.Attempts[0].Class)
 			assert.ErrorIs(t, call.Attempts[0].Err, tt.err, "the attempt keeps its error")
 		})

@@ -52,7 +52,7 @@ func layers(cfg runtime.Config, clock runtime.Clock, refresher MapRefresher) (ca
 	attempt = []layer{
 		{"Budget", budget},
 		{"Backoff", Backoff(p, sleeper)},
-		{"RefreshOnMoved", RefreshOnMoved(refresher, clock)},
+		{"RefreshOnMoved", RefreshOnMoved(refresher, p, clock)},
 		{"Classify", Classify(cfg.Classifiers...)},
 	}
 	for _, mw := range cfg.AttemptMiddleware {

@@ -29,7 +29,7 @@ func TestDefault_Order(t *testing.T) {
 	clock := mwt.NewClock()
 	clock.OnSleep = func(_ context.Context, d time.Duration) { mark("backoff " + d.String()) }
 	refresher := mwt.NewRefresher(1)
-	refresher.OnRefresh = func(context.Context, int64) runtime.RefreshResult {
+	refresher.OnRefresh = func(context.Context, runtime.Evidence) runtime.RefreshResult {
 		mark("refresh")
 		return runtime.RefreshResult{Performed: true}
 	}

@@ -69,7 +69,7 @@
 //   - R9 safe replays: retries are at-least-once; ifMatchVersion and ifAbsent make a
 //     replayed write come back Conflict, which R8 hands to the caller.
 //
-// B1 to B6 are the rules beyond those:
+// B1 to B7 are the rules beyond those:
 //
 //   - B1 epoch evidence: every response carries the answering node's map epoch
 //     (mapEpoch); an answer whose epoch is newer than the client's map triggers a refresh
@@ -100,4 +100,23 @@
 //     more than that. On a healthy cluster it costs a few
 //     atomic updates per attempt and one look at each node's counters every 50 ms while
 //     calls are in flight, and no fetch: a node that answers is never suspected.
+//   - B7 no churn evidence is lost: a refresh request carries the time of its evidence
+//     (the end of the attempt that asked for it, runtime.Evidence); a completed fetch
+//     satisfies only the requests whose evidence is no newer than its start, and one that
+//     R6's debounce holds back is deferred, not dropped: a fetch runs at the end of the
+//     window for all of them (the caller does not wait for it). And once an owner cannot
+//     be reached at all (Unreachable: the dial refused or timed out, no connection free in
+//     time, or no reply within the attempt timeout; a reset or EOF on an open connection
+//     alone is not that), the next attempt waits until the client holds a map fetched
+//     after that failure, and while the map still names the dead owner for the key's
+//     segment, for a newer one, sharing the fetches of every waiting caller (one per
+//     debounce window). The wait stands in for the backoff and is no attempt; it is
+//     bounded by RetryPolicy.OwnerWait (5 s, the default attempt timeout) from the
+//     call's first such failure and by the deadline, and past it the call backs off and
+//     refreshes as before. So a dead owner costs the store's failover plus at most one
+//     debounce window (500 ms), however the failure looks on the wire. R4 (always Moved:
+//     3 attempts, at most 3 refresh requests, about 300 ms) and the Unavailable storm are
+//     unchanged; a multi-key call applies it per item between rounds. On a healthy
+//     cluster it costs nothing: a fetch records its start time, and an attempt its end
+//     time, from clock readings it already makes.
 package middleware

@@ -139,7 +139,7 @@ func (r switchingRouter) Route(key []byte) (runtime.Route, error) {
 func TestBatches_ItemThatFailedAloneIsNotBound(t *testing.T) {
 	var refreshed atomic.Bool
 	refresher := mwt.NewRefresher(1)
-	refresher.OnRefresh = func(context.Context, int64) runtime.RefreshResult {
+	refresher.OnRefresh = func(context.Context, runtime.Evidence) runtime.RefreshResult {
 		refreshed.Store(true)
 		return runtime.RefreshResult{Performed: true, Epoch: 2}
 	}
@@ -246,7 +246,7 @@ func (r movingRouter) Route(key []byte) (runtime.Route, error) {
 func TestBatches_UnboundItemKeepsTheOthersBound(t *testing.T) {
 	var refreshed atomic.Bool
 	refresher := mwt.NewRefresher(1)
-	refresher.OnRefresh = func(context.Context, int64) runtime.RefreshResult {
+	refresher.OnRefresh = func(context.Context, runtime.Evidence) runtime.RefreshResult {
 		refreshed.Store(true)
 		return runtime.RefreshResult{Performed: true, Epoch: 2}
 	}
@@ -305,7 +305,7 @@ func TestBatches_ItemsOfExactlyBatchMaxBytesGoTogether(t *testing.T) {
 func TestBatches_SmallestBoundWins(t *testing.T) {
 	var refreshed atomic.Bool
 	refresher := mwt.NewRefresher(1)
-	refresher.OnRefresh = func(context.Context, int64) runtime.RefreshResult {
+	refresher.OnRefresh = func(context.Context, runtime.Evidence) runtime.RefreshResult {
 		refreshed.Store(true)
 		return runtime.RefreshResult{Performed: true, Epoch: 2}
 	}
@@ -444,7 +444,7 @@ func TestRefreshOnMoved_R6_WaitIsBoundByTheDeadlineOnItsClock(t *testing.T) {
 	clock := mwt.NewClock()
 	refresher := mwt.NewRefresher(1)
 	var left time.Duration
-	refresher.OnRefresh = func(ctx context.Context, _ int64) runtime.RefreshResult {
+	refresher.OnRefresh = func(ctx context.Context, _ runtime.Evidence) runtime.RefreshResult {
 		d, ok := ctx.Deadline()
 		require.True(t, ok, "the wait is bounded")
 		left = time.Until(d)
@@ -453,7 +453,7 @@ func TestRefreshOnMoved_R6_WaitIsBoundByTheDeadlineOnItsClock(t *testing.T) {
 	next := func(context.Context, *runtime.Call) (runtime.Response, error) {
 		return &mwt.Response{Status: runtime.Status(zaris.KvStatus_Ok)}, nil
 	}
-	h := middleware.RefreshOnMoved(refresher, clock)(next)
+	h := middleware.RefreshOnMoved(refresher, runtime.DefaultRetryPolicy, clock)(next)
 	call := zt.GetCall("k")
 	call.StartAttempt().Class = runtime.RefreshRetry
 	call.StartAttempt()

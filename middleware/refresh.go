@@ -2,6 +2,7 @@ package middleware
 
 import (
 	"context"
+	"errors"
 	"time"
 
 	"github.com/clustron/zaris-go/runtime"
@@ -11,9 +12,14 @@ import (
 // the refresh layer uses. Its methods must be safe for concurrent use.
 type MapRefresher interface {
 	// Refresh asks for one shared refresh of the cluster map and waits for it, at most the
-	// refresh wait or until ctx ends (R6). evidence is the newest map epoch an answer
-	// showed, or 0; a newer epoch than the client's skips the debounce (B1).
-	Refresh(ctx context.Context, evidence int64) runtime.RefreshResult
+	// refresh wait or until ctx ends (R6). ev.Epoch newer than the client's map skips the
+	// debounce (B1); a request the debounce holds back whose ev.At no completed fetch has
+	// seen gets a fetch at the end of the window (B7).
+	Refresh(ctx context.Context, ev runtime.Evidence) runtime.RefreshResult
+	// AwaitOwner waits until the client's map names an owner other than node gone for
+	// key, riding the shared fetches, one per debounce window (B7), or until ctx ends or
+	// the clock passes until (zero: no bound), with TimedOut set.
+	AwaitOwner(ctx context.Context, key []byte, gone int32, until time.Time) runtime.RefreshResult
 	// Observe reports that an answer carried map epoch epoch; a newer epoch than the
 	// client's triggers a refresh without waiting for it (B1).
 	Observe(epoch int64)
@@ -21,44 +27,118 @@ type MapRefresher interface {
 	Epoch() int64
 }
 
-// RefreshOnMoved returns the attempt-level middleware of rules R2, R3 and B1: before an
-// attempt that follows a RefreshRetry attempt it asks r for one shared refresh, with the
-// previous answer's epoch as evidence, and waits for it (counted in call.Stats); after an
-// answer whose epoch is newer than r's map it calls r.Observe without waiting. It sits
-// above Classify, so it reads the class of the attempt it ran.
-func RefreshOnMoved(r MapRefresher, clock runtime.Clock) Middleware {
+// RefreshOnMoved returns the attempt-level middleware of rules R2, R3, B1 and B7. Before an
+// attempt that follows one that could not reach its node (OwnerWaitUntil), it waits for a
+// map that names another owner, the wait B7 puts in place of the backoff; before one that
+// follows any other RefreshRetry attempt, or when that wait ran out, it asks r for one
+// shared refresh with the previous attempt's answer epoch and end time as evidence. Both
+// are counted in call.Stats. After an answer whose epoch is newer than r's map it calls
+// r.Observe without waiting. It sits above Classify, so it reads the class of the
+// attempt it ran.
+func RefreshOnMoved(r MapRefresher, p runtime.RetryPolicy, clock runtime.Clock) Middleware {
 	if clock == nil {
 		clock = runtime.SystemClock
 	}
 	return func(next Handler) Handler {
 		return func(ctx context.Context, call *runtime.Call) (runtime.Response, error) {
-			if n := len(call.Attempts); n > 1 && call.Attempts[n-2].Class == runtime.RefreshRetry {
-				prev := &call.Attempts[n-2]
-				var evidence int64
-				if prev.Answered {
-					evidence = prev.AnswerEpoch
-				}
-				res := refreshBefore(ctx, clock, call.Deadline, r, evidence)
-				call.Stats.RefreshesRequested++
-				if res.Performed {
-					call.Stats.RefreshesPerformed++
-				}
-				if err := ctx.Err(); err != nil {
-					return nil, stopForContext(ctx, err)
+			if n := len(call.Attempts); n > 1 {
+				if err := refreshBeforeRetry(ctx, call, r, p, clock, call.Attempts[:n-1]); err != nil {
+					return nil, err
 				}
 			}
 			resp, err := next(ctx, call)
-			if a := call.Current(); a.Answered && a.AnswerEpoch > r.Epoch() {
+			a := call.Current()
+			if a.Answered && a.AnswerEpoch > r.Epoch() {
 				r.Observe(a.AnswerEpoch)
+			}
+			if !a.Answered && a.End.IsZero() {
+				a.End = clock.Now() // a transport of the user's: the evidence is seen now
 			}
 			return resp, err
 		}
 	}
 }
 
+// refreshBeforeRetry is what RefreshOnMoved does before the attempt that follows prior: the
+// B7 wait, or one shared refresh, or nothing. It returns the StopError of a call whose
+// context ended meanwhile.
+func refreshBeforeRetry(ctx context.Context, call *runtime.Call, r MapRefresher, p runtime.RetryPolicy, clock runtime.Clock, prior []runtime.Attempt) error {
+	prev := &prior[len(prior)-1]
+	if until, ok := OwnerWaitUntil(p, prior, call.Deadline, clock.Now()); ok && call.Target == nil {
+		res := awaitOwner(ctx, clock, r, &call.Stats, call.Key, prev, until)
+		if err := ctx.Err(); err != nil {
+			return stopForContext(ctx, err)
+		}
+		if !res.TimedOut {
+			return nil
+		}
+	} else if prev.Class != runtime.RefreshRetry {
+		return nil
+	}
+	ev := runtime.Evidence{At: prev.End}
+	if prev.Answered {
+		ev.Epoch = prev.AnswerEpoch
+	}
+	res := refreshBefore(ctx, clock, call.Deadline, r, ev)
+	call.Stats.RefreshesRequested++
+	if res.Performed {
+		call.Stats.RefreshesPerformed++
+	}
+	if err := ctx.Err(); err != nil {
+		return stopForContext(ctx, err)
+	}
+	return nil
+}
+
+// awaitOwner waits, by rule B7, for a map that moves key's segment away from the node prev
+// could not reach, until until, and counts the wait in stats.
+func awaitOwner(ctx context.Context, clock runtime.Clock, r MapRefresher, stats *runtime.CallStats, key []byte, prev *runtime.Attempt, until time.Time) runtime.RefreshResult {
+	start := clock.Now()
+	res := r.AwaitOwner(ctx, key, prev.Node, until)
+	stats.OwnerWaits++
+	stats.OwnerWait += clock.Now().Sub(start)
+	stats.RefreshesRequested++
+	if res.Performed {
+		stats.RefreshesPerformed++
+	}
+	return res
+}
+
+// Unreachable reports whether attempt a could not reach its node at all (rule B7): no
+// connection could be had (runtime.ErrNodeUnavailable: the dial was refused or timed out,
+// or none was free in time) or no reply came within the attempt timeout
+// (runtime.ErrAttemptTimeout). A reset or an end of file on an open connection is not
+// that: the connection may be at fault rather than the node.
+func Unreachable(a *runtime.Attempt) bool {
+	return a != nil && !a.Answered && a.Node != runtime.NoNode &&
+		(errors.Is(a.Err, runtime.ErrNodeUnavailable) || errors.Is(a.Err, runtime.ErrAttemptTimeout))
+}
+
+// OwnerWaitUntil reports whether the attempt after prior (the call's attempts so far,
+// oldest first) waits for a map that names another owner instead of backing off (rule
+// B7), and until when: the last of prior could not reach its node (Unreachable),
+// p.OwnerWait is positive, and now is before p.OwnerWait after the end of the first
+// attempt of prior that could not reach its node, and before deadline (zero: none),
+// which also bounds until.
+func OwnerWaitUntil(p runtime.RetryPolicy, prior []runtime.Attempt, deadline, now time.Time) (until time.Time, ok bool) {
+	if p.OwnerWait <= 0 || len(prior) == 0 || !Unreachable(&prior[len(prior)-1]) {
+		return time.Time{}, false
+	}
+	for i := range prior {
+		if Unreachable(&prior[i]) {
+			until = prior[i].End.Add(p.OwnerWait)
+			break
+		}
+	}
+	if !deadline.IsZero() && deadline.Before(until) {
+		until = deadline
+	}
+	return until, now.Before(until)
+}
+
 // refreshBefore asks r for a refresh, waiting no later than deadline (on clock; zero: no
 // bound) or the end of ctx. Only a call that is retrying pays for the bounded context.
-func refreshBefore(ctx context.Context, clock runtime.Clock, deadline time.Time, r MapRefresher, evidence int64) runtime.RefreshResult {
+func refreshBefore(ctx context.Context, clock runtime.Clock, deadline time.Time, r MapRefresher, ev runtime.Evidence) runtime.RefreshResult {
 	if !deadline.IsZero() {
 		left := deadline.Sub(clock.Now())
 		if ctxDeadline, ok := ctx.Deadline(); !ok || time.Until(ctxDeadline) > left {
@@ -67,5 +147,5 @@ func refreshBefore(ctx context.Context, clock runtime.Clock, deadline time.Time,
 			defer cancel()
 		}
 	}
-	return r.Refresh(ctx, evidence)
+	return r.Refresh(ctx, ev)
 }

@@ -2,7 +2,9 @@ package middleware_test
 
 import (
 	"context"
+	"fmt"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
@@ -31,7 +33,7 @@ func TestRefreshOnMoved_Stats(t *testing.T) {
 			s := newStack(t, runtime.DefaultRetryPolicy, []mwt.Outcome{
 				mwt.AnswerAt(zaris.KvStatus_Moved, 2), mwt.AnswerAt(zaris.KvStatus_OwnershipChanging, 3), mwt.Answer(zaris.KvStatus_Ok),
 			})
-			s.refresher.OnRefresh = func(context.Context, int64) runtime.RefreshResult { return tt.result }
+			s.refresher.OnRefresh = func(context.Context, runtime.Evidence) runtime.RefreshResult { return tt.result }
 			call := zt.PutCall("k", "v")
 			_, err := s.do(call)
 			require.NoError(t, err)
@@ -88,7 +90,7 @@ func TestRefreshOnMoved_ContextEnds(t *testing.T) {
 	s := newStack(t, runtime.DefaultRetryPolicy, []mwt.Outcome{mwt.Answer(zaris.KvStatus_Moved), mwt.Answer(zaris.KvStatus_Ok)})
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
-	s.refresher.OnRefresh = func(context.Context, int64) runtime.RefreshResult {
+	s.refresher.OnRefresh = func(context.Context, runtime.Evidence) runtime.RefreshResult {
 		cancel()
 		return runtime.RefreshResult{TimedOut: true}
 	}
@@ -97,4 +99,112 @@ func TestRefreshOnMoved_ContextEnds(t *testing.T) {
 	assert.ErrorIs(t, err, context.Canceled)
 	assert.Equal(t, 1, s.transport.Attempts())
 	assert.Equal(t, 1, call.Stats.RefreshesRequested)
+}
+
+// unreachable is the error of an attempt whose dial to node 2 was refused (rule B7).
+var unreachable = mwt.FailAt(fmt.Errorf("dial node2:9090: connection refused: %w", runtime.ErrNodeUnavailable), false, 2)
+
+// TestB7_AnUnreachableOwnerIsAwaitedInsteadOfBackedOff: after an attempt that could not
+// reach its node, the next attempt waits for a map that names another owner (from the
+// failure's end, bounded by OwnerWait or the deadline, whichever comes first) instead of
+// backing off, and asks for no other refresh; a reset on an open connection backs off and
+// refreshes as before, with the failure's end as the evidence's time.
+func TestB7_AnUnreachableOwnerIsAwaitedInsteadOfBackedOff(t *testing.T) {
+	reset := mwt.FailAt(fmt.Errorf("node 2: %w: connection reset", runtime.ErrTransport), true, 2)
+	for _, tc := range []struct {
+		name      string
+		first     mwt.Outcome
+		timeout   time.Duration // the call's, 0: none
+		wantUntil time.Duration // from the call's start, 0: no wait
+	}{
+		{"dial refused", unreachable, 0, 5*time.Second + 30*time.Millisecond},
+		{"no reply within the attempt timeout", mwt.FailAt(fmt.Errorf("node 2: %w", runtime.ErrAttemptTimeout), true, 2), 0, 5*time.Second + 30*time.Millisecond},
+		{"dial refused, the deadline first", unreachable, 2 * time.Second, 2 * time.Second},
+		{"a reset backs off as before", reset, 0, 0},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			first := tc.first
+			first.Took = 30 * time.Millisecond
+			s := newStack(t, runtime.DefaultRetryPolicy, []mwt.Outcome{first, mwt.Answer(zaris.KvStatus_Ok)})
+			var opts []runtime.CallOption
+			if tc.timeout > 0 {
+				opts = append(opts, runtime.WithTimeout(tc.timeout))
+			}
+			call := zt.GetCall("k", opts...)
+			_, err := s.do(call)
+			require.NoError(t, err)
+			failed := mwt.Epoch.Add(30 * time.Millisecond)
+			assert.Equal(t, failed, call.Attempts[0].End, "the transport records when the outcome came back")
+			if tc.wantUntil == 0 {
+				assert.Empty(t, s.refresher.OwnerWaits())
+				assert.Equal(t, []time.Duration{100 * time.Millisecond}, s.clock.Sleeps())
+				assert.Equal(t, []time.Time{failed}, s.refresher.RequestTimes(), "the evidence is the failure's end")
+				assert.Zero(t, call.Stats.OwnerWaits)
+				return
+			}
+			assert.Empty(t, s.clock.Sleeps(), "no backoff")
+			assert.Empty(t, s.refresher.Requests(), "no other refresh")
+			require.Len(t, s.refresher.OwnerWaits(), 1)
+			w := s.refresher.OwnerWaits()[0]
+			assert.Equal(t, []byte("k"), w.Key)
+			assert.Equal(t, int32(2), w.Gone)
+			assert.Equal(t, mwt.Epoch.Add(tc.wantUntil), w.Until)
+			assert.Equal(t, 1, call.Stats.OwnerWaits)
+			assert.Equal(t, 1, call.Stats.RefreshesRequested)
+			assert.Equal(t, 1, call.Stats.RefreshesPerformed)
+		})
+	}
+}
+
+// TestB7_PastTheBoundTheCallGoesOnAsBefore: a wait that runs out (the store never moved the
+// owner) is followed by the refresh R3 asks for; the next unreachable attempt, past
+// OwnerWait from the first, backs off by R5 and refreshes, and the call ends on its
+// attempt cap (R4), its attempts and bound unchanged by the wait.
+func TestB7_PastTheBoundTheCallGoesOnAsBefore(t *testing.T) {
+	s := newStack(t, runtime.DefaultRetryPolicy, []mwt.Outcome{unreachable})
+	s.refresher.OnAwaitOwner = func(_ context.Context, w mwt.OwnerWait) runtime.RefreshResult {
+		s.clock.Advance(w.Until.Sub(s.clock.Now())) // nothing moves the owner
+		return runtime.RefreshResult{TimedOut: true, Epoch: 1}
+	}
+	call := zt.GetCall("k")
+	_, err := s.do(call)
+	var ce *runtime.CallError
+	require.ErrorAs(t, err, &ce)
+	assert.Equal(t, runtime.BoundAttempts, ce.Bound)
+	assert.Len(t, ce.Attempts, 3)
+	assert.Len(t, s.refresher.OwnerWaits(), 1, "one wait: the second failure is past the bound of the first")
+	assert.Equal(t, []time.Duration{200 * time.Millisecond}, s.clock.Sleeps(), "the backoff before attempt 3, as R5 says")
+	assert.Len(t, s.refresher.Requests(), 2, "after the wait ran out, and before attempt 3")
+	assert.Equal(t, 1, call.Stats.OwnerWaits)
+	assert.Equal(t, 5*time.Second, call.Stats.OwnerWait)
+	assert.Equal(t, 3, call.Stats.RefreshesRequested)
+}
+
+// TestB7_OffWithAZeroOwnerWait: RetryPolicy.OwnerWait zero leaves an unreachable owner to
+// R5 and R3: a backoff and a refresh before each retry.
+func TestB7_OffWithAZeroOwnerWait(t *testing.T) {
+	s := newStack(t, policy(func(p *runtime.RetryPolicy) { p.OwnerWait = 0 }), []mwt.Outcome{unreachable})
+	_, err := s.do(zt.GetCall("k"))
+	require.Error(t, err)
+	assert.Empty(t, s.refresher.OwnerWaits())
+	assert.Equal(t, []time.Duration{100 * time.Millisecond, 200 * time.Millisecond}, s.clock.Sleeps())
+	assert.Len(t, s.refresher.Requests(), 2)
+}
+
+// TestB7_TheWaitEndsWithTheCallersContext: a caller that gives up during the wait gets its
+// context's error, and no attempt follows.
+func TestB7_TheWaitEndsWithTheCallersContext(t *testing.T) {
+	s := newStack(t, runtime.DefaultRetryPolicy, []mwt.Outcome{unreachable})
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	s.refresher.OnAwaitOwner = func(ctx context.Context, _ mwt.OwnerWait) runtime.RefreshResult {
+		cancel()
+		<-ctx.Done()
+		return runtime.RefreshResult{TimedOut: true, Epoch: 1}
+	}
+	call := zt.GetCall("k")
+	_, err := s.handler(ctx, call)
+	require.ErrorIs(t, err, context.Canceled)
+	assert.Equal(t, 1, s.transport.Attempts())
+	assert.Empty(t, s.refresher.Requests())
 }

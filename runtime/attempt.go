@@ -35,6 +35,10 @@ type Attempt struct {
 	Class Class
 	// Duration is how long the attempt took on the wire.
 	Duration time.Duration
+	// End is when the attempt's outcome came back, on the client's Clock: the time of the
+	// evidence a failure gives (rule B7). The transport sets it; the refresh layer sets it
+	// for a failure when a transport of the user's did not.
+	End time.Time
 }
 
 // Class is the verdict on one attempt's outcome, which the retry layer acts on.

@@ -481,7 +481,7 @@ func TestBatch_SubRequestGoesToTheOwnerItWasSplitFor(t *testing.T) {
 		return func(ctx context.Context, call *runtime.Call) (runtime.Response, error) {
 			once.Do(func() {
 				r.custom.Store(m)
-				r.cluster.Refresher().Refresh(ctx, 2)
+				r.cluster.Refresher().Refresh(ctx, runtime.Evidence{Epoch: 2})
 			})
 			return next(ctx, call)
 		}
@@ -539,7 +539,7 @@ func readUnderAKill(t *testing.T, lastRefresh time.Duration, read func(*zariscli
 	defer client.Close()
 	refresher := client.Engine().Refresher()
 	clock.Advance(t0.Add(-lastRefresh).Sub(clock.Now()))
-	require.True(t, refresher.Refresh(context.Background(), 0).Performed)
+	require.True(t, refresher.Refresh(context.Background(), runtime.Evidence{}).Performed)
 	clock.Advance(t0.Sub(clock.Now()))
 	dead.Store(true)
 	before := refresher.Stats()
@@ -598,9 +598,9 @@ func lastCall(p *atomic.Pointer[runtime.Call]) runtime.Middleware {
 // place: the same attempts at the same nodes, the same backoffs and the same refreshes (one
 // per retry, R3), so it is answered exactly when the Get is. When the client fetched a map
 // within the debounce window before the kill (R6) and no answer shows the failover's epoch
-// (B1), both refreshes are no-ops and both go to the dead node 3 times within 300 ms; that
-// is the rule, not the batch (TestB1_LateFailoverIsFoundThroughOtherTraffic has the Get's
-// way out of it: other traffic).
+// (B1), the refresh after the reset is deferred to the window's end, and once the dial is
+// refused the next attempt waits for that fetch instead of backing off (B7): both find the
+// new owner on their third attempt, 450 ms after the kill.
 func TestBatch_ItemUnderAKillGetsWhatASingleGetGets(t *testing.T) {
 	get := func(c *zarisclient.Client, key string) ([]runtime.Attempt, string, error) {
 		var call atomic.Pointer[runtime.Call]
@@ -630,9 +630,9 @@ func TestBatch_ItemUnderAKillGetsWhatASingleGetGets(t *testing.T) {
 	}{
 		{"the last refresh long before: the first retry finds the new owner", time.Second,
 			killOutcome{nodes: []int32{1, 2}, value: "2", sleeps: []time.Duration{100 * time.Millisecond}, fetched: 1}},
-		{"the last refresh 50ms before: the debounce holds", 50 * time.Millisecond,
-			killOutcome{nodes: []int32{1, 1, 1}, bound: runtime.BoundAttempts,
-				sleeps: []time.Duration{100 * time.Millisecond, 200 * time.Millisecond}, skipped: 2}},
+		{"the last refresh 50ms before: B7 waits out the window for the new owner", 50 * time.Millisecond,
+			killOutcome{nodes: []int32{1, 1, 2}, value: "2",
+				sleeps: []time.Duration{100 * time.Millisecond, 350 * time.Millisecond}, fetched: 1, skipped: 1}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			single := readUnderAKill(t, tc.lastRefresh, get)

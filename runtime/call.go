@@ -80,6 +80,11 @@ type CallStats struct {
 	RefreshesPerformed int
 	// Backoff is the time spent waiting between attempts.
 	Backoff time.Duration
+	// OwnerWaits counts the waits for a map that moves an owner the call could not reach
+	// (rule B7); each is also a refresh requested.
+	OwnerWaits int
+	// OwnerWait is the time spent in them, which stands in for backoff.
+	OwnerWait time.Duration
 }
 
 // CallOptions are per-call overrides of the client's configuration. A zero field means "use

@@ -33,7 +33,7 @@ const (
 	TransportBuffered Transport = "buffered"
 )
 
-// RetryPolicy holds the numbers of rules R4, R5 and R7. Its zero value is not useful; the
+// RetryPolicy holds the numbers of rules R4, R5, R7 and B7. Its zero value is not useful; the
 // client's defaults come from DefaultRetryPolicy and the environment.
 type RetryPolicy struct {
 	// MaxAttempts caps the attempts of one call, the first included (R4). Default 3.
@@ -52,6 +52,11 @@ type RetryPolicy struct {
 	RequestTimeout time.Duration
 	// Disabled makes every call a single attempt (R7, ZARIS_DISABLE_RETRIES=true).
 	Disabled bool
+	// OwnerWait is the longest a call waits, counted from its first attempt that could not
+	// reach its node at all, for a map that names another owner before it retries (B7);
+	// the wait stands in for the backoff. Zero means no such wait: the call backs off as
+	// R5 says. Default 5 s, the default attempt timeout.
+	OwnerWait time.Duration
 }
 
 // DefaultRetryPolicy is the policy a client starts from before options and environment.
@@ -60,6 +65,7 @@ var DefaultRetryPolicy = RetryPolicy{
 	Backoff:        100 * time.Millisecond,
 	MaxBackoff:     2 * time.Second,
 	RequestTimeout: 60 * time.Second,
+	OwnerWait:      5 * time.Second,
 }
 
 // Config is a client's complete, validated configuration. Build one with NewConfig (Dial
@@ -256,6 +262,7 @@ func (b *configBuilder) validate() {
 	notNegative("Retry.Backoff", c.Retry.Backoff)
 	notNegative("Retry.MaxBackoff", c.Retry.MaxBackoff)
 	notNegative("Retry.RequestTimeout", c.Retry.RequestTimeout)
+	notNegative("Retry.OwnerWait", c.Retry.OwnerWait)
 	notNegative("RefreshWait", c.RefreshWait)
 	notNegative("RefreshDebounce", c.RefreshDebounce)
 	if c.Retry.MaxAttempts < 1 {

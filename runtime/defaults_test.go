@@ -38,6 +38,8 @@ func TestDefaultsAreTheNumbersTheDocsGive(t *testing.T) {
 		{rules, fmt.Sprintf("capped at %s", spoken(cfg.Retry.MaxBackoff))},
 		{rules, fmt.Sprintf("(at least %s, at most %s", spoken(SilenceFloor), spoken(SilenceCeiling))},
 		{rules, fmt.Sprintf("ZARIS_CLIENT_MAP_REFRESH_WAIT_MS (%d)", cfg.RefreshWait.Milliseconds())},
+		{rules, fmt.Sprintf("RetryPolicy.OwnerWait (%s, the default attempt timeout)", spoken(cfg.Retry.OwnerWait))},
+		{readme, fmt.Sprintf("a wait for a new owner [%s]", spoken(cfg.Retry.OwnerWait))},
 	} {
 		assert.Contains(t, strings.Join(strings.Fields(string(c.doc)), " "), c.text)
 	}

@@ -321,7 +321,7 @@ func TestInvokeAfterCloseIsErrClosed(t *testing.T) {
 	assert.ErrorIs(t, err, ErrClosed)
 	assert.False(t, call.Attempts[0].Sent)
 	assert.Zero(t, mc.dialer.openConns())
-	res := mc.Refresher().Refresh(context.Background(), 99)
+	res := mc.Refresher().Refresh(context.Background(), Evidence{Epoch: 99})
 	assert.ErrorIs(t, res.Err, ErrClosed)
 }
 

@@ -22,7 +22,7 @@ func TestB6_AStalledNodeCostsAMapFetchItsSilenceThreshold(t *testing.T) {
 	mc.node(2).EXPECT().GetClusterMap(gomock.Any()).Return(testMap(2, 16, 3), nil)
 
 	done := make(chan RefreshResult, 1)
-	go func() { done <- mc.Refresher().Refresh(context.Background(), 0) }()
+	go func() { done <- mc.Refresher().Refresh(context.Background(), Evidence{}) }()
 	eventually(t, func() bool { return calls.Load() == 1 })
 	start := mc.clock.Now()
 	deadline := time.After(10 * time.Second)

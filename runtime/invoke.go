@@ -26,6 +26,7 @@ func (c *Engine) Invoke(ctx context.Context, call *Call) (Response, error) {
 	} else {
 		a.Duration = c.clock.Now().Sub(start)
 	}
+	a.End = start.Add(a.Duration)
 	a.Err = err
 	return resp, err
 }

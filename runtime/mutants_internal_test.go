@@ -471,10 +471,10 @@ func TestRefresh_MinEpochOnlyForNewerEvidence(t *testing.T) {
 	router := &Router{}
 	r := NewRefresher(Config{Clock: newFakeClock(), RefreshWait: time.Hour, DialTimeout: time.Second, AttemptTimeout: time.Second}, router, fetch)
 	defer r.Close()
-	require.NoError(t, r.Refresh(context.Background(), 5).Err)
+	require.NoError(t, r.Refresh(context.Background(), Evidence{Epoch: 5}).Err)
 	require.Equal(t, int64(5), router.Epoch())
-	require.NoError(t, r.Refresh(context.Background(), 5).Err, "evidence of the current map")
-	require.NoError(t, r.Refresh(context.Background(), 7).Err, "evidence of a newer map")
+	require.NoError(t, r.Refresh(context.Background(), Evidence{Epoch: 5}).Err, "evidence of the current map")
+	require.NoError(t, r.Refresh(context.Background(), Evidence{Epoch: 7}).Err, "evidence of a newer map")
 	assert.Equal(t, []int64{5, 0, 7}, mins)
 }
 

@@ -124,7 +124,7 @@ func TestB6_AttemptToAStalledOwnerEndsWhenTheMapMovesIt(t *testing.T) {
 				}
 				done := invokeOnStalled(t, cl, n1, call)
 				n1.cmap.Store(ownedBy(2, 2, addrs...))
-				res := cl.Refresher().Refresh(context.Background(), 2)
+				res := cl.Refresher().Refresh(context.Background(), Evidence{Epoch: 2})
 				require.NoError(t, res.Err)
 				select {
 				case err := <-done:

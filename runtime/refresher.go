@@ -19,8 +19,12 @@ type RefreshResult struct {
 	// Debounced reports that the request was a no-op: a refresh completed within the
 	// debounce window and no answer showed a newer epoch.
 	Debounced bool
-	// TimedOut reports that the caller stopped waiting (refresh wait or its own context)
-	// while the fetch went on for the others.
+	// Deferred reports that the request was debounced although its evidence is newer than
+	// the start of the last completed fetch: a fetch of its own runs at the end of the
+	// debounce window, without the caller waiting for it (rule B7).
+	Deferred bool
+	// TimedOut reports that the caller stopped waiting (refresh wait, its own context, or
+	// the bound of AwaitOwner) while the fetch went on for the others.
 	TimedOut bool
 	// Epoch is the client's map epoch when the request returned.
 	Epoch int64
@@ -41,6 +45,9 @@ type RefreshStats struct {
 	Coalesced uint64
 	// Debounced counts requests that were no-ops inside the debounce window.
 	Debounced uint64
+	// Deferred counts the debounced requests whose evidence no completed fetch had seen,
+	// each then satisfied by a fetch at the end of the window (B7); a part of Debounced.
+	Deferred uint64
 	// TimedOut counts requests whose caller stopped waiting before the fetch completed.
 	TimedOut uint64
 	// Failed counts map fetches that ended without a map.
@@ -56,11 +63,13 @@ type FetchFunc func(ctx context.Context, minEpoch int64) (*ClusterMap, error)
 // flightKey is the one singleflight key: there is one map per client.
 const flightKey = "map"
 
-// Refresher refreshes a client's cluster map on request, under rules R6 and B1:
+// Refresher refreshes a client's cluster map on request, under rules R6, B1 and B7:
 // concurrent requests share one fetch, a request inside the debounce window is a no-op
-// unless it carries a newer epoch, a caller waits at most the refresh wait while the fetch
-// goes on for the others, and only a newer map is installed. It is safe for concurrent
-// use; the package doc says how it avoids holding locks across a fetch.
+// unless it carries a newer epoch, a request whose evidence no completed fetch has seen
+// gets a fetch at the end of the window instead of being dropped, a caller waits at most
+// the refresh wait while the fetch goes on for the others, and only a newer map is
+// installed. It is safe for concurrent use; README.md says how it avoids holding locks
+// across a fetch.
 type Refresher struct {
 	router       *Router
 	fetch        FetchFunc
@@ -76,6 +85,12 @@ type Refresher struct {
 	wanted   atomic.Int64 // the highest epoch evidence seen
 	served   atomic.Int64 // the highest evidence a completed fetch set out to satisfy
 
+	// Rule B7's clocks, Clock times in UnixNano.
+	lastStart atomic.Int64 // when the newest fetch that completed with a map started; 0: never
+	lastEnd   atomic.Int64 // when the last fetch ended, with a map or not; 0: never
+	wantedAt  atomic.Int64 // the newest evidence time of a deferred request
+	deferring atomic.Bool  // a deferred fetch is scheduled or running (runDeferred)
+
 	base   context.Context // parent of every fetch's context; cancelled by Close
 	cancel context.CancelFunc
 
@@ -84,7 +99,7 @@ type Refresher struct {
 	closed  bool           // set by Close; no fetch starts after it
 	flights sync.WaitGroup // running fetches, awaited by Close
 
-	requested, performed, coalesced, debounced, timedOut, failed atomic.Uint64
+	requested, performed, coalesced, debounced, deferred, timedOut, failed atomic.Uint64
 }
 
 // NewRefresher returns a refresher that fetches maps with fetch and installs them in
@@ -125,24 +140,26 @@ func (r *Refresher) Stats() RefreshStats {
 		Performed: r.performed.Load(),
 		Coalesced: r.coalesced.Load(),
 		Debounced: r.debounced.Load(),
+		Deferred:  r.deferred.Load(),
 		TimedOut:  r.timedOut.Load(),
 		Failed:    r.failed.Load(),
 	}
 }
 
 // Refresh asks for a fresh map and waits for it, at most the refresh wait or until ctx
-// ends. evidence is the newest map epoch an answer showed (0 if none): evidence newer than
-// the current map skips the debounce (B1). Every caller of one flight receives the same
-// outcome: whether a map came back, the fetch error if not, and the epoch after it.
-func (r *Refresher) Refresh(ctx context.Context, evidence int64) RefreshResult {
+// ends. ev.Epoch newer than the current map skips the debounce (B1); a request the
+// debounce holds back whose ev.At is after the start of the last completed fetch is
+// deferred (B7): it returns at once, and a fetch runs at the end of the window. Every
+// caller of one flight receives the same outcome: whether a map came back, the fetch
+// error if not, and the epoch after it.
+func (r *Refresher) Refresh(ctx context.Context, ev Evidence) RefreshResult {
 	r.requested.Add(1)
 	if r.stopped.Load() {
 		return RefreshResult{Epoch: r.Epoch(), Err: ErrClosed}
 	}
-	r.noteEvidence(evidence)
-	if !r.urgent(evidence) && r.withinDebounce() {
-		r.debounced.Add(1)
-		return RefreshResult{Debounced: true, Epoch: r.Epoch()}
+	r.noteEvidence(ev.Epoch)
+	if !r.urgent(ev.Epoch) && r.withinDebounce() {
+		return r.debouncedFor(ev.At)
 	}
 	tok := new(flightToken)
 	ch := r.group.DoChan(flightKey, r.flight(tok))
@@ -150,32 +167,48 @@ func (r *Refresher) Refresh(ctx context.Context, evidence int64) RefreshResult {
 		// No wait at all: take the outcome only if it is already there.
 		select {
 		case res := <-ch:
-			return r.received(res, tok)
+			return r.received(res, tok, ev.At)
 		default:
-			return r.gaveUp(tok)
+			return r.gaveUp(tok, ev.At)
 		}
 	}
 	t := r.clock.NewTimer(r.wait)
 	defer t.Stop()
 	select {
 	case res := <-ch:
-		return r.received(res, tok)
+		return r.received(res, tok, ev.At)
 	case <-ctx.Done():
 	case <-t.C():
 	}
-	return r.gaveUp(tok)
+	return r.gaveUp(tok, ev.At)
 }
 
-// received turns the flight's outcome into the result of the request tok.
-func (r *Refresher) received(res singleflight.Result, tok *flightToken) RefreshResult {
+// debouncedFor is the result of a request that the debounce holds back; one whose evidence
+// time at no completed fetch has seen is deferred, not dropped (B7).
+func (r *Refresher) debouncedFor(at time.Time) RefreshResult {
+	r.debounced.Add(1)
+	rr := RefreshResult{Debounced: true, Epoch: r.Epoch()}
+	if r.unseen(at) {
+		r.deferred.Add(1)
+		rr.Deferred = true
+		r.deferFetch(at)
+	}
+	return rr
+}
+
+// received turns the flight's outcome into the result of the request tok with evidence
+// time at. A flight that started before at does not satisfy it: a fetch is deferred for it.
+func (r *Refresher) received(res singleflight.Result, tok *flightToken, at time.Time) RefreshResult {
 	out := res.Val.(*flightResult)
 	if out.debounced {
-		r.debounced.Add(1)
-		return RefreshResult{Debounced: true, Epoch: r.Epoch()}
+		return r.debouncedFor(at)
 	}
 	rr := RefreshResult{Performed: out.err == nil, Coalesced: out.leader != tok, Err: out.err, Epoch: r.Epoch()}
 	if rr.Coalesced {
 		r.coalesced.Add(1)
+	}
+	if rr.Performed && r.unseen(at) {
+		r.deferFetch(at)
 	}
 	return rr
 }
@@ -183,8 +216,11 @@ func (r *Refresher) received(res singleflight.Result, tok *flightToken) RefreshR
 // gaveUp is the result of the request tok whose caller stopped waiting; the fetch goes on
 // for the others. Whether this caller led it is known only once the flight has started,
 // which it has by the time any real wait expires.
-func (r *Refresher) gaveUp(tok *flightToken) RefreshResult {
+func (r *Refresher) gaveUp(tok *flightToken, at time.Time) RefreshResult {
 	r.timedOut.Add(1)
+	if r.unseen(at) {
+		r.deferFetch(at) // it rides the flight under way, and fetches again if that one started too early
+	}
 	rr := RefreshResult{TimedOut: true, Coalesced: !tok.led.Load(), Epoch: r.Epoch()}
 	if rr.Coalesced {
 		r.coalesced.Add(1)
@@ -290,6 +326,7 @@ func (r *Refresher) flight(tok *flightToken) func() (any, error) {
 			return out, nil
 		}
 		r.inflight.Store(true)
+		started := r.clock.Now().UnixNano()
 		ctx, cancel := context.WithTimeout(r.base, r.fetchTimeout)
 		minEpoch := int64(0)
 		if target > r.router.Epoch() {
@@ -306,8 +343,13 @@ func (r *Refresher) flight(tok *flightToken) func() (any, error) {
 		} else {
 			r.performed.Add(1)
 			raise(&r.served, target)
-			r.lastDone.Store(r.clock.Now().UnixNano())
+			raise(&r.lastStart, started)
 		}
+		end := r.clock.Now().UnixNano()
+		if err == nil {
+			r.lastDone.Store(end)
+		}
+		r.lastEnd.Store(end)
 		r.inflight.Store(false)
 		r.group.Forget(flightKey)
 		return out, nil

@@ -42,7 +42,7 @@ func TestR6_ConcurrentRequestsRideOneFetch(t *testing.T) {
 	results := make([]RefreshResult, n)
 	var wg sync.WaitGroup
 	for i := range n {
-		wg.Go(func() { results[i] = r.Refresh(context.Background(), 0) })
+		wg.Go(func() { results[i] = r.Refresh(context.Background(), Evidence{}) })
 	}
 	eventually(t, func() bool { return calls.Load() == 1 && r.Stats().Requested == n })
 	maps <- testMap(2, 16, 1)
@@ -74,14 +74,14 @@ func TestR6_CallerWhoseWaitExpiresReturnsWhileTheRefreshCompletesForOthers(t *te
 	r := mc.Refresher()
 
 	early := make(chan RefreshResult)
-	go func() { early <- r.Refresh(context.Background(), 0) }()
+	go func() { early <- r.Refresh(context.Background(), Evidence{}) }()
 	mc.clock.waitPending(t, 1)
 	mc.clock.Advance(10 * time.Second)
 	late := make(chan RefreshResult)
-	go func() { late <- r.Refresh(context.Background(), 0) }()
+	go func() { late <- r.Refresh(context.Background(), Evidence{}) }()
 	cancelled := make(chan RefreshResult)
 	ctx, cancel := context.WithCancel(context.Background())
-	go func() { cancelled <- r.Refresh(ctx, 0) }()
+	go func() { cancelled <- r.Refresh(ctx, Evidence{}) }()
 	mc.clock.waitPending(t, 3)
 
 	// The early caller's 15 s are up; the late one has waited only 5 s.
@@ -117,7 +117,7 @@ func TestR6_SlowRefreshDoesNotBlockHealthyCalls(t *testing.T) {
 		mc.node(id).EXPECT().Get(gomock.Any(), gomock.Any()).AnyTimes().Return(&zaris.GetResponse{Status: zaris.KvStatus_Ok, MapEpoch: 1}, nil)
 	}
 	refreshed := make(chan RefreshResult)
-	go func() { refreshed <- mc.Refresher().Refresh(context.Background(), 0) }()
+	go func() { refreshed <- mc.Refresher().Refresh(context.Background(), Evidence{}) }()
 	eventually(t, func() bool { return mc.Refresher().inflight.Load() })
 
 	// While the fetch hangs, calls to every segment go on.
@@ -146,29 +146,29 @@ func TestR6_DebounceWithinHalfASecondOfTheLastRefresh(t *testing.T) {
 	r := mc.Refresher()
 
 	// The bootstrap is not a refresh: the first request fetches at once.
-	res := r.Refresh(context.Background(), 0)
+	res := r.Refresh(context.Background(), Evidence{})
 	assert.True(t, res.Performed, "the bootstrap opens no debounce window")
 	assert.Equal(t, int64(2), res.Epoch)
 	assert.Equal(t, int32(1), calls.Load())
 
 	// Inside 500 ms of that fetch a request is a no-op.
 	mc.clock.Advance(499 * time.Millisecond)
-	res = r.Refresh(context.Background(), 0)
+	res = r.Refresh(context.Background(), Evidence{})
 	assert.True(t, res.Debounced)
 	assert.False(t, res.Performed)
 	assert.Equal(t, int32(1), calls.Load())
 
 	mc.clock.Advance(time.Millisecond)
-	res = r.Refresh(context.Background(), 0)
+	res = r.Refresh(context.Background(), Evidence{})
 	assert.True(t, res.Performed)
 	assert.Equal(t, int64(3), res.Epoch)
 	assert.Equal(t, int32(2), calls.Load())
 
 	mc.clock.Advance(250 * time.Millisecond)
-	assert.True(t, r.Refresh(context.Background(), 0).Debounced)
-	assert.True(t, r.Refresh(context.Background(), 3).Debounced, "evidence not newer than the map")
+	assert.True(t, r.Refresh(context.Background(), Evidence{}).Debounced)
+	assert.True(t, r.Refresh(context.Background(), Evidence{Epoch: 3}).Debounced, "evidence not newer than the map")
 	mc.clock.Advance(250 * time.Millisecond)
-	assert.True(t, r.Refresh(context.Background(), 0).Performed)
+	assert.True(t, r.Refresh(context.Background(), Evidence{}).Performed)
 	assert.Equal(t, int32(3), calls.Load())
 	st := r.Stats()
 	assert.Equal(t, RefreshStats{Requested: 6, Performed: 3, Debounced: 3}, st)
@@ -187,16 +187,16 @@ func TestB1_NewerEpochSkipsTheDebounce(t *testing.T) {
 
 	// Inside the window, an answer from epoch 2 skips the debounce...
 	mc.clock.Advance(100 * time.Millisecond)
-	res := r.Refresh(context.Background(), 2)
+	res := r.Refresh(context.Background(), Evidence{Epoch: 2})
 	assert.True(t, res.Performed)
 	assert.False(t, res.Debounced)
 	assert.Equal(t, int32(1), calls.Load())
 	// ... but the node asked still had epoch 1. The same evidence does not fetch again
 	// inside the window (no storm); newer evidence does.
 	assert.Equal(t, int64(1), res.Epoch)
-	assert.True(t, r.Refresh(context.Background(), 2).Debounced)
+	assert.True(t, r.Refresh(context.Background(), Evidence{Epoch: 2}).Debounced)
 	serve.Store(3)
-	res = r.Refresh(context.Background(), 3)
+	res = r.Refresh(context.Background(), Evidence{Epoch: 3})
 	assert.True(t, res.Performed)
 	assert.Equal(t, int64(3), res.Epoch)
 	assert.Equal(t, int32(2), calls.Load())
@@ -218,7 +218,7 @@ func TestB1_ObserveRefreshesInTheBackground(t *testing.T) {
 	r.Observe(7) // already in flight: no second fetch
 	// A caller with the same evidence rides the same flight.
 	res := make(chan RefreshResult)
-	go func() { res <- r.Refresh(context.Background(), 7) }()
+	go func() { res <- r.Refresh(context.Background(), Evidence{Epoch: 7}) }()
 	eventually(t, func() bool { return r.Stats().Requested == 1 })
 	maps <- testMap(7, 16, 1)
 	got := <-res
@@ -235,12 +235,12 @@ func TestR6_OlderEpochIsIgnored(t *testing.T) {
 	mc.node(1).EXPECT().GetClusterMap(gomock.Any()).Return(testMap(4, 16, 1), nil)
 	mc.node(1).EXPECT().GetClusterMap(gomock.Any()).Return(testMap(5, 16, 1), nil)
 	mc.clock.Advance(time.Second)
-	res := mc.Refresher().Refresh(context.Background(), 0)
+	res := mc.Refresher().Refresh(context.Background(), Evidence{})
 	assert.True(t, res.Performed)
 	assert.NoError(t, res.Err)
 	assert.Equal(t, int64(5), res.Epoch)
 	mc.clock.Advance(time.Second)
-	assert.Equal(t, int64(5), mc.Refresher().Refresh(context.Background(), 0).Epoch)
+	assert.Equal(t, int64(5), mc.Refresher().Refresh(context.Background(), Evidence{}).Epoch)
 	assert.Equal(t, int64(5), mc.Map().Epoch)
 }
 
@@ -255,7 +255,7 @@ func TestRefreshTriesTheMapNodesThenTheSeeds(t *testing.T) {
 		return nil
 	}
 	mc.node(2).EXPECT().GetClusterMap(gomock.Any()).Return(testMap(2, 16, 3), nil)
-	res := mc.Refresher().Refresh(context.Background(), 0)
+	res := mc.Refresher().Refresh(context.Background(), Evidence{})
 	require.NoError(t, res.Err)
 	assert.Equal(t, int64(2), res.Epoch)
 
@@ -264,7 +264,7 @@ func TestRefreshTriesTheMapNodesThenTheSeeds(t *testing.T) {
 	mc.dialer.fail = func(string) error { return errors.New("connection refused") }
 	// (node 2's pooled connection still works, but node 2 answers with an error)
 	mc.node(2).EXPECT().GetClusterMap(gomock.Any()).Return(nil, errors.New("not ready"))
-	res = mc.Refresher().Refresh(context.Background(), 0)
+	res = mc.Refresher().Refresh(context.Background(), Evidence{})
 	require.Error(t, res.Err)
 	assert.False(t, res.Performed)
 	for _, addr := range []string{"127.0.0.1:7001", "127.0.0.1:7002", "127.0.0.1:7003"} {
@@ -274,7 +274,7 @@ func TestRefreshTriesTheMapNodesThenTheSeeds(t *testing.T) {
 	// A failed fetch does not start the debounce window.
 	mc.dialer.fail = nil
 	mc.node(1).EXPECT().GetClusterMap(gomock.Any()).Return(testMap(3, 16, 3), nil)
-	assert.Equal(t, int64(3), mc.Refresher().Refresh(context.Background(), 0).Epoch)
+	assert.Equal(t, int64(3), mc.Refresher().Refresh(context.Background(), Evidence{}).Epoch)
 }
 
 func TestNodesLeavingTheMapHaveTheirPoolsClosed(t *testing.T) {
@@ -303,7 +303,7 @@ func TestNodesLeavingTheMapHaveTheirPoolsClosed(t *testing.T) {
 
 	// Epoch 2 has node 1 only.
 	mc.node(1).EXPECT().GetClusterMap(gomock.Any()).Return(testMap(2, 16, 1), nil)
-	require.Equal(t, int64(2), mc.Refresher().Refresh(context.Background(), 0).Epoch)
+	require.Equal(t, int64(2), mc.Refresher().Refresh(context.Background(), Evidence{}).Epoch)
 	assert.True(t, node2.closed())
 	_, ok := (*mc.pools.Load())["127.0.0.1:7002"]
 	assert.False(t, ok)
@@ -317,7 +317,7 @@ func TestR6_ZeroRefreshWaitDoesNotWaitButStillRefreshes(t *testing.T) {
 	mc := newMockEngine(t, testMap(1, 16, 1), WithRefreshWait(0))
 	maps, calls := mc.blockingMaps(1)
 	mc.clock.Advance(time.Second)
-	res := mc.Refresher().Refresh(context.Background(), 0)
+	res := mc.Refresher().Refresh(context.Background(), Evidence{})
 	assert.True(t, res.TimedOut)
 	assert.Equal(t, int64(1), res.Epoch)
 	eventually(t, func() bool { return calls.Load() == 1 })
@@ -333,13 +333,13 @@ func TestB1_FetchPassesOverANodeWithAnOlderMap(t *testing.T) {
 	mc := newMockEngine(t, testMap(1, 16, 3))
 	mc.node(1).EXPECT().GetClusterMap(gomock.Any()).Return(testMap(2, 16, 3), nil)
 	mc.node(2).EXPECT().GetClusterMap(gomock.Any()).Return(testMap(4, 16, 3), nil)
-	res := mc.Refresher().Refresh(context.Background(), 4)
+	res := mc.Refresher().Refresh(context.Background(), Evidence{Epoch: 4})
 	require.NoError(t, res.Err)
 	assert.Equal(t, int64(4), res.Epoch, "node 1 still had epoch 2")
 
 	mc.clock.Advance(time.Second)
 	mc.node(1).EXPECT().GetClusterMap(gomock.Any()).Return(testMap(5, 16, 3), nil)
-	res = mc.Refresher().Refresh(context.Background(), 0)
+	res = mc.Refresher().Refresh(context.Background(), Evidence{})
 	require.NoError(t, res.Err)
 	assert.Equal(t, int64(5), res.Epoch, "without evidence node 1's map is taken, nodes 2 and 3 are not asked")
 
@@ -347,7 +347,7 @@ func TestB1_FetchPassesOverANodeWithAnOlderMap(t *testing.T) {
 	mc.node(1).EXPECT().GetClusterMap(gomock.Any()).Return(testMap(5, 16, 3), nil)
 	mc.node(2).EXPECT().GetClusterMap(gomock.Any()).Return(testMap(7, 16, 3), nil)
 	mc.node(3).EXPECT().GetClusterMap(gomock.Any()).Return(testMap(6, 16, 3), nil)
-	res = mc.Refresher().Refresh(context.Background(), 9)
+	res = mc.Refresher().Refresh(context.Background(), Evidence{Epoch: 9})
 	require.NoError(t, res.Err)
 	assert.Equal(t, int64(7), res.Epoch, "no node has epoch 9 yet: the newest map is installed")
 }

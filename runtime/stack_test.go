@@ -17,6 +17,7 @@ import (
 	"github.com/clustron/zaris-go/gen/zaris"
 	"github.com/clustron/zaris-go/gen/zarisclient"
 	"github.com/clustron/zaris-go/gen/zarisserver"
+	"github.com/clustron/zaris-go/middleware"
 	mwt "github.com/clustron/zaris-go/middleware/middlewaretest"
 	"github.com/clustron/zaris-go/runtime"
 )
@@ -100,15 +101,21 @@ func keyIn(odd bool) string {
 // t0+100ms, after the first backoff) still names node 1, and under R6 alone the refresh
 // before attempt 3 (t0+300ms) would be debounced and attempt 3 would go back to the dead
 // node. Other traffic answered by node 2 after the failover carries epoch 2; that evidence
-// refreshes the map past the debounce, and the call succeeds on its third attempt, with
-// the default settings.
+// refreshes the map past the debounce, and the call succeeds on its third attempt. B7 is
+// off in the first two cases, to show B1 and R6 alone; with the default settings (B7) the
+// call needs no other traffic: once its dial is refused it waits for the first fetch of the
+// next window (t0+500ms), which names node 2, and succeeds on its second attempt.
 func TestB1_LateFailoverIsFoundThroughOtherTraffic(t *testing.T) {
+	noOwnerWait := runtime.DefaultRetryPolicy
+	noOwnerWait.OwnerWait = 0
 	for _, tc := range []struct {
 		name         string
 		otherTraffic bool
+		ownerWait    bool
 	}{
-		{"with other traffic", true},
-		{"without other traffic the debounce holds", false},
+		{"with other traffic", true, false},
+		{"without other traffic the debounce holds", false, false},
+		{"without other traffic B7 waits for the failover", false, true},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			clock := mwt.NewClock()
@@ -128,8 +135,12 @@ func TestB1_LateFailoverIsFoundThroughOtherTraffic(t *testing.T) {
 				}
 				return churnConn{nodes[addr]}, nil
 			}
-			client, err := zarisclient.Dial(context.Background(), runtime.WithEnv(func(string) (string, bool) { return "", false }),
-				runtime.WithSeeds("node1:7001", "node2:7002"), runtime.WithDialer(dial), runtime.WithClock(clock))
+			opts := []runtime.Option{runtime.WithEnv(func(string) (string, bool) { return "", false }),
+				runtime.WithSeeds("node1:7001", "node2:7002"), runtime.WithDialer(dial), runtime.WithClock(clock)}
+			if !tc.ownerWait {
+				opts = append(opts, runtime.WithRetryPolicy(noOwnerWait))
+			}
+			client, err := zarisclient.Dial(context.Background(), opts...)
 			require.NoError(t, err)
 			defer client.Close()
 			engine := client.Engine()
@@ -155,7 +166,21 @@ func TestB1_LateFailoverIsFoundThroughOtherTraffic(t *testing.T) {
 				}
 			}
 
-			resp, err := client.Get(context.Background(), &zaris.GetRequest{Key: []byte(keyIn(false))})
+			var last atomic.Pointer[runtime.Call]
+			kv := zarisclient.New(middleware.Default(engine.Invoke, engine.Refresher(), withCallMiddleware(client, lastCall(&last))))
+			resp, err := kv.Get(context.Background(), &zaris.GetRequest{Key: []byte(keyIn(false))})
+			if tc.ownerWait {
+				require.NoError(t, err)
+				assert.Equal(t, "2", string(resp.Value), "served by the new owner")
+				assert.Equal(t, []time.Duration{500 * time.Millisecond}, clock.Sleeps(), "the wait for the next window's fetch, no backoff")
+				call := last.Load()
+				require.Len(t, call.Attempts, 2)
+				assert.Equal(t, []int32{1, 2}, []int32{call.Attempts[0].Node, call.Attempts[1].Node})
+				assert.Equal(t, 1, call.Stats.OwnerWaits)
+				assert.Equal(t, 500*time.Millisecond, call.Stats.OwnerWait)
+				assert.Equal(t, uint64(2), engine.Refresher().Stats().Performed, "at t0, still naming node 1, and at t0+500ms")
+				return
+			}
 			if tc.otherTraffic {
 				require.NoError(t, err)
 				assert.Equal(t, zaris.KvStatus_Ok, resp.Status)

@@ -210,8 +210,9 @@ func (c *Engine) suspected(string) { c.refresher.refreshInBackground() }
 // threshold (rule B6); each asked for a map refresh, subject to R6's debounce.
 func (c *Engine) Suspicions() uint64 { return c.health.suspicions.Load() }
 
-// refreshInBackground starts a shared fetch without waiting for it, unless one runs or the
-// last completed within the debounce window (R6). It counts as a request.
+// refreshInBackground starts a shared fetch without waiting for it, unless one runs, or
+// the last completed within the debounce window (R6): then, unless that fetch started
+// after this request, one is deferred to the window's end (B7). It counts as a request.
 func (r *Refresher) refreshInBackground() {
 	r.requested.Add(1)
 	if r.stopped.Load() || r.inflight.Load() {
@@ -219,7 +220,7 @@ func (r *Refresher) refreshInBackground() {
 		return
 	}
 	if r.withinDebounce() {
-		r.debounced.Add(1)
+		r.debouncedFor(r.clock.Now())
 		return
 	}
 	r.group.DoChan(flightKey, r.flight(nil))

@@ -24,28 +24,32 @@ func TestB6_SilentOwnerIsSuspected(t *testing.T) {
 	n1.stall.Store(true)
 	call := getCall("k")
 	done := invokeOnStalled(t, cl, n1, call)
-	step := func() {
+	// step moves to the watcher's next tick once pending timers wait: the watcher's, and
+	// from the first debounced suspicion on the deferred fetch's (B7).
+	step := func(pending int) {
 		t.Helper()
-		clock.waitPending(t, 1) // the watcher has scanned and waits for its next tick
+		clock.waitPending(t, pending) // the watcher has scanned and waits for its next tick
 		clock.Advance(SilenceFloor / 4)
 	}
 	for range 4 { // up to the floor: silent, not yet suspect
-		step()
+		step(1)
 	}
 	clock.waitPending(t, 1)
 	assert.Zero(t, cl.Suspicions(), "200 ms of silence is not past the floor")
 	assert.Zero(t, cl.Refresher().Stats().Performed)
 
-	step() // 250 ms: suspected, one refresh; the store has not failed it over yet
+	step(1) // 250 ms: suspected, one refresh; the store has not failed it over yet
 	eventually(t, func() bool { return cl.Refresher().Stats().Performed == 1 })
 	assert.Equal(t, uint64(1), cl.Suspicions())
-	for range 8 { // to 650 ms: suspected on every tick, the refreshes debounced
-		step()
+	step(1)       // 300 ms: suspected again, debounced, and a fetch deferred to 750 ms (B7)
+	for range 7 { // to 650 ms: suspected on every tick, the refreshes debounced
+		step(2)
 	}
-	clock.waitPending(t, 1)
+	clock.waitPending(t, 2)
 	assert.Equal(t, uint64(9), cl.Suspicions())
 	assert.Equal(t, uint64(1), cl.Refresher().Stats().Performed, "R6: one fetch per 500 ms")
 	assert.Equal(t, uint64(8), cl.Refresher().Stats().Debounced)
+	assert.Equal(t, uint64(8), cl.Refresher().Stats().Deferred, "each suspicion is newer than the fetch at 250 ms")
 	select {
 	case err := <-done:
 		t.Fatalf("the attempt ended before any map moved its segment: %v", err)
@@ -54,8 +58,8 @@ func TestB6_SilentOwnerIsSuspected(t *testing.T) {
 	assert.Equal(t, []string{addrs[1], addrs[0]}, cl.health.last(addrs), "the silent node is asked last")
 
 	n1.cmap.Store(ownedBy(2, 2, addrs...)) // the store fails node 1 over
-	step()
-	step() // 750 ms: the debounce window is over
+	step(2)
+	step(2) // 750 ms: the debounce window is over, the deferred fetch runs
 	eventually(t, func() bool { return cl.Refresher().Stats().Performed == 2 })
 	select {
 	case err := <-done:

@@ -63,7 +63,7 @@ func TestTransport(t *testing.T) {
 	require.NoError(t, err)
 	assert.Equal(t, zaris.KvStatus_Moved, kvStatus(resp))
 	a := call.Attempts[0]
-	assert.Equal(t, runtime.Attempt{N: 1, Node: 1, Addr: "node1:9090", MapEpoch: 3, Answered: true, Status: runtime.Status(zaris.KvStatus_Moved), AnswerEpoch: 4, Sent: true, Duration: time.Second}, a)
+	assert.Equal(t, runtime.Attempt{N: 1, Node: 1, Addr: "node1:9090", MapEpoch: 3, Answered: true, Status: runtime.Status(zaris.KvStatus_Moved), AnswerEpoch: 4, Sent: true, Duration: time.Second, End: mwt.Epoch.Add(time.Second)}, a)
 	assert.Equal(t, mwt.Epoch.Add(time.Second), c.Now())
 
 	for range 2 { // the last outcome repeats
@@ -81,8 +81,8 @@ func TestTransport(t *testing.T) {
 
 func TestRefresher(t *testing.T) {
 	r := mwt.NewRefresher(2)
-	assert.Equal(t, runtime.RefreshResult{Performed: true, Epoch: 5}, r.Refresh(context.Background(), 5))
-	assert.Equal(t, runtime.RefreshResult{Performed: true, Epoch: 5}, r.Refresh(context.Background(), 0))
+	assert.Equal(t, runtime.RefreshResult{Performed: true, Epoch: 5}, r.Refresh(context.Background(), runtime.Evidence{Epoch: 5}))
+	assert.Equal(t, runtime.RefreshResult{Performed: true, Epoch: 5}, r.Refresh(context.Background(), runtime.Evidence{}))
 	r.Observe(9)
 	assert.Equal(t, int64(5), r.Epoch())
 	assert.Equal(t, []int64{5, 0}, r.Requests())

@@ -3,6 +3,7 @@ package middlewaretest
 import (
 	"context"
 	"sync"
+	"time"
 
 	"github.com/clustron/zaris-go/runtime"
 )
@@ -13,30 +14,71 @@ import (
 // concurrent use.
 type Refresher struct {
 	// OnRefresh, when set, answers Refresh instead of the default.
-	OnRefresh func(ctx context.Context, evidence int64) runtime.RefreshResult
+	OnRefresh func(ctx context.Context, ev runtime.Evidence) runtime.RefreshResult
+	// OnAwaitOwner, when set, answers AwaitOwner instead of the default.
+	OnAwaitOwner func(ctx context.Context, w OwnerWait) runtime.RefreshResult
 
 	mu       sync.Mutex // protects the fields below
 	epoch    int64
 	requests []int64
+	times    []time.Time
+	waits    []OwnerWait
 	observed []int64
+}
+
+// OwnerWait is one AwaitOwner request, as the Refresher recorded it.
+type OwnerWait struct {
+	Key   []byte
+	Gone  int32
+	Until time.Time
 }
 
 // NewRefresher returns a Refresher whose map is at epoch.
 func NewRefresher(epoch int64) *Refresher { return &Refresher{epoch: epoch} }
 
 // Refresh records the request and answers it.
-func (r *Refresher) Refresh(ctx context.Context, evidence int64) runtime.RefreshResult {
+func (r *Refresher) Refresh(ctx context.Context, ev runtime.Evidence) runtime.RefreshResult {
 	r.mu.Lock()
-	r.requests = append(r.requests, evidence)
+	r.requests = append(r.requests, ev.Epoch)
+	r.times = append(r.times, ev.At)
 	hook := r.OnRefresh
 	if hook == nil {
-		r.epoch = max(r.epoch, evidence)
+		r.epoch = max(r.epoch, ev.Epoch)
 		res := runtime.RefreshResult{Performed: true, Epoch: r.epoch}
 		r.mu.Unlock()
 		return res
 	}
 	r.mu.Unlock()
-	return hook(ctx, evidence)
+	return hook(ctx, ev)
+}
+
+// AwaitOwner records the request and answers it: by default at once, with a performed
+// refresh (the map has moved the owner).
+func (r *Refresher) AwaitOwner(ctx context.Context, key []byte, gone int32, until time.Time) runtime.RefreshResult {
+	w := OwnerWait{Key: key, Gone: gone, Until: until}
+	r.mu.Lock()
+	r.waits = append(r.waits, w)
+	hook := r.OnAwaitOwner
+	epoch := r.epoch
+	r.mu.Unlock()
+	if hook != nil {
+		return hook(ctx, w)
+	}
+	return runtime.RefreshResult{Performed: true, Epoch: epoch}
+}
+
+// OwnerWaits returns every AwaitOwner request, in order.
+func (r *Refresher) OwnerWaits() []OwnerWait {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return append([]OwnerWait(nil), r.waits...)
+}
+
+// RequestTimes returns the evidence time of every Refresh request, in order.
+func (r *Refresher) RequestTimes() []time.Time {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return append([]time.Time(nil), r.times...)
 }
 
 // Observe records epoch.

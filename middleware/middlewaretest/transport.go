@@ -57,6 +57,12 @@ func Fail(err error, sent bool) Outcome {
 	return o
 }
 
+// FailAt scripts an error of an attempt routed to node, as a refused dial at a node is
+// (sent false) or a timeout on its connection (sent true).
+func FailAt(err error, sent bool, node int32) Outcome {
+	return Outcome{Err: err, Sent: sent, Node: node}
+}
+
 // Seen is what the Transport saw of one attempt.
 type Seen struct {
 	// Op is the operation's name.
@@ -74,7 +80,8 @@ type Seen struct {
 // Transport is a scripted fake of the client's transport (runtime.Engine.Invoke): its
 // i-th attempt, counted over all calls, plays Script[i], and once the script runs out the
 // last outcome repeats. Like the real transport it fills the current attempt's Node, Addr,
-// MapEpoch, Sent and, for an answer, Answered, Status and AnswerEpoch, and Duration. Use
+// MapEpoch, Sent and, for an answer, Answered, Status and AnswerEpoch, Duration and, with
+// a Clock, End. Use
 // its Invoke method as the Handler at the bottom of a stack. It is safe for concurrent use.
 type Transport struct {
 	// Script is the outcomes to play.
@@ -114,6 +121,9 @@ func (t *Transport) Invoke(ctx context.Context, call *runtime.Call) (runtime.Res
 		t.Clock.Advance(o.Took)
 	}
 	a.Node, a.MapEpoch, a.Duration = o.Node, t.MapEpoch, o.Took
+	if t.Clock != nil {
+		a.End = t.Clock.Now()
+	}
 	if o.Node != runtime.NoNode {
 		a.Addr = fmt.Sprintf("node%d:9090", o.Node)
 	}
