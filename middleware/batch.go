@@ -205,6 +205,9 @@ func (e *batchRun) between(ctx context.Context, round, limit int, pending []int)
 		if err := ctx.Err(); err != nil {
 			return stopForContext(ctx, err)
 		}
+		if !beforeDeadline(e.clock, deadline) {
+			return &StopError{Bound: runtime.BoundDeadline}
+		}
 	}
 	if refresh && e.r != nil {
 		res := refreshBefore(ctx, e.clock, deadline, e.r, ev)

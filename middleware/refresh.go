@@ -61,13 +61,16 @@ func RefreshOnMoved(r MapRefresher, p runtime.RetryPolicy, clock runtime.Clock) 
 
 // refreshBeforeRetry is what RefreshOnMoved does before the attempt that follows prior: the
 // B7 wait, or one shared refresh, or nothing. It returns the StopError of a call whose
-// context ended meanwhile.
+// context ended, or whose deadline passed in the wait, meanwhile.
 func refreshBeforeRetry(ctx context.Context, call *runtime.Call, r MapRefresher, p runtime.RetryPolicy, clock runtime.Clock, prior []runtime.Attempt) error {
 	prev := &prior[len(prior)-1]
 	if until, ok := OwnerWaitUntil(p, prior, call.Deadline, clock.Now()); ok && call.Target == nil {
 		res := awaitOwner(ctx, clock, r, &call.Stats, call.Key, prev, until)
 		if err := ctx.Err(); err != nil {
 			return stopForContext(ctx, err)
+		}
+		if !beforeDeadline(clock, call.Deadline) {
+			return &StopError{Bound: runtime.BoundDeadline}
 		}
 		if !res.TimedOut {
 			return nil

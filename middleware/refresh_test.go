@@ -208,3 +208,22 @@ func TestB7_TheWaitEndsWithTheCallersContext(t *testing.T) {
 	assert.Equal(t, 1, s.transport.Attempts())
 	assert.Empty(t, s.refresher.Requests())
 }
+
+// TestB7_AWaitThatReachesTheDeadlineEndsTheCall: when the owner is not moved before the
+// call's deadline, the wait ends there and the call ends on its deadline, with no attempt
+// made after it.
+func TestB7_AWaitThatReachesTheDeadlineEndsTheCall(t *testing.T) {
+	s := newStack(t, runtime.DefaultRetryPolicy, []mwt.Outcome{unreachable})
+	s.refresher.OnAwaitOwner = func(_ context.Context, w mwt.OwnerWait) runtime.RefreshResult {
+		s.clock.Advance(w.Until.Sub(s.clock.Now()))
+		return runtime.RefreshResult{TimedOut: true, Epoch: 1}
+	}
+	call := zt.GetCall("k", runtime.WithTimeout(time.Second))
+	_, err := s.do(call)
+	var ce *runtime.CallError
+	require.ErrorAs(t, err, &ce)
+	assert.Equal(t, runtime.BoundDeadline, ce.Bound)
+	assert.Equal(t, 1, s.transport.Attempts(), "no attempt after the deadline")
+	assert.Equal(t, mwt.Epoch.Add(time.Second), s.refresher.OwnerWaits()[0].Until)
+	assert.ErrorIs(t, err, runtime.ErrNodeUnavailable, "the last attempt's cause")
+}
