@@ -63,6 +63,10 @@ type batchRun struct {
 	// may share a sub-request with from then on (0: no bound); nil until then.
 	most []int
 
+	// uncounted counts the rounds that R4 does not count: every item retried after them
+	// had its last attempt refused by an unreachable owner (Uncounted, rule B7).
+	uncounted int
+
 	// shared holds first attempts that items share (see first); sharedFrom is where the
 	// records of the group being judged begin.
 	shared     []runtime.Attempt
@@ -157,10 +161,13 @@ func (e *batchRun) between(ctx context.Context, round, limit int, pending []int)
 	if err := ctx.Err(); err != nil {
 		return stopForContext(ctx, err)
 	}
-	if round >= limit {
+	deadline := e.call.Deadline
+	if e.uncountedRound(limit, pending, deadline) {
+		e.uncounted++ // every pending item's last attempt never left an unreachable owner (B7)
+	}
+	if round-e.uncounted >= limit {
 		return &StopError{Bound: runtime.BoundAttempts}
 	}
-	deadline := e.call.Deadline
 	if !beforeDeadline(e.clock, deadline) {
 		return &StopError{Bound: runtime.BoundDeadline}
 	}
@@ -220,6 +227,18 @@ func (e *batchRun) between(ctx context.Context, round, limit int, pending []int)
 		}
 	}
 	return nil
+}
+
+// uncountedRound reports whether the round just ended does not count toward the call's
+// attempts: the last attempt of every pending item is Uncounted.
+func (e *batchRun) uncountedRound(limit int, pending []int, deadline time.Time) bool {
+	now := e.clock.Now()
+	for _, i := range pending {
+		if !Uncounted(e.p, limit, e.hist[i], deadline, now) {
+			return false
+		}
+	}
+	return len(pending) > 0
 }
 
 // ownerWait is one wait of rule B7 between rounds: for a map that moves key's segment away

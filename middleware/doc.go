@@ -23,7 +23,7 @@
 //	Retry                      the attempt loop, bounded by attempts and time (R4, R7, B4); per attempt:
 //	    Budget                 runtime.WithRetryBudget only (B3)
 //	    Backoff                the wait before a retry (R5)
-//	    RefreshOnMoved         one shared map refresh before a retry that needs it (R2, R6, B1)
+//	    RefreshOnMoved         one shared map refresh before a retry that needs it (R2, R6, B1, B7)
 //	    Classify               status or error -> answer, retry, refresh-retry or fatal (R1-R3, R8, B2)
 //	    attempt-level middleware   runtime.WithAttemptMiddleware: once per attempt, raw outcome
 //	transport                  runtime.Engine.Invoke: one attempt on a pipelined or pooled connection
@@ -100,23 +100,26 @@
 //     more than that. On a healthy cluster it costs a few
 //     atomic updates per attempt and one look at each node's counters every 50 ms while
 //     calls are in flight, and no fetch: a node that answers is never suspected.
-//   - B7 no churn evidence is lost: a refresh request carries the time of its evidence
-//     (the end of the attempt that asked for it, runtime.Evidence); a completed fetch
-//     satisfies only the requests whose evidence is no newer than its start, and one that
-//     R6's debounce holds back is deferred, not dropped: a fetch runs at the end of the
-//     window for all of them (the caller does not wait for it). And once an owner cannot
-//     be reached at all (Unreachable: the dial refused or timed out, no connection free in
-//     time, or no reply within the attempt timeout; a reset or EOF on an open connection
-//     alone is not that), the next attempt waits until the client holds a map fetched
-//     after that failure, and while the map still names the dead owner for the key's
-//     segment, for a newer one, sharing the fetches of every waiting caller (one per
-//     debounce window). The wait stands in for the backoff and is no attempt; it is
-//     bounded by RetryPolicy.OwnerWait (5 s, the default attempt timeout) from the
-//     call's first such failure and by the deadline, and past it the call backs off and
-//     refreshes as before. So a dead owner costs the store's failover plus at most one
-//     debounce window (500 ms), however the failure looks on the wire. R4 (always Moved:
-//     3 attempts, at most 3 refresh requests, about 300 ms) and the Unavailable storm are
-//     unchanged; a multi-key call applies it per item between rounds. On a healthy
-//     cluster it costs nothing: a fetch records its start time, and an attempt its end
-//     time, from clock readings it already makes.
+//   - B7 no churn evidence is lost: a refresh request carries the time of its evidence (the
+//     end of the attempt that asked for it, runtime.Evidence); a completed fetch satisfies
+//     only the requests whose evidence is no newer than its start, and one that R6's
+//     debounce holds back is deferred, not dropped: a fetch runs at the end of the window
+//     for all of them (the caller does not wait for it). And once an owner cannot be reached
+//     at all (Unreachable: the dial refused or timed out, no connection free in time, or no
+//     reply within the attempt timeout; a reset or EOF on an open connection alone is not
+//     that), the next attempt waits until the client holds a map that names another owner
+//     for the key's segment, fetched after that failure, sharing the fetches of every
+//     waiting caller (one per debounce window). The wait stands in for the backoff and is no
+//     attempt; nor is an attempt that never left because its owner could not be reached (a
+//     refused dial) when the wait follows it (Uncounted), so a call whose earlier attempts
+//     met Moved or a reset still reaches the new owner; a call limited to one attempt stays
+//     one. The wait is bounded by the deadline and by RetryPolicy.OwnerWait (5 s, the
+//     default attempt timeout) from the call's first such failure; past it the call backs
+//     off and refreshes as before. So a dead owner costs the store's failover plus at most
+//     one debounce window (500 ms), however its death looks on the wire. R4 (always Moved: 3
+//     attempts, at most 3 refresh requests, about 300 ms) and the Unavailable storm are
+//     unchanged; a multi-key call applies B7 per item between rounds. On a healthy cluster
+//     it costs no clock reading per call (an attempt's end is its start plus its duration)
+//     and no allocation more; a call allocates 64 bytes more (the attempt's end time, the
+//     wait's counters).
 package middleware

@@ -139,6 +139,24 @@ func OwnerWaitUntil(p runtime.RetryPolicy, prior []runtime.Attempt, deadline, no
 	return until, now.Before(until)
 }
 
+// Uncounted reports whether the last of attempts does not count toward the call's
+// maxAttempts (rules R4 and B7): the call may retry at all (limit above one), the attempt
+// never left because its node could not be reached (Unreachable, not Sent: the dial was
+// refused or timed out, no connection was free), and the next attempt waits for a map
+// that names another owner (OwnerWaitUntil). Such an attempt put no load on the store, and
+// each one is followed by a wait that ends only when the owner moved or B7's bound passed,
+// so the attempts it adds are bounded by the owners that die within that bound.
+func Uncounted(p runtime.RetryPolicy, limit int, attempts []runtime.Attempt, deadline, now time.Time) bool {
+	if limit < 2 || len(attempts) == 0 {
+		return false
+	}
+	if last := &attempts[len(attempts)-1]; last.Sent {
+		return false
+	}
+	_, ok := OwnerWaitUntil(p, attempts, deadline, now)
+	return ok
+}
+
 // refreshBefore asks r for a refresh, waiting no later than deadline (on clock; zero: no
 // bound) or the end of ctx. Only a call that is retrying pays for the bounded context.
 func refreshBefore(ctx context.Context, clock runtime.Clock, deadline time.Time, r MapRefresher, ev runtime.Evidence) runtime.RefreshResult {

@@ -157,9 +157,10 @@ func TestB7_AnUnreachableOwnerIsAwaitedInsteadOfBackedOff(t *testing.T) {
 }
 
 // TestB7_PastTheBoundTheCallGoesOnAsBefore: a wait that runs out (the store never moved the
-// owner) is followed by the refresh R3 asks for; the next unreachable attempt, past
-// OwnerWait from the first, backs off by R5 and refreshes, and the call ends on its
-// attempt cap (R4), its attempts and bound unchanged by the wait.
+// owner) is followed by the refresh R3 asks for. The refused attempt before it never left,
+// and B7 waited after it, so it did not count (Uncounted); the attempts after it, past
+// OwnerWait from the first failure, back off by R5 and refresh, and the call ends on its
+// attempt cap (R4): three counted attempts and the uncounted one.
 func TestB7_PastTheBoundTheCallGoesOnAsBefore(t *testing.T) {
 	s := newStack(t, runtime.DefaultRetryPolicy, []mwt.Outcome{unreachable})
 	s.refresher.OnAwaitOwner = func(_ context.Context, w mwt.OwnerWait) runtime.RefreshResult {
@@ -171,13 +172,38 @@ func TestB7_PastTheBoundTheCallGoesOnAsBefore(t *testing.T) {
 	var ce *runtime.CallError
 	require.ErrorAs(t, err, &ce)
 	assert.Equal(t, runtime.BoundAttempts, ce.Bound)
-	assert.Len(t, ce.Attempts, 3)
+	assert.Len(t, ce.Attempts, 4)
+	assert.Contains(t, err.Error(), "gave up after 3 of 3 attempts and 1 not counted (refused by an unreachable owner, rule B7)")
 	assert.Len(t, s.refresher.OwnerWaits(), 1, "one wait: the second failure is past the bound of the first")
-	assert.Equal(t, []time.Duration{200 * time.Millisecond}, s.clock.Sleeps(), "the backoff before attempt 3, as R5 says")
-	assert.Len(t, s.refresher.Requests(), 2, "after the wait ran out, and before attempt 3")
+	assert.Equal(t, []time.Duration{200 * time.Millisecond, 300 * time.Millisecond}, s.clock.Sleeps(), "R5's backoffs before attempts 3 and 4")
+	assert.Len(t, s.refresher.Requests(), 3, "after the wait ran out, and before attempts 3 and 4")
 	assert.Equal(t, 1, call.Stats.OwnerWaits)
 	assert.Equal(t, 5*time.Second, call.Stats.OwnerWait)
-	assert.Equal(t, 3, call.Stats.RefreshesRequested)
+	assert.Equal(t, 4, call.Stats.RefreshesRequested)
+}
+
+// TestB7_ARefusedAttemptAfterOthersDoesNotEndTheCall is the scenario of a migration
+// followed by the death of the new owner: attempt 1 meets Moved, attempt 2 a reset at the
+// new owner, attempt 3 its refused dial. That attempt never left and B7 waits after it,
+// so it does not use up the last attempt: the call goes on to the owner the wait found. A
+// single-attempt call (maxAttempts 1) is not stretched so.
+func TestB7_ARefusedAttemptAfterOthersDoesNotEndTheCall(t *testing.T) {
+	reset := mwt.FailAt(fmt.Errorf("node 2: %w: EOF", runtime.ErrTransport), true, 2)
+	script := []mwt.Outcome{mwt.AnswerAt(zaris.KvStatus_Moved, 2), reset, unreachable, mwt.Answer(zaris.KvStatus_Ok)}
+	s := newStack(t, runtime.DefaultRetryPolicy, script)
+	call := zt.GetCall("k")
+	resp, err := s.do(call)
+	require.NoError(t, err)
+	assert.Equal(t, zaris.KvStatus_Ok, kvStatus(resp))
+	assert.Len(t, call.Attempts, 4)
+	assert.Len(t, s.refresher.OwnerWaits(), 1)
+	assert.Equal(t, []time.Duration{100 * time.Millisecond, 200 * time.Millisecond}, s.clock.Sleeps(), "no backoff after the refused dial")
+
+	single := newStack(t, runtime.DefaultRetryPolicy, []mwt.Outcome{unreachable})
+	_, err = single.do(zt.GetCall("k", runtime.WithMaxAttempts(1)))
+	require.ErrorIs(t, err, runtime.ErrNodeUnavailable)
+	assert.Equal(t, 1, single.transport.Attempts())
+	assert.Empty(t, single.refresher.OwnerWaits())
 }
 
 // TestB7_OffWithAZeroOwnerWait: RetryPolicy.OwnerWait zero leaves an unreachable owner to

@@ -25,7 +25,8 @@ func MaxAttempts(p runtime.RetryPolicy, call *runtime.Call) int {
 
 // Retry returns the call-level middleware that runs the attempt loop of rules R4 and R7:
 // it makes attempts through the attempt-level middleware attempt (first listed outermost)
-// and next while attempts remain and the call's deadline has not passed, and acts on each
+// and next while attempts remain (an attempt that Uncounted reports does not use one up,
+// rule B7) and the call's deadline has not passed, and acts on each
 // attempt's Class: an Answer is returned, Retry and RefreshRetry go on, Fatal ends the
 // call. A call that ends without an answer returns the last response, if any, and a
 // *runtime.CallError naming the bound and carrying every attempt (B4); a *StopError from
@@ -47,7 +48,7 @@ func retryLoop(ctx context.Context, call *runtime.Call, h Handler, p runtime.Ret
 	start := clock.Now()
 	limit := MaxAttempts(p, call)
 	var resp runtime.Response // the last attempt's response
-	n := 1
+	n := 1                    // the attempt about to be made, counted as R4 counts them (see Uncounted)
 	// The first attempt's deadline check reads the time the loop started; each later one
 	// reads the clock again.
 	for now := start; n <= limit && (call.Deadline.IsZero() || now.Before(call.Deadline)); n, now = n+1, clock.Now() {
@@ -69,6 +70,9 @@ func retryLoop(ctx context.Context, call *runtime.Call, h Handler, p runtime.Ret
 		case runtime.Answer:
 			return resp, err
 		case runtime.Retry, runtime.RefreshRetry:
+			if Uncounted(p, limit, call.Attempts, call.Deadline, clock.Now()) {
+				n-- // it never left, and the wait for a new owner that follows is no attempt (B7)
+			}
 			continue
 		}
 		if a.Err == nil {

@@ -122,7 +122,10 @@ func (e *CallError) Error() string {
 	fmt.Fprintf(&b, "zaris: %s", e.Op)
 	switch e.Bound {
 	case BoundAttempts:
-		fmt.Fprintf(&b, ": gave up after %d of %d attempts", len(e.Attempts), e.MaxAttempts)
+		fmt.Fprintf(&b, ": gave up after %d of %d attempts", min(len(e.Attempts), e.MaxAttempts), e.MaxAttempts)
+		if extra := len(e.Attempts) - e.MaxAttempts; extra > 0 {
+			fmt.Fprintf(&b, " and %d not counted (refused by an unreachable owner, rule B7)", extra)
+		}
 	case BoundDeadline:
 		fmt.Fprintf(&b, ": deadline passed after %s", attempts(len(e.Attempts)))
 	case BoundBudget:
