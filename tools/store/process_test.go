@@ -5,6 +5,7 @@ import (
 	"bytes"
 	"context"
 	"fmt"
+	"net"
 	"os/exec"
 	"slices"
 	"strconv"
@@ -123,9 +124,11 @@ func waitPeerMap(t *testing.T, admin *AdminClient, what string, cond func(*zaris
 // threeNodes is a coordinator and three nodes run as zarisd processes.
 type threeNodes struct {
 	co    *proc
-	nodes []*proc
+	nodes []*proc // node id i is nodes[i-1]
 	seeds []string
 	admin *AdminClient
+	// startNode starts a process of node id with the cluster's flags, on a new data port.
+	startNode func(id int) *proc
 }
 
 // startThreeNodes starts a coordinator of 16 segments that fails a node over after
@@ -139,9 +142,12 @@ func startThreeNodes(t *testing.T, failureTimeout string, extra ...string) *thre
 	// leads again on the address the nodes know.
 	c := &threeNodes{co: startProc(t, bin, slices.Concat([]string{"coordinator", "--listen", stablePort(), "--nodes", "3",
 		"--segments", "16", "--failure-timeout", failureTimeout}, extra, etcd)...)}
-	for id := 1; id <= 3; id++ {
-		n := startProc(t, bin, slices.Concat([]string{"node", "--id", strconv.Itoa(id), "--listen", "127.0.0.1:0",
+	c.startNode = func(id int) *proc {
+		return startProc(t, bin, slices.Concat([]string{"node", "--id", strconv.Itoa(id), "--listen", "127.0.0.1:0",
 			"--coordinator", c.co.addr}, extra, etcd)...)
+	}
+	for id := 1; id <= 3; id++ {
+		n := c.startNode(id)
 		c.nodes = append(c.nodes, n)
 		c.seeds = append(c.seeds, n.addr)
 	}
@@ -160,6 +166,20 @@ func settledThree(pm *zarispeer.PeerMap) bool {
 		}
 	}
 	return len(pm.Nodes) == 3
+}
+
+// restartNode replaces node id's killed process by a new one with the same id,
+// which comes back empty and catches up, and waits until the cluster is settled again
+// (settledThree). The old process is still cleaned up when the test ends.
+func (c *threeNodes) restartNode(t *testing.T, id int32) {
+	t.Helper()
+	n := c.startNode(int(id))
+	c.nodes[id-1], c.seeds[id-1] = n, n.addr
+	waitPeerMap(t, c.admin, fmt.Sprintf("restarted node %d did not catch up", id), func(pm *zarispeer.PeerMap) bool {
+		return settledThree(pm) && slices.ContainsFunc(pm.Nodes, func(pn *zarispeer.PeerNode) bool {
+			return pn.ID == id && net.JoinHostPort(pn.Host, strconv.Itoa(int(pn.Port))) == n.addr
+		})
+	})
 }
 
 // waitFailedOver waits until no segment is owned by node id.
