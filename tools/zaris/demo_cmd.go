@@ -20,7 +20,7 @@ func setupDemo(fs *flag.FlagSet) body {
 	workers := fs.Int("workers", d.Workers, "concurrent application goroutines")
 	keys := fs.Int("keys", d.KeysPerWorker, "keys each worker owns")
 	duration := fs.Duration("duration", d.Duration, "how long the workload runs")
-	schedule := fs.String("schedule", demo.DefaultSchedule, "churn events, kind[:node]@time, comma-separated; kinds: migrate, join, kill, failback, leave, stall (5 s)")
+	schedule := fs.String("schedule", demo.DefaultSchedule, "churn events, kind[:node]@time, comma-separated; kinds: migrate, join, kill, failback, leave, stall (5 s), lost-host (until failed over, then replaced)")
 	protocol := fs.String("protocol", string(d.Protocol), "client protocol: binary, compact, header or json")
 	out := fs.String("out", "demo-out", "directory for report.json and timeline.html")
 	return func(ctx context.Context, c *cli, _ []string) int {

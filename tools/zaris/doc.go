@@ -85,10 +85,11 @@
 //
 // zaris demo starts an in-process cluster (--nodes, default 3), runs a workload of gets,
 // puts and compare-and-set puts (--workers goroutines, default 16, each owning --keys keys)
-// for --duration (default 45s), and drives the churn of --schedule, comma-separated
-// kind[:node]@time events with kinds migrate, join, kill, failback, leave and stall (default
-// "migrate@5s,join@12s,kill@20s,failback@28s,leave@36s,stall@41s"). --protocol picks the client's
-// protocol. It prints progress, then a table per phase and the verdict of reading every key
+// for --duration (default 48s), and drives the churn of --schedule, comma-separated
+// kind[:node]@time events with kinds migrate, join, kill, failback, leave, stall and lost-host
+// (default "migrate@5s,join@10s,kill@15s,failback@21s,leave@27s,stall@32s,lost-host@39s,failback@46s").
+// --protocol picks the client's protocol. It prints progress, then a table per phase (with
+// the calls that waited for a new owner, rule B7) and the verdict of reading every key
 // back, and writes report.json and timeline.html into --out (default demo-out). It exits 0
 // when no acknowledged write was lost and no answer misreported, 1 otherwise, and 2 for a
 // usage error; the client flags above do not apply to it. With chromium on PATH it also

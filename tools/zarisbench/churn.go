@@ -27,6 +27,13 @@ type churnResult struct {
 	// Stall is the time from the stall (demo.StallFor, as SIGSTOP) to the first answer on
 	// the stalled node's segments from another node (rule B6 of the client).
 	Stall *killResult `json:"stall,omitempty"`
+	// LostHost is the time from a host's loss (demo.LostHost: it stops answering without
+	// refusing, and stays lost past the failover) to the first answer on each of its
+	// segments from another node, against the store's first map with new owners.
+	LostHost *killResult `json:"lostHost,omitempty"`
+	// KillAfterRefresh is the kill of the callers' keys' owner right after a map refresh,
+	// inside the debounce window (a cluster of its own; rule B7).
+	KillAfterRefresh *refreshKillResult `json:"killAfterRefresh,omitempty"`
 	// MapFetches counts the map fetches the client made during the workload (GetClusterMap
 	// calls on the wire) and RefreshesRequested the refreshes calls asked for; EpochChanges
 	// is how far the epoch the answers carried moved. Target: MapFetches <= EpochChanges.
@@ -62,6 +69,10 @@ type churnPhase struct {
 	ZeroWindowMs       float64 `json:"zeroWindowMs"`
 	RefreshesRequested int     `json:"refreshesRequested"`
 	RefreshesPerformed int     `json:"refreshesPerformed"`
+	// OwnerWaitCalls counts the calls that waited for a map naming a new owner (rule B7),
+	// OwnerWaitMaxMs the longest one call spent so.
+	OwnerWaitCalls int     `json:"ownerWaitCalls"`
+	OwnerWaitMaxMs float64 `json:"ownerWaitMaxMs"`
 }
 
 // killResult is the kill's effect on the dead node's segments.
@@ -72,11 +83,15 @@ type killResult struct {
 	// segments from another node; AllMs to the moment every one of them had answered.
 	FirstMs float64 `json:"firstMs"`
 	AllMs   float64 `json:"allMs"`
-	// TargetMs is the store's failure timeout plus one backoff step (a kill), or its
-	// failover plus 500 ms (a stall).
+	// TargetMs is the store's failure timeout plus one backoff step (a kill), its failover
+	// plus 500 ms (a stall), or its first map with new owners plus 600 ms (a lost host).
 	TargetMs float64 `json:"targetMs"`
-	// FailoverMs, for a stall, is when the store had failed the node over.
+	// FailoverMs, for a stall or a lost host, is when the store had failed the node over;
+	// NewOwnerMs when its first map with new owners for the node's segments appeared.
 	FailoverMs float64 `json:"failoverMs,omitempty"`
+	NewOwnerMs float64 `json:"newOwnerMs,omitempty"`
+	// LostMs, for a lost host, is how long it stayed lost.
+	LostMs float64 `json:"lostMs,omitempty"`
 }
 
 // eventWindow is the shortest span an event's "during" rate is taken over: a kill
@@ -120,7 +135,8 @@ func churn(ctx context.Context, workers int, duration time.Duration, schedule st
 		start := time.Duration(p.StartSec * float64(time.Second))
 		stop := time.Duration(p.EndSec * float64(time.Second))
 		cp := churnPhase{Name: p.Name, AtSec: p.StartSec, Errors: p.ErrorCount, P99Ms: p.P99Ms, MaxMs: p.MaxMs, OpsPerS: p.OpsPerS,
-			RefreshesRequested: p.RefreshesRequested, RefreshesPerformed: p.RefreshesPerformed}
+			RefreshesRequested: p.RefreshesRequested, RefreshesPerformed: p.RefreshesPerformed,
+			OwnerWaitCalls: p.OwnerWaitCalls, OwnerWaitMaxMs: p.OwnerWaitMaxMs}
 		cp.ZeroWindowMs = ms(longestGap(answers, start, stop))
 		if i == 0 {
 			warm := min(time.Second, stop/2)
@@ -149,7 +165,14 @@ func churn(ctx context.Context, workers int, duration time.Duration, schedule st
 			stallFailover = rep.Events[i-1].FailoverMs
 			if r.Stall != nil {
 				r.Stall.FailoverMs = stallFailover
+				r.Stall.NewOwnerMs = rep.Events[i-1].NewOwnerMs
 			}
+		}
+		if strings.HasPrefix(p.Name, "lost-host") && i-1 < len(rep.Events) {
+			// While the host is lost only: its replacement serves nothing until a failback,
+			// but the measure is the failover's.
+			ev := rep.Events[i-1]
+			r.LostHost = lostHostEffect(answers, addrs, start, stop, ev)
 		}
 	}
 	if r.Kill != nil {
@@ -159,6 +182,27 @@ func churn(ctx context.Context, workers int, duration time.Duration, schedule st
 		r.Stall.TargetMs = stallFailover + 500 // the store's failover, plus 500 ms (rule B6)
 	}
 	return r, nil
+}
+
+// lostHostEffect is killEffect over the time the host of event ev (a lost host that
+// started at start, in a phase that ended at stop) was lost, with the store's failover,
+// its first map with new owners and the target: that map plus 600 ms (one debounce window
+// of 500 ms, rules B6 and B7, and 100 ms for the retry itself). Without a new owner the
+// target is 0: nothing is kept.
+func lostHostEffect(as []answer, addrs []string, start, stop time.Duration, ev demo.EventReport) *killResult {
+	lost := time.Duration(ev.LostMs * float64(time.Millisecond))
+	if lost <= 0 {
+		lost = stop - start
+	}
+	k := killEffect(as, addrs, start, min(stop, start+lost))
+	if k == nil {
+		return nil
+	}
+	k.FailoverMs, k.NewOwnerMs, k.LostMs = ev.FailoverMs, ev.NewOwnerMs, ev.LostMs
+	if ev.NewOwnerMs > 0 {
+		k.TargetMs = ev.NewOwnerMs + 600
+	}
+	return k
 }
 
 // rate is the answers per second in [from, to).

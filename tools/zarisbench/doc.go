@@ -13,8 +13,12 @@
 //     pooled connection holds;
 //  4. churn: the demo engine (tools/zaris/demo) under a short schedule of every churn kind:
 //     per event the application's errors, the longest window without a successful answer,
-//     p99 and throughput against the steady phase, the time from a kill to the first
-//     success on the dead node's segments, and map fetches against epoch changes;
+//     p99 and throughput against the steady phase, the calls that waited for a new owner
+//     (rule B7), the time from a kill, a stall and a lost host to the first success on
+//     the node's segments (a lost host's against the store's first map with new owners),
+//     and map fetches against epoch changes; then, on a cluster of its own, callers on one
+//     node's keys while the client refreshes its map and the node is killed right after,
+//     inside the refresh's debounce window: no call may fail;
 //  5. storm: the refresh-storm regression: callers against a segment with no owner end
 //     within their attempts' backoff, the refresher fetches at most once per debounce
 //     window, and callers on healthy segments keep their throughput;

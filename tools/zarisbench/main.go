@@ -34,6 +34,10 @@ type config struct {
 	ChurnWorkers  int
 	ChurnDuration time.Duration
 	ChurnSchedule string
+	// RefreshKillCallers and RefreshKillRounds size the churn section's kill after a
+	// refresh.
+	RefreshKillCallers int
+	RefreshKillRounds  int
 
 	StormCallers  int
 	StormHealthy  int
@@ -55,9 +59,10 @@ func defaultConfig() config {
 		OverheadCallers: []int{1, 16}, OverheadRounds: 12, OverheadDuration: 200 * time.Millisecond, AllocCalls: 2000,
 		ProtocolCallers: 16, WireOps: 1000,
 		ScaleCallers: []int{1, 4, 16, 64, 256}, ScaleNodes: []int{1, 3, 5}, NodesCallers: 64, ConnCount: 64,
-		ChurnWorkers: 256, ChurnDuration: 22 * time.Second,
-		ChurnSchedule: "migrate@3s,join@6s,kill@10s,failback@14s,leave@18s,stall@21s",
-		StormCallers:  256, StormHealthy: 16, StormDuration: 3 * time.Second,
+		ChurnWorkers: 256, ChurnDuration: 28 * time.Second,
+		ChurnSchedule:      "migrate@3s,join@6s,kill@10s,failback@14s,leave@18s,stall@21s,lost-host@27s",
+		RefreshKillCallers: 16, RefreshKillRounds: 3,
+		StormCallers: 256, StormHealthy: 16, StormDuration: 3 * time.Second,
 		PipelineCallers: []int{1, 4, 16, 64, 256}, PipelineDuration: 250 * time.Millisecond, HOLValue: 512 << 10,
 		CodecCalls: 200_000,
 	}
@@ -125,8 +130,9 @@ func quickConfig() config {
 		ProtocolCallers: 2, WireOps: 20,
 		ScaleCallers: []int{1, 4}, ScaleNodes: []int{1, 2}, NodesCallers: 4, ConnCount: 4,
 		ChurnWorkers: 8, ChurnDuration: 2 * time.Second,
-		ChurnSchedule: "migrate@400ms,kill@800ms,failback@1200ms",
-		StormCallers:  8, StormHealthy: 2, StormDuration: 300 * time.Millisecond,
+		ChurnSchedule:      "migrate@400ms,kill@800ms,failback@1200ms",
+		RefreshKillCallers: 4, RefreshKillRounds: 1,
+		StormCallers: 8, StormHealthy: 2, StormDuration: 300 * time.Millisecond,
 		PipelineCallers: []int{1, 4}, PipelineDuration: 50 * time.Millisecond, HOLValue: 64 << 10,
 		CodecCalls: 1000,
 	}
@@ -165,7 +171,10 @@ func run(ctx context.Context, cfg config, log io.Writer) (*results, error) {
 			return err
 		}},
 		{"churn", func() error {
-			res.Churn, err = churn(ctx, cfg.ChurnWorkers, cfg.ChurnDuration, cfg.ChurnSchedule)
+			if res.Churn, err = churn(ctx, cfg.ChurnWorkers, cfg.ChurnDuration, cfg.ChurnSchedule); err != nil {
+				return err
+			}
+			res.Churn.KillAfterRefresh, err = killAfterRefresh(ctx, cfg.RefreshKillCallers, cfg.RefreshKillRounds)
 			return err
 		}},
 		{"storm", func() error {

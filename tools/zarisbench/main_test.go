@@ -15,6 +15,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/clustron/zaris-go/runtime"
+	"github.com/clustron/zaris-go/tools/zaris/demo"
 )
 
 // TestQuickRunFillsEverySection runs every section at a tiny size and checks the shape of
@@ -50,6 +51,12 @@ func TestQuickRunFillsEverySection(t *testing.T) {
 	assert.True(t, strings.HasPrefix(c.Events[1].Name, "kill"), c.Events[1].Name)
 	assert.NotNil(t, c.Kill, "the kill's dead node is found")
 	assert.Positive(t, c.Steady.DuringOpsPerS)
+	kr := c.KillAfterRefresh
+	require.NotNil(t, kr, "the kill after a refresh ran")
+	assert.Equal(t, cfg.RefreshKillRounds, kr.Rounds)
+	assert.Positive(t, kr.Keys)
+	assert.Positive(t, kr.Calls, "calls ended after the kill")
+	assert.Positive(t, kr.FailoverMs)
 
 	s := res.Storm
 	assert.Positive(t, s.Calls)
@@ -82,7 +89,7 @@ func TestQuickRunFillsEverySection(t *testing.T) {
 
 	var table strings.Builder
 	writeTable(&table, res)
-	for _, want := range []string{"1. stack overhead", "2. protocols", "3. scale", "4. churn", "5. refresh storm", "6. batch", "7. pipeline", "socket floor budget:", "targets:"} {
+	for _, want := range []string{"1. stack overhead", "2. protocols", "3. scale", "4. churn", "kill after a refresh: n", "5. refresh storm", "6. batch", "7. pipeline", "socket floor budget:", "targets:"} {
 		assert.Contains(t, table.String(), want)
 	}
 	dir := t.TempDir()
@@ -135,6 +142,74 @@ func TestKillOfANodeWithoutSegmentsIsNotAPass(t *testing.T) {
 	assert.False(t, kill(0).Holds, kill(0).Got)
 	assert.Contains(t, kill(0).Got, "not measured")
 	assert.True(t, kill(4).Holds, "four segments answered at once")
+}
+
+// A lost host's row compares the first answer on every one of its segments with the
+// store's first map with new owners plus 600 ms, from the demo's event; a host that served
+// no segment, or whose segments got no new owner while it was lost, measured nothing.
+func TestLostHostRowIsTheNewOwnersMapPlus600ms(t *testing.T) {
+	// Node 0 answers for segments 1 and 2 before the loss at 10 s; nodes 1 and 2 answer
+	// for them 3.5 s and 3.9 s later; node 1 answers for segment 3 throughout.
+	at := func(s float64) time.Duration { return time.Duration(s * float64(time.Second)) }
+	as := []answer{
+		{at: at(9.5), addr: 0, seg: 1}, {at: at(9.6), addr: 0, seg: 2}, {at: at(9.7), addr: 1, seg: 3},
+		{at: at(11), addr: 1, seg: 3}, {at: at(13.5), addr: 1, seg: 1}, {at: at(13.9), addr: 2, seg: 2},
+		{at: at(14.5), addr: 0, seg: 1}, // after the loss: the replacement, not counted
+	}
+	ev := demo.EventReport{Kind: demo.LostHost, Label: "lost-host n1", NewOwnerMs: 3300, FailoverMs: 3310, LostMs: 4320}
+	k := lostHostEffect(as, []string{"n1", "n2", "n3"}, at(10), at(15), ev)
+	require.NotNil(t, k)
+	assert.Equal(t, "n1", k.Node)
+	assert.Equal(t, 2, k.Segments)
+	assert.InDelta(t, 3500, k.FirstMs, 0.001)
+	assert.InDelta(t, 3900, k.AllMs, 0.001)
+	assert.InDelta(t, 3900, k.TargetMs, 0.001, "new owners plus 600 ms")
+	assert.InDelta(t, 3310, k.FailoverMs, 0.001)
+	assert.InDelta(t, 4320, k.LostMs, 0.001)
+
+	row := func(k *killResult) target {
+		res := &results{}
+		res.Churn.LostHost = k
+		for _, tg := range targets(res) {
+			if strings.HasPrefix(tg.Name, "lost host to first answer") {
+				return tg
+			}
+		}
+		t.Fatal("no lost host target")
+		return target{}
+	}
+	assert.True(t, row(k).Holds, row(k).Got)
+	late := *k
+	late.AllMs = 3901
+	assert.False(t, row(&late).Holds, row(&late).Got)
+	none := *k
+	none.Segments = 0
+	assert.False(t, row(&none).Holds)
+	assert.Contains(t, row(&none).Got, "not measured")
+	noOwner := *k
+	noOwner.NewOwnerMs, noOwner.TargetMs = 0, 0
+	assert.False(t, row(&noOwner).Holds)
+	assert.Contains(t, row(&noOwner).Got, "no map gave")
+}
+
+// The kill after a refresh holds only with calls measured and none failed.
+func TestKillAfterRefreshRowWantsNoError(t *testing.T) {
+	row := func(k refreshKillResult) target {
+		res := &results{}
+		res.Churn.KillAfterRefresh = &k
+		for _, tg := range targets(res) {
+			if tg.Name == "kill after a refresh: application errors" {
+				return tg
+			}
+		}
+		t.Fatal("no kill after a refresh target")
+		return target{}
+	}
+	assert.True(t, row(refreshKillResult{Calls: 100}).Holds)
+	assert.False(t, row(refreshKillResult{Calls: 100, CallErrors: 1}).Holds)
+	assert.False(t, row(refreshKillResult{Calls: 100, OtherErrors: 1}).Holds)
+	assert.False(t, row(refreshKillResult{}).Holds, "no call measured")
+	assert.Equal(t, "1 of 100 calls (0 other errors)", row(refreshKillResult{Calls: 100, CallErrors: 1}).Got)
 }
 
 // The floor budget is the CPU per call that half the floor leaves on the process's

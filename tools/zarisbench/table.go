@@ -38,7 +38,7 @@ func targets(res *results) []target {
 	}
 	for _, e := range res.Churn.Events {
 		kind, _, _ := strings.Cut(e.Name, " ")
-		if kind == "kill" || kind == "stall" { // their throughput drops until the failover, by design
+		if kind == "kill" || kind == "stall" || kind == "lost-host" { // their throughput drops until the failover, by design
 			continue
 		}
 		add("throughput during "+e.Name+" over just before", ">= 0.8", fmt.Sprintf("%.2f", e.DuringRatio), e.DuringRatio >= 0.8)
@@ -59,6 +59,22 @@ func targets(res *results) []target {
 		}
 		add("stall to first answer on every stalled segment", fmt.Sprintf("<= %.0f ms", k.TargetMs),
 			got, k.Segments > 0 && k.FailoverMs > 0 && k.AllMs <= k.TargetMs)
+	}
+	if k := res.Churn.LostHost; k != nil {
+		got := fmt.Sprintf("%.0f ms (first %.0f ms; new owners in the map after %.0f ms, + 600)", k.AllMs, k.FirstMs, k.NewOwnerMs)
+		switch {
+		case k.Segments == 0:
+			got = "not measured: the lost host answered for no segment just before"
+		case k.NewOwnerMs == 0:
+			got = "not measured: no map gave the lost host's segments new owners while it was lost"
+		}
+		add("lost host to first answer on every segment", fmt.Sprintf("<= %.0f ms", k.TargetMs),
+			got, k.Segments > 0 && k.NewOwnerMs > 0 && k.AllMs <= k.TargetMs)
+	}
+	if k := res.Churn.KillAfterRefresh; k != nil {
+		add("kill after a refresh: application errors", "0",
+			fmt.Sprintf("%d of %d calls (%d other errors)", k.CallErrors, k.Calls, k.OtherErrors),
+			k.Calls > 0 && k.CallErrors == 0 && k.OtherErrors == 0)
 	}
 	if c := res.Churn; c.Workers > 0 {
 		add(fmt.Sprintf("map fetches per epoch change, %d callers", c.Workers), "<= 1",
@@ -133,10 +149,11 @@ func writeTable(w io.Writer, res *results) {
 	if ran("churn") {
 		c := res.Churn
 		section(fmt.Sprintf("\n4. churn: demo engine, %d nodes, %d workers, schedule %s", c.Nodes, c.Workers, c.Schedule),
-			"phase\tat s\ttook ms\terrors\tzero window ms\tp99 ms\tp99 ratio\tbefore ops/s\tduring ops/s\tduring/before\tduring/steady\trefreshes req/done\t")
+			"phase\tat s\ttook ms\terrors\tzero window ms\tp99 ms\tp99 ratio\tbefore ops/s\tduring ops/s\tduring/before\tduring/steady\trefreshes req/done\towner waits calls/max ms\t")
 		for _, p := range append([]churnPhase{c.Steady}, c.Events...) {
-			fmt.Fprintf(tw, "%s\t%.1f\t%.0f\t%d\t%.0f\t%.1f\t%.1f\t%.0f\t%.0f\t%.2f\t%.2f\t%d/%d\t\n", p.Name, p.AtSec, p.TookMs, p.Errors, p.ZeroWindowMs,
-				p.P99Ms, p.P99Ratio, p.BeforeOpsPerS, p.DuringOpsPerS, p.DuringRatio, p.SteadyRatio, p.RefreshesRequested, p.RefreshesPerformed)
+			fmt.Fprintf(tw, "%s\t%.1f\t%.0f\t%d\t%.0f\t%.1f\t%.1f\t%.0f\t%.0f\t%.2f\t%.2f\t%d/%d\t%d/%.0f\t\n", p.Name, p.AtSec, p.TookMs, p.Errors, p.ZeroWindowMs,
+				p.P99Ms, p.P99Ratio, p.BeforeOpsPerS, p.DuringOpsPerS, p.DuringRatio, p.SteadyRatio, p.RefreshesRequested, p.RefreshesPerformed,
+				p.OwnerWaitCalls, p.OwnerWaitMaxMs)
 		}
 		tw.Flush()
 		if k := c.Kill; k != nil {
@@ -146,6 +163,17 @@ func writeTable(w io.Writer, res *results) {
 		if k := c.Stall; k != nil {
 			fmt.Fprintf(w, "stall of %s (%d segments): failed over after %.0f ms; first answer on one of them after %.0f ms, on all after %.0f ms (target %.0f ms)\n",
 				k.Node, k.Segments, k.FailoverMs, k.FirstMs, k.AllMs, k.TargetMs)
+		}
+		if k := c.LostHost; k != nil {
+			fmt.Fprintf(w, "lost host %s (%d segments): new owners in the map after %.0f ms, failed over after %.0f ms, lost for %.0f ms; first answer on one of them after %.0f ms, on all after %.0f ms (target %.0f ms)\n",
+				k.Node, k.Segments, k.NewOwnerMs, k.FailoverMs, k.LostMs, k.FirstMs, k.AllMs, k.TargetMs)
+		}
+		if k := c.KillAfterRefresh; k != nil {
+			fmt.Fprintf(w, "kill after a refresh: n%d, %d callers on %d of its keys, %d rounds; killed %.1f ms after the refresh, failed over after %.0f ms; %d calls, %d errors (%d other), slowest %.0f ms; %d calls waited for a new owner (B7), longest %.0f ms; %d refreshes debounced, %d of them deferred\n",
+				k.Node, k.Callers, k.Keys, k.Rounds, k.KillAfterMs, k.FailoverMs, k.Calls, k.CallErrors, k.OtherErrors, k.MaxMs, k.OwnerWaitCalls, k.OwnerWaitMaxMs, k.Debounced, k.Deferred)
+			if k.FirstError != "" {
+				fmt.Fprintf(w, "kill after a refresh: first error: %s\n", k.FirstError)
+			}
 		}
 		fmt.Fprintf(w, "map: %d refreshes requested, %d performed (%d GetClusterMap calls incl. bootstrap) for %d epoch changes\n",
 			c.RefreshesRequested, c.RefreshesPerformed, c.MapFetches, c.EpochChanges)

@@ -2,23 +2,56 @@ package demo
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"slices"
 	"time"
 
+	"github.com/clustron/zaris-go/gen/zaris"
 	"github.com/clustron/zaris-go/tools/store"
 )
 
 // churner carries out scheduled events against the store and remembers what it did, so
-// that a failback targets the node that was killed and a leave the node that joined.
+// that a failback targets the node that was killed (or lost) and a leave the node that
+// joined.
 type churner struct {
 	cluster *store.Cluster
 	initial []int32 // the nodes the cluster started with
-	killed  []int32
+	killed  []int32 // killed nodes and lost hosts, in order
 	joined  []int32
-	// failover is how long after the last stall began the store had given away every
-	// segment of the stalled node; 0 if it had not by the stall's end.
-	failover time.Duration
+	// loss is what the map showed during the last stall or lost host.
+	loss loss
+}
+
+// loss is what the store's map showed while a node stood still (a stall or a lost host),
+// from the moment it stopped.
+type loss struct {
+	owned []int32 // the segments the node owned when it stopped
+	// newOwner is when the first map that gives one of them to another node appeared;
+	// failover when the node owned none; 0 if not seen by the end of the watch.
+	newOwner, failover time.Duration
+	// lostFor is how long a lost host stood still before it was replaced; 0 for a stall.
+	lostFor time.Duration
+}
+
+// look notes what map m, seen at since after the node id stopped, shows.
+func (l *loss) look(m *zaris.ClusterMap, id int32, since time.Duration) {
+	owns, moved := false, false
+	for _, s := range m.Segments {
+		switch {
+		case !s.IsSetOwner():
+		case s.GetOwner() == id:
+			owns = true
+		case slices.Contains(l.owned, s.ID):
+			moved = true
+		}
+	}
+	if moved && l.newOwner == 0 {
+		l.newOwner = max(since, time.Nanosecond)
+	}
+	if !owns && l.failover == 0 {
+		l.failover = max(since, time.Nanosecond)
+	}
 }
 
 // do carries out e and returns a label for it, such as "kill n3".
@@ -47,7 +80,7 @@ func (c *churner) do(ctx context.Context, e Event) (string, error) {
 		id := e.Node
 		if id == 0 {
 			if len(c.killed) == 0 {
-				return "failback", fmt.Errorf("no node was killed before this failback")
+				return "failback", fmt.Errorf("no node was killed or lost before this failback")
 			}
 			id = c.killed[len(c.killed)-1]
 		}
@@ -67,9 +100,15 @@ func (c *churner) do(ctx context.Context, e Event) (string, error) {
 	case Stall:
 		id := e.Node
 		if id == 0 {
-			id = c.killTarget()
+			id = c.ownerTarget()
 		}
 		return fmt.Sprintf("stall n%d %s", id, StallFor), c.stall(ctx, id)
+	case LostHost:
+		id := e.Node
+		if id == 0 {
+			id = c.ownerTarget()
+		}
+		return fmt.Sprintf("lost-host n%d", id), c.loseHost(ctx, id)
 	}
 	return string(e.Kind), fmt.Errorf("unknown churn kind %q", e.Kind)
 }
@@ -77,38 +116,107 @@ func (c *churner) do(ctx context.Context, e Event) (string, error) {
 // stall stands node id still for StallFor, waits it out, and waits for the cluster to
 // settle again (the node comes back as a replica of what it owned).
 func (c *churner) stall(ctx context.Context, id int32) error {
+	c.loss = loss{owned: ownedBy(c.cluster.Map(), id)}
 	start := time.Now()
 	if err := c.cluster.Stall(id, StallFor); err != nil {
 		return err
 	}
-	c.failover = 0
 	t := time.NewTimer(StallFor)
 	defer t.Stop()
-	tick := time.NewTicker(10 * time.Millisecond)
-	defer tick.Stop()
-	for done := false; !done; {
-		select {
-		case <-t.C:
-			done = true
-		case <-tick.C:
-			if c.failover == 0 && !owns(c.cluster, id) {
-				c.failover = time.Since(start)
-			}
-		case <-ctx.Done():
-			return ctx.Err()
-		}
+	if err := c.watch(ctx, id, start, t.C, nil); err != nil {
+		return err
 	}
 	return c.cluster.WaitSettled(ctx)
 }
 
-// owns reports whether the cluster's map gives node id any segment.
-func owns(c *store.Cluster, id int32) bool {
-	for _, s := range c.Map().Segments {
-		if s.IsSetOwner() && s.GetOwner() == id {
-			return true
+// loseHost stands node id still, as a host that is lost for good (no reset: its
+// connections stay open, its requests unread), until the store has failed it over and
+// LostHostHold more; then it replaces the host: the stalled node is stopped, never having
+// answered a request it held, and started again on its old ports, empty, and the demo
+// waits for the cluster to settle (the new process catches up as a replica). The node is
+// noted as killed, so that a later failback hands its segments back.
+func (c *churner) loseHost(ctx context.Context, id int32) error {
+	c.loss = loss{owned: ownedBy(c.cluster.Map(), id)}
+	start := time.Now()
+	if err := c.cluster.Stall(id, lostHostMax); err != nil {
+		return err
+	}
+	c.killed = append(c.killed, id)
+	hold := make(chan time.Time)
+	var held *time.Timer
+	err := c.watch(ctx, id, start, hold, func() {
+		held = time.AfterFunc(LostHostHold, func() { close(hold) })
+	})
+	if held != nil {
+		held.Stop()
+	}
+	c.loss.lostFor = time.Since(start)
+	// The host is replaced even when the watch failed, so that the rest of the schedule
+	// finds a cluster that works.
+	if kerr := c.cluster.Kill(id); kerr != nil {
+		return errors.Join(err, kerr)
+	}
+	rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), settleTimeout)
+	defer cancel()
+	if rerr := c.cluster.Restart(rctx, id); rerr != nil {
+		return errors.Join(err, fmt.Errorf("replacing n%d: %w", id, rerr))
+	}
+	if err != nil {
+		return err
+	}
+	return c.cluster.WaitSettled(ctx)
+}
+
+// watch follows the map every 10 ms from start, while node id stands still, until done
+// fires or ctx ends; failedOver, if set, is called once when the node owns no segment.
+func (c *churner) watch(ctx context.Context, id int32, start time.Time, done <-chan time.Time, failedOver func()) error {
+	tick := time.NewTicker(10 * time.Millisecond)
+	defer tick.Stop()
+	for {
+		select {
+		case <-done:
+			return nil
+		case <-tick.C:
+			seen := c.loss.failover != 0
+			c.loss.look(c.cluster.Map(), id, time.Since(start))
+			if !seen && c.loss.failover != 0 && failedOver != nil {
+				failedOver()
+			}
+		case <-ctx.Done():
+			if c.loss.failover == 0 {
+				return fmt.Errorf("the store did not fail n%d over in %s: %w", id, time.Since(start).Round(time.Millisecond), ctx.Err())
+			}
+			return ctx.Err()
 		}
 	}
-	return false
+}
+
+// ownedBy returns the segments map m gives node id.
+func ownedBy(m *zaris.ClusterMap, id int32) []int32 {
+	var segs []int32
+	for _, s := range m.Segments {
+		if s.IsSetOwner() && s.GetOwner() == id {
+			segs = append(segs, s.ID)
+		}
+	}
+	return segs
+}
+
+// ownerTarget is the node a stall or a lost host stops: the highest running node the
+// cluster started with that owns a segment (a node failed over earlier owns none, and
+// stopping it would show nothing), or else the highest running node that owns one, or
+// else killTarget.
+func (c *churner) ownerTarget() int32 {
+	m := c.cluster.Map()
+	running := c.cluster.Nodes()
+	for _, ids := range [][]int32{c.initial, running} {
+		for _, id := range slices.Backward(ids) {
+			if slices.Contains(running, id) && len(ownedBy(m, id)) > 0 {
+				return id
+			}
+		}
+	}
+	return c.killTarget()
 }
 
 // killTarget is the highest running node the cluster started with (its preferred segments

@@ -22,13 +22,23 @@ const (
 	Join Kind = "join"
 	// Kill stops a node abruptly; the coordinator fails its segments over to replicas.
 	Kill Kind = "kill"
-	// Failback restarts the last killed node and hands its preferred segments back to it.
+	// Failback restarts the last killed node (or the last lost host's replacement, which
+	// runs) and hands its preferred segments back to it.
 	Failback Kind = "failback"
 	// Leave drains a node and takes it out of the cluster.
 	Leave Kind = "leave"
 	// Stall stands a node still for StallFor, as SIGSTOP would: past its lease, the
-	// coordinator fails its segments over, and it comes back as a replica.
+	// coordinator fails its segments over, and it comes back as a replica. It comes back
+	// on its own, a fixed time after it stopped, and then takes up the requests that waited
+	// in its connections.
 	Stall Kind = "stall"
+	// LostHost loses a node's host for good: like a stall it stops answering without
+	// refusing anything (no reset, its connections stay open and its requests wait in them
+	// unread), but it stays lost until the store has given every segment it owned to
+	// another node and LostHostHold more, and it never answers the requests it held: it is
+	// then replaced by a fresh process on its old ports (empty: it catches up as a
+	// replica), which a later failback hands its segments back.
+	LostHost Kind = "lost-host"
 )
 
 // StallFor is how long a stall event stands its node still: longer than the in-process
@@ -36,7 +46,15 @@ const (
 // client has to find the new owners while the node stands still.
 const StallFor = 5 * time.Second
 
-var kinds = []Kind{Migrate, Join, Kill, Failback, Leave, Stall}
+// LostHostHold is how long a lost host stays lost after the store has failed it over:
+// the client must have found every new owner without any answer from the lost node.
+const LostHostHold = time.Second
+
+// lostHostMax bounds how long a lost host stands still if the demo cannot replace it (the
+// event's context ended first); replacing it ends the stall at once.
+const lostHostMax = 2 * settleTimeout
+
+var kinds = []Kind{Migrate, Join, Kill, Failback, Leave, Stall, LostHost}
 
 // Event is one scheduled churn event.
 type Event struct {
@@ -57,12 +75,13 @@ func (e Event) String() string {
 	return s + "@" + e.At.String()
 }
 
-// DefaultSchedule is every churn kind once over about 45 seconds.
-const DefaultSchedule = "migrate@5s,join@12s,kill@20s,failback@28s,leave@36s,stall@41s"
+// DefaultSchedule is every churn kind once over about 48 seconds, and a failback that hands
+// the lost host's replacement its segments back.
+const DefaultSchedule = "migrate@5s,join@10s,kill@15s,failback@21s,leave@27s,stall@32s,lost-host@39s,failback@46s"
 
 // ParseSchedule reads a schedule such as "kill@8s,failback@16s,join:4@24s": comma-separated
-// events, each a kind (migrate, join, kill, failback, leave, stall), an optional ":node" and "@" a
-// Go duration from the start. Events come back sorted by time.
+// events, each a kind (migrate, join, kill, failback, leave, stall, lost-host), an optional
+// ":node" and "@" a Go duration from the start. Events come back sorted by time.
 func ParseSchedule(s string) ([]Event, error) {
 	var events []Event
 	for _, item := range strings.Split(s, ",") {
@@ -81,7 +100,7 @@ func ParseSchedule(s string) ([]Event, error) {
 		kind, node, hasNode := strings.Cut(what, ":")
 		e := Event{Kind: Kind(kind), At: d}
 		if !slices.Contains(kinds, e.Kind) {
-			return nil, fmt.Errorf("schedule event %q: unknown kind %q (want migrate, join, kill, failback, leave or stall)", item, kind)
+			return nil, fmt.Errorf("schedule event %q: unknown kind %q (want migrate, join, kill, failback, leave, stall or lost-host)", item, kind)
 		}
 		if hasNode {
 			n, err := strconv.ParseInt(node, 10, 32)
@@ -104,7 +123,7 @@ type Config struct {
 	Workers int
 	// KeysPerWorker is how many keys each worker owns and writes. Default 64.
 	KeysPerWorker int
-	// Duration is how long the workload runs. Default 45 s. Every scheduled event runs, and
+	// Duration is how long the workload runs. Default 48 s. Every scheduled event runs, and
 	// the workload goes on past Duration until the last one completed half a second ago,
 	// so an event that runs late (a loaded machine) still gets a phase of its own.
 	Duration time.Duration
@@ -135,7 +154,7 @@ func DefaultConfig() Config {
 		Nodes:         3,
 		Workers:       16,
 		KeysPerWorker: 64,
-		Duration:      45 * time.Second,
+		Duration:      48 * time.Second,
 		Schedule:      events,
 		Protocol:      runtime.ProtocolBinary,
 		ProgressEvery: 5 * time.Second,

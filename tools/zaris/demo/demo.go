@@ -93,8 +93,8 @@ func Run(ctx context.Context, cfg Config) (*Report, error) {
 		prog.phase.Store(&label)
 		rec.renamePhase(label)
 		er := EventReport{Kind: e.Kind, Label: label, AtSec: at.Seconds(), TookMs: ms(time.Since(start) - at)}
-		if e.Kind == Stall {
-			er.FailoverMs = ms(ch.failover)
+		if e.Kind == Stall || e.Kind == LostHost {
+			er.NewOwnerMs, er.FailoverMs, er.LostMs = ms(ch.loss.newOwner), ms(ch.loss.failover), ms(ch.loss.lostFor)
 		}
 		if err != nil {
 			er.Error = err.Error()

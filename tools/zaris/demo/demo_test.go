@@ -140,10 +140,10 @@ func scanTimeline(t *testing.T, r io.Reader) (series, bands, markers []string) {
 }
 
 func TestParseSchedule(t *testing.T) {
-	events, err := ParseSchedule("kill@8s, failback:3@16s,migrate@1s,stall:2@20s")
+	events, err := ParseSchedule("kill@8s, failback:3@16s,migrate@1s,stall:2@20s,lost-host:1@25s,lost-host@30s")
 	require.NoError(t, err)
 	assert.Equal(t, []Event{{Kind: Migrate, At: time.Second}, {Kind: Kill, At: 8 * time.Second}, {Kind: Failback, At: 16 * time.Second, Node: 3},
-		{Kind: Stall, At: 20 * time.Second, Node: 2}}, events)
+		{Kind: Stall, At: 20 * time.Second, Node: 2}, {Kind: LostHost, At: 25 * time.Second, Node: 1}, {Kind: LostHost, At: 30 * time.Second}}, events)
 	for in, want := range map[string]string{
 		"kill":       "want kind@duration",
 		"kill@soon":  `"soon" is not a duration`,
@@ -156,7 +156,78 @@ func TestParseSchedule(t *testing.T) {
 		assert.ErrorContains(t, err, want, in)
 	}
 	d := DefaultConfig()
-	assert.Len(t, d.Schedule, 6)
+	assert.Len(t, d.Schedule, 8)
+	var ks []Kind
+	for _, e := range d.Schedule {
+		if !slices.Contains(ks, e.Kind) {
+			ks = append(ks, e.Kind)
+		}
+		assert.Less(t, e.At, d.Duration, "%s runs", e)
+	}
+	assert.ElementsMatch(t, kinds, ks, "the default schedule has every churn kind")
+	assert.Equal(t, Failback, d.Schedule[len(d.Schedule)-1].Kind, "a failback follows the lost host")
+}
+
+// A lost host (a node that stops answering without refusing anything) stays lost until the
+// store has failed it over and LostHostHold more, and is then replaced, so that a later
+// failback hands its replacement the segments back: nothing acknowledged is lost, the
+// application sees no error, and the report has the event's failover and the waits for a
+// new owner (rule B7) per phase and in total.
+func TestLostHost(t *testing.T) {
+	if testing.Short() {
+		t.Skip("runs a cluster through a failover of several seconds")
+	}
+	// The events run one after another: the failback starts once the lost host is replaced.
+	events, err := ParseSchedule("lost-host@300ms,failback@1s")
+	require.NoError(t, err)
+	out := t.TempDir()
+	report, err := Run(context.Background(), Config{Nodes: 3, Workers: 4, KeysPerWorker: 16, Duration: 1500 * time.Millisecond,
+		Schedule: events, Out: out})
+	require.NoError(t, err)
+	var table bytes.Buffer
+	report.WriteTable(&table)
+	t.Log("\n" + table.String())
+
+	assert.True(t, report.OK(), "lost %v, misreported %v, error %q", report.Verification.Lost, report.Verification.Misreported, report.Verification.Error)
+	require.Len(t, report.Events, 2)
+	lost, back := report.Events[0], report.Events[1]
+	assert.Empty(t, lost.Error)
+	assert.Empty(t, back.Error, "the replaced host takes its segments back")
+	assert.Equal(t, LostHost, lost.Kind)
+	assert.Regexp(t, `^lost-host n\d$`, lost.Label)
+	assert.Equal(t, "failback"+strings.TrimPrefix(lost.Label, "lost-host"), back.Label, "the failback targets the lost host")
+	assert.Positive(t, lost.NewOwnerMs, "the store gave the lost host's segments to other nodes")
+	assert.LessOrEqual(t, lost.NewOwnerMs, lost.FailoverMs)
+	assert.GreaterOrEqual(t, lost.LostMs, lost.FailoverMs+ms(LostHostHold), "lost past the failover")
+	assert.Contains(t, table.String(), "then replaced")
+	assert.Contains(t, table.String(), "owner waits calls/max ms")
+	assert.Contains(t, table.String(), "rule B7")
+
+	require.Len(t, report.Phases, 3)
+	calls, waits := 0, 0
+	for _, p := range report.Phases {
+		assert.Positive(t, p.Ops, p.Name)
+		assert.Zero(t, p.ErrorCount, "%s: %v", p.Name, p.Errors)
+		assert.LessOrEqual(t, p.OwnerWaitCalls, p.OwnerWaits, p.Name)
+		assert.LessOrEqual(t, p.OwnerWaitMaxMs, report.Total.OwnerWaitMaxMs, p.Name)
+		calls += p.OwnerWaitCalls
+		waits += p.OwnerWaits
+	}
+	assert.Equal(t, calls, report.Total.OwnerWaitCalls)
+	assert.Equal(t, waits, report.Total.OwnerWaits)
+
+	data, err := os.ReadFile(filepath.Join(out, "report.json"))
+	require.NoError(t, err)
+	var decoded map[string]any
+	require.NoError(t, json.Unmarshal(data, &decoded))
+	total := decoded["total"].(map[string]any)
+	for _, k := range []string{"ownerWaitCalls", "ownerWaits", "ownerWaitMaxMs"} {
+		assert.Contains(t, total, k)
+	}
+	ev := decoded["events"].([]any)[0].(map[string]any)
+	for _, k := range []string{"newOwnerMs", "failoverMs", "lostMs"} {
+		assert.Contains(t, ev, k)
+	}
 }
 
 // An event due after the workload ended does not start, even when its time has long passed

@@ -1,8 +1,9 @@
 // Package demo is the engine of `zaris demo`: it starts an in-process Zaris cluster, runs an
 // application workload through the zaris-go client while it drives ownership churn on a
 // schedule (segment migration, scale-out join, a node kill and its failover, failback, a
-// graceful leave, a node stalled for StallFor as by SIGSTOP), and reports what the
-// application saw.
+// graceful leave, a node stalled for StallFor as by SIGSTOP, and a lost host: a node that
+// stops answering without refusing anything and stays lost until the store has failed it
+// over and LostHostHold more, then is replaced), and reports what the application saw.
 //
 // A tenth of the calls are multi-key: MultiGet and MultiPut of four of a worker's keys,
 // each item checked like a single read or write; the report counts them per phase with
@@ -19,8 +20,10 @@
 // attempt's outcome, attempts per call, retried attempts by what each saw (a status such as
 // Moved, Migrating, OwnershipChanging, ReplicaWriteRejected or Unavailable, or the kind of
 // failure when no answer came: transport, attempt timeout, node unavailable; a multi-key
-// call's sub-requests are not retries, its item retries are counted with it), and map
-// refreshes requested by calls versus map fetches the client performed; and the process's
+// call's sub-requests are not retries, its item retries are counted with it), map
+// refreshes requested by calls versus map fetches the client performed, and the calls that
+// waited for a map naming a new owner of a key whose owner they could not reach (the
+// client's rule B7), with the longest such wait; and the process's
 // peak resident set size (VmHWM on Linux). Run writes it as report.json and as
 // timeline.html, a page with inline SVG charts per second of ops/s, p99 latency and retried
 // attempts stacked by cause, every event marked. WriteScreenshot draws that page as

@@ -26,9 +26,13 @@ type record struct {
 	latency  time.Duration
 	attempts int
 	refReq   int
-	class    string       // "" for a success or an answer; otherwise why the call failed
-	retries  []string     // why each attempt but the last was retried (causeName), nil if none
-	batch    *batchRecord // a multi-key call's items, nil for a single-key call
+	// ownerWaits counts the call's waits for a map naming a new owner of a key whose owner
+	// it could not reach (rule B7), ownerWait the time it spent in them.
+	ownerWaits int
+	ownerWait  time.Duration
+	class      string       // "" for a success or an answer; otherwise why the call failed
+	retries    []string     // why each attempt but the last was retried (causeName), nil if none
+	batch      *batchRecord // a multi-key call's items, nil for a single-key call
 }
 
 // phaseAcc sums the calls that started in one phase.
@@ -42,9 +46,30 @@ type phaseAcc struct {
 	attempts  int
 	attMax    int
 	refReq    int
+	owner     ownerWaits
 	batches   BatchReport
 	max       time.Duration
 	lat       *hdrhistogram.Histogram
+}
+
+// ownerWaits sums the waits of rule B7 over a phase's calls.
+type ownerWaits struct {
+	calls, waits int           // calls that waited, and their waits
+	max          time.Duration // the longest time one call spent waiting
+}
+
+func (o *ownerWaits) add(rec record) {
+	if rec.ownerWaits > 0 {
+		o.calls++
+		o.waits += rec.ownerWaits
+		o.max = max(o.max, rec.ownerWait)
+	}
+}
+
+func (o *ownerWaits) merge(p ownerWaits) {
+	o.calls += p.calls
+	o.waits += p.waits
+	o.max = max(o.max, p.max)
 }
 
 // secondAcc sums the calls that started in one second of the workload; its histogram is
@@ -114,6 +139,7 @@ func (r *recorder) add(w int, rec record) {
 	p.attempts += rec.attempts
 	p.attMax = max(p.attMax, rec.attempts)
 	p.refReq += rec.refReq
+	p.owner.add(rec)
 	p.batches.add(rec.batch)
 	p.max = max(p.max, rec.latency)
 	_ = p.lat.RecordValue(int64(lat))
@@ -213,6 +239,7 @@ func (r *recorder) summarize(end time.Duration, endPerformed uint64) ([]PhaseRep
 		total.attempts += p.attempts
 		total.attMax = max(total.attMax, p.attMax)
 		total.refReq += p.refReq
+		total.owner.merge(p.owner)
 		total.batches.merge(p.batches)
 		total.max = max(total.max, p.max)
 		total.lat.Merge(p.lat)
@@ -250,6 +277,7 @@ func (p *phaseAcc) report(stop time.Duration, stopPerformed uint64) PhaseReport 
 		Name: p.name, StartSec: p.start.Seconds(), EndSec: stop.Seconds(), Ops: p.ops,
 		Errors: maps.Clone(p.errors), Retries: maps.Clone(p.retries), AttemptsMax: p.attMax,
 		RefreshesRequested: p.refReq, RefreshesPerformed: int(stopPerformed - p.performed), Batches: p.batches,
+		OwnerWaitCalls: p.owner.calls, OwnerWaits: p.owner.waits, OwnerWaitMaxMs: ms(p.owner.max),
 		P50Ms: ms(time.Duration(p.lat.ValueAtQuantile(50)) * latencyUnit),
 		P99Ms: ms(time.Duration(p.lat.ValueAtQuantile(99)) * latencyUnit),
 		MaxMs: ms(p.max),

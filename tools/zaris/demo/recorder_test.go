@@ -40,9 +40,9 @@ func TestRecorderPhasesAndSeconds(t *testing.T) {
 	r.add(1, record{start: 1400 * time.Millisecond, latency: 300 * time.Millisecond, attempts: 2, refReq: 1,
 		retries: []string{"transport"}})
 	r.add(1, record{start: 1800 * time.Millisecond, latency: 100 * time.Millisecond, attempts: 3, refReq: 2,
-		retries: []string{"Moved", "Unavailable"}, class: "deadline (last: Unavailable)"})
+		retries: []string{"Moved", "Unavailable"}, class: "deadline (last: Unavailable)", ownerWaits: 2, ownerWait: 40 * time.Millisecond})
 	r.add(1, record{start: 1900 * time.Millisecond, latency: time.Millisecond, attempts: 2,
-		batch: &batchRecord{items: 4, itemsRetried: 2}})
+		batch: &batchRecord{items: 4, itemsRetried: 2}, ownerWaits: 1, ownerWait: 70 * time.Millisecond})
 	r.add(1, record{start: 1950 * time.Millisecond, latency: time.Millisecond, attempts: 1,
 		batch: &batchRecord{put: true, items: 4, itemErrors: 1}, class: "in doubt"})
 	r.renamePhase("kill n3")
@@ -63,6 +63,8 @@ func TestRecorderPhasesAndSeconds(t *testing.T) {
 	assert.InDelta(t, 1.5, steady.EndSec, 1e-9)
 
 	assert.Equal(t, BatchReport{}, steady.Batches)
+	assert.Zero(t, steady.OwnerWaitCalls)
+	assert.Zero(t, steady.OwnerWaits)
 
 	assert.Equal(t, "kill n3", kill.Name)
 	assert.Equal(t, 3, kill.Ops)
@@ -72,12 +74,18 @@ func TestRecorderPhasesAndSeconds(t *testing.T) {
 	assert.Equal(t, 3, kill.RefreshesPerformed)
 	wantBatches := BatchReport{MultiGets: 1, MultiPuts: 1, Items: 8, ItemsRetried: 2, ItemErrors: 1}
 	assert.Equal(t, wantBatches, kill.Batches)
+	assert.Equal(t, 2, kill.OwnerWaitCalls, "calls that waited for a new owner (rule B7)")
+	assert.Equal(t, 3, kill.OwnerWaits)
+	assert.InDelta(t, 70, kill.OwnerWaitMaxMs, 0.001, "the longest one call waited")
 
 	assert.Equal(t, 104, total.Ops)
 	assert.Equal(t, wantBatches, total.Batches)
 	assert.Equal(t, map[string]int{"transport": 1, "Moved": 1, "Unavailable": 1}, total.Retries)
 	assert.InDelta(t, 300, total.MaxMs, 0.001)
 	assert.Equal(t, 5, total.RefreshesPerformed)
+	assert.Equal(t, 2, total.OwnerWaitCalls)
+	assert.Equal(t, 3, total.OwnerWaits)
+	assert.InDelta(t, 70, total.OwnerWaitMaxMs, 0.001)
 
 	require.Len(t, seconds, 2) // whole seconds only
 	assert.Equal(t, 100, seconds[0].Ops)

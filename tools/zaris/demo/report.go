@@ -49,9 +49,14 @@ type EventReport struct {
 	AtSec float64 `json:"atSec"`
 	// TookMs is how long the store took to complete it.
 	TookMs float64 `json:"tookMs"`
-	// FailoverMs, for a stall, is when the store had failed every segment of the stalled
-	// node over, from the stall's start; 0 if it had not by the stall's end.
+	// NewOwnerMs, for a stall or a lost host, is when the store's first map that gives one
+	// of the node's segments to another node appeared, and FailoverMs when the store had
+	// failed every segment of the node over, from the event's start; 0 if not by the end
+	// of the stall (or of the loss).
+	NewOwnerMs float64 `json:"newOwnerMs,omitempty"`
 	FailoverMs float64 `json:"failoverMs,omitempty"`
+	// LostMs, for a lost host, is how long the host stood still before it was replaced.
+	LostMs float64 `json:"lostMs,omitempty"`
 	// Error is set when the event could not be carried out.
 	Error string `json:"error,omitempty"`
 }
@@ -76,6 +81,13 @@ type PhaseReport struct {
 	// counts the map fetches the client made in the phase.
 	RefreshesRequested int `json:"refreshesRequested"`
 	RefreshesPerformed int `json:"refreshesPerformed"`
+	// OwnerWaitCalls counts the calls that, once an owner could not be reached at all,
+	// waited for a map naming another owner instead of backing off (rule B7), OwnerWaits
+	// their waits (a multi-key call waits at most once between rounds) and OwnerWaitMaxMs
+	// the longest time one call spent in them.
+	OwnerWaitCalls int     `json:"ownerWaitCalls"`
+	OwnerWaits     int     `json:"ownerWaits"`
+	OwnerWaitMaxMs float64 `json:"ownerWaitMaxMs"`
 	// Retries counts the attempts that were retried, by what each saw: the answer's status
 	// (Moved, Migrating, OwnershipChanging, ReplicaWriteRejected, Unavailable, ...) or the
 	// kind of failure when no answer came (transport, attempt timeout, node unavailable, ...).
@@ -120,10 +132,11 @@ func ms(d time.Duration) float64 { return float64(d.Microseconds()) / 1000 }
 // errors by class, the events and the verdict.
 func (r *Report) WriteTable(w io.Writer) {
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', tabwriter.AlignRight)
-	fmt.Fprintln(tw, "phase\tops\tops/s\tp50 ms\tp99 ms\tmax ms\terrors\tattempts avg/max\trefreshes req/done\t")
+	fmt.Fprintln(tw, "phase\tops\tops/s\tp50 ms\tp99 ms\tmax ms\terrors\tattempts avg/max\trefreshes req/done\towner waits calls/max ms\t")
 	for _, p := range append(slices.Clone(r.Phases), r.Total) {
-		fmt.Fprintf(tw, "%s\t%d\t%.0f\t%.2f\t%.2f\t%.1f\t%d\t%.4f/%d\t%d/%d\t\n",
-			p.Name, p.Ops, p.OpsPerS, p.P50Ms, p.P99Ms, p.MaxMs, p.ErrorCount, p.AttemptsAvg, p.AttemptsMax, p.RefreshesRequested, p.RefreshesPerformed)
+		fmt.Fprintf(tw, "%s\t%d\t%.0f\t%.2f\t%.2f\t%.1f\t%d\t%.4f/%d\t%d/%d\t%d/%.0f\t\n",
+			p.Name, p.Ops, p.OpsPerS, p.P50Ms, p.P99Ms, p.MaxMs, p.ErrorCount, p.AttemptsAvg, p.AttemptsMax, p.RefreshesRequested, p.RefreshesPerformed,
+			p.OwnerWaitCalls, p.OwnerWaitMaxMs)
 	}
 	tw.Flush()
 	r.writeBatches(w)
@@ -134,6 +147,17 @@ func (r *Report) WriteTable(w io.Writer) {
 	} else {
 		fmt.Fprintln(w, "retried attempts, by phase and what the attempt saw:")
 		writeByPhase(w, r.Phases, func(p PhaseReport) map[string]int { return p.Retries })
+	}
+	fmt.Fprintln(w)
+	if r.Total.OwnerWaitCalls == 0 {
+		fmt.Fprintln(w, "calls that waited for a new owner (rule B7): none")
+	} else {
+		fmt.Fprintln(w, "calls that waited for a new owner (rule B7: an owner they could not reach), by phase:")
+		for _, p := range append(slices.Clone(r.Phases), r.Total) {
+			if p.OwnerWaitCalls > 0 {
+				fmt.Fprintf(w, "  %-22s %6d calls, %d waits, longest %.1f ms\n", p.Name, p.OwnerWaitCalls, p.OwnerWaits, p.OwnerWaitMaxMs)
+			}
+		}
 	}
 	fmt.Fprintln(w)
 	if r.Total.ErrorCount == 0 {
@@ -150,8 +174,14 @@ func (r *Report) WriteTable(w io.Writer) {
 	fmt.Fprintln(w, "churn events:")
 	for _, e := range r.Events {
 		status := fmt.Sprintf("done in %.0f ms", e.TookMs)
+		if e.NewOwnerMs > 0 && e.NewOwnerMs < e.FailoverMs {
+			status += fmt.Sprintf(", first new owner after %.0f ms", e.NewOwnerMs)
+		}
 		if e.FailoverMs > 0 {
 			status += fmt.Sprintf(", failed over after %.0f ms", e.FailoverMs)
+		}
+		if e.LostMs > 0 {
+			status += fmt.Sprintf(", lost for %.0f ms, then replaced (restarted empty)", e.LostMs)
 		}
 		if e.Error != "" {
 			status = "FAILED: " + e.Error

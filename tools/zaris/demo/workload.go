@@ -53,10 +53,14 @@ func (k *keyState) consistent(value []byte, version int64) bool {
 type callInfo struct {
 	attempts int
 	refReq   int
-	sent     bool // an attempt that may have applied failed without an answer
-	history  []runtime.Attempt
-	retries  []string     // why each attempt but the last was retried
-	batch    *batchRecord // set by a multi-key call
+	// ownerWaits and ownerWait are the call's waits for a map naming a new owner (rule
+	// B7) and the time it spent in them.
+	ownerWaits int
+	ownerWait  time.Duration
+	sent       bool // an attempt that may have applied failed without an answer
+	history    []runtime.Attempt
+	retries    []string     // why each attempt but the last was retried
+	batch      *batchRecord // set by a multi-key call
 }
 
 type callInfoKey struct{}
@@ -69,6 +73,7 @@ func captureCallInfo(next middleware.Handler) middleware.Handler {
 		if ci, ok := ctx.Value(callInfoKey{}).(*callInfo); ok {
 			ci.attempts = len(call.Attempts)
 			ci.refReq = call.Stats.RefreshesRequested
+			ci.ownerWaits, ci.ownerWait = call.Stats.OwnerWaits, call.Stats.OwnerWait
 			if call.Batch != nil {
 				// A multi-key call's attempts are its sub-requests, one per owner, not
 				// retries: its attempts are its rounds (what its slowest item took), and
@@ -140,7 +145,7 @@ func (w *worker) run(ctx context.Context) {
 			err = w.put(cctx, k, true, &ci)
 		}
 		r := record{start: began.Sub(w.start), latency: time.Since(began), attempts: ci.attempts, refReq: ci.refReq,
-			retries: ci.retries, batch: ci.batch}
+			ownerWaits: ci.ownerWaits, ownerWait: ci.ownerWait, retries: ci.retries, batch: ci.batch}
 		if err != nil {
 			r.class = errorClass(err)
 			w.errs.Add(1)
