@@ -144,6 +144,7 @@ func (r *Refresher) sleep(ctx context.Context, d time.Duration, until time.Time)
 // that a fetch made for the wait brought the map; Epoch is the map's epoch on return.
 func (r *Refresher) AwaitOwner(ctx context.Context, key []byte, gone int32, until time.Time) RefreshResult {
 	r.requested.Add(1)
+	r.ownerWaits.Add(1)
 	for fetched := false; ; fetched = true {
 		if r.stopped.Load() {
 			return RefreshResult{Epoch: r.Epoch(), Err: ErrClosed}

@@ -225,6 +225,9 @@ func TestB7_WaitersShareTheFetches(t *testing.T) {
 	maps <- movedTo(2, key, 2)
 	wg.Wait()
 	assert.Equal(t, int32(1), calls.Load(), "one fetch for sixteen waiters")
+	st := r.Stats()
+	assert.Equal(t, uint64(n), st.OwnerWaits)
+	assert.Equal(t, st.Requested, st.Debounced+st.Coalesced+st.OwnerWaits, "the waits led no fetch as requests do")
 	for _, res := range results {
 		assert.False(t, res.TimedOut)
 		assert.Equal(t, int64(2), res.Epoch)

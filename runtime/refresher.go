@@ -33,10 +33,11 @@ type RefreshResult struct {
 }
 
 // RefreshStats counts a Refresher's work since it was made. Once no request is in flight,
-// Requested = Debounced + Coalesced + the requests that led a fetch (+ those refused after
-// Close); Performed counts fetches that returned a map, Failed those that did not.
+// Requested = Debounced + Coalesced + OwnerWaits + the requests that led a fetch (+ those
+// refused after Close); Performed counts fetches that returned a map, Failed those that
+// did not.
 type RefreshStats struct {
-	// Requested counts calls of Refresh.
+	// Requested counts calls of Refresh and AwaitOwner, and background requests (B6).
 	Requested uint64
 	// Performed counts map fetches that completed with a map (whoever asked for them,
 	// Observe included).
@@ -48,6 +49,8 @@ type RefreshStats struct {
 	// Deferred counts the debounced requests whose evidence no completed fetch had seen,
 	// each then satisfied by a fetch at the end of the window (B7); a part of Debounced.
 	Deferred uint64
+	// OwnerWaits counts calls of AwaitOwner (B7), whatever fetches they rode.
+	OwnerWaits uint64
 	// TimedOut counts requests whose caller stopped waiting before the fetch completed.
 	TimedOut uint64
 	// Failed counts map fetches that ended without a map.
@@ -99,7 +102,7 @@ type Refresher struct {
 	closed  bool           // set by Close; no fetch starts after it
 	flights sync.WaitGroup // running fetches, awaited by Close
 
-	requested, performed, coalesced, debounced, deferred, timedOut, failed atomic.Uint64
+	requested, performed, coalesced, debounced, deferred, ownerWaits, timedOut, failed atomic.Uint64
 }
 
 // NewRefresher returns a refresher that fetches maps with fetch and installs them in
@@ -136,13 +139,14 @@ func (r *Refresher) Epoch() int64 { return r.router.Epoch() }
 // Stats returns the refresher's counters.
 func (r *Refresher) Stats() RefreshStats {
 	return RefreshStats{
-		Requested: r.requested.Load(),
-		Performed: r.performed.Load(),
-		Coalesced: r.coalesced.Load(),
-		Debounced: r.debounced.Load(),
-		Deferred:  r.deferred.Load(),
-		TimedOut:  r.timedOut.Load(),
-		Failed:    r.failed.Load(),
+		Requested:  r.requested.Load(),
+		Performed:  r.performed.Load(),
+		Coalesced:  r.coalesced.Load(),
+		Debounced:  r.debounced.Load(),
+		Deferred:   r.deferred.Load(),
+		OwnerWaits: r.ownerWaits.Load(),
+		TimedOut:   r.timedOut.Load(),
+		Failed:     r.failed.Load(),
 	}
 }
 
