@@ -86,8 +86,11 @@ func Example_compareAndSet() {
 
 // A call that gets no answer returns a *runtime.CallError: the bound that stopped it and
 // every attempt's node, map epoch and outcome. Here the only node of a one-node cluster is
-// killed after the client has its map, so all three attempts (the default maxAttempts) go
-// to node 1 and find it gone, and the map refreshes between them find no node to ask.
+// killed after the client has its map, and no replica can take over. Once an attempt finds
+// node 1 gone (its dial refused), the client waits up to 5 s for a map that names another
+// owner (rule B7), and the refused attempt it waited after is not counted; no such map
+// comes, so the call then spends its three counted attempts (the default maxAttempts) on
+// node 1 as well, and the map refreshes between them find no node to ask.
 func Example_callError() {
 	ctx := context.Background()
 	cluster, err := store.NewCluster(ctx, store.ClusterConfig{Nodes: 1, ReplicationFactor: 1})
@@ -112,10 +115,11 @@ func Example_callError() {
 	// The error unwraps to the last attempt's cause.
 	fmt.Println("node unavailable:", errors.Is(err, runtime.ErrNodeUnavailable))
 	// Output:
-	// op: Put bound: maxAttempts attempts: 3
+	// op: Put bound: maxAttempts attempts: 4
 	// attempt 1 node 1 answered: false class: refresh-retry
 	// attempt 2 node 1 answered: false class: refresh-retry
 	// attempt 3 node 1 answered: false class: refresh-retry
+	// attempt 4 node 1 answered: false class: refresh-retry
 	// node unavailable: true
 }
 
