@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"log"
 
 	"github.com/clustron/zaris-go/gen/zaris"
 	"github.com/clustron/zaris-go/gen/zarisclient"
@@ -27,13 +28,16 @@ func ExampleDefault() {
 	req := &zaris.PutRequest{Key: []byte("user:42"), Value: []byte("Ada")}
 	call := runtime.NewCall(put, req.Key, req, false)
 	resp, err := handler(context.Background(), call)
-	fmt.Println(call.Op.StatusName(resp), err)
+	if err != nil {
+		log.Fatal(err) // no answer: resp may be nil
+	}
+	fmt.Println(call.Op.StatusName(resp))
 	for _, a := range call.Attempts {
 		fmt.Println(a.Describe(call.Op.Statuses), "->", a.Class)
 	}
 	fmt.Printf("refreshes %d, backoff %s\n", call.Stats.RefreshesRequested, call.Stats.Backoff)
 	// Output:
-	// Ok <nil>
+	// Ok
 	// attempt 1 node 1 epoch 0: Moved (node epoch 7) -> refresh-retry
 	// attempt 2 node 1 epoch 0: Ok (node epoch 7) -> answer
 	// refreshes 1, backoff 100ms
@@ -100,10 +104,13 @@ func ExampleDefault_attemptMiddleware() {
 	req := &zaris.PutRequest{Key: []byte("k"), Value: []byte("v")}
 	call := runtime.NewCall(mwt.Scripted(zarisclient.OpPut), req.Key, req, false)
 	resp, err := handler(context.Background(), call)
-	fmt.Println(call.Op.StatusName(resp), err, "backoff", call.Stats.Backoff)
+	if err != nil {
+		log.Fatal(err) // no answer: resp may be nil
+	}
+	fmt.Println(call.Op.StatusName(resp), "backoff", call.Stats.Backoff)
 	// Output:
 	// attempt 1: zaris: node unavailable (sent: false)
 	// attempt 2: node 1 answered Migrating
 	// attempt 3: node 1 answered Ok
-	// Ok <nil> backoff 1.7s
+	// Ok backoff 1.7s
 }

@@ -35,12 +35,16 @@ func ExampleNewConfig() {
 		runtime.WithSeeds("10.0.0.1:7000"),
 	)
 	var ce *runtime.ConfigError
-	fmt.Println(errors.As(err, &ce), ce.Var, ce.Value)
+	if !errors.As(err, &ce) {
+		fmt.Println("not a *runtime.ConfigError:", err)
+		return
+	}
+	fmt.Println(ce.Var, ce.Value)
 	// Output:
 	// request timeout: 1m30s
 	// refresh wait: 5s
 	// max attempts: 1 disabled: true
-	// true ZARIS_REQUEST_TIMEOUT soon
+	// ZARIS_REQUEST_TIMEOUT soon
 }
 
 // A routing table maps a key to its segment's active owner without allocating; a segment

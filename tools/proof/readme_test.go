@@ -21,15 +21,24 @@ import (
 const modulePath = "github.com/clustron/zaris-go"
 
 // readmeSnippetTest runs the README's snippet, as main, against an in-process cluster, and
-// checks that it made its calls and left no connection and no goroutine.
+// checks that it made its calls and left no connection and no goroutine; then, in processes
+// of their own, with every node down, and checks that it ended in its log.Fatal, not a panic.
 const readmeSnippetTest = `package main
 
 import (
 	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"io"
 	"log"
+	"net"
 	"os"
+	"os/exec"
+	"regexp"
 	"runtime/debug"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -38,7 +47,65 @@ import (
 	"github.com/clustron/zaris-go/tools/store"
 )
 
-func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
+// downEnv, set in a run of this test binary, makes it run the snippet with every node down
+// instead of the tests: "before-dial" points ZARIS_SEEDS at a closed port; "after-put" closes
+// the cluster once the snippet's Put is answered, so that its Get finds no node.
+const downEnv = "ZARIS_README_SNIPPET_DOWN"
+
+func TestMain(m *testing.M) {
+	if mode := os.Getenv(downEnv); mode != "" {
+		runDown(mode)
+	}
+	goleak.VerifyTestMain(m)
+}
+
+// runDown runs main with every node down, as mode says. main should end in log.Fatal (exit
+// status 1); a panic exits with status 2, a failed setup with 3, and a main that returns with 0.
+func runDown(mode string) {
+	switch mode {
+	case "before-dial":
+		l, err := net.Listen("tcp", "127.0.0.1:0")
+		if err != nil {
+			fmt.Fprintln(os.Stderr, "setup:", err)
+			os.Exit(3)
+		}
+		os.Setenv("ZARIS_SEEDS", l.Addr().String())
+		l.Close()
+	case "after-put":
+		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+		cluster, err := store.NewCluster(ctx, store.ClusterConfig{Nodes: 3})
+		cancel()
+		if err != nil {
+			fmt.Fprintln(os.Stderr, "setup:", err)
+			os.Exit(3)
+		}
+		os.Setenv("ZARIS_SEEDS", strings.Join(cluster.Seeds(), ","))
+		// The snippet's middleware logs the Put once it is answered, before the Get starts.
+		log.SetOutput(&closeOnLine{w: os.Stderr, line: []byte("Put \"user:42\": "), close: func() { cluster.Close() }})
+	default:
+		fmt.Fprintln(os.Stderr, "setup: unknown mode", mode)
+		os.Exit(3)
+	}
+	main()
+	fmt.Fprintln(os.Stderr, "main returned")
+	os.Exit(0)
+}
+
+// closeOnLine writes to w and calls close, once, after writing a log line holding line.
+type closeOnLine struct {
+	w     io.Writer
+	line  []byte
+	close func()
+	once  sync.Once
+}
+
+func (c *closeOnLine) Write(p []byte) (int, error) {
+	n, err := c.w.Write(p)
+	if bytes.Contains(p, c.line) {
+		c.once.Do(c.close)
+	}
+	return n, err
+}
 
 // openFiles counts the process's open files.
 func openFiles(t *testing.T) int {
@@ -68,10 +135,57 @@ func TestReadmeSnippet(t *testing.T) {
 		}
 		time.Sleep(10 * time.Millisecond)
 	}
-	for _, want := range []string{"Put \"user:42\": ", "Get \"user:42\": ", "get: Ok ada, err=<nil>"} {
+	for _, want := range []string{"Put \"user:42\": ", "Get \"user:42\": ", "get: Ok ada\n"} {
 		if !strings.Contains(out.String(), want) {
 			t.Errorf("the snippet's log lacks %q:\n%s", want, out.String())
 		}
+	}
+}
+
+var (
+	// logLine is the standard logger's prefix: date and time.
+	logLine = regexp.MustCompile(` + "`" + `^\d{4}/\d\d/\d\d \d\d:\d\d:\d\d ` + "`" + `)
+	// putAnswered and getFailed are the lines the snippet's middleware logs for its calls.
+	putAnswered = regexp.MustCompile(` + "`" + `(?m)Put "user:42": \d+ attempts, err=<nil>$` + "`" + `)
+	getFailed   = regexp.MustCompile(` + "`" + `(?m)Get "user:42": \d+ attempts, err=zaris: Get: ` + "`" + `)
+)
+
+// TestReadmeSnippetNodesDown runs the snippet in a process of its own with every node down,
+// before Dial and after the Put: it must end in its log.Fatal, the error its last log line,
+// and never read a response the client did not return.
+func TestReadmeSnippetNodesDown(t *testing.T) {
+	for _, tc := range []struct{ mode, fatal string }{
+		{"before-dial", "zaris: no seed reachable"},
+		{"after-put", "zaris: Get: "},
+	} {
+		t.Run(tc.mode, func(t *testing.T) {
+			cmd := exec.Command(os.Args[0], "-test.run=^$")
+			// TMPDIR: the child exits without closing the cluster, whose files are in it.
+			cmd.Env = append(os.Environ(), downEnv+"="+tc.mode, "TMPDIR="+t.TempDir())
+			out, err := cmd.CombinedOutput()
+			var exit *exec.ExitError
+			if !errors.As(err, &exit) || exit.ExitCode() != 1 {
+				t.Fatalf("the snippet with every node down (%s) ended with %v, not log.Fatal's exit status 1:\n%s", tc.mode, err, out)
+			}
+			if bytes.Contains(out, []byte("panic:")) {
+				t.Errorf("the snippet with every node down (%s) panicked:\n%s", tc.mode, out)
+			}
+			var last string
+			for _, l := range strings.Split(string(out), "\n") {
+				if logLine.MatchString(l) {
+					last = logLine.ReplaceAllString(l, "")
+				}
+				if strings.HasPrefix(last, "get: ") {
+					t.Errorf("the snippet with every node down (%s) read a response:\n%s", tc.mode, out)
+				}
+			}
+			if !strings.HasPrefix(last, tc.fatal) {
+				t.Errorf("the snippet with every node down (%s): its last log line is %q, want log.Fatal's %q...:\n%s", tc.mode, last, tc.fatal, out)
+			}
+			if tc.mode == "after-put" && !(putAnswered.Match(out) && getFailed.Match(out)) {
+				t.Errorf("the snippet with every node down after the Put: its log lacks an answered Put or a failed Get:\n%s", out)
+			}
+		})
 	}
 }
 `
@@ -79,7 +193,8 @@ func TestReadmeSnippet(t *testing.T) {
 // TestReadmeSnippet builds the quick-start snippet of the top-level README, taken from the
 // README itself, in a module of its own whose go.mod replaces zaris-go with this checkout,
 // and runs it against an in-process cluster: a Put, a Get, Close, and no connection or
-// goroutine left.
+// goroutine left; then with every node down, before Dial and after the Put, where it must end
+// in its log.Fatal and not panic (TestReadmeSnippetNodesDown in the module's test).
 // The snippet may import only the standard library and the packages the README shows. The
 // module resolves its dependencies as a user's go command would, through the configured module
 // proxy, so it passes on a machine whose module cache is empty; the checksums are the
@@ -107,13 +222,16 @@ func TestReadmeSnippet(t *testing.T) {
 	require.NoError(t, err)
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
 	defer cancel()
-	cmd := exec.CommandContext(ctx, goBin, "test", "-count=1", ".")
+	cmd := exec.CommandContext(ctx, goBin, "test", "-count=1", "-v", ".")
 	cmd.Dir = dir
 	// -mod=mod lets go complete the module graph: an old go.mod such as go-semver's pulls its
 	// dependencies' go.mod files in, which an empty module cache fetches from the proxy.
 	cmd.Env = append(os.Environ(), "GOFLAGS=-mod=mod", "GOWORK=off", "GOTOOLCHAIN=local")
 	out, err := cmd.CombinedOutput()
 	require.NoError(t, err, "go test in the snippet's module:\n%s", out)
+	for _, run := range []string{"TestReadmeSnippet", "TestReadmeSnippetNodesDown/before-dial", "TestReadmeSnippetNodesDown/after-put"} {
+		assert.Contains(t, string(out), "--- PASS: "+run+" ", "go test in the snippet's module:\n%s", out)
+	}
 }
 
 // repoRoot is the directory of this repository's go.mod.
