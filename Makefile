@@ -7,13 +7,20 @@ THRIFT    ?= thrift
 GEN       ?= gen
 TOOLS_GEN ?= tools/gen
 THRIFT_VERSION := 0.17.0
-MOCKGEN   := $(GO) run github.com/golang/mock/mockgen@v1.6.0
+# mockgen runs in a module of its own in a temporary directory: never in the workspace.
+MOCKGEN   := GOWORK=off $(GO) run github.com/golang/mock/mockgen@v1.6.0
 MODULE    := github.com/clustron/zaris-go
 IDL       := $(wildcard idl/*.thrift)
 TOOLS_IDL := $(wildcard tools/idl/*.thrift)
 # The client (gen, runtime, middleware) is the root module; tools/ is its own module, so the
 # store's dependencies never enter the client's build. Targets that cover code run over both.
+# tools/go.mod requires a released version of the client, so that both modules release by tag;
+# the workspace (go.work: both modules, and that version replaced by this checkout) makes the
+# tools module's commands build against this checkout's client. The client's own commands
+# (ROOTGO) leave the workspace out: the client is built, tested and linted against its own
+# go.mod, as a user gets it, not against the versions the workspace selects for both.
 TOOLS     := tools
+ROOTGO    := GOWORK=off $(GO)
 
 .PHONY: help generate check-generate check-thrift test test-modes lint bench bench-go demo fuzz soak mutate
 
@@ -24,7 +31,7 @@ check-thrift:
 	@command -v $(THRIFT) >/dev/null 2>&1 || { echo "thrift not found: install the Thrift compiler $(THRIFT_VERSION) (apt-get install thrift-compiler)"; exit 1; }
 	@$(THRIFT) --version | grep -q ' $(THRIFT_VERSION)$$' || { echo "thrift is $$($(THRIFT) --version), want $(THRIFT_VERSION) (apt-get install thrift-compiler on Debian 12)"; exit 1; }
 
-generate: check-thrift ## regenerate gen/ from idl/ (thrift, then zarisgen, then mockgen) and tools/gen/ from tools/idl/ (thrift); nothing changes unless every step succeeds
+generate: check-thrift ## regenerate gen/ from idl/ (thrift, then zarisgen, then mockgen) and tools/gen/ from tools/idl/ (thrift); nothing changes unless every step succeeds; go generate ./gen/... runs it too
 	@set -e; new=$$(mktemp -d); trap 'rm -rf "$$new"' EXIT; \
 	mkdir -p $$new/gen $$new/tools; \
 	for f in $(IDL); do \
@@ -35,10 +42,12 @@ generate: check-thrift ## regenerate gen/ from idl/ (thrift, then zarisgen, then
 	done; \
 	gofmt -w $$new; \
 	$(GO) -C $(TOOLS) build -o $$new/.bin/zarisgen ./zarisgen; \
-	$$new/.bin/zarisgen -thrift $(THRIFT) -idl idl/zaris.thrift -out $$new/gen/zarisclient -server-out $$new/gen/zarisserver; \
+	$$new/.bin/zarisgen -thrift $(THRIFT) -idl idl/zaris.thrift -out $$new/gen/zarisclient -server-out $$new/gen/zarisserver \
+		-go-generate 'make -C ../.. generate'; \
 	rm -rf $$new/.bin; \
 	printf 'module $(MODULE)/gen\n' > $$new/gen/go.mod; \
 	(cd $$new/gen && $(MOCKGEN) -source=zaris/zaris.go -destination=zarismock/zaris_mock.go -package=zarismock); \
+	(cd $$new/gen && $(MOCKGEN) -source=zarisclient/zarisclient.go -destination=zarisclientmock/zarisclient_mock.go -package=zarisclientmock); \
 	rm $$new/gen/go.mod; \
 	mkdir -p $(GEN) $(TOOLS_GEN); \
 	for d in $$new/gen/*/; do \
@@ -53,8 +62,8 @@ check-generate: generate ## regenerate and fail if gen/ or tools/gen/ differs fr
 	@test -z "$$(git status --porcelain -- gen tools/gen)" || { git status --porcelain -- gen tools/gen; echo "gen/ or tools/gen/ has files git does not track: run make generate and commit the result"; exit 1; }
 
 test: lint ## lint, run every test with the race detector (and the allocation counts without it), then the churn tests in each connection mode, then fuzz each target briefly
-	$(GO) test -race -count=1 -timeout 10m ./...
-	$(GO) test -count=1 -run 'Alloc' ./...
+	$(ROOTGO) test -race -count=1 -timeout 10m ./...
+	$(ROOTGO) test -count=1 -run 'Alloc' ./...
 	$(GO) -C $(TOOLS) test -race -count=1 -timeout 10m ./...
 	$(MAKE) test-modes
 	$(MAKE) fuzz
@@ -68,9 +77,9 @@ test-modes: ## the proof churn test and the short demo with pipelined connection
 
 lint: ## gofmt check, go vet, and staticcheck (pinned; not on the generated gen/ and tools/gen/)
 	@out=$$(gofmt -l $$(git ls-files '*.go')); test -z "$$out" || { echo "gofmt would change:"; echo "$$out"; exit 1; }
-	$(GO) vet ./...
+	$(ROOTGO) vet ./...
 	$(GO) -C $(TOOLS) vet ./...
-	$(GO) run honnef.co/go/tools/cmd/staticcheck@v0.8.2 $$($(GO) list ./... | grep -v '/gen/')
+	$(ROOTGO) run honnef.co/go/tools/cmd/staticcheck@v0.8.2 $$($(ROOTGO) list ./... | grep -v '/gen/')
 	$(GO) -C $(TOOLS) run honnef.co/go/tools/cmd/staticcheck@v0.8.2 $$($(GO) -C $(TOOLS) list ./... | grep -v '/tools/gen/')
 
 demo: ## run the churn demo on an embedded cluster; writes demo-out/report.json, timeline.html and (with chromium) timeline.png
@@ -80,7 +89,7 @@ bench: ## measure overhead, protocols, scale, churn and the refresh storm; print
 	$(GO) -C $(TOOLS) run ./zarisbench -out $(CURDIR)/bench-out
 
 bench-go: ## run the go test benchmarks
-	$(GO) test -run '^$$' -bench . -benchmem ./...
+	$(ROOTGO) test -run '^$$' -bench . -benchmem ./...
 	$(GO) -C $(TOOLS) test -run '^$$' -bench . -benchmem ./...
 
 # FUZZ_TARGETS are the fuzz targets, as package:Function (a package under tools/ is run in the
@@ -99,11 +108,11 @@ SOAK_COUNT    ?= 20
 # next run too.
 fuzz: ## run each fuzz target for FUZZTIME (3s) beyond its committed seeds
 	@for t in $(FUZZ_TARGETS); do \
-		pkg=$${t%%:*}; fn=$${t#*:}; dir=.; \
-		case $$pkg in $(TOOLS)/*) dir=$(TOOLS); pkg=$${pkg#$(TOOLS)/};; esac; \
+		pkg=$${t%%:*}; fn=$${t#*:}; dir=.; work=off; \
+		case $$pkg in $(TOOLS)/*) dir=$(TOOLS); work=; pkg=$${pkg#$(TOOLS)/};; esac; \
 		for try in 1 2 3; do \
 			echo "fuzz $$fn ./$$pkg in $$dir for $(FUZZTIME)"; \
-			out=$$($(GO) -C $$dir test -run '^$$' -fuzz "^$$fn\$$" -fuzztime $(FUZZTIME) ./$$pkg 2>&1); rc=$$?; \
+			out=$$(GOWORK=$$work $(GO) -C $$dir test -run '^$$' -fuzz "^$$fn\$$" -fuzztime $(FUZZTIME) ./$$pkg 2>&1); rc=$$?; \
 			echo "$$out" | grep -v '^fuzz: elapsed'; \
 			[ $$rc -eq 0 ] && break; \
 			echo "$$out" | grep -q 'context deadline exceeded' && ! echo "$$out" | grep -q 'Failing input written to' || exit 1; \
@@ -143,7 +152,7 @@ mutate: ## mutation testing of MUTATE_DIRS (runtime/, middleware/) with gremlins
 	@mkdir -p $(MUTATE_OUT)
 	@for d in $(MUTATE_DIRS); do \
 		echo "mutate ./$$d (log: $(MUTATE_OUT)/$$d.log)"; start=$$(date +%s); \
-		GOFLAGS='-count=1 -trimpath' nice -n 15 $(GREMLINS) unleash --workers $(MUTATE_WORKERS) \
+		GOWORK=off GOFLAGS='-count=1 -trimpath' nice -n 15 $(GREMLINS) unleash --workers $(MUTATE_WORKERS) \
 			--timeout-coefficient $(MUTATE_TIMEOUT_COEFFICIENT) ./$$d > $(MUTATE_OUT)/$$d.log 2>&1 \
 			|| { tail -20 $(MUTATE_OUT)/$$d.log; exit 1; }; \
 		echo "mutate ./$$d: $$(( $$(date +%s) - start )) s"; \

@@ -1,6 +1,7 @@
 package runtime_test
 
 import (
+	"os"
 	"os/exec"
 	"strings"
 	"testing"
@@ -16,6 +17,10 @@ var forbiddenInClient = []string{
 	"google.golang.org/grpc",
 	"github.com/clustron/zaris-go/tools/",
 }
+
+// clientModuleEnv is the environment for go commands about the client module alone, as
+// its users build it: the workspace (go.work, which adds the tools module) is left out.
+func clientModuleEnv() []string { return append(os.Environ(), "GOWORK=off") }
 
 // forbidden returns the paths in list (one a line) that start with a forbidden prefix.
 func forbidden(list string) []string {
@@ -46,6 +51,7 @@ func TestClientPackagesLeaveOutStoreDependencies(t *testing.T) {
 	run := func(args ...string) string {
 		cmd := exec.Command(gobin, args...)
 		cmd.Dir = ".." // the client module's root
+		cmd.Env = clientModuleEnv()
 		out, err := cmd.Output()
 		require.NoError(t, err, "go %s", strings.Join(args, " "))
 		return string(out)
@@ -64,6 +70,7 @@ func genDeps(t *testing.T, pkgs ...string) []string {
 	require.NoError(t, err, "the go command is needed to list dependencies")
 	cmd := exec.Command(gobin, append([]string{"list", "-deps"}, pkgs...)...)
 	cmd.Dir = ".." // the client module's root
+	cmd.Env = clientModuleEnv()
 	out, err := cmd.Output()
 	require.NoError(t, err, "go list -deps %s", strings.Join(pkgs, " "))
 	require.Contains(t, string(out), "github.com/clustron/zaris-go/runtime", "the listing must hold the engine")

@@ -321,6 +321,9 @@ func goTest(ctx context.Context, dir, pkg string, timeout time.Duration) (string
 	}
 	cmd := exec.CommandContext(ctx, "go", append(args, "./"+pkg)...)
 	cmd.Dir = dir
+	// The copy holds the checkout's go.work; the mutants are of the module at dir alone, built
+	// against its own go.mod, so the workspace stays out.
+	cmd.Env = append(os.Environ(), "GOWORK=off")
 	cmd.WaitDelay = 10 * time.Second
 	text, err := cmd.CombinedOutput()
 	switch {

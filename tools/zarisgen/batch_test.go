@@ -122,3 +122,23 @@ func TestBuildModel_BatchRejections(t *testing.T) {
 		})
 	}
 }
+
+// A multi-key operation's result alias (<Name>Result, which KV names) must not be another
+// operation's descriptor (Op<Name>): OpMultiPut's alias OpMultiPutResult is refused when
+// MultiPutResult is an operation too.
+func TestBuildModel_ResultAliasTaken(t *testing.T) {
+	p := minimalBatchProgram(t)
+	fns := p.Services[0].Functions
+	other := fns[0]
+	other.Name = "MultiPutResult"
+	fns[0].Name = "OpMultiPut"
+	p.Services[0].Functions = append(fns, other)
+	_, err := buildModel(p, "minimal_batch.thrift", defaultZarisImport)
+	var se *specError
+	require.ErrorAs(t, err, &se)
+	assert.Contains(t, err.Error(), "operation OpMultiPut: its result type OpMultiPutResult is the name of operation MultiPutResult's descriptor")
+
+	m, err := buildModel(minimalBatchProgram(t), "minimal_batch.thrift", defaultZarisImport)
+	require.NoError(t, err)
+	assert.Equal(t, "MultiPutResult", m.BatchOps[0].ResultAlias())
+}

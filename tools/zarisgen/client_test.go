@@ -2,7 +2,10 @@ package main
 
 import (
 	"context"
+	"errors"
 	"net"
+	"reflect"
+	"slices"
 	"strconv"
 	"sync"
 	"testing"
@@ -15,6 +18,7 @@ import (
 
 	"github.com/clustron/zaris-go/gen/zaris"
 	"github.com/clustron/zaris-go/gen/zarisclient"
+	"github.com/clustron/zaris-go/gen/zarisclientmock"
 	"github.com/clustron/zaris-go/gen/zarismock"
 	"github.com/clustron/zaris-go/gen/zarisserver"
 	"github.com/clustron/zaris-go/runtime"
@@ -129,6 +133,133 @@ func TestTypedClientErrors(t *testing.T) {
 	dr, err := c.Delete(context.Background(), &zaris.DeleteRequest{Key: []byte("k")})
 	require.ErrorIs(t, err, appErr)
 	assert.Nil(t, dr)
+}
+
+// A typed method never returns a nil response with a nil error. Over a custom stack that
+// answers with a response of another operation's type, each single-key method returns an
+// error wrapping runtime.ErrNoResponse that names the operation, the type it got and the
+// type it wanted (and wraps the stack's own error when there is one); a stack that returns
+// neither a response nor an error (a nil interface or a nil typed pointer) gets an error too.
+// A right-typed response with an error (a *runtime.CallError carrying the last response)
+// still comes back as both. A multi-key method reports both mistakes too.
+func TestTypedClientRefusesAWrongResponse(t *testing.T) {
+	ctx := context.Background()
+	// Each method's call, a response of its own type, its type's name, a nil pointer of it,
+	// and a response of another type with that type's name.
+	get := func(c *zarisclient.Client) (any, error) { return c.Get(ctx, &zaris.GetRequest{Key: []byte("k")}) }
+	put := func(c *zarisclient.Client) (any, error) { return c.Put(ctx, &zaris.PutRequest{Key: []byte("k")}) }
+	del := func(c *zarisclient.Client) (any, error) { return c.Delete(ctx, &zaris.DeleteRequest{Key: []byte("k")}) }
+	inc := func(c *zarisclient.Client) (any, error) {
+		return c.Increment(ctx, &zaris.IncrementRequest{Key: []byte("k")})
+	}
+	methods := []struct {
+		name      string
+		call      func(*zarisclient.Client) (any, error)
+		right     runtime.Response
+		typeName  string
+		typedNil  runtime.Response
+		otherName string
+		other     runtime.Response
+	}{
+		{"Get", get, &zaris.GetResponse{}, "*zaris.GetResponse", (*zaris.GetResponse)(nil), "*zaris.PutResponse", &zaris.PutResponse{}},
+		{"Put", put, &zaris.PutResponse{}, "*zaris.PutResponse", (*zaris.PutResponse)(nil), "*zaris.GetResponse", &zaris.GetResponse{}},
+		{"Delete", del, &zaris.DeleteResponse{}, "*zaris.DeleteResponse", (*zaris.DeleteResponse)(nil), "*zaris.IncrementResponse", &zaris.IncrementResponse{}},
+		{"Increment", inc, &zaris.IncrementResponse{}, "*zaris.IncrementResponse", (*zaris.IncrementResponse)(nil), "*zaris.MultiGetResponse", &zaris.MultiGetResponse{}},
+	}
+	stack := func(resp runtime.Response, err error) runtime.Handler {
+		return func(context.Context, *runtime.Call) (runtime.Response, error) { return resp, err }
+	}
+	isNil := func(v any) bool { return v == nil || reflect.ValueOf(v).IsNil() }
+	stackErr := errors.New("the stack's own error")
+	for _, m := range methods {
+		t.Run(m.name, func(t *testing.T) {
+			resp, err := m.call(zarisclient.New(stack(m.other, nil)))
+			require.ErrorIs(t, err, runtime.ErrNoResponse)
+			assert.True(t, isNil(resp), "no response with the error")
+			assert.Equal(t, "zaris: "+m.name+": zaris: no response in reply: the stack returned a "+m.otherName+", want "+m.typeName, err.Error())
+
+			resp, err = m.call(zarisclient.New(stack(m.other, stackErr)))
+			require.ErrorIs(t, err, runtime.ErrNoResponse)
+			require.ErrorIs(t, err, stackErr, "the stack's error is kept")
+			assert.True(t, isNil(resp))
+			assert.Contains(t, err.Error(), "the stack returned a "+m.otherName+", want "+m.typeName+", and the error: the stack's own error")
+
+			for _, neither := range []runtime.Response{nil, m.typedNil} {
+				resp, err = m.call(zarisclient.New(stack(neither, nil)))
+				require.ErrorIs(t, err, runtime.ErrNoResponse, "a stack returning %#v and no error", neither)
+				assert.True(t, isNil(resp))
+				assert.Equal(t, "zaris: "+m.name+": zaris: no response in reply: the stack returned neither a response nor an error", err.Error())
+			}
+
+			callErr := &runtime.CallError{Op: m.name, Bound: runtime.BoundAttempts, Err: errors.New("churn")}
+			resp, err = m.call(zarisclient.New(stack(m.right, callErr)))
+			assert.Same(t, callErr, err, "the stack's error comes back unchanged")
+			assert.Same(t, m.right, resp, "with the last response")
+		})
+	}
+	// A multi-key method gets the same from runtime.RunBatch: an error wrapping
+	// runtime.ErrNoResponse, for the batch and for each item.
+	for _, resp := range []runtime.Response{&zaris.GetResponse{}, nil} {
+		res, err := zarisclient.New(stack(resp, nil)).MultiGet(ctx, &zaris.MultiGetRequest{Items: []*zaris.GetItem{{Key: []byte("k")}}})
+		require.ErrorIs(t, err, runtime.ErrNoResponse, "a stack returning %#v", resp)
+		require.NotNil(t, res)
+		assert.ErrorIs(t, res.Err(0), runtime.ErrNoResponse)
+	}
+}
+
+// KV holds every typed method of Client, one per data operation and nothing else (Close and
+// Engine are the owner's), with Client's signatures; *Client and the generated mock
+// (gen/zarisclientmock, made by make generate's mockgen) both implement it.
+func TestKVHoldsEveryTypedMethod(t *testing.T) {
+	var _ zarisclient.KV = (*zarisclient.Client)(nil)
+	var _ zarisclient.KV = (*zarisclientmock.MockKV)(nil)
+	kv := reflect.TypeFor[zarisclient.KV]()
+	client := reflect.TypeFor[*zarisclient.Client]()
+	var ops, methods []string
+	for _, op := range slices.Concat(zarisclient.Ops, zarisclient.BatchOps) {
+		ops = append(ops, op.Name)
+	}
+	for i := range kv.NumMethod() {
+		m := kv.Method(i)
+		methods = append(methods, m.Name)
+		cm, ok := client.MethodByName(m.Name)
+		require.True(t, ok, "Client has no method %s", m.Name)
+		var in []reflect.Type
+		for j := 1; j < cm.Type.NumIn(); j++ { // without the receiver
+			in = append(in, cm.Type.In(j))
+		}
+		want := reflect.FuncOf(in, []reflect.Type{cm.Type.Out(0), cm.Type.Out(1)}, cm.Type.IsVariadic())
+		assert.Equal(t, want, m.Type, "KV.%s and Client.%s differ", m.Name, m.Name)
+	}
+	slices.Sort(ops)
+	assert.Equal(t, ops, methods, "KV's methods are the data operations")
+	var rest []string
+	for i := range client.NumMethod() {
+		if name := client.Method(i).Name; !slices.Contains(methods, name) {
+			rest = append(rest, name)
+		}
+	}
+	assert.Equal(t, []string{"Close", "Engine"}, rest, "Client's methods besides KV's")
+	assert.Equal(t, reflect.TypeFor[*runtime.BatchResult[*zaris.MultiGetResponse]](), reflect.TypeFor[*zarisclient.MultiGetResult](),
+		"a multi-key result is an alias of runtime.BatchResult")
+}
+
+// The generated mock of KV records and answers calls as gomock does, multi-key ones included.
+func TestMockKVAnswersAsExpected(t *testing.T) {
+	ctrl := gomock.NewController(t)
+	kv := zarisclientmock.NewMockKV(ctrl)
+	ctx := context.Background()
+	get := &zaris.GetResponse{Status: zaris.KvStatus_Ok, Value: []byte("v")}
+	kv.EXPECT().Get(gomock.Any(), gomock.Eq(&zaris.GetRequest{Key: []byte("k")})).Return(get, nil)
+	multi := &zarisclient.MultiGetResult{Response: &zaris.MultiGetResponse{Status: zaris.KvStatus_Ok}, Errs: []error{nil}}
+	kv.EXPECT().MultiGet(gomock.Any(), gomock.Any(), gomock.Any()).Return(multi, nil)
+	var svc zarisclient.KV = kv
+	got, err := svc.Get(ctx, &zaris.GetRequest{Key: []byte("k")})
+	require.NoError(t, err)
+	assert.Same(t, get, got)
+	res, err := svc.MultiGet(ctx, &zaris.MultiGetRequest{Items: []*zaris.GetItem{{Key: []byte("k")}}}, runtime.WithMaxAttempts(2))
+	require.NoError(t, err)
+	assert.Same(t, multi, res)
 }
 
 // memStore is a minimal in-memory ZarisKv for the wire test: enough to see every operation's

@@ -85,9 +85,7 @@ func TestGenerate_NewStatus(t *testing.T) {
 	}
 	root := repoRoot(t)
 	dir := t.TempDir()
-	for _, p := range []string{"go.mod", "go.sum", "Makefile", "idl", "gen", "internal", "runtime", "middleware", "tools/go.mod", "tools/go.sum", "tools/idl", "tools/gen", "tools/zarisgen"} {
-		copyTree(t, filepath.Join(root, p), filepath.Join(dir, p))
-	}
+	copyModule(t, root, dir, "tools/gen")
 	idlPath := filepath.Join(dir, "idl", "zaris.thrift")
 	idl, err := os.ReadFile(idlPath)
 	require.NoError(t, err)

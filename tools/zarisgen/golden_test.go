@@ -37,22 +37,34 @@ func repoRoot(t *testing.T) string {
 	return root
 }
 
+// makeGoGenerate is the -go-generate command `make generate` passes zarisgen: the
+// directive in gen/zarisclient runs `make generate` from the repository's root.
+const makeGoGenerate = "make -C ../.. generate"
+
 // The generator's output for each fixture IDL matches its golden file byte for byte. The real
-// IDL's golden file is the committed gen/zarisclient.
+// IDL's golden file is the committed gen/zarisclient, generated with make generate's flags.
 func TestGolden(t *testing.T) {
 	thriftBin := requireThrift(t)
 	for _, tc := range []struct {
-		name, idl, source, golden string
+		name, idl, source, golden, goGenerate string
 	}{
-		{"zaris", "../../idl/zaris.thrift", "idl/zaris.thrift", "../../gen/zarisclient/" + outputFile},
-		{"extra_op", "testdata/extra_op.thrift", "testdata/extra_op.thrift", "testdata/extra_op.golden"},
+		{"zaris", "../../idl/zaris.thrift", "idl/zaris.thrift", "../../gen/zarisclient/" + outputFile, makeGoGenerate},
+		{"extra_op", "testdata/extra_op.thrift", "testdata/extra_op.thrift", "testdata/extra_op.golden", ""},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			p, err := loadIDL(thriftBin, tc.idl)
 			require.NoError(t, err)
-			got, err := generate(p, tc.source, defaultZarisImport)
+			gen := func() ([]byte, error) {
+				m, err := buildModel(p, tc.source, defaultZarisImport)
+				if err != nil {
+					return nil, err
+				}
+				m.GoGenerate = tc.goGenerate
+				return render(m)
+			}
+			got, err := gen()
 			require.NoError(t, err)
-			again, err := generate(p, tc.source, defaultZarisImport)
+			again, err := gen()
 			require.NoError(t, err)
 			require.Equal(t, string(got), string(again), "output must be deterministic")
 			if *update && strings.HasPrefix(tc.golden, "testdata/") {
@@ -90,9 +102,7 @@ func TestExtraOpCompiles(t *testing.T) {
 	}
 	root := repoRoot(t)
 	dir := t.TempDir()
-	for _, p := range []string{"go.mod", "go.sum", "Makefile", "idl", "gen", "internal", "runtime", "middleware", "tools/go.mod", "tools/go.sum", "tools/idl", "tools/zarisgen"} {
-		copyTree(t, filepath.Join(root, p), filepath.Join(dir, p))
-	}
+	copyModule(t, root, dir)
 	fixture, err := os.ReadFile("testdata/extra_op.thrift")
 	require.NoError(t, err)
 	require.NoError(t, os.WriteFile(filepath.Join(dir, "idl", "zaris.thrift"), fixture, 0o644))
@@ -133,6 +143,23 @@ func MultiAppend(ctx context.Context, c *zarisclient.Client) ([]*zaris.AppendOut
 	require.NoError(t, err)
 	assert.Contains(t, string(got), "func (c *Client) Append(ctx context.Context, req *zaris.AppendRequest, opts ...runtime.CallOption) (*zaris.AppendResponse, error)")
 	assert.Contains(t, string(got), "func (c *Client) MultiAppend(ctx context.Context, req *zaris.MultiAppendRequest, opts ...runtime.CallOption) (*runtime.BatchResult[*zaris.MultiAppendResponse], error)")
+}
+
+// copyModule copies into dst what `make generate` and a build of the client need from the
+// checkout at root (the client module, the Makefile, the IDLs, gen/, zarisgen and the tools
+// module's go.mod), the workspace file when there is one, and the paths of extra.
+func copyModule(t *testing.T, root, dst string, extra ...string) {
+	t.Helper()
+	paths := []string{"go.mod", "go.sum", "Makefile", "idl", "gen", "internal", "runtime", "middleware",
+		"tools/go.mod", "tools/go.sum", "tools/idl", "tools/zarisgen"}
+	for _, p := range []string{"go.work", "go.work.sum"} {
+		if _, err := os.Stat(filepath.Join(root, p)); err == nil {
+			paths = append(paths, p)
+		}
+	}
+	for _, p := range append(paths, extra...) {
+		copyTree(t, filepath.Join(root, p), filepath.Join(dst, p))
+	}
 }
 
 // copyTree copies the file or directory src to dst.

@@ -2,10 +2,13 @@ package main
 
 import (
 	"encoding/json"
+	"errors"
 	"fmt"
+	"io/fs"
 	"os"
 	"os/exec"
 	"path/filepath"
+	"regexp"
 	"strings"
 )
 
@@ -92,6 +95,11 @@ func loadIDL(thriftBin, idlPath string) (*program, error) {
 	defer os.RemoveAll(dir)
 	cmd := exec.Command(thriftBin, "--gen", "json", "-out", dir, idlPath)
 	if out, err := cmd.CombinedOutput(); err != nil {
+		// exec.ErrNotFound: a name not on PATH; fs.ErrNotExist: a path to no file.
+		if errors.Is(err, exec.ErrNotFound) || (errors.Is(err, fs.ErrNotExist) && len(out) == 0) {
+			return nil, fmt.Errorf("zarisgen: the Thrift compiler %q was not found: install Thrift %s "+
+				"(apt-get install thrift-compiler, on Debian 12), or name the binary with -thrift", thriftBin, thriftVersion)
+		}
 		return nil, fmt.Errorf("%s --gen json %s: %w\n%s", thriftBin, idlPath, err, strings.TrimSpace(string(out)))
 	}
 	base := strings.TrimSuffix(filepath.Base(idlPath), filepath.Ext(idlPath))
@@ -143,4 +151,39 @@ func (s *structType) fieldByKey(key int) *field {
 		}
 	}
 	return nil
+}
+
+// goPackage is the Go package the Thrift compiler writes for p: its directory below the
+// compiler's -out, which is also its import path after the package_prefix (the IDL's
+// `namespace go`, or else its `namespace *`, or else the file's name, with the dots as
+// slashes), and the namespace's language ("go", "*", or "" for none).
+func (p *program) goPackage() (path, lang string) {
+	for _, lang := range []string{"go", "*"} {
+		if ns, ok := p.Namespaces[lang]; ok {
+			return strings.ReplaceAll(ns, ".", "/"), lang
+		}
+	}
+	return p.Name, ""
+}
+
+// zarisPackagePath is goPackage's path for Zaris's own IDL: defaultZarisImport without the
+// package_prefix `make generate` passes.
+const zarisPackagePath = "zaris"
+
+// checkZarisNamespace refuses, when -zaris-import is not given, an IDL whose Thrift-generated
+// Go package is not Zaris's: the generated client would import Zaris's package
+// (defaultZarisImport) for another service's types and not compile.
+func checkZarisNamespace(p *program, source string) error {
+	got, lang := p.goPackage()
+	if got == zarisPackagePath {
+		return nil
+	}
+	where, what := source, fmt.Sprintf("no namespace go, so its package is named after the file: %s", got)
+	if lang != "" {
+		l := p.find(regexp.MustCompile(`^\s*namespace\s+`+regexp.QuoteMeta(lang)+`\s`), 0)
+		where, what = pos(source, l), fmt.Sprintf("namespace %s %s", lang, p.Namespaces[lang])
+	}
+	return fmt.Errorf("zarisgen: %s: %s: not Zaris's IDL (namespace go %s), so the client cannot import Zaris's package %s: "+
+		"pass -zaris-import with the import path of the package the Thrift compiler writes for this IDL (its package_prefix followed by %s)",
+		where, what, zarisPackagePath, defaultZarisImport, got)
 }

@@ -5,20 +5,25 @@
 // (zaris.kind, zaris.idempotent, zaris.routing, zaris.guards, and for a multi-key operation
 // zaris.results), the class annotations on the status enum, and the shape of each request and
 // response, refusing a mistake with the IDL file and line; it writes one Go file (the class
-// table, the descriptors and the typed methods) through go/format. The output depends only on
-// the IDL, so running it twice gives the same bytes. `make generate` runs it; see README.md.
+// table, the descriptors, the typed methods and the KV interface they make up) through
+// go/format. The output depends only on the IDL and the flags, so running it twice gives the
+// same bytes. `make generate` runs it; see README.md.
 //
 // Usage:
 //
 //	zarisgen -idl idl/zaris.thrift -out gen/zarisclient
+//	zarisgen -version
 package main
 
 import (
+	"errors"
 	"flag"
 	"fmt"
 	"go/token"
+	"io"
 	"os"
 	"path/filepath"
+	"strings"
 )
 
 // defaultZarisImport is the import path of the thrift-generated package of idl/zaris.thrift.
@@ -32,42 +37,98 @@ const (
 )
 
 func main() {
-	idl := flag.String("idl", "idl/zaris.thrift", "the IDL `file` to read")
-	out := flag.String("out", "gen/zarisclient", "the `directory` to write "+outputFile+" into")
-	thriftBin := flag.String("thrift", "thrift", "the Thrift compiler `binary`")
-	zarisImport := flag.String("zaris-import", defaultZarisImport, "the import `path` of the thrift-generated Go package")
-	serverOut := flag.String("server-out", "", "the `directory` to write "+serverFile+" (the Unimplemented base) into; none when empty")
-	flag.Parse()
-	if err := run(*thriftBin, *idl, *out, *serverOut, *zarisImport); err != nil {
+	err := cli(os.Args[1:], os.Stdout, os.Stderr)
+	var usage usageError
+	switch {
+	case err == nil, errors.Is(err, flag.ErrHelp):
+	case errors.As(err, &usage):
+		os.Exit(2) // the flag package has printed the error and the usage
+	default:
 		fmt.Fprintln(os.Stderr, err)
 		os.Exit(1)
 	}
 }
 
-// run generates the client for the IDL at idlPath into outDir and, when serverDir is not
-// empty, the Unimplemented base into serverDir. It writes nothing unless both rendered.
-func run(thriftBin, idlPath, outDir, serverDir, zarisImport string) error {
-	p, err := loadIDL(thriftBin, idlPath)
+// usageError is a command line the flags refuse; the flag package has printed why.
+type usageError struct{ error }
+
+func (e usageError) Unwrap() error { return e.error }
+
+// config is one run of zarisgen, from its flags.
+type config struct {
+	// thrift is the Thrift compiler, idl the IDL file.
+	thrift, idl string
+	// out is the client's directory, serverOut the Unimplemented base's (none when empty).
+	out, serverOut string
+	// zarisImport is the import path of the Thrift-generated package; empty when -zaris-import
+	// was not given, which means Zaris's own (defaultZarisImport) and needs Zaris's IDL.
+	zarisImport string
+	// goGenerate is the command of a //go:generate directive in the client; none when empty.
+	goGenerate string
+}
+
+// cli parses args as zarisgen's command line and runs it: -version prints the version to
+// stdout; otherwise it generates. Flag errors and usage go to stderr.
+func cli(args []string, stdout, stderr io.Writer) error {
+	fs := flag.NewFlagSet("zarisgen", flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	var c config
+	fs.StringVar(&c.idl, "idl", "idl/zaris.thrift", "the IDL `file` to read")
+	fs.StringVar(&c.out, "out", "gen/zarisclient", "the `directory` to write "+outputFile+" into")
+	fs.StringVar(&c.thrift, "thrift", "thrift", "the Thrift compiler `binary` (Thrift "+thriftVersion+")")
+	fs.StringVar(&c.zarisImport, "zaris-import", "", "the import `path` of the Thrift-generated Go package; needed unless the IDL is Zaris's own (namespace go zaris, "+defaultZarisImport+")")
+	fs.StringVar(&c.serverOut, "server-out", "", "the `directory` to write "+serverFile+" (the Unimplemented base) into; none when empty")
+	fs.StringVar(&c.goGenerate, "go-generate", "", "a `command` for a //go:generate directive in the client (run from -out's directory), for example \"make -C ../.. generate\"; none when empty")
+	showVersion := fs.Bool("version", false, "print zarisgen's version and exit")
+	if err := fs.Parse(args); err != nil {
+		return usageError{err}
+	}
+	if *showVersion {
+		_, err := fmt.Fprintf(stdout, "zarisgen %s\n", version)
+		return err
+	}
+	if fs.NArg() > 0 {
+		return fmt.Errorf("zarisgen: unexpected argument %q: every input is a flag (zarisgen -help lists them)", fs.Arg(0))
+	}
+	return run(c)
+}
+
+// run generates the client for the IDL at c.idl into c.out and, when c.serverOut is not
+// empty, the Unimplemented base into c.serverOut. It writes nothing unless both rendered.
+func run(c config) error {
+	if strings.ContainsAny(c.goGenerate, "\r\n") {
+		return fmt.Errorf("zarisgen: -go-generate %q: a directive is one line", c.goGenerate)
+	}
+	p, err := loadIDL(c.thrift, c.idl)
 	if err != nil {
 		return err
 	}
-	m, err := buildModel(p, filepath.ToSlash(idlPath), zarisImport)
+	source := filepath.ToSlash(c.idl)
+	zarisImport := c.zarisImport
+	if zarisImport == "" {
+		if err := checkZarisNamespace(p, source); err != nil {
+			return err
+		}
+		zarisImport = defaultZarisImport
+	}
+	m, err := buildModel(p, source, zarisImport)
 	if err != nil {
 		return err
 	}
-	if m.ClientPackage, err = packageName(outDir, "-out"); err != nil {
+	m.GoGenerate = strings.TrimSpace(c.goGenerate)
+	if m.ClientPackage, err = packageName(c.out, "-out"); err != nil {
 		return err
 	}
 	src, err := render(m)
 	if err != nil {
 		return err
 	}
-	files := map[string][]byte{filepath.Join(outDir, outputFile): src}
-	if serverDir != "" {
-		if m.ServerPackage, err = packageName(serverDir, "-server-out"); err != nil {
+	files := map[string][]byte{filepath.Join(c.out, outputFile): src}
+	if c.serverOut != "" {
+		if m.ServerPackage, err = packageName(c.serverOut, "-server-out"); err != nil {
 			return err
 		}
-		if files[filepath.Join(serverDir, serverFile)], err = renderServer(m); err != nil {
+		if files[filepath.Join(c.serverOut, serverFile)], err = renderServer(m); err != nil {
 			return err
 		}
 	}

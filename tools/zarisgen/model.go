@@ -53,6 +53,11 @@ type model struct {
 	ClientPackage string
 	// ServerPackage is the Go package name of the Unimplemented base.
 	ServerPackage string
+	// GoGenerate is the command of the client's //go:generate directive; none when empty.
+	GoGenerate string
+	// Version is zarisgen's version, VersionCheck the runtime constant the generated code
+	// refers to (see version.go).
+	Version, VersionCheck string
 }
 
 // opModel is one data operation.
@@ -78,6 +83,11 @@ func (o opModel) KindConst() string {
 	}
 	return "runtime.Write"
 }
+
+// ResultAlias is the name of the alias the client declares for a multi-key operation's
+// result, runtime.BatchResult of its response: KV names the result by it, since mockgen
+// v1.6.0 cannot read a generic type.
+func (o opModel) ResultAlias() string { return o.Name + "Result" }
 
 // specError is an IDL that zarisgen cannot serve. It names the IDL file and line, the
 // operation and, where one is at fault, the field or annotation.
@@ -128,7 +138,8 @@ func buildModel(p *program, source, zarisImport string) (*model, error) {
 	}); err != nil {
 		return nil, err
 	}
-	m := &model{Source: source, Service: goName(svc.Name), ZarisImport: zarisImport, ClientPackage: "zarisclient"}
+	m := &model{Source: source, Service: goName(svc.Name), ZarisImport: zarisImport, ClientPackage: "zarisclient",
+		Version: version, VersionCheck: versionCheck()}
 	goNames := map[string]string{}
 	for _, fn := range svc.Functions {
 		op, data, err := buildOp(p, svc.Name, statusEnum.Name, fn)
@@ -150,6 +161,9 @@ func buildModel(p *program, source, zarisImport string) (*model, error) {
 			m.Ops = append(m.Ops, op)
 		}
 	}
+	if err := checkResultAliases(p, source, svc.Name, m); err != nil {
+		return nil, err
+	}
 	if len(m.Ops)+len(m.BatchOps) == 0 {
 		return nil, &specError{Pos: pos(source, p.declLine("service", svc.Name)), Msg: fmt.Sprintf("service %s has no data operations (zaris.kind read or write)", svc.Name)}
 	}
@@ -163,6 +177,22 @@ func buildModel(p *program, source, zarisImport string) (*model, error) {
 		return nil, err
 	}
 	return m, nil
+}
+
+// checkResultAliases refuses a multi-key operation whose result alias (ResultAlias) is the
+// name of another operation's descriptor (Op<name>), which would not compile.
+func checkResultAliases(p *program, source, svc string, m *model) error {
+	descriptors := map[string]string{}
+	for _, op := range append(slices.Clone(m.Ops), m.BatchOps...) {
+		descriptors["Op"+op.Name] = op.IDLName
+	}
+	for _, op := range m.BatchOps {
+		if other, ok := descriptors[op.ResultAlias()]; ok {
+			return &specError{Pos: pos(source, p.functionLine(svc, op.IDLName)), Op: op.IDLName,
+				Msg: fmt.Sprintf("its result type %s is the name of operation %s's descriptor", op.ResultAlias(), other)}
+		}
+	}
+	return nil
 }
 
 // clientMethods are the generated Client's methods besides the operations; an operation

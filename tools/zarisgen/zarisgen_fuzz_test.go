@@ -53,7 +53,7 @@ func checkGenerated(t *testing.T, data []byte) {
 	if err != nil {
 		t.Fatalf("generated source does not parse: %v\n%s", err, src)
 	}
-	want := map[string]bool{"New": true, "Dial": true, "Close": true, "Engine": true, "clusterMap": true}
+	want := map[string]bool{"New": true, "Dial": true, "Close": true, "Engine": true, "clusterMap": true, "wrongResponse": true}
 	for _, op := range append(m.Ops, m.BatchOps...) {
 		want[op.Name] = true
 		want["invoke"+op.Name] = true
