@@ -287,6 +287,12 @@ struct ClusterMap {
   2: required i32 segmentCount,
   3: required list<NodeInfo> nodes,
   4: required list<SegmentInfo> segments,
+  /**
+   * The largest request, in bytes, that the answering node takes: its frame and message
+   * limit. A client refuses to send a request that would not fit, rather than have the node
+   * close the connection on it. Unset (a store that does not say): the client's own limit.
+   */
+  5: optional i64 maxMessageBytes,
 }
 
 /** The Zaris key-value service. Every node serves it; a node answers from its own map view. */

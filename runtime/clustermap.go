@@ -17,6 +17,10 @@ type ClusterMap struct {
 	Nodes []*NodeInfo `json:"nodes"`
 	// Segments has one entry per segment, 0..SegmentCount-1 in any order.
 	Segments []*SegmentInfo `json:"segments"`
+	// MaxMessageBytes is the largest request, in bytes, the answering node takes, if the
+	// IDL's map carries it; 0 when the node does not say. The client refuses to send a
+	// larger request (ErrRequestTooLarge).
+	MaxMessageBytes int64 `json:"maxMessageBytes,omitempty"`
 }
 
 // NodeInfo is one node of a ClusterMap.
@@ -52,7 +56,7 @@ func (s *SegmentInfo) GetOwner() int32 {
 
 // copyMap deep-copies a cluster map.
 func copyMap(m *ClusterMap) *ClusterMap {
-	c := &ClusterMap{Epoch: m.Epoch, SegmentCount: m.SegmentCount}
+	c := &ClusterMap{Epoch: m.Epoch, SegmentCount: m.SegmentCount, MaxMessageBytes: m.MaxMessageBytes}
 	if m.Nodes != nil {
 		c.Nodes = make([]*NodeInfo, len(m.Nodes))
 		for i, n := range m.Nodes {

@@ -8,6 +8,7 @@ import (
 	"os"
 	"strconv"
 	"strings"
+	"sync/atomic"
 	"time"
 	"unicode"
 )
@@ -118,6 +119,10 @@ type Config struct {
 	// Classifiers, when set, replace the default classifier chain
 	// (middleware.DefaultClassifiers).
 	Classifiers []Classifier
+
+	// requestLimit, set by Dial, is the engine's current map's MaxMessageBytes, which the
+	// built-in dialer's connections hold every request to (0: the map says none).
+	requestLimit *atomic.Int64
 }
 
 // Defaults of the Config fields outside RetryPolicy (which has DefaultRetryPolicy).

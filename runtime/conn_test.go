@@ -90,7 +90,7 @@ func TestCallSocketKeepsTheCallDeadlineExactly(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			raw := &deadlineConn{}
-			sc, err := newThriftConn(raw, cfg.Protocol, cfg.Transport, thriftConfig(cfg), testService.NewClient)
+			sc, err := newThriftConn(raw, cfg.Protocol, cfg.Transport, thriftConfig(cfg), nil, testService.NewClient)
 			require.NoError(t, err)
 			_, o := callSocket(tc.ctx, sc, getCall("k"), deadline, tc.callBound, now, late)
 			require.Error(t, o.err, "the socket reads EOF")
@@ -108,7 +108,7 @@ func TestArmKeepsTheWatchOfARepeatedContext(t *testing.T) {
 	cfg, err := NewConfig(WithService(testService), WithEnv(env(nil)), WithSeeds("127.0.0.1:1"))
 	require.NoError(t, err)
 	raw := &deadlineConn{}
-	c, err := newThriftConn(raw, cfg.Protocol, cfg.Transport, thriftConfig(cfg), testService.NewClient)
+	c, err := newThriftConn(raw, cfg.Protocol, cfg.Transport, thriftConfig(cfg), nil, testService.NewClient)
 	require.NoError(t, err)
 	deadline := time.Now().Add(time.Minute)
 	call := func(ctx context.Context) bool {
@@ -130,7 +130,7 @@ func TestArmKeepsTheWatchOfARepeatedContext(t *testing.T) {
 	// On a fresh connection, a kept watch whose context ends between calls leaves the
 	// next call, with another context, alone.
 	raw = &deadlineConn{}
-	c, err = newThriftConn(raw, cfg.Protocol, cfg.Transport, thriftConfig(cfg), testService.NewClient)
+	c, err = newThriftConn(raw, cfg.Protocol, cfg.Transport, thriftConfig(cfg), nil, testService.NewClient)
 	require.NoError(t, err)
 	ctx, cancel = context.WithCancel(context.Background())
 	require.True(t, call(ctx))

@@ -5,6 +5,7 @@ import (
 	"crypto/tls"
 	"fmt"
 	"net"
+	"sync/atomic"
 	"time"
 
 	"github.com/apache/thrift/lib/go/thrift"
@@ -55,7 +56,7 @@ func DefaultDialer(cfg Config) Dialer {
 		if err != nil {
 			return nil, err
 		}
-		c, err := newThriftConn(raw, protocol, transport, tcfg, newClient)
+		c, err := newThriftConn(raw, protocol, transport, tcfg, cfg.requestLimit, newClient)
 		if err != nil {
 			raw.Close()
 			return nil, err
@@ -97,15 +98,16 @@ func socketDialer(cfg Config) func(ctx context.Context, addr string) (net.Conn, 
 }
 
 // newThriftConn stacks the protocol and transport on raw and binds the generated client
-// newClient makes.
-func newThriftConn(raw net.Conn, p Protocol, t Transport, tcfg *thrift.TConfiguration, newClient func(thrift.TClient) any) (*thriftConn, error) {
+// newClient makes; over framed binary a request larger than limit's value (when set and
+// positive: the map's MaxMessageBytes) is refused before any of it is written.
+func newThriftConn(raw net.Conn, p Protocol, t Transport, tcfg *thrift.TConfiguration, limit *atomic.Int64, newClient func(thrift.TClient) any) (*thriftConn, error) {
 	sock := newSockTransport(raw)
 	proto, err := stackProtocol(sock, p, t, tcfg)
 	if err != nil {
 		return nil, err
 	}
 	if p == ProtocolBinary && t == TransportFramed {
-		proto = thriftbuf.NewFrames(proto, tcfg).ShareBinaries()
+		proto = thriftbuf.NewFrames(proto, tcfg).ShareBinaries().LimitWrites(limit)
 	}
 	c := &thriftConn{
 		raw:    raw,

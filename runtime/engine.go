@@ -52,6 +52,8 @@ func Dial(ctx context.Context, opts ...Option) (*Engine, error) {
 		return nil, fmt.Errorf("zaris: Dial needs the generated service (WithService); zarisclient.Dial gives it")
 	}
 	c := &Engine{cfg: cfg, dial: cfg.Dialer, clock: cfg.Clock, moved: newMapSignal()}
+	c.cfg.requestLimit = &c.router.maxRequest
+	cfg = c.cfg
 	_, c.sysClock = c.clock.(systemClock)
 	c.lateTimeout = lateAttemptTimeout(cfg.AttemptTimeout)
 	if c.dial == nil {

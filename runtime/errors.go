@@ -41,8 +41,11 @@ var (
 	// ErrNoResponse: a node's reply carried no response struct.
 	ErrNoResponse = errors.New("zaris: no response in reply")
 	// ErrRequestTooLarge: the request's encoding is over the client's message limit
-	// (16 MiB), so it was not sent; no node would take it, so it is not retried. Framed
-	// and header transports check the limit; the buffered transport does not, and sends it.
+	// (16 MiB) or the node's, which its cluster map states (ClusterMap.MaxMessageBytes;
+	// the reference node's is 4 MiB), so it was not sent; no node would take it, so it is
+	// not retried. Framed and header transports check the client's limit; framed binary
+	// connections and pipelined ones check the map's too; the buffered transport checks
+	// neither, and sends it.
 	ErrRequestTooLarge = errors.New("zaris: request too large")
 )
 

@@ -5,5 +5,5 @@ import "net"
 // NewThriftConnOver wraps raw in the built-in connection cfg's dialer would make over a
 // dialed socket, so benchmarks can run the engine's socket path over an in-memory one.
 func NewThriftConnOver(raw net.Conn, cfg Config) (Conn, error) {
-	return newThriftConn(raw, cfg.Protocol, cfg.Transport, thriftConfig(cfg), cfg.Service.NewClient)
+	return newThriftConn(raw, cfg.Protocol, cfg.Transport, thriftConfig(cfg), nil, cfg.Service.NewClient)
 }

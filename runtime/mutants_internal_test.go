@@ -48,7 +48,7 @@ func TestRoutingTable_NodesAreOrderedByID(t *testing.T) {
 func TestArm_WatchOfAContextUsedOnceEndsWithItsCall(t *testing.T) {
 	cfg, err := NewConfig(WithService(testService), WithEnv(env(nil)), WithSeeds("127.0.0.1:1"))
 	require.NoError(t, err)
-	c, err := newThriftConn(&deadlineConn{}, cfg.Protocol, cfg.Transport, thriftConfig(cfg), testService.NewClient)
+	c, err := newThriftConn(&deadlineConn{}, cfg.Protocol, cfg.Transport, thriftConfig(cfg), nil, testService.NewClient)
 	require.NoError(t, err)
 	watching := func() bool {
 		c.watchMu.Lock()
@@ -114,7 +114,7 @@ func TestUsable_PeeksAfter100msIdle(t *testing.T) {
 	client, server := loopbackPair(t)
 	cfg, err := NewConfig(WithService(testService), WithEnv(env(nil)), WithSeeds("127.0.0.1:1"))
 	require.NoError(t, err)
-	c, err := newThriftConn(client, cfg.Protocol, cfg.Transport, thriftConfig(cfg), testService.NewClient)
+	c, err := newThriftConn(client, cfg.Protocol, cfg.Transport, thriftConfig(cfg), nil, testService.NewClient)
 	require.NoError(t, err)
 	server.Close()
 	eventually(t, func() bool { return !idleConnOK(client) })
@@ -161,7 +161,7 @@ func TestNewThriftConn_FramedBinaryReadsFramesWhole(t *testing.T) {
 	for _, p := range []Protocol{ProtocolBinary, ProtocolCompact, ProtocolJSON, ProtocolHeader} {
 		for _, tr := range []Transport{TransportFramed, TransportBuffered} {
 			var client thrift.TClient
-			_, err := newThriftConn(&deadlineConn{}, p, tr, thriftConfig(cfg), func(c thrift.TClient) any { client = c; return c })
+			_, err := newThriftConn(&deadlineConn{}, p, tr, thriftConfig(cfg), nil, func(c thrift.TClient) any { client = c; return c })
 			require.NoError(t, err)
 			// The protocol the client reads replies with (TStandardClient's iprot).
 			iprot := reflect.ValueOf(client).Elem().FieldByName("iprot").Elem().Type()

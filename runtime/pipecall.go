@@ -2,6 +2,7 @@ package runtime
 
 import (
 	"context"
+	"fmt"
 	"sync/atomic"
 	"time"
 
@@ -31,9 +32,10 @@ const (
 // own protocol, into its own buffer) and decodes the reply into its result struct, while
 // the connection writes and reads the bytes.
 type pcall struct {
-	kv  any // Service.NewClient(the pcall)
-	enc *thrift.TMemoryBuffer
-	out thrift.TProtocol
+	kv    any // Service.NewClient(the pcall)
+	enc   *thrift.TMemoryBuffer
+	out   thrift.TProtocol
+	limit *atomic.Int64 // the map's MaxMessageBytes (pipelines.limit)
 
 	conn      *pipeConn
 	deadline  time.Time
@@ -67,13 +69,13 @@ func (ps *pipelines) getCall() *pcall {
 	if p, ok := ps.calls.Get().(*pcall); ok {
 		return p
 	}
-	p := &pcall{enc: thrift.NewTMemoryBufferLen(256), done: make(chan struct{}, 1)}
+	p := &pcall{enc: thrift.NewTMemoryBufferLen(256), limit: ps.limit, done: make(chan struct{}, 1)}
 	var err error
 	if p.out, err = stackProtocol(p.enc, ps.protocol, ps.transport, ps.tcfg); err != nil {
 		panic(err) // the Config was validated
 	}
 	if ps.protocol == ProtocolBinary && ps.transport == TransportFramed {
-		p.out = thriftbuf.NewFrames(p.out, ps.tcfg) // the request is encoded in memory (thriftbuf)
+		p.out = thriftbuf.NewFrames(p.out, ps.tcfg).LimitWrites(ps.limit) // the request is encoded in memory (thriftbuf)
 	}
 	p.kv = ps.newClient(p)
 	p.timer = time.NewTimer(time.Hour)
@@ -206,7 +208,17 @@ func (p *pcall) encode(ctx context.Context, args thrift.TStruct) error {
 	if err := p.out.WriteMessageEnd(ctx); err != nil {
 		return err
 	}
-	return p.out.Flush(ctx)
+	if err := p.out.Flush(ctx); err != nil {
+		return err
+	}
+	// Any protocol: the whole request is in p.enc now, and none of it has left.
+	if p.limit != nil {
+		if n := p.limit.Load(); n > 0 && int64(p.enc.Len()) > n {
+			return thrift.NewTProtocolExceptionWithType(thrift.SIZE_LIMIT,
+				fmt.Errorf("a message of %d bytes is over the peer's limit of %d bytes", p.enc.Len(), n))
+		}
+	}
+	return nil
 }
 
 // deliver hands p its outcome; the caller of deliver moved p to stReading or stFailing.

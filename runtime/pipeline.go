@@ -24,6 +24,7 @@ type pipelines struct {
 	protocol   Protocol
 	transport  Transport
 	tcfg       *thrift.TConfiguration
+	limit      *atomic.Int64            // the map's MaxMessageBytes (Config.requestLimit); nil: none
 	newClient  func(thrift.TClient) any // Service.NewClient
 
 	calls sync.Pool // of *pcall, each with its own encoder
@@ -44,6 +45,7 @@ func newPipelines(cfg Config) *pipelines {
 		protocol:   cfg.Protocol,
 		transport:  cfg.Transport,
 		tcfg:       thriftConfig(cfg),
+		limit:      cfg.requestLimit,
 		newClient:  cfg.Service.NewClient,
 	}
 	ps.groups.Store(&map[string]*pipeGroup{})

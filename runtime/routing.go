@@ -18,6 +18,8 @@ type RoutingTable struct {
 	addr  []string // per segment: the active owner's host:port, or ""
 	nodes []NodeAddr
 	src   *ClusterMap // a private deep copy of the map
+	// maxRequest is the map's MaxMessageBytes, or 0 when it says none.
+	maxRequest int64
 }
 
 // NodeAddr is one node of a map: its id and host:port.
@@ -65,6 +67,9 @@ func NewRoutingTable(m *ClusterMap) (*RoutingTable, error) {
 		owner: make([]int32, m.SegmentCount),
 		addr:  make([]string, m.SegmentCount),
 		src:   copyMap(m),
+	}
+	if m.MaxMessageBytes > 0 {
+		t.maxRequest = m.MaxMessageBytes
 	}
 	byID := make(map[int32]string, len(m.Nodes))
 	for _, n := range m.Nodes {
@@ -163,6 +168,9 @@ func (e *PartitionError) Unwrap() error { return ErrPartitionUnavailable }
 // A Router is safe for concurrent use.
 type Router struct {
 	cur atomic.Pointer[RoutingTable]
+	// maxRequest is the current map's MaxMessageBytes (0: none), which the client's
+	// connections read for every request they encode.
+	maxRequest atomic.Int64
 }
 
 // Table returns the current routing table, or nil before the first Install.
@@ -195,6 +203,7 @@ func (r *Router) Install(t *RoutingTable) (old *RoutingTable, installed bool) {
 			return cur, false
 		}
 		if r.cur.CompareAndSwap(cur, t) {
+			r.maxRequest.Store(r.cur.Load().maxRequest) // the newest's, whoever stores last
 			return cur, true
 		}
 	}

@@ -3,10 +3,16 @@ package runtime_test
 import (
 	"bytes"
 	"context"
+	"errors"
 	"fmt"
+	"io"
+	"net"
+	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
+	"github.com/apache/thrift/lib/go/thrift"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
@@ -91,4 +97,120 @@ func oneNodeClient(t *testing.T, opts ...runtime.Option) (*zarisclient.Client, *
 	require.NoError(t, err)
 	t.Cleanup(func() { kv.Close() })
 	return kv, h
+}
+
+// TestRequestOverTheMapsLimitIsRefusedUnsent: a node whose map says it takes requests of at
+// most maxMessageBytes (1 MiB here) gets no byte of a larger one: a Put of 2 MiB, pooled or
+// pipelined, ends after one attempt, not sent, with an error matching ErrRequestTooLarge
+// that names the request's size and the limit, and the proxy in front of the node counts
+// nothing sent between the map fetch and the next call. Before the map carried the limit,
+// the client sent it (up to its own 16 MiB), three times, as churn when the node closed
+// the connection. A request within the limit goes through.
+func TestRequestOverTheMapsLimitIsRefusedUnsent(t *testing.T) {
+	for _, tc := range []struct {
+		name      string
+		protocol  runtime.Protocol
+		pipelined bool
+	}{
+		{"binary pooled", runtime.ProtocolBinary, false},
+		{"binary pipelined", runtime.ProtocolBinary, true},
+		{"compact pipelined", runtime.ProtocolCompact, true},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			h := &incrementNode{arrived: make(chan struct{}, 8), hold: make(chan struct{})}
+			t.Cleanup(func() { close(h.hold) })
+			node := runtime.StartKillableNode(t, h)
+			proxy := startCountingProxy(t, node.Addr)
+			h.cmap = runtime.OneNodeMap(proxy.addr)
+			h.cmap.MaxMessageBytes = thrift.Int64Ptr(1 << 20)
+			kv, err := zarisclient.Dial(context.Background(), runtime.WithEnv(nil), runtime.WithSeeds(proxy.addr),
+				runtime.WithProtocol(tc.protocol), runtime.WithPipelining(tc.pipelined))
+			require.NoError(t, err)
+			t.Cleanup(func() { kv.Close() })
+			if tc.pipelined {
+				runtime.PipelineEveryCall(kv.Engine())
+			}
+			require.Equal(t, int64(1<<20), kv.Engine().Map().MaxMessageBytes)
+			_, err = kv.Get(context.Background(), &zaris.GetRequest{Key: []byte("k")}) // the data connection is open
+			require.NoError(t, err)
+
+			before := proxy.sent.Load()
+			_, err = kv.Put(context.Background(), &zaris.PutRequest{Key: []byte("k"), Value: bytes.Repeat([]byte("x"), 2<<20)})
+			requireTooLarge(t, err)
+			assert.Contains(t, err.Error(), "over the peer's limit of 1048576 bytes")
+			assert.Regexp(t, `a message of 20971\d\d bytes`, err.Error(), "the request's size")
+			assert.Zero(t, proxy.sent.Load()-before, "no byte of it went on the wire")
+
+			_, err = kv.Put(context.Background(), &zaris.PutRequest{Key: []byte("k"), Value: bytes.Repeat([]byte("x"), 512<<10)})
+			var ce *runtime.CallError
+			if errors.As(err, &ce) {
+				assert.True(t, ce.Attempts[0].Sent, "within the limit, the request is sent")
+			}
+			assert.Greater(t, proxy.sent.Load()-before, int64(512<<10))
+		})
+	}
+}
+
+// countingProxy forwards TCP connections to a node and counts the bytes clients send.
+type countingProxy struct {
+	addr string
+	sent atomic.Int64
+}
+
+// countingWriter adds the bytes written through it to n as they go.
+type countingWriter struct {
+	w io.Writer
+	n *atomic.Int64
+}
+
+func (c countingWriter) Write(b []byte) (int, error) {
+	n, err := c.w.Write(b)
+	c.n.Add(int64(n))
+	return n, err
+}
+
+// startCountingProxy listens on loopback and forwards every connection to target, until
+// the test ends.
+func startCountingProxy(t *testing.T, target string) *countingProxy {
+	t.Helper()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	require.NoError(t, err)
+	p := &countingProxy{addr: ln.Addr().String()}
+	var wg sync.WaitGroup
+	var mu sync.Mutex
+	var conns []net.Conn
+	t.Cleanup(func() {
+		ln.Close()
+		mu.Lock()
+		for _, c := range conns {
+			c.Close()
+		}
+		mu.Unlock()
+		wg.Wait()
+	})
+	wg.Go(func() {
+		for {
+			c, err := ln.Accept()
+			if err != nil {
+				return
+			}
+			up, err := net.Dial("tcp", target)
+			if err != nil {
+				c.Close()
+				continue
+			}
+			mu.Lock()
+			conns = append(conns, c, up)
+			mu.Unlock()
+			wg.Go(func() {
+				io.Copy(countingWriter{up, &p.sent}, c)
+				up.Close()
+			})
+			wg.Go(func() {
+				io.Copy(c, up)
+				c.Close()
+			})
+		}
+	})
+	return p
 }

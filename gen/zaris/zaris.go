@@ -4715,11 +4715,16 @@ func (p *SegmentInfo) String() string {
 //   - SegmentCount
 //   - Nodes
 //   - Segments
+//   - MaxMessageBytes: The largest request, in bytes, that the answering node takes: its frame and message
+//
+// limit. A client refuses to send a request that would not fit, rather than have the node
+// close the connection on it. Unset (a store that does not say): the client's own limit.
 type ClusterMap struct {
-	Epoch        int64          `thrift:"epoch,1,required" db:"epoch" json:"epoch"`
-	SegmentCount int32          `thrift:"segmentCount,2,required" db:"segmentCount" json:"segmentCount"`
-	Nodes        []*NodeInfo    `thrift:"nodes,3,required" db:"nodes" json:"nodes"`
-	Segments     []*SegmentInfo `thrift:"segments,4,required" db:"segments" json:"segments"`
+	Epoch           int64          `thrift:"epoch,1,required" db:"epoch" json:"epoch"`
+	SegmentCount    int32          `thrift:"segmentCount,2,required" db:"segmentCount" json:"segmentCount"`
+	Nodes           []*NodeInfo    `thrift:"nodes,3,required" db:"nodes" json:"nodes"`
+	Segments        []*SegmentInfo `thrift:"segments,4,required" db:"segments" json:"segments"`
+	MaxMessageBytes *int64         `thrift:"maxMessageBytes,5" db:"maxMessageBytes" json:"maxMessageBytes,omitempty"`
 }
 
 func NewClusterMap() *ClusterMap {
@@ -4741,6 +4746,19 @@ func (p *ClusterMap) GetNodes() []*NodeInfo {
 func (p *ClusterMap) GetSegments() []*SegmentInfo {
 	return p.Segments
 }
+
+var ClusterMap_MaxMessageBytes_DEFAULT int64
+
+func (p *ClusterMap) GetMaxMessageBytes() int64 {
+	if !p.IsSetMaxMessageBytes() {
+		return ClusterMap_MaxMessageBytes_DEFAULT
+	}
+	return *p.MaxMessageBytes
+}
+func (p *ClusterMap) IsSetMaxMessageBytes() bool {
+	return p.MaxMessageBytes != nil
+}
+
 func (p *ClusterMap) Read(ctx context.Context, iprot thrift.TProtocol) error {
 	if _, err := iprot.ReadStructBegin(ctx); err != nil {
 		return thrift.PrependError(fmt.Sprintf("%T read error: ", p), err)
@@ -4799,6 +4817,16 @@ func (p *ClusterMap) Read(ctx context.Context, iprot thrift.TProtocol) error {
 					return err
 				}
 				issetSegments = true
+			} else {
+				if err := iprot.Skip(ctx, fieldTypeId); err != nil {
+					return err
+				}
+			}
+		case 5:
+			if fieldTypeId == thrift.I64 {
+				if err := p.ReadField5(ctx, iprot); err != nil {
+					return err
+				}
 			} else {
 				if err := iprot.Skip(ctx, fieldTypeId); err != nil {
 					return err
@@ -4889,6 +4917,15 @@ func (p *ClusterMap) ReadField4(ctx context.Context, iprot thrift.TProtocol) err
 	return nil
 }
 
+func (p *ClusterMap) ReadField5(ctx context.Context, iprot thrift.TProtocol) error {
+	if v, err := iprot.ReadI64(ctx); err != nil {
+		return thrift.PrependError("error reading field 5: ", err)
+	} else {
+		p.MaxMessageBytes = &v
+	}
+	return nil
+}
+
 func (p *ClusterMap) Write(ctx context.Context, oprot thrift.TProtocol) error {
 	if err := oprot.WriteStructBegin(ctx, "ClusterMap"); err != nil {
 		return thrift.PrependError(fmt.Sprintf("%T write struct begin error: ", p), err)
@@ -4904,6 +4941,9 @@ func (p *ClusterMap) Write(ctx context.Context, oprot thrift.TProtocol) error {
 			return err
 		}
 		if err := p.writeField4(ctx, oprot); err != nil {
+			return err
+		}
+		if err := p.writeField5(ctx, oprot); err != nil {
 			return err
 		}
 	}
@@ -4984,6 +5024,21 @@ func (p *ClusterMap) writeField4(ctx context.Context, oprot thrift.TProtocol) (e
 	return err
 }
 
+func (p *ClusterMap) writeField5(ctx context.Context, oprot thrift.TProtocol) (err error) {
+	if p.IsSetMaxMessageBytes() {
+		if err := oprot.WriteFieldBegin(ctx, "maxMessageBytes", thrift.I64, 5); err != nil {
+			return thrift.PrependError(fmt.Sprintf("%T write field begin error 5:maxMessageBytes: ", p), err)
+		}
+		if err := oprot.WriteI64(ctx, int64(*p.MaxMessageBytes)); err != nil {
+			return thrift.PrependError(fmt.Sprintf("%T.maxMessageBytes (5) field write error: ", p), err)
+		}
+		if err := oprot.WriteFieldEnd(ctx); err != nil {
+			return thrift.PrependError(fmt.Sprintf("%T write field end error 5:maxMessageBytes: ", p), err)
+		}
+	}
+	return err
+}
+
 func (p *ClusterMap) Equals(other *ClusterMap) bool {
 	if p == other {
 		return true
@@ -5011,6 +5066,14 @@ func (p *ClusterMap) Equals(other *ClusterMap) bool {
 	for i, _tgt := range p.Segments {
 		_src17 := other.Segments[i]
 		if !_tgt.Equals(_src17) {
+			return false
+		}
+	}
+	if p.MaxMessageBytes != other.MaxMessageBytes {
+		if p.MaxMessageBytes == nil || other.MaxMessageBytes == nil {
+			return false
+		}
+		if (*p.MaxMessageBytes) != (*other.MaxMessageBytes) {
 			return false
 		}
 	}

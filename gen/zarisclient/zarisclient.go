@@ -140,6 +140,7 @@ func clusterMap(m *zaris.ClusterMap) *runtime.ClusterMap {
 			c.Segments[i] = &runtime.SegmentInfo{ID: s.ID, Owner: s.Owner, Replicas: s.Replicas, Transitioning: s.Transitioning, Migrating: s.Migrating}
 		}
 	}
+	c.MaxMessageBytes = m.GetMaxMessageBytes()
 	return c
 }
 

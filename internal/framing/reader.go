@@ -96,6 +96,18 @@ func (f *Reader) ReadByte() (byte, error) {
 	return b, nil
 }
 
+// FrameTooLargeError is the cause of the transport exception Reader returns for a frame
+// whose length is over its limit: the length the peer claimed and the limit. Find it with
+// errors.As; the frame's bytes were not read.
+type FrameTooLargeError struct {
+	Size uint32
+	Max  int32
+}
+
+func (e *FrameTooLargeError) Error() string {
+	return fmt.Sprintf("Incorrect frame size (%d): over the limit of %d bytes", e.Size, e.Max)
+}
+
 // next reads the next frame, refusing one larger than maxFrame as TFramedTransport does.
 // The buffer grows only as the frame's bytes arrive, not by the size the peer claims, and,
 // with a budget, only by bytes the budget gave. A buffer larger than KeepBuffer is dropped
@@ -109,7 +121,7 @@ func (f *Reader) next() error {
 	}
 	size := int(binary.BigEndian.Uint32(f.size[:]))
 	if size > int(f.maxFrame) || size < 0 {
-		return thrift.NewTTransportException(thrift.UNKNOWN_TRANSPORT_EXCEPTION, fmt.Sprintf("Incorrect frame size (%d)", uint32(size)))
+		return thrift.NewTTransportExceptionFromError(&FrameTooLargeError{Size: uint32(size), Max: f.maxFrame})
 	}
 	in := f.in[:0]
 	for len(in) < size {

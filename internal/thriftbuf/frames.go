@@ -2,6 +2,8 @@ package thriftbuf
 
 import (
 	"context"
+	"fmt"
+	"sync/atomic"
 
 	"github.com/apache/thrift/lib/go/thrift"
 )
@@ -21,6 +23,7 @@ type Frames struct {
 	frame            thrift.TTransport // the framed transport under conn
 	max              uint64            // the largest message body taken into memory
 	buf              *Protocol
+	limit            *atomic.Int64 // when set and positive, the largest message written (LimitWrites)
 }
 
 // NewFrames wraps p, a binary protocol over a framed transport, as Frames; cfg is the
@@ -66,10 +69,25 @@ func (p *Frames) WriteMessageEnd(ctx context.Context) error {
 		return p.TProtocol.WriteMessageEnd(ctx)
 	}
 	p.TProtocol = p.conn
-	if _, err := p.frame.Write(p.buf.Bytes()); err != nil {
+	b := p.buf.Bytes()
+	if p.limit != nil {
+		if n := p.limit.Load(); n > 0 && int64(len(b)) > n {
+			return thrift.NewTProtocolExceptionWithType(thrift.SIZE_LIMIT,
+				fmt.Errorf("a message of %d bytes is over the peer's limit of %d bytes", len(b), n))
+		}
+	}
+	if _, err := p.frame.Write(b); err != nil {
 		return thrift.NewTTransportExceptionFromError(err)
 	}
 	return nil
+}
+
+// LimitWrites makes WriteMessageEnd refuse a message whose encoding is over limit's value
+// (when it is positive), with a SIZE_LIMIT protocol exception, before any of it reaches the
+// transport; limit is read for each message, so its owner may change it. It returns p.
+func (p *Frames) LimitWrites(limit *atomic.Int64) *Frames {
+	p.limit = limit
+	return p
 }
 
 func (p *Frames) Flush(ctx context.Context) error { return p.conn.Flush(ctx) }

@@ -251,3 +251,35 @@ func TestAPI_BatchOverTheNodesMessageLimit(t *testing.T) {
 	assert.Equal(t, 2, stats.Rounds)
 	assert.Equal(t, 3, stats.SubRequests, "all five, then three and two")
 }
+
+// TestAPI_OversizedPutIsAnAnswerNotChurn: the reference node says in its map how large a
+// request it takes (maxMessageBytes: 4 MiB), so a 5 MiB Put fails at once with
+// ErrRequestTooLarge, after one attempt that was never sent, naming its size and the
+// limit: not three sends of 5 MiB each classified as a dead node. A value over the node's
+// value limit that fits a message (1 MiB and one byte) is still the node's answer,
+// InvalidRequest, and the client goes on.
+func TestAPI_OversizedPutIsAnAnswerNotChurn(t *testing.T) {
+	cluster := store.StartCluster(t, store.ClusterConfig{Nodes: 3})
+	ctx := context.Background()
+	kv, err := zarisclient.Dial(ctx, runtime.WithEnv(nil), runtime.WithSeeds(cluster.Seeds()...))
+	require.NoError(t, err)
+	defer kv.Close()
+	assert.Equal(t, int64(4<<20), kv.Engine().Map().MaxMessageBytes, "the node's data-port limit")
+
+	start := time.Now()
+	_, err = kv.Put(ctx, &zaris.PutRequest{Key: []byte("big"), Value: bytes.Repeat([]byte("x"), 5<<20)})
+	require.ErrorIs(t, err, runtime.ErrRequestTooLarge)
+	var ce *runtime.CallError
+	require.ErrorAs(t, err, &ce)
+	require.Len(t, ce.Attempts, 1, "not retried")
+	assert.False(t, ce.Attempts[0].Sent, "sent 0 times")
+	assert.Contains(t, err.Error(), "over the peer's limit of 4194304 bytes")
+	t.Logf("refused in %s: %v", time.Since(start), err)
+
+	resp, err := kv.Put(ctx, &zaris.PutRequest{Key: []byte("big"), Value: bytes.Repeat([]byte("x"), 1<<20+1)})
+	require.NoError(t, err)
+	assert.Equal(t, zaris.KvStatus_InvalidRequest, resp.Status)
+	resp, err = kv.Put(ctx, &zaris.PutRequest{Key: []byte("big"), Value: []byte("small")})
+	require.NoError(t, err)
+	assert.Equal(t, zaris.KvStatus_Ok, resp.Status)
+}

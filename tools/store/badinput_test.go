@@ -3,7 +3,12 @@ package store
 import (
 	"bytes"
 	"context"
+	"encoding/binary"
+	"fmt"
+	"log/slog"
 	"net"
+	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -210,4 +215,57 @@ func TestBadInput_CallWithoutItsRequestAnswersInvalidRequest(t *testing.T) {
 			assert.Equal(t, zaris.KvStatus_InvalidRequest, c.status())
 		})
 	}
+}
+
+// lockedBuffer is a bytes.Buffer safe for a logger and a test to share.
+type lockedBuffer struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (l *lockedBuffer) Write(p []byte) (int, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.b.Write(p)
+}
+
+func (l *lockedBuffer) String() string {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.b.String()
+}
+
+// TestBadInput_AFrameOverTheLimitIsLoggedWithItsPeer: a client that announces a frame over
+// the data port's limit is refused before any of it is buffered and its connection closed,
+// and the node logs that, with the client's address, the size it claimed and the limit: the
+// client itself only sees a closed connection. The node goes on serving.
+func TestBadInput_AFrameOverTheLimitIsLoggedWithItsPeer(t *testing.T) {
+	var log lockedBuffer
+	cfg := fastCluster()
+	cfg.Nodes = 1
+	cfg.ReplicationFactor = 1
+	cfg.Logger = slog.New(slog.NewTextHandler(&log, &slog.HandlerOptions{Level: slog.LevelWarn}))
+	c := StartCluster(t, cfg)
+	addr := c.Addr(c.Nodes()[0])
+
+	conn, err := net.Dial("tcp", addr)
+	require.NoError(t, err)
+	defer conn.Close()
+	// A framed binary request's first bytes: the frame's size, then a strict binary CALL.
+	head := binary.BigEndian.AppendUint32(nil, 5<<20)
+	head = append(head, 0x80, 0x01, 0x00, 0x01)
+	_, err = conn.Write(head)
+	require.NoError(t, err)
+	require.NoError(t, conn.SetReadDeadline(time.Now().Add(10*time.Second)))
+	_, err = conn.Read(make([]byte, 1))
+	require.Error(t, err, "the node closes the connection")
+
+	local := conn.LocalAddr().String()
+	require.Eventually(t, func() bool { return strings.Contains(log.String(), local) }, 10*time.Second, time.Millisecond)
+	line := log.String()
+	assert.Contains(t, line, "refused a frame over the limit")
+	assert.Contains(t, line, "remote="+local)
+	assert.Contains(t, line, fmt.Sprintf("size=%d", 5<<20))
+	assert.Contains(t, line, fmt.Sprintf("limit=%d", 4<<20))
+	requireServes(t, mustDial(t, addr), keyIn(0, 16, "after"))
 }

@@ -27,6 +27,7 @@ func (n *Node) install(pm *zarispeer.PeerMap) bool {
 		return false
 	}
 	v := newView(pm)
+	v.public.MaxMessageBytes = thrift.Int64Ptr(int64(n.cfg.maxMessage())) // this node's data-port limit
 	segs := n.segments()
 	if segs == nil {
 		segs = make([]*segment, v.segCount)

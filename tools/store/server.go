@@ -13,6 +13,7 @@ import (
 
 	"github.com/apache/thrift/lib/go/thrift"
 
+	"github.com/clustron/zaris-go/internal/framing"
 	"github.com/clustron/zaris-go/internal/thriftbuf"
 )
 
@@ -193,7 +194,15 @@ func (s *server) serveConn(c net.Conn) {
 		c.Close()
 		s.wg.Done()
 	}()
-	if err := s.process(c); err != nil && !isEOF(err) {
+	err := s.process(c)
+	if tooLarge, ok := errors.AsType[*framing.FrameTooLargeError](err); ok {
+		// A client sent more than this port takes: it is told nothing but a closed
+		// connection, so say here who it was.
+		s.log.Warn("refused a frame over the limit, connection closed", "remote", c.RemoteAddr().String(),
+			"size", tooLarge.Size, "limit", tooLarge.Max)
+		return
+	}
+	if err != nil && !isEOF(err) {
 		s.log.Debug("connection closed", "remote", c.RemoteAddr().String(), "err", err)
 	}
 }

@@ -372,17 +372,19 @@ func allAnnotations() []string {
 	return slices.Concat(opAnnotations, enumAnnotations, serviceAnnotations)
 }
 
-// mapModel is the map struct's shape: the Go names of its types, and which of the
-// optional segment fields it has.
+// mapModel is the map struct's shape: the Go names of its types, which of the optional
+// segment fields it has, and whether it carries maxMessageBytes.
 type mapModel struct {
 	Type, Node, Segment                string
 	Replicas, Transitioning, Migrating bool
+	MaxMessage                         bool
 }
 
 // mapShape checks that the map struct m has the shape runtime.ClusterMap has (epoch: i64,
 // segmentCount: i32, nodes: list of {id: i32, host: string, port: i32}, segments: list of
 // {id: i32, optional owner: i32}, and optionally replicas: list<i32>, transitioning: bool,
-// migrating: bool in a segment) and returns it, or the field at fault and why.
+// migrating: bool in a segment, and maxMessageBytes: i64 in the map) and returns it, or the
+// field at fault and why.
 func mapShape(p *program, m *structType) (*mapModel, string, string) {
 	want := func(s *structType, name, typeID string) string {
 		f := s.fieldByName(name)
@@ -432,6 +434,7 @@ func mapShape(p *program, m *structType) (*mapModel, string, string) {
 	}
 	mm.Transitioning = want(seg, "transitioning", "bool") == "" && seg.fieldByName("transitioning").Required != "optional"
 	mm.Migrating = want(seg, "migrating", "bool") == "" && seg.fieldByName("migrating").Required != "optional"
+	mm.MaxMessage = want(m, "maxMessageBytes", "i64") == ""
 	return mm, "", ""
 }
 
