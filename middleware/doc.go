@@ -107,19 +107,18 @@
 //     for all of them (the caller does not wait for it). And once an owner cannot be reached
 //     at all (Unreachable: the dial refused or timed out, no connection free in time, or no
 //     reply within the attempt timeout; a reset or EOF on an open connection alone is not
-//     that), the next attempt waits until the client holds a map that names another owner
-//     for the key's segment, fetched after that failure, sharing the fetches of every
-//     waiting caller (one per debounce window). The wait stands in for the backoff and is no
-//     attempt; nor is an attempt that never left because its owner could not be reached (a
-//     refused dial) when the wait follows it (Uncounted), so a call whose earlier attempts
-//     met Moved or a reset still reaches the new owner; a call limited to one attempt stays
-//     one. The wait is bounded by the deadline and by RetryPolicy.OwnerWait (5 s, the
-//     default attempt timeout) from the call's first such failure; past it the call backs
-//     off and refreshes as before. So a dead owner costs the store's failover plus at most
-//     one debounce window (500 ms), however its death looks on the wire. R4 (always Moved: 3
-//     attempts, at most 3 refresh requests, about 300 ms) and the Unavailable storm are
-//     unchanged; a multi-key call applies B7 per item between rounds. On a healthy cluster
-//     it costs no clock reading per call (an attempt's end is its start plus its duration)
-//     and no allocation more; a call allocates 64 bytes more (the attempt's end time, the
-//     wait's counters).
+//     that), the next attempt waits until the client's map names another owner for the key's
+//     segment (at once if it already does), riding the fetches it shares with every waiting
+//     caller, one per debounce window. The wait stands in for the backoff and is no attempt;
+//     nor is an attempt that never left because its owner could not be reached (a refused
+//     dial) when the wait follows it (Uncounted), so a call whose earlier attempts met Moved
+//     or a reset still reaches the new owner; a call limited to one attempt stays one. The
+//     wait is bounded by the deadline and by RetryPolicy.OwnerWait (5 s, the default attempt
+//     timeout) from the call's first such failure; past it the call backs off and refreshes
+//     as before. So a dead owner costs the store's failover plus at most one debounce window
+//     (500 ms), however its death looks on the wire. R4 (always Moved: 3 attempts, at most 3
+//     refresh requests, about 300 ms) and the Unavailable storm are unchanged; a multi-key
+//     call applies B7 per item between rounds. On a healthy cluster it costs no clock
+//     reading per call (an attempt's end is its start plus its duration) and no allocation
+//     more; a call allocates 64 bytes more (the attempt's end time, the wait's counters).
 package middleware

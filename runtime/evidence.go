@@ -8,9 +8,9 @@ import (
 // Rule B7: no churn evidence is lost. A refresh request that R6's debounce holds back is
 // deferred, not dropped, when its evidence is newer than the start of the last completed
 // fetch: one fetch runs at the end of the window for every such request. And a call whose
-// owner could not be reached at all waits (AwaitOwner) for a map fetched after that
-// failure that names another owner, one shared fetch per window, instead of spending its
-// next attempts on the same dead node.
+// owner could not be reached at all waits (AwaitOwner) until the map names another owner,
+// riding one shared fetch per window, instead of spending its next attempts on the same
+// dead node.
 
 // Evidence is what a refresh request knows of the churn behind it: the newest map epoch an
 // answer showed (0 if none) and when the client saw the churn, on its Clock. A completed
