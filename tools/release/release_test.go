@@ -69,13 +69,13 @@ var zarisgenFlags = []struct{ name, value, makefile string }{
 
 // TestModulesInstallByVersion releases the working tree's two modules as the version
 // tools/go.mod requires of the client (runtime.Version's) into a file-based module proxy, and
-// uses them from a module of its own with an empty module cache, no workspace and no
-// replace, as a user would: go get the client and build a program with zarisclient.Dial; go
-// install zarisgen by version and regenerate gen/zarisclient from idl/zaris.thrift byte for
-// byte; go install the zaris command by version and run zaris --help. Third-party modules come
-// from the machine's module cache when it has them, else its GOPROXY, and are checked
-// against its GOSUMDB;
-// the two local modules are not in any checksum database (GONOSUMDB). CONTRIBUTING.md
+// uses them from a module of its own with an empty module cache, no workspace and no replace,
+// as a user would: go get the client, build a program with zarisclient.Dial, and build and run
+// the README's quick start as README.md has it (no node: it ends in its log.Fatal); go install
+// zarisgen by version and regenerate gen/zarisclient from idl/zaris.thrift byte for byte; go
+// install the zaris command by version and run zaris --help. Third-party modules come from the
+// machine's module cache when it has them, else its GOPROXY, and are checked against its
+// GOSUMDB; the two local modules are not in any checksum database (GONOSUMDB). CONTRIBUTING.md
 // (Releasing) has the steps this stands for.
 func TestModulesInstallByVersion(t *testing.T) {
 	if testing.Short() {
@@ -129,6 +129,8 @@ func TestModulesInstallByVersion(t *testing.T) {
 		dir := t.TempDir()
 		writeFile(t, filepath.Join(dir, "go.mod"), "module example.com/zarisuser\n\ngo 1.26.0\n")
 		writeFile(t, filepath.Join(dir, "main.go"), userProgram)
+		require.NoError(t, os.Mkdir(filepath.Join(dir, "quickstart"), 0o755))
+		writeFile(t, filepath.Join(dir, "quickstart", "main.go"), readmeSnippet(t, root))
 		u.run(t, dir, "go", "get", modulePath+"@"+version)
 		got := strings.Fields(u.run(t, dir, "go", "list", "-m", "-f", "{{.Version}} {{.Dir}}", modulePath))
 		require.Len(t, got, 2)
@@ -138,6 +140,13 @@ func TestModulesInstallByVersion(t *testing.T) {
 		u.run(t, dir, "go", "build", "-o", filepath.Join(dir, "zarisuser"), ".")
 		out := u.run(t, dir, filepath.Join(dir, "zarisuser"))
 		assert.Contains(t, out, "runtime "+runtime.Version+"\n")
+		// The README's quick start, as it stands in README.md, builds against the release
+		// too; with no node at its seed it ends in its log.Fatal, not a panic.
+		u.run(t, dir, "go", "build", "-o", filepath.Join(dir, "quickstart.bin"), "./quickstart")
+		out, code := u.runExit(t, dir, filepath.Join(dir, "quickstart.bin"), "ZARIS_SEEDS=127.0.0.1:1")
+		assert.Equal(t, 1, code, "log.Fatal's exit status:\n%s", out)
+		assert.Contains(t, out, "zaris: no seed reachable")
+		assert.NotContains(t, out, "panic:")
 		mods := u.run(t, dir, "go", "list", "-m", "all")
 		for _, store := range []string{toolsPath + " ", "go.etcd.io/", "google.golang.org/grpc "} {
 			assert.NotContains(t, mods, store, "a user of the client gets a store-only module")
@@ -335,6 +344,40 @@ func (u *user) run(t *testing.T, dir, name string, args ...string) string {
 	require.NoError(t, err, "%s (in %s):\n%s%s", line, dir, stdout.String(), stderr.String())
 	t.Logf("%s: %s", line, time.Since(start).Round(time.Millisecond))
 	return stdout.String()
+}
+
+// runExit runs the program bin in dir with the user's environment and env added, and
+// returns its combined output and exit status (-1: it did not run to an exit).
+func (u *user) runExit(t *testing.T, dir, bin string, env ...string) (string, int) {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	cmd := exec.CommandContext(ctx, bin)
+	cmd.Dir = dir
+	cmd.Env = append(slices.Clone(u.env), env...)
+	out, err := cmd.CombinedOutput()
+	if exit, ok := errors.AsType[*exec.ExitError](err); ok {
+		return string(out), exit.ExitCode()
+	}
+	require.NoError(t, err, "%s", out)
+	return string(out), 0
+}
+
+// readmeSnippet returns the README's quick start: its first Go block that dials a client.
+func readmeSnippet(t *testing.T, root string) string {
+	t.Helper()
+	readme, err := os.ReadFile(filepath.Join(root, "README.md"))
+	require.NoError(t, err)
+	for rest := string(readme); ; {
+		_, block, ok := strings.Cut(rest, "```go\n")
+		require.True(t, ok, "README.md has no Go block that calls zarisclient.Dial")
+		code, after, ok := strings.Cut(block, "```")
+		require.True(t, ok, "README.md has an unclosed Go block")
+		if strings.Contains(code, "package main") && strings.Contains(code, "zarisclient.Dial(") {
+			return code
+		}
+		rest = after
+	}
 }
 
 // install runs go install pkgVersion from an empty directory (no module around it) and
