@@ -2,7 +2,6 @@ package runtime
 
 import (
 	"context"
-	"fmt"
 	"sync/atomic"
 	"time"
 
@@ -75,7 +74,7 @@ func (ps *pipelines) getCall() *pcall {
 		panic(err) // the Config was validated
 	}
 	if ps.protocol == ProtocolBinary && ps.transport == TransportFramed {
-		p.out = thriftbuf.NewFrames(p.out, ps.tcfg).LimitWrites(ps.limit) // the request is encoded in memory (thriftbuf)
+		p.out = thriftbuf.NewFrames(p.out, ps.tcfg) // the request is encoded in memory (thriftbuf); encode checks its size
 	}
 	p.kv = ps.newClient(p)
 	p.timer = time.NewTimer(time.Hour)
@@ -212,13 +211,7 @@ func (p *pcall) encode(ctx context.Context, args thrift.TStruct) error {
 		return err
 	}
 	// Any protocol: the whole request is in p.enc now, and none of it has left.
-	if p.limit != nil {
-		if n := p.limit.Load(); n > 0 && int64(p.enc.Len()) > n {
-			return thrift.NewTProtocolExceptionWithType(thrift.SIZE_LIMIT,
-				fmt.Errorf("a message of %d bytes is over the peer's limit of %d bytes", p.enc.Len(), n))
-		}
-	}
-	return nil
+	return thriftbuf.OverLimit(p.limit, p.enc.Len())
 }
 
 // deliver hands p its outcome; the caller of deliver moved p to stReading or stFailing.

@@ -70,14 +70,24 @@ func (p *Frames) WriteMessageEnd(ctx context.Context) error {
 	}
 	p.TProtocol = p.conn
 	b := p.buf.Bytes()
-	if p.limit != nil {
-		if n := p.limit.Load(); n > 0 && int64(len(b)) > n {
-			return thrift.NewTProtocolExceptionWithType(thrift.SIZE_LIMIT,
-				fmt.Errorf("a message of %d bytes is over the peer's limit of %d bytes", len(b), n))
-		}
+	if err := OverLimit(p.limit, len(b)); err != nil {
+		return err
 	}
 	if _, err := p.frame.Write(b); err != nil {
 		return thrift.NewTTransportExceptionFromError(err)
+	}
+	return nil
+}
+
+// OverLimit returns the SIZE_LIMIT protocol exception of a message of size bytes when limit
+// is set and its value positive and smaller, naming both; else nil.
+func OverLimit(limit *atomic.Int64, size int) error {
+	if limit == nil {
+		return nil
+	}
+	if n := limit.Load(); n > 0 && int64(size) > n {
+		return thrift.NewTProtocolExceptionWithType(thrift.SIZE_LIMIT,
+			fmt.Errorf("a message of %d bytes is over the peer's limit of %d bytes", size, n))
 	}
 	return nil
 }
