@@ -24,6 +24,7 @@ import (
 	"golang.org/x/mod/zip"
 
 	"github.com/clustron/zaris-go/runtime"
+	"github.com/clustron/zaris-go/tools/internal/thrifttest"
 )
 
 // modulePath is the client module, toolsPath the tools module nested in it.
@@ -410,18 +411,10 @@ func (u *user) checkBuiltFrom(t *testing.T, bin, version string) {
 	}
 }
 
-// requireThrift returns the Thrift compiler's path. Without one the test is skipped, unless
-// ZARIS_REQUIRE_THRIFT=1 (as in CI), where a missing compiler is a failure.
+// requireThrift returns the Thrift compiler's path (thrifttest.Require).
 func requireThrift(t *testing.T) string {
 	t.Helper()
-	path, err := exec.LookPath("thrift")
-	if err != nil {
-		if os.Getenv("ZARIS_REQUIRE_THRIFT") == "1" {
-			t.Fatal("thrift not found but ZARIS_REQUIRE_THRIFT=1: apt-get install thrift-compiler")
-		}
-		t.Skip("thrift not found, so the installed zarisgen cannot be run on idl/zaris.thrift (apt-get install thrift-compiler); set ZARIS_REQUIRE_THRIFT=1 to fail instead")
-	}
-	return path
+	return thrifttest.Require(t, "the installed zarisgen cannot be run on idl/zaris.thrift")
 }
 
 // readDir reads the files of dir (not its subdirectories), by name.

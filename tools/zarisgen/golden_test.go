@@ -11,22 +11,16 @@ import (
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+
+	"github.com/clustron/zaris-go/tools/internal/thrifttest"
 )
 
 var update = flag.Bool("update", false, "rewrite the golden files under testdata")
 
-// requireThrift returns the Thrift compiler's path. Without one the test is skipped, unless
-// ZARIS_REQUIRE_THRIFT=1 (as in CI), where a missing compiler is a failure.
+// requireThrift returns the Thrift compiler's path (thrifttest.Require).
 func requireThrift(t *testing.T) string {
 	t.Helper()
-	path, err := exec.LookPath("thrift")
-	if err != nil {
-		if os.Getenv("ZARIS_REQUIRE_THRIFT") == "1" {
-			t.Fatal("thrift not found but ZARIS_REQUIRE_THRIFT=1: apt-get install thrift-compiler")
-		}
-		t.Skip("thrift not found (apt-get install thrift-compiler); set ZARIS_REQUIRE_THRIFT=1 to fail instead")
-	}
-	return path
+	return thrifttest.Require(t, "zarisgen cannot read an IDL")
 }
 
 // repoRoot is the repository root (the client module), two levels above this package.
