@@ -142,3 +142,65 @@ func TestBatches_ItemsAnsweredAlikeShareTheirFirstAttempt(t *testing.T) {
 	assert.NotSame(t, &h[4][1], &h[5][1], "retried items have histories of their own")
 	assert.Equal(t, runtime.Status(zaris.KvStatus_Migrating), h[5][0].Status, "the first record is untouched by the retries")
 }
+
+// TestB7_ABatchItemRefusedByAnUnreachableOwnerIsNotOutOfRounds: the multi-key form of a
+// migration followed by the new owner's death. An item meets Moved, then a reset, then a
+// refused dial; that round never left and B7 waits after it (Uncounted), so it does not use
+// up the item's third attempt, and the item is answered in a fourth round. With B7 off the
+// item ends on maxAttempts after three rounds.
+func TestB7_ABatchItemRefusedByAnUnreachableOwnerIsNotOutOfRounds(t *testing.T) {
+	for _, tc := range []struct {
+		name      string
+		ownerWait bool
+	}{{"B7 on", true}, {"B7 off", false}} {
+		t.Run(tc.name, func(t *testing.T) {
+			clock := mwt.NewClock()
+			var n atomic.Int32
+			transport := func(_ context.Context, call *runtime.Call) (runtime.Response, error) {
+				a := call.Current()
+				a.Node, a.End = 2, clock.Now()
+				switch n.Add(1) {
+				case 1:
+					a.Sent, a.Answered, a.Status = true, true, runtime.Status(zaris.KvStatus_Moved)
+					return &zaris.MultiGetResponse{Status: zaris.KvStatus_Moved}, nil
+				case 2:
+					a.Sent = true
+					return nil, fmt.Errorf("node 2: %w: EOF", runtime.ErrTransport)
+				case 3:
+					return nil, fmt.Errorf("dial node2: connection refused: %w", runtime.ErrNodeUnavailable)
+				}
+				a.Sent, a.Answered, a.Status = true, true, runtime.Status(zaris.KvStatus_Ok)
+				return &zaris.MultiGetResponse{Status: zaris.KvStatus_Ok, Results: []*zaris.GetOutcome{{Status: zaris.KvStatus_Ok}}}, nil
+			}
+			p := runtime.DefaultRetryPolicy
+			if !tc.ownerWait {
+				p.OwnerWait = 0
+			}
+			refresher := mwt.NewRefresher(1)
+			var call *runtime.Call
+			last := func(next runtime.Handler) runtime.Handler {
+				return func(ctx context.Context, c *runtime.Call) (runtime.Response, error) {
+					call = c
+					return next(ctx, c)
+				}
+			}
+			h := middleware.Default(transport, refresher, runtime.Config{Retry: p, Clock: clock, CallMiddleware: []runtime.Middleware{last}})
+			res, err := zarisclient.New(h).MultiGet(context.Background(), multiGetOf(1))
+			if !tc.ownerWait {
+				require.Error(t, err)
+				var ce *runtime.CallError
+				require.ErrorAs(t, res.Err(0), &ce)
+				assert.Equal(t, runtime.BoundAttempts, ce.Bound)
+				assert.Equal(t, 3, call.Batch.Stats.Rounds)
+				assert.Empty(t, refresher.OwnerWaits())
+				return
+			}
+			require.NoError(t, err)
+			require.NoError(t, res.Err(0))
+			assert.Equal(t, zaris.KvStatus_Ok, res.Response.Results[0].Status)
+			assert.Equal(t, 4, call.Batch.Stats.Rounds)
+			assert.Len(t, refresher.OwnerWaits(), 1, "one wait, after the refused round")
+			assert.Equal(t, 1, call.Stats.OwnerWaits)
+		})
+	}
+}
