@@ -24,6 +24,13 @@
 //   zaris.guards     = "<field>,<field>"            optional: request fields whose presence makes a
 //                                                   replay of a non-idempotent write come back
 //                                                   Conflict instead of applying twice (rule R9)
+//   zaris.dedup      = "<field>"                    optional, on a single-key non-idempotent
+//                                                   write: its optional RequestToken field. The
+//                                                   client sets it once per call, the same on
+//                                                   every attempt; a store whose map advertises
+//                                                   dedupWindowMs answers a replay of it with the
+//                                                   first outcome, so the client may replay it
+//                                                   (rule B8). The response must carry version.
 //
 // Every data operation takes one request struct and returns a response struct whose field 1 is
 // `status: KvStatus` and which carries `mapEpoch: i64`, the answering node's cluster-map epoch.
@@ -152,13 +159,28 @@ struct DeleteResponse {
 }
 
 /**
+ * Names one call of one client, the same on every attempt of the call and never reused: a
+ * store that keeps outcomes (ClusterMap.dedupWindowMs) answers a request whose token it has
+ * seen with the outcome it gave first, and applies nothing (rule B8).
+ */
+struct RequestToken {
+  /** A random number the client chose when it was made. */
+  1: required i64 client,
+  /** The call's number among the client's calls. */
+  2: required i64 sequence,
+}
+
+/**
  * Adds delta to the key's value, read as a decimal integer (a missing key counts as 0).
- * Not idempotent: a replay adds delta twice, so the client never replays one whose outcome is
- * unknown (rule B2).
+ * Not idempotent: a replay adds delta twice unless the store recognises the request by its
+ * token (rule B8); without a window advertised the client never replays one whose outcome
+ * is unknown (rule B2).
  */
 struct IncrementRequest {
   1: required binary key,
   2: required i64 delta,
+  /** Set by the client for each call (zaris.dedup); a request that carries one keeps it. */
+  3: optional RequestToken token,
 }
 
 struct IncrementResponse {
@@ -293,6 +315,12 @@ struct ClusterMap {
    * close the connection on it. Unset (a store that does not say): the client's own limit.
    */
   5: optional i64 maxMessageBytes,
+  /**
+   * How long, in milliseconds, the answering node's store keeps the first outcome of a
+   * tokened write (RequestToken) and answers a replay with it (rule B8). Unset: the store
+   * keeps none, and the client never replays a tokened write that may have been applied.
+   */
+  6: optional i64 dedupWindowMs,
 }
 
 /** The Zaris key-value service. Every node serves it; a node answers from its own map view. */
@@ -311,9 +339,10 @@ service ZarisKv {
     (zaris.kind = "write", zaris.idempotent = "true", zaris.routing = "key",
      zaris.guards = "ifMatchVersion")
 
-  /** Adds delta to a counter key. Not idempotent. */
+  /** Adds delta to a counter key. Not idempotent; replayed safely by its token. */
   IncrementResponse Increment(1: IncrementRequest req)
-    (zaris.kind = "write", zaris.idempotent = "false", zaris.routing = "key")
+    (zaris.kind = "write", zaris.idempotent = "false", zaris.routing = "key",
+     zaris.dedup = "token")
 
   /** Reads many keys; each item is answered as a Get. */
   MultiGetResponse MultiGet(1: MultiGetRequest req)

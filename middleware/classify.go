@@ -147,8 +147,9 @@ func ThriftTransport(o Outcome) (runtime.Class, bool) {
 // classifiers (nil entries skipped; DefaultClassifiers when none are left; Fatal when none
 // decides) becomes call.Current().Class. Rule B2 then applies and no classifier can
 // override it: a failure that would be retried after the request may have been sent
-// (Attempt.Sent), on an operation neither idempotent nor guarded, is Fatal with an error
-// that wraps runtime.ErrInDoubt and the cause.
+// (Attempt.Sent), on an operation neither idempotent nor guarded nor tokened under a
+// store's dedup window (rule B8), is Fatal with an error that wraps runtime.ErrInDoubt and
+// the cause.
 func Classify(classifiers ...Classifier) Middleware {
 	classifiers = slices.DeleteFunc(slices.Clone(classifiers), func(c Classifier) bool { return c == nil })
 	if len(classifiers) == 0 {
@@ -190,9 +191,15 @@ func Classify(classifiers ...Classifier) Middleware {
 
 var errNoOutcome = errors.New("zaris: transport returned neither a response nor an error")
 
-// inDoubt reports whether rule B2 forbids replaying the failed attempt a.
+// inDoubt reports whether rule B2 forbids replaying the failed attempt a. A tokened call
+// routed under a map that advertises a dedup window may be replayed (rule B8): the store
+// answers the replay with the first outcome, and the transport ends the replay before the
+// window does.
 func inDoubt(ctx context.Context, call *runtime.Call, a *runtime.Attempt, class runtime.Class) bool {
 	if !a.Sent || a.Answered || call.Guarded || (call.Op != nil && call.Op.Idempotent) {
+		return false
+	}
+	if !call.Token.IsZero() && a.DedupWindow > 0 {
 		return false
 	}
 	return class == runtime.Retry || class == runtime.RefreshRetry || ctx.Err() != nil

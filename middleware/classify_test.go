@@ -260,6 +260,47 @@ func TestB2_InDoubt(t *testing.T) {
 	})
 }
 
+// TestB8_TokenedReplayUnderAWindow: a sent, unanswered attempt of a call that carries a
+// request token, routed under a map that advertises a dedup window, is replayed; without
+// the token, or without the window, it is in doubt as rule B2 says.
+func TestB8_TokenedReplayUnderAWindow(t *testing.T) {
+	reset := fmt.Errorf("node 1: %w: connection reset by peer", runtime.ErrTransport)
+	for _, tc := range []struct {
+		name     string
+		token    runtime.Token
+		window   time.Duration
+		replayed bool
+	}{
+		{"token and window", runtime.Token{Client: 1, Sequence: 1}, time.Minute, true},
+		{"token, no window", runtime.Token{Client: 1, Sequence: 1}, 0, false},
+		{"window, no token", runtime.Token{}, time.Minute, false},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			attempts := 0
+			invoke := func(ctx context.Context, call *runtime.Call) (runtime.Response, error) {
+				attempts++
+				a := call.Current()
+				a.Sent, a.DedupWindow = true, tc.window
+				if attempts == 1 {
+					return nil, reset
+				}
+				return &zaris.IncrementResponse{Status: zaris.KvStatus_Ok}, nil
+			}
+			h := middleware.Default(invoke, mwt.NewRefresher(1), runtime.Config{Retry: runtime.DefaultRetryPolicy, Clock: mwt.NewClock()})
+			call := zt.IncrementCall("n", 1)
+			call.Token = tc.token
+			_, err := h(context.Background(), call)
+			if tc.replayed {
+				require.NoError(t, err)
+				assert.Equal(t, 2, attempts)
+				return
+			}
+			require.ErrorIs(t, err, runtime.ErrInDoubt)
+			assert.Equal(t, 1, attempts)
+		})
+	}
+}
+
 // TestClassify_Classifiers checks each default classifier on the outcomes it knows and
 // that it leaves the others to the next one.
 func TestClassify_Classifiers(t *testing.T) {

@@ -69,7 +69,7 @@
 //   - R9 safe replays: retries are at-least-once; ifMatchVersion and ifAbsent make a
 //     replayed write come back Conflict, which R8 hands to the caller.
 //
-// B1 to B7 are the rules beyond those:
+// B1 to B8 are the rules beyond those:
 //
 //   - B1 epoch evidence: every response carries the answering node's map epoch
 //     (mapEpoch); an answer whose epoch is newer than the client's map triggers a refresh
@@ -78,8 +78,9 @@
 //   - B2 in-doubt: a request that provably never left (dial refused, no pooled connection,
 //     still queued on a pipelined connection, its context ended before it was written) is
 //     always safe to retry; one written with no
-//     reply is retried only for idempotent or guarded operations; a non-idempotent
-//     unguarded operation returns an in-doubt error (errors.Is(err, runtime.ErrInDoubt)).
+//     reply is retried only for idempotent or guarded operations, or under B8; a
+//     non-idempotent unguarded operation returns an in-doubt error (errors.Is(err,
+//     runtime.ErrInDoubt)).
 //   - B3 retry budget: an opt-in token bucket per client: retries capped to a fraction of
 //     calls plus a floor per second (runtime.WithRetryBudget, NewRetryBudget).
 //   - B4 terminal error: a call that runs out of attempts or time returns an error naming
@@ -121,4 +122,18 @@
 //     call applies B7 per item between rounds. On a healthy cluster it costs no clock
 //     reading per call (an attempt's end is its start plus its duration) and no allocation
 //     more; a call allocates 64 bytes more (the attempt's end time, the wait's counters).
+//   - B8 exactly once: a non-idempotent operation whose IDL names a request-token field
+//     (zaris.dedup; Increment's token) carries a token the typed client sets once per call,
+//     a random client id and the call's number (runtime.Tokens), the same on every attempt
+//     and never reused; a request that already carries one keeps it. A store whose map
+//     advertises a dedup window (dedupWindowMs; the reference store keeps 10 minutes) keeps
+//     each tokened write's outcome with the write (replicated before the acknowledgement,
+//     copied with the segment, kept by a new owner) and answers a replay with the first
+//     outcome, changing nothing. So a sent, unanswered tokened attempt is replayed (B2's
+//     in-doubt line moves): wherever the map says, as any retry, and only within the
+//     window counted from the start of the call's first attempt (a replay's attempt ends
+//     where the window does; none starts past it), far beyond the 60 s deadline. Without a
+//     window in the map (an older store, another server) B2 holds as before: in doubt. A
+//     tokened call costs 26 bytes more on the wire (binary protocol) and, unless it carries
+//     its own token, a copy of its request (the caller's is not modified).
 package middleware

@@ -31,6 +31,10 @@ type Attempt struct {
 	// never left (no owner, dial refused, no connection, still queued on a pipelined
 	// connection, refused as too large), so replaying it is always safe.
 	Sent bool
+	// DedupWindow is, for a call with a request token, the dedup window of the map the
+	// attempt was routed with (0: none); a sent attempt that got no reply may be replayed
+	// only when it is set (rule B8).
+	DedupWindow time.Duration
 	// Class is how the classify layer judged the outcome.
 	Class Class
 	// Duration is how long the attempt took on the wire.

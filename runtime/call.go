@@ -15,6 +15,10 @@ type Call struct {
 	// Guarded reports whether the request carries one of Op.Guards, so a replay of it answers
 	// Conflict rather than applying twice (rule R9).
 	Guarded bool
+	// Token is the request token the request carries (Op.TokenField), the same on every
+	// attempt; zero when it carries none. With it, a sent and unanswered attempt may be
+	// replayed while the store's dedup window lasts (rule B8).
+	Token Token
 	// Options are the per-call overrides given to the typed method.
 	Options CallOptions
 	// Deadline is the whole-call deadline set by the deadline layer; zero means none.
@@ -34,6 +38,8 @@ type Call struct {
 	attemptBuf [1]Attempt
 	// attemptStart is when Engine.Invoke started the attempt in flight, on the wall clock.
 	attemptStart time.Time
+	// replay is what rule B8 keeps of a tokened call (dedup.go).
+	replay replayWindow
 	// debt is the reply the attempt in flight makes its node owe once written (suspect.go).
 	debt debt
 }

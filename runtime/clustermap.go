@@ -21,6 +21,11 @@ type ClusterMap struct {
 	// IDL's map carries it; 0 when the node does not say. The client refuses to send a
 	// larger request (ErrRequestTooLarge).
 	MaxMessageBytes int64 `json:"maxMessageBytes,omitempty"`
+	// DedupWindowMs is how long, in milliseconds, the store keeps the first outcome of a
+	// tokened write and answers a replay with it, if the IDL's map carries it; 0 when it
+	// keeps none, and a tokened write that may have been applied is then not replayed
+	// (rule B8).
+	DedupWindowMs int64 `json:"dedupWindowMs,omitempty"`
 }
 
 // NodeInfo is one node of a ClusterMap.
@@ -56,7 +61,7 @@ func (s *SegmentInfo) GetOwner() int32 {
 
 // copyMap deep-copies a cluster map.
 func copyMap(m *ClusterMap) *ClusterMap {
-	c := &ClusterMap{Epoch: m.Epoch, SegmentCount: m.SegmentCount, MaxMessageBytes: m.MaxMessageBytes}
+	c := &ClusterMap{Epoch: m.Epoch, SegmentCount: m.SegmentCount, MaxMessageBytes: m.MaxMessageBytes, DedupWindowMs: m.DedupWindowMs}
 	if m.Nodes != nil {
 		c.Nodes = make([]*NodeInfo, len(m.Nodes))
 		for i, n := range m.Nodes {

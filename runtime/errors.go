@@ -28,7 +28,8 @@ var (
 	// was not sent or is safe to replay, else in doubt.
 	ErrOwnerMoved = errors.New("zaris: segment owner moved")
 	// ErrInDoubt: a non-idempotent, unguarded write was sent and no reply came back, so it
-	// may or may not have been applied; it is not replayed (rule B2).
+	// may or may not have been applied; it is not replayed (rule B2), unless its request
+	// token lets the store answer a replay with the first outcome (rule B8).
 	ErrInDoubt = errors.New("zaris: outcome in doubt")
 	// ErrRetryBudgetExhausted: the client's retry budget had no token for another attempt.
 	ErrRetryBudgetExhausted = errors.New("zaris: retry budget exhausted")

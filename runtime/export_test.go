@@ -7,3 +7,6 @@ import "net"
 func NewThriftConnOver(raw net.Conn, cfg Config) (Conn, error) {
 	return newThriftConn(raw, cfg.Protocol, cfg.Transport, thriftConfig(cfg), nil, cfg.Service.NewClient)
 }
+
+// NewFakeClock returns a Clock whose time moves only when the test calls Advance.
+var NewFakeClock = newFakeClock

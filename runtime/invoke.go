@@ -48,6 +48,15 @@ func (c *Engine) invoke(ctx context.Context, call *Call, a *Attempt, start time.
 		return nil, c.noConnError(ctx, call, r, err)
 	}
 	deadline, callBound := c.attemptDeadline(call, start)
+	if !call.Token.IsZero() {
+		left, replay, err := c.replayBound(call, a, start)
+		if err != nil {
+			return nil, err
+		}
+		if replay && left < deadline.Sub(call.attemptStart) {
+			deadline, callBound = call.attemptStart.Add(left), false
+		}
+	}
 	call.debt = debt{h: c.health, n: c.health.node(r.Addr)} // owed once written (rule B6)
 	var resp Response
 	if c.pipes != nil {

@@ -43,6 +43,11 @@ type Op struct {
 	// Guards are the IDL names of the request fields that make a replay come back Conflict
 	// instead of applying twice (rule R9).
 	Guards []string
+	// TokenField is the IDL name of the request field that carries the call's request
+	// token (zaris.dedup), or empty when the operation has none. The typed client sets it
+	// once per call (Call.Token) when the request carries none; a store that advertises a
+	// dedup window answers a replay of it with the first outcome (rule B8).
+	TokenField string
 	// Statuses is the class table of the service's status enum, which the middleware
 	// classifies this operation's answers by (rules R1, R2, R5, R8).
 	Statuses *StatusTable

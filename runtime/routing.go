@@ -2,10 +2,12 @@ package runtime
 
 import (
 	"fmt"
+	"math"
 	"net"
 	"slices"
 	"strconv"
 	"sync/atomic"
+	"time"
 )
 
 // RoutingTable is an immutable routing table built from one cluster map: for each segment,
@@ -20,6 +22,8 @@ type RoutingTable struct {
 	src   *ClusterMap // a private deep copy of the map
 	// maxRequest is the map's MaxMessageBytes, or 0 when it says none.
 	maxRequest int64
+	// dedupWindow is the map's DedupWindowMs, or 0 when it says none (rule B8).
+	dedupWindow time.Duration
 }
 
 // NodeAddr is one node of a map: its id and host:port.
@@ -70,6 +74,9 @@ func NewRoutingTable(m *ClusterMap) (*RoutingTable, error) {
 	}
 	if m.MaxMessageBytes > 0 {
 		t.maxRequest = m.MaxMessageBytes
+	}
+	if m.DedupWindowMs > 0 && m.DedupWindowMs < math.MaxInt64/int64(time.Millisecond) {
+		t.dedupWindow = time.Duration(m.DedupWindowMs) * time.Millisecond
 	}
 	byID := make(map[int32]string, len(m.Nodes))
 	for _, n := range m.Nodes {

@@ -1402,16 +1402,189 @@ func (p *DeleteResponse) String() string {
 	return fmt.Sprintf("DeleteResponse(%+v)", *p)
 }
 
+// Names one call of one client, the same on every attempt of the call and never reused: a
+// store that keeps outcomes (ClusterMap.dedupWindowMs) answers a request whose token it has
+// seen with the outcome it gave first, and applies nothing (rule B8).
+//
+// Attributes:
+//   - Client: A random number the client chose when it was made.
+//   - Sequence: The call's number among the client's calls.
+type RequestToken struct {
+	Client   int64 `thrift:"client,1,required" db:"client" json:"client"`
+	Sequence int64 `thrift:"sequence,2,required" db:"sequence" json:"sequence"`
+}
+
+func NewRequestToken() *RequestToken {
+	return &RequestToken{}
+}
+
+func (p *RequestToken) GetClient() int64 {
+	return p.Client
+}
+
+func (p *RequestToken) GetSequence() int64 {
+	return p.Sequence
+}
+func (p *RequestToken) Read(ctx context.Context, iprot thrift.TProtocol) error {
+	if _, err := iprot.ReadStructBegin(ctx); err != nil {
+		return thrift.PrependError(fmt.Sprintf("%T read error: ", p), err)
+	}
+
+	var issetClient bool = false
+	var issetSequence bool = false
+
+	for {
+		_, fieldTypeId, fieldId, err := iprot.ReadFieldBegin(ctx)
+		if err != nil {
+			return thrift.PrependError(fmt.Sprintf("%T field %d read error: ", p, fieldId), err)
+		}
+		if fieldTypeId == thrift.STOP {
+			break
+		}
+		switch fieldId {
+		case 1:
+			if fieldTypeId == thrift.I64 {
+				if err := p.ReadField1(ctx, iprot); err != nil {
+					return err
+				}
+				issetClient = true
+			} else {
+				if err := iprot.Skip(ctx, fieldTypeId); err != nil {
+					return err
+				}
+			}
+		case 2:
+			if fieldTypeId == thrift.I64 {
+				if err := p.ReadField2(ctx, iprot); err != nil {
+					return err
+				}
+				issetSequence = true
+			} else {
+				if err := iprot.Skip(ctx, fieldTypeId); err != nil {
+					return err
+				}
+			}
+		default:
+			if err := iprot.Skip(ctx, fieldTypeId); err != nil {
+				return err
+			}
+		}
+		if err := iprot.ReadFieldEnd(ctx); err != nil {
+			return err
+		}
+	}
+	if err := iprot.ReadStructEnd(ctx); err != nil {
+		return thrift.PrependError(fmt.Sprintf("%T read struct end error: ", p), err)
+	}
+	if !issetClient {
+		return thrift.NewTProtocolExceptionWithType(thrift.INVALID_DATA, fmt.Errorf("Required field Client is not set"))
+	}
+	if !issetSequence {
+		return thrift.NewTProtocolExceptionWithType(thrift.INVALID_DATA, fmt.Errorf("Required field Sequence is not set"))
+	}
+	return nil
+}
+
+func (p *RequestToken) ReadField1(ctx context.Context, iprot thrift.TProtocol) error {
+	if v, err := iprot.ReadI64(ctx); err != nil {
+		return thrift.PrependError("error reading field 1: ", err)
+	} else {
+		p.Client = v
+	}
+	return nil
+}
+
+func (p *RequestToken) ReadField2(ctx context.Context, iprot thrift.TProtocol) error {
+	if v, err := iprot.ReadI64(ctx); err != nil {
+		return thrift.PrependError("error reading field 2: ", err)
+	} else {
+		p.Sequence = v
+	}
+	return nil
+}
+
+func (p *RequestToken) Write(ctx context.Context, oprot thrift.TProtocol) error {
+	if err := oprot.WriteStructBegin(ctx, "RequestToken"); err != nil {
+		return thrift.PrependError(fmt.Sprintf("%T write struct begin error: ", p), err)
+	}
+	if p != nil {
+		if err := p.writeField1(ctx, oprot); err != nil {
+			return err
+		}
+		if err := p.writeField2(ctx, oprot); err != nil {
+			return err
+		}
+	}
+	if err := oprot.WriteFieldStop(ctx); err != nil {
+		return thrift.PrependError("write field stop error: ", err)
+	}
+	if err := oprot.WriteStructEnd(ctx); err != nil {
+		return thrift.PrependError("write struct stop error: ", err)
+	}
+	return nil
+}
+
+func (p *RequestToken) writeField1(ctx context.Context, oprot thrift.TProtocol) (err error) {
+	if err := oprot.WriteFieldBegin(ctx, "client", thrift.I64, 1); err != nil {
+		return thrift.PrependError(fmt.Sprintf("%T write field begin error 1:client: ", p), err)
+	}
+	if err := oprot.WriteI64(ctx, int64(p.Client)); err != nil {
+		return thrift.PrependError(fmt.Sprintf("%T.client (1) field write error: ", p), err)
+	}
+	if err := oprot.WriteFieldEnd(ctx); err != nil {
+		return thrift.PrependError(fmt.Sprintf("%T write field end error 1:client: ", p), err)
+	}
+	return err
+}
+
+func (p *RequestToken) writeField2(ctx context.Context, oprot thrift.TProtocol) (err error) {
+	if err := oprot.WriteFieldBegin(ctx, "sequence", thrift.I64, 2); err != nil {
+		return thrift.PrependError(fmt.Sprintf("%T write field begin error 2:sequence: ", p), err)
+	}
+	if err := oprot.WriteI64(ctx, int64(p.Sequence)); err != nil {
+		return thrift.PrependError(fmt.Sprintf("%T.sequence (2) field write error: ", p), err)
+	}
+	if err := oprot.WriteFieldEnd(ctx); err != nil {
+		return thrift.PrependError(fmt.Sprintf("%T write field end error 2:sequence: ", p), err)
+	}
+	return err
+}
+
+func (p *RequestToken) Equals(other *RequestToken) bool {
+	if p == other {
+		return true
+	} else if p == nil || other == nil {
+		return false
+	}
+	if p.Client != other.Client {
+		return false
+	}
+	if p.Sequence != other.Sequence {
+		return false
+	}
+	return true
+}
+
+func (p *RequestToken) String() string {
+	if p == nil {
+		return "<nil>"
+	}
+	return fmt.Sprintf("RequestToken(%+v)", *p)
+}
+
 // Adds delta to the key's value, read as a decimal integer (a missing key counts as 0).
-// Not idempotent: a replay adds delta twice, so the client never replays one whose outcome is
-// unknown (rule B2).
+// Not idempotent: a replay adds delta twice unless the store recognises the request by its
+// token (rule B8); without a window advertised the client never replays one whose outcome
+// is unknown (rule B2).
 //
 // Attributes:
 //   - Key
 //   - Delta
+//   - Token: Set by the client for each call (zaris.dedup); a request that carries one keeps it.
 type IncrementRequest struct {
-	Key   []byte `thrift:"key,1,required" db:"key" json:"key"`
-	Delta int64  `thrift:"delta,2,required" db:"delta" json:"delta"`
+	Key   []byte        `thrift:"key,1,required" db:"key" json:"key"`
+	Delta int64         `thrift:"delta,2,required" db:"delta" json:"delta"`
+	Token *RequestToken `thrift:"token,3" db:"token" json:"token,omitempty"`
 }
 
 func NewIncrementRequest() *IncrementRequest {
@@ -1425,6 +1598,19 @@ func (p *IncrementRequest) GetKey() []byte {
 func (p *IncrementRequest) GetDelta() int64 {
 	return p.Delta
 }
+
+var IncrementRequest_Token_DEFAULT *RequestToken
+
+func (p *IncrementRequest) GetToken() *RequestToken {
+	if !p.IsSetToken() {
+		return IncrementRequest_Token_DEFAULT
+	}
+	return p.Token
+}
+func (p *IncrementRequest) IsSetToken() bool {
+	return p.Token != nil
+}
+
 func (p *IncrementRequest) Read(ctx context.Context, iprot thrift.TProtocol) error {
 	if _, err := iprot.ReadStructBegin(ctx); err != nil {
 		return thrift.PrependError(fmt.Sprintf("%T read error: ", p), err)
@@ -1459,6 +1645,16 @@ func (p *IncrementRequest) Read(ctx context.Context, iprot thrift.TProtocol) err
 					return err
 				}
 				issetDelta = true
+			} else {
+				if err := iprot.Skip(ctx, fieldTypeId); err != nil {
+					return err
+				}
+			}
+		case 3:
+			if fieldTypeId == thrift.STRUCT {
+				if err := p.ReadField3(ctx, iprot); err != nil {
+					return err
+				}
 			} else {
 				if err := iprot.Skip(ctx, fieldTypeId); err != nil {
 					return err
@@ -1503,6 +1699,14 @@ func (p *IncrementRequest) ReadField2(ctx context.Context, iprot thrift.TProtoco
 	return nil
 }
 
+func (p *IncrementRequest) ReadField3(ctx context.Context, iprot thrift.TProtocol) error {
+	p.Token = &RequestToken{}
+	if err := p.Token.Read(ctx, iprot); err != nil {
+		return thrift.PrependError(fmt.Sprintf("%T error reading struct: ", p.Token), err)
+	}
+	return nil
+}
+
 func (p *IncrementRequest) Write(ctx context.Context, oprot thrift.TProtocol) error {
 	if err := oprot.WriteStructBegin(ctx, "IncrementRequest"); err != nil {
 		return thrift.PrependError(fmt.Sprintf("%T write struct begin error: ", p), err)
@@ -1512,6 +1716,9 @@ func (p *IncrementRequest) Write(ctx context.Context, oprot thrift.TProtocol) er
 			return err
 		}
 		if err := p.writeField2(ctx, oprot); err != nil {
+			return err
+		}
+		if err := p.writeField3(ctx, oprot); err != nil {
 			return err
 		}
 	}
@@ -1550,6 +1757,21 @@ func (p *IncrementRequest) writeField2(ctx context.Context, oprot thrift.TProtoc
 	return err
 }
 
+func (p *IncrementRequest) writeField3(ctx context.Context, oprot thrift.TProtocol) (err error) {
+	if p.IsSetToken() {
+		if err := oprot.WriteFieldBegin(ctx, "token", thrift.STRUCT, 3); err != nil {
+			return thrift.PrependError(fmt.Sprintf("%T write field begin error 3:token: ", p), err)
+		}
+		if err := p.Token.Write(ctx, oprot); err != nil {
+			return thrift.PrependError(fmt.Sprintf("%T error writing struct: ", p.Token), err)
+		}
+		if err := oprot.WriteFieldEnd(ctx); err != nil {
+			return thrift.PrependError(fmt.Sprintf("%T write field end error 3:token: ", p), err)
+		}
+	}
+	return err
+}
+
 func (p *IncrementRequest) Equals(other *IncrementRequest) bool {
 	if p == other {
 		return true
@@ -1560,6 +1782,9 @@ func (p *IncrementRequest) Equals(other *IncrementRequest) bool {
 		return false
 	}
 	if p.Delta != other.Delta {
+		return false
+	}
+	if !p.Token.Equals(other.Token) {
 		return false
 	}
 	return true
@@ -4719,12 +4944,17 @@ func (p *SegmentInfo) String() string {
 //
 // limit. A client refuses to send a request that would not fit, rather than have the node
 // close the connection on it. Unset (a store that does not say): the client's own limit.
+//   - DedupWindowMs: How long, in milliseconds, the answering node's store keeps the first outcome of a
+//
+// tokened write (RequestToken) and answers a replay with it (rule B8). Unset: the store
+// keeps none, and the client never replays a tokened write that may have been applied.
 type ClusterMap struct {
 	Epoch           int64          `thrift:"epoch,1,required" db:"epoch" json:"epoch"`
 	SegmentCount    int32          `thrift:"segmentCount,2,required" db:"segmentCount" json:"segmentCount"`
 	Nodes           []*NodeInfo    `thrift:"nodes,3,required" db:"nodes" json:"nodes"`
 	Segments        []*SegmentInfo `thrift:"segments,4,required" db:"segments" json:"segments"`
 	MaxMessageBytes *int64         `thrift:"maxMessageBytes,5" db:"maxMessageBytes" json:"maxMessageBytes,omitempty"`
+	DedupWindowMs   *int64         `thrift:"dedupWindowMs,6" db:"dedupWindowMs" json:"dedupWindowMs,omitempty"`
 }
 
 func NewClusterMap() *ClusterMap {
@@ -4755,8 +4985,21 @@ func (p *ClusterMap) GetMaxMessageBytes() int64 {
 	}
 	return *p.MaxMessageBytes
 }
+
+var ClusterMap_DedupWindowMs_DEFAULT int64
+
+func (p *ClusterMap) GetDedupWindowMs() int64 {
+	if !p.IsSetDedupWindowMs() {
+		return ClusterMap_DedupWindowMs_DEFAULT
+	}
+	return *p.DedupWindowMs
+}
 func (p *ClusterMap) IsSetMaxMessageBytes() bool {
 	return p.MaxMessageBytes != nil
+}
+
+func (p *ClusterMap) IsSetDedupWindowMs() bool {
+	return p.DedupWindowMs != nil
 }
 
 func (p *ClusterMap) Read(ctx context.Context, iprot thrift.TProtocol) error {
@@ -4825,6 +5068,16 @@ func (p *ClusterMap) Read(ctx context.Context, iprot thrift.TProtocol) error {
 		case 5:
 			if fieldTypeId == thrift.I64 {
 				if err := p.ReadField5(ctx, iprot); err != nil {
+					return err
+				}
+			} else {
+				if err := iprot.Skip(ctx, fieldTypeId); err != nil {
+					return err
+				}
+			}
+		case 6:
+			if fieldTypeId == thrift.I64 {
+				if err := p.ReadField6(ctx, iprot); err != nil {
 					return err
 				}
 			} else {
@@ -4926,6 +5179,15 @@ func (p *ClusterMap) ReadField5(ctx context.Context, iprot thrift.TProtocol) err
 	return nil
 }
 
+func (p *ClusterMap) ReadField6(ctx context.Context, iprot thrift.TProtocol) error {
+	if v, err := iprot.ReadI64(ctx); err != nil {
+		return thrift.PrependError("error reading field 6: ", err)
+	} else {
+		p.DedupWindowMs = &v
+	}
+	return nil
+}
+
 func (p *ClusterMap) Write(ctx context.Context, oprot thrift.TProtocol) error {
 	if err := oprot.WriteStructBegin(ctx, "ClusterMap"); err != nil {
 		return thrift.PrependError(fmt.Sprintf("%T write struct begin error: ", p), err)
@@ -4944,6 +5206,9 @@ func (p *ClusterMap) Write(ctx context.Context, oprot thrift.TProtocol) error {
 			return err
 		}
 		if err := p.writeField5(ctx, oprot); err != nil {
+			return err
+		}
+		if err := p.writeField6(ctx, oprot); err != nil {
 			return err
 		}
 	}
@@ -5039,6 +5304,21 @@ func (p *ClusterMap) writeField5(ctx context.Context, oprot thrift.TProtocol) (e
 	return err
 }
 
+func (p *ClusterMap) writeField6(ctx context.Context, oprot thrift.TProtocol) (err error) {
+	if p.IsSetDedupWindowMs() {
+		if err := oprot.WriteFieldBegin(ctx, "dedupWindowMs", thrift.I64, 6); err != nil {
+			return thrift.PrependError(fmt.Sprintf("%T write field begin error 6:dedupWindowMs: ", p), err)
+		}
+		if err := oprot.WriteI64(ctx, int64(*p.DedupWindowMs)); err != nil {
+			return thrift.PrependError(fmt.Sprintf("%T.dedupWindowMs (6) field write error: ", p), err)
+		}
+		if err := oprot.WriteFieldEnd(ctx); err != nil {
+			return thrift.PrependError(fmt.Sprintf("%T write field end error 6:dedupWindowMs: ", p), err)
+		}
+	}
+	return err
+}
+
 func (p *ClusterMap) Equals(other *ClusterMap) bool {
 	if p == other {
 		return true
@@ -5077,6 +5357,14 @@ func (p *ClusterMap) Equals(other *ClusterMap) bool {
 			return false
 		}
 	}
+	if p.DedupWindowMs != other.DedupWindowMs {
+		if p.DedupWindowMs == nil || other.DedupWindowMs == nil {
+			return false
+		}
+		if (*p.DedupWindowMs) != (*other.DedupWindowMs) {
+			return false
+		}
+	}
 	return true
 }
 
@@ -5104,7 +5392,7 @@ type ZarisKv interface { //The Zaris key-value service. Every node serves it; a 
 	// Parameters:
 	//  - Req
 	Delete(ctx context.Context, req *DeleteRequest) (_r *DeleteResponse, _err error)
-	// Adds delta to a counter key. Not idempotent.
+	// Adds delta to a counter key. Not idempotent; replayed safely by its token.
 	//
 	// Parameters:
 	//  - Req
@@ -5224,7 +5512,7 @@ func (p *ZarisKvClient) Delete(ctx context.Context, req *DeleteRequest) (_r *Del
 	return nil, thrift.NewTApplicationException(thrift.MISSING_RESULT, "Delete failed: unknown result")
 }
 
-// Adds delta to a counter key. Not idempotent.
+// Adds delta to a counter key. Not idempotent; replayed safely by its token.
 //
 // Parameters:
 //   - Req

@@ -83,13 +83,14 @@ var OpDelete = &runtime.Op{
 	Invoke:       invokeDelete,
 }
 
-// OpIncrement describes Increment: a write operation, not idempotent, routed by IncrementRequest.key.
+// OpIncrement describes Increment: a write operation, not idempotent, routed by IncrementRequest.key, with a request token in IncrementRequest.token (rule B8).
 var OpIncrement = &runtime.Op{
 	Service:      "ZarisKv",
 	Name:         "Increment",
 	Kind:         runtime.Write,
 	Idempotent:   false,
 	RoutingField: "key",
+	TokenField:   "token",
 	Statuses:     Statuses,
 	Status:       statusIncrement,
 	Invoke:       invokeIncrement,
@@ -141,6 +142,7 @@ func clusterMap(m *zaris.ClusterMap) *runtime.ClusterMap {
 		}
 	}
 	c.MaxMessageBytes = m.GetMaxMessageBytes()
+	c.DedupWindowMs = m.GetDedupWindowMs()
 	return c
 }
 
@@ -149,6 +151,7 @@ func clusterMap(m *zaris.ClusterMap) *runtime.ClusterMap {
 type Client struct {
 	handler runtime.Handler
 	engine  *runtime.Engine // nil for a client made with New
+	tokens  *runtime.Tokens // the request tokens of this client's calls (rule B8)
 }
 
 // Dial connects to the cluster and returns a ready client: it builds the engine of Service
@@ -160,7 +163,7 @@ func Dial(ctx context.Context, opts ...runtime.Option) (*Client, error) {
 	if err != nil {
 		return nil, err
 	}
-	return &Client{handler: middleware.ForEngine(engine), engine: engine}, nil
+	return &Client{handler: middleware.ForEngine(engine), engine: engine, tokens: runtime.NewTokens()}, nil
 }
 
 // New returns a client that sends every call through handler, a stack you built (for
@@ -170,7 +173,7 @@ func New(handler runtime.Handler) *Client {
 	if handler == nil {
 		panic("zarisclient: New needs a handler, got nil")
 	}
-	return &Client{handler: handler}
+	return &Client{handler: handler, tokens: runtime.NewTokens()}
 }
 
 // Close closes the engine of a client made by Dial, with every connection it opened; see
@@ -280,7 +283,7 @@ func (c *Client) Delete(ctx context.Context, req *zaris.DeleteRequest, opts ...r
 	return typed, err
 }
 
-// Increment calls Increment through the client's stack: adds delta to a counter key. Not idempotent.
+// Increment calls Increment through the client's stack: adds delta to a counter key. Not idempotent; replayed safely by its token.
 // Answers come back as the response with a nil error; a call that gets no answer returns a
 // *runtime.CallError (with the last response, if one arrived). It never returns a nil
 // response with a nil error: a stack that returns neither, or a response of another type,
@@ -289,7 +292,16 @@ func (c *Client) Increment(ctx context.Context, req *zaris.IncrementRequest, opt
 	if req == nil {
 		return nil, fmt.Errorf("zaris: Increment: %w", runtime.ErrNilRequest)
 	}
-	resp, err := c.handler(ctx, runtime.NewCall(OpIncrement, req.Key, req, false, opts...))
+	if req.Token == nil {
+		// A token of the client's own, on a copy: the caller's request is left as it was.
+		t := c.tokens.Next()
+		tokened := *req
+		tokened.Token = &zaris.RequestToken{Client: t.Client, Sequence: t.Sequence}
+		req = &tokened
+	}
+	call := runtime.NewCall(OpIncrement, req.Key, req, false, opts...)
+	call.Token = runtime.Token{Client: req.Token.Client, Sequence: req.Token.Sequence}
+	resp, err := c.handler(ctx, call)
 	typed, ok := resp.(*zaris.IncrementResponse)
 	switch {
 	case resp != nil && !ok:

@@ -54,7 +54,7 @@ func TestTypedClientReachesGeneratedInterface(t *testing.T) {
 	delReq := &zaris.DeleteRequest{Key: []byte("d")}
 	delResp := &zaris.DeleteResponse{Status: zaris.KvStatus_NotFound, MapEpoch: 9}
 	kv.EXPECT().Delete(gomock.Any(), gomock.Eq(delReq)).Return(delResp, nil)
-	incReq := &zaris.IncrementRequest{Key: []byte("i"), Delta: 2}
+	incReq := &zaris.IncrementRequest{Key: []byte("i"), Delta: 2, Token: &zaris.RequestToken{Client: 11, Sequence: 12}}
 	incResp := &zaris.IncrementResponse{Status: zaris.KvStatus_Ok, Value: 5, Version: 4, MapEpoch: 9}
 	kv.EXPECT().Increment(gomock.Any(), gomock.Eq(incReq)).Return(incResp, nil)
 
@@ -97,6 +97,51 @@ func TestTypedClientReachesGeneratedInterface(t *testing.T) {
 		assert.Equal(t, "key", call.Op.RoutingField)
 	}
 	assert.Equal(t, []*runtime.Op{zarisclient.OpGet, zarisclient.OpPut, zarisclient.OpDelete, zarisclient.OpIncrement}, zarisclient.Ops)
+}
+
+// B8: the typed client gives each call of a tokened operation a token of its own (one
+// random client id, a new sequence per call) on a copy of the request, leaving the caller's
+// request as it was, so a request reused for a second call is a new call; a request that
+// carries a token keeps it.
+func TestB8_TypedClientSetsOneTokenPerCall(t *testing.T) {
+	var calls []*runtime.Call
+	c := zarisclient.New(func(ctx context.Context, call *runtime.Call) (runtime.Response, error) {
+		calls = append(calls, call)
+		return &zaris.IncrementResponse{}, nil
+	})
+	ctx := context.Background()
+	req := &zaris.IncrementRequest{Key: []byte("k"), Delta: 1}
+	for range 2 {
+		_, err := c.Increment(ctx, req)
+		require.NoError(t, err)
+	}
+	own := &zaris.IncrementRequest{Key: []byte("k"), Delta: 1, Token: &zaris.RequestToken{Client: 5, Sequence: 6}}
+	_, err := c.Increment(ctx, own)
+	require.NoError(t, err)
+	other := zarisclient.New(func(ctx context.Context, call *runtime.Call) (runtime.Response, error) {
+		calls = append(calls, call)
+		return &zaris.IncrementResponse{}, nil
+	})
+	_, err = other.Increment(ctx, req)
+	require.NoError(t, err)
+
+	assert.Nil(t, req.Token, "the caller's request is not modified")
+	require.Len(t, calls, 4)
+	first, second := calls[0].Token, calls[1].Token
+	assert.NotZero(t, first.Client)
+	assert.Equal(t, first.Client, second.Client, "one client id per client")
+	assert.Equal(t, first.Sequence+1, second.Sequence, "a new sequence per call")
+	for _, call := range calls[:2] {
+		sent := call.Request.(*zaris.IncrementRequest)
+		require.NotNil(t, sent.Token)
+		assert.Equal(t, runtime.Token{Client: sent.Token.Client, Sequence: sent.Token.Sequence}, call.Token, "the call's token is the one the request carries")
+		assert.NotSame(t, req, sent)
+	}
+	assert.Same(t, own, calls[2].Request, "a request with its own token goes unchanged")
+	assert.Equal(t, runtime.Token{Client: 5, Sequence: 6}, calls[2].Token)
+	assert.NotEqual(t, first.Client, calls[3].Token.Client, "another client, another id")
+	assert.Equal(t, "token", zarisclient.OpIncrement.TokenField)
+	assert.Empty(t, zarisclient.OpPut.TokenField, "an idempotent operation carries none")
 }
 
 // A Put guarded only by ifAbsent=false is not guarded; ifAbsent=true is.

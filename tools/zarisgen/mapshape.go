@@ -9,17 +9,18 @@ import (
 // returns, which the generated client converts into runtime.ClusterMap.
 
 // mapModel is the map struct's shape: the Go names of its types, which of the optional
-// segment fields it has, and whether it carries maxMessageBytes.
+// segment fields it has, and whether it carries maxMessageBytes and dedupWindowMs.
 type mapModel struct {
 	Type, Node, Segment                string
 	Replicas, Transitioning, Migrating bool
 	MaxMessage                         bool
+	DedupWindow                        bool
 }
 
 // mapShape checks that the map struct m has the shape runtime.ClusterMap has (epoch: i64,
 // segmentCount: i32, nodes: list of {id: i32, host: string, port: i32}, segments: list of
 // {id: i32, optional owner: i32}, and optionally replicas: list<i32>, transitioning: bool,
-// migrating: bool in a segment, and maxMessageBytes: i64 in the map) and returns it, or the
+// migrating: bool in a segment, and maxMessageBytes: i64 and dedupWindowMs: i64 in the map) and returns it, or the
 // field at fault and why.
 func mapShape(p *program, m *structType) (*mapModel, string, string) {
 	want := func(s *structType, name, typeID string) string {
@@ -71,6 +72,7 @@ func mapShape(p *program, m *structType) (*mapModel, string, string) {
 	mm.Transitioning = want(seg, "transitioning", "bool") == "" && seg.fieldByName("transitioning").Required != "optional"
 	mm.Migrating = want(seg, "migrating", "bool") == "" && seg.fieldByName("migrating").Required != "optional"
 	mm.MaxMessage = want(m, "maxMessageBytes", "i64") == ""
+	mm.DedupWindow = want(m, "dedupWindowMs", "i64") == ""
 	return mm, "", ""
 }
 

@@ -25,7 +25,7 @@ const (
 var serviceAnnotations = []string{annMapOp}
 
 // opAnnotations are the annotations zarisgen knows on an operation.
-var opAnnotations = []string{annKind, annIdempotent, annRouting, annGuards, annResults}
+var opAnnotations = []string{annKind, annIdempotent, annRouting, annGuards, annResults, annDedup}
 
 // model is everything the templates need, derived from one IDL.
 type model struct {
@@ -74,6 +74,13 @@ type opModel struct {
 	Request      string      // Go type name of the request struct
 	Response     string      // Go type name of the response struct
 	Batch        *batchModel // set for a multi-key operation
+	Dedup        *dedupModel // set for an operation with a request token (zaris.dedup)
+}
+
+// HasDedup reports whether some operation carries a request token (zaris.dedup), so the
+// client needs a token source.
+func (m *model) HasDedup() bool {
+	return slices.ContainsFunc(m.Ops, func(o opModel) bool { return o.Dedup != nil })
 }
 
 // KindConst is the runtime constant for the operation's kind.
@@ -293,6 +300,10 @@ func buildOp(p *program, svc, statusEnum string, fn function) (op opModel, data 
 			return fail(field, "%s", msg)
 		}
 		op.RoutingField, op.Guards, op.Batch = routing, b.Guards, b
+		if d, ok := fn.Annotations[annDedup]; ok {
+			_, field, msg := buildDedup(p, op, req, resp, d)
+			return fail(field, "%s", msg)
+		}
 		return op, true, nil
 	}
 	if _, ok := fn.Annotations[annResults]; ok {
@@ -339,6 +350,13 @@ func buildOp(p *program, svc, statusEnum string, fn function) (op opModel, data 
 	op.GuardExpr = "false"
 	if len(guardExprs) > 0 {
 		op.GuardExpr = strings.Join(guardExprs, " || ")
+	}
+	if d, ok := fn.Annotations[annDedup]; ok {
+		dm, field, msg := buildDedup(p, op, req, resp, d)
+		if msg != "" {
+			return fail(field, "%s", msg)
+		}
+		op.Dedup = dm
 	}
 	return op, true, nil
 }
