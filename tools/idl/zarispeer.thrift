@@ -61,6 +61,20 @@ struct PeerMap {
 }
 
 /**
+ * The first outcome of a tokened write (zaris.RequestToken): what a replay of the same token
+ * is answered with. It travels with the write it records (Entry.outcome) and with the
+ * segment's copy (FetchResponse.outcomes).
+ */
+struct Outcome {
+  1: required i64 client,
+  2: required i64 sequence,
+  /** The key's version after the write. */
+  3: required i64 version,
+  /** The operation's result value (Increment: the sum). */
+  4: required i64 value,
+}
+
+/**
  * One key's state. A deleted entry (a tombstone) carries the version of the delete and no
  * value; it replicates and is copied like a write.
  */
@@ -69,6 +83,8 @@ struct Entry {
   2: optional binary value,
   3: required i64 version,
   4: required bool deleted,
+  /** Set when the write carried a request token: its outcome, kept with it. */
+  5: optional Outcome outcome,
 }
 
 struct ReplicateRequest {
@@ -113,6 +129,8 @@ struct FetchResponse {
    */
   3: required i64 counter,
   4: required list<Entry> entries,
+  /** The outcomes of tokened writes the segment keeps (rule B8), oldest first. */
+  5: optional list<Outcome> outcomes,
 }
 
 struct PingResponse {

@@ -57,6 +57,15 @@ const (
 	// most such requests are answered from the next map a few milliseconds later, where the
 	// client would otherwise back off 100 ms, or 800 ms after Migrating.
 	DefaultCutoverWait = 100 * time.Millisecond
+	// DefaultDedupWindow is how long a node keeps the first outcome of a tokened write
+	// (zaris.RequestToken) and answers a replay of it with that outcome (rule B8); its map
+	// advertises it as dedupWindowMs.
+	DefaultDedupWindow = 10 * time.Minute
+	// DefaultDedupOutcomes is the most outcomes a node keeps per segment (about 100 bytes
+	// each: make bench measures it). Past it the oldest goes even inside its window; with
+	// the default 64 segments that holds a full window at 1,700 tokened writes a second
+	// per node.
+	DefaultDedupOutcomes = 16384
 )
 
 // NodeConfig configures one storage node.
@@ -96,6 +105,13 @@ type NodeConfig struct {
 	LeaseWait time.Duration
 	// CutoverWait: see DefaultCutoverWait.
 	CutoverWait time.Duration
+	// DedupWindow: see DefaultDedupWindow.
+	DedupWindow time.Duration
+	// DedupOutcomes: see DefaultDedupOutcomes.
+	DedupOutcomes int
+	// DisableDedup makes the node keep no outcomes and advertise no dedup window, as a
+	// store without rule B8: a replay of a tokened write applies again.
+	DisableDedup bool
 	// Etcd is a client of the cluster's etcd, where the node registers under a lease
 	// (EtcdPrefix, default "/zaris/", as the coordinator's); when nil the node connects to
 	// EtcdEndpoints. One of them is required.
@@ -226,6 +242,7 @@ var (
 		Listen: defaultListen, PeerListen: defaultListen, EtcdPrefix: defaultEtcdPrefix,
 		MaxKeySize: DefaultMaxKeySize, MaxValueSize: DefaultMaxValueSize, IdleTimeout: DefaultIdleTimeout,
 		ReplicationTimeout: DefaultReplicationTimeout, LeaseWait: DefaultLeaseWait, CutoverWait: DefaultCutoverWait,
+		DedupWindow: DefaultDedupWindow, DedupOutcomes: DefaultDedupOutcomes,
 	}
 	coordinatorDefaults = CoordinatorConfig{
 		Listen: defaultListen, EtcdPrefix: defaultEtcdPrefix, InitialNodes: 1, Segments: DefaultSegments,

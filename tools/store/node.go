@@ -50,6 +50,8 @@ type Node struct {
 	current   atomic.Pointer[view]
 	changed   atomic.Pointer[chan struct{}] // closed (and replaced) whenever a map is installed
 	segs      atomic.Pointer[[]*segment]
+	// outcomesEvictedEarly counts the outcomes dropped inside their window (node_outcomes.go).
+	outcomesEvictedEarly atomic.Int64
 
 	// slowness, in nanoseconds, delays every answer to the coordinator's ping and map push:
 	// tests make a live node slow with it, as a loaded machine or a long pause would.

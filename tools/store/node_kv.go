@@ -96,6 +96,7 @@ type change struct {
 	version int64 // the version to answer with when status is not Ok
 	value   []byte
 	del     bool
+	result  int64 // the operation's result value, kept as a tokened write's outcome
 }
 
 // writeResult is the outcome of a write.
@@ -104,6 +105,9 @@ type writeResult struct {
 	version int64 // the new version (Ok) or the version decide answered with
 	prev    entry // the entry before the write
 	epoch   int64
+	// replayed is set when the request's token was seen before: the first outcome, which
+	// the handler answers with; nothing was written.
+	replayed *outcomeRec
 	// inDoubt: the write failed but some copy may have applied it. The handler then
 	// answers nothing (thrift.ErrAbandonRequest closes the connection): a status would tell
 	// the client it was not applied.
@@ -115,7 +119,10 @@ type writeResult struct {
 var errInDoubt = thrift.ErrAbandonRequest
 
 // write runs one write op at the segment's owner: route by the node's map, decide from the
-// current entry, replicate, then apply locally and acknowledge.
+// current entry, replicate, then apply locally and acknowledge. A write with a request
+// token (tok, nil for none) whose outcome the segment keeps is answered with that outcome
+// and writes nothing; otherwise its outcome travels with the write, to every copy before
+// the acknowledgement (rule B8).
 //
 // Once the write may have reached a copy, the owner sees it through whatever the caller
 // does: it resends it until every copy applied it (then applies it itself) or its map no
@@ -123,7 +130,7 @@ var errInDoubt = thrift.ErrAbandonRequest
 // cut-over's confirmation (confirmedEpoch) comes before it. The caller waits at most
 // ReplicationTimeout, or until ctx ends, and is then answered in doubt: so the copies never
 // disagree on a write, whatever the client was told.
-func (n *Node) write(ctx context.Context, key []byte, decide func(cur entry, exists bool) change) writeResult {
+func (n *Node) write(ctx context.Context, key []byte, tok *zaris.RequestToken, decide func(cur entry, exists bool) change) writeResult {
 	v := n.current.Load()
 	if v == nil {
 		return writeResult{status: zaris.KvStatus_Unavailable}
@@ -148,6 +155,10 @@ func (n *Node) write(ctx context.Context, key []byte, decide func(cur entry, exi
 		return writeResult{status: st, epoch: v.epoch}
 	}
 	seg.mu.Lock()
+	if first, ok := n.firstOutcome(seg, tok); ok {
+		seg.mu.Unlock()
+		return writeResult{status: zaris.KvStatus_Ok, version: first.version, replayed: &first, epoch: v.epoch}
+	}
 	cur, exists := seg.lookup(key)
 	version := max(seg.counter+1, n.versionFloor.Load())
 	seg.mu.Unlock()
@@ -160,6 +171,9 @@ func (n *Node) write(ctx context.Context, key []byte, decide func(cur entry, exi
 		e.Value = nil
 	} else if e.Value == nil {
 		e.Value = []byte{}
+	}
+	if tok != nil && !n.cfg.DisableDedup {
+		e.Outcome = &zarispeer.Outcome{Client: tok.Client, Sequence: tok.Sequence, Version: version, Value: c.result}
 	}
 
 	// confirmedEpoch holds a cut-over back from here on; a cut-over map installed since the
@@ -189,6 +203,7 @@ func (n *Node) write(ctx context.Context, key []byte, decide func(cur entry, exi
 		switch {
 		case st == zaris.KvStatus_Ok:
 			seg.apply(e)
+			n.remember(seg, e.Outcome)
 			// Every copy applied this write and all before it: its version is stable.
 			seg.collect(version)
 			done <- writeResult{status: st, version: version, prev: cur, epoch: v.epoch}
@@ -275,7 +290,7 @@ func (h *kvHandler) Put(ctx context.Context, req *zaris.PutRequest) (*zaris.PutR
 	if !n.validKey(req.GetKey()) || len(req.GetValue()) > n.cfg.MaxValueSize {
 		return &zaris.PutResponse{Status: zaris.KvStatus_InvalidRequest, MapEpoch: n.Epoch()}, nil
 	}
-	r := n.write(ctx, req.Key, func(cur entry, exists bool) change {
+	r := n.write(ctx, req.Key, nil, func(cur entry, exists bool) change {
 		if req.IsSetIfAbsent() && req.GetIfAbsent() && exists {
 			return change{status: zaris.KvStatus_Conflict, version: cur.version}
 		}
@@ -299,7 +314,7 @@ func (h *kvHandler) Delete(ctx context.Context, req *zaris.DeleteRequest) (*zari
 	if !n.validKey(req.GetKey()) {
 		return &zaris.DeleteResponse{Status: zaris.KvStatus_InvalidRequest, MapEpoch: n.Epoch()}, nil
 	}
-	r := n.write(ctx, req.Key, func(cur entry, exists bool) change {
+	r := n.write(ctx, req.Key, nil, func(cur entry, exists bool) change {
 		if !exists {
 			return change{status: zaris.KvStatus_NotFound}
 		}
@@ -319,7 +334,9 @@ func (h *kvHandler) Delete(ctx context.Context, req *zaris.DeleteRequest) (*zari
 }
 
 // Increment adds delta to a key's decimal value (a missing key counts as 0). A value that is
-// not a decimal int64, or a sum that overflows, answers InvalidRequest.
+// not a decimal int64, or a sum that overflows, answers InvalidRequest. A request whose
+// token the segment has seen is answered with the first outcome, the value and version
+// that increment made (rule B8).
 func (h *kvHandler) Increment(ctx context.Context, req *zaris.IncrementRequest) (*zaris.IncrementResponse, error) {
 	if req == nil {
 		req = &zaris.IncrementRequest{} // a call without its request: nothing is valid
@@ -329,7 +346,7 @@ func (h *kvHandler) Increment(ctx context.Context, req *zaris.IncrementRequest) 
 		return &zaris.IncrementResponse{Status: zaris.KvStatus_InvalidRequest, MapEpoch: n.Epoch()}, nil
 	}
 	var sum int64
-	r := n.write(ctx, req.Key, func(cur entry, exists bool) change {
+	r := n.write(ctx, req.Key, req.Token, func(cur entry, exists bool) change {
 		var old int64
 		if exists {
 			var err error
@@ -342,10 +359,13 @@ func (h *kvHandler) Increment(ctx context.Context, req *zaris.IncrementRequest) 
 			return change{status: zaris.KvStatus_InvalidRequest}
 		}
 		sum = old + d
-		return change{value: []byte(strconv.FormatInt(sum, 10))}
+		return change{value: []byte(strconv.FormatInt(sum, 10)), result: sum}
 	})
 	if r.inDoubt {
 		return nil, errInDoubt
+	}
+	if r.replayed != nil {
+		return &zaris.IncrementResponse{Status: zaris.KvStatus_Ok, Value: r.replayed.value, Version: r.replayed.version, MapEpoch: r.epoch}, nil
 	}
 	resp := &zaris.IncrementResponse{Status: r.status, Version: r.version, MapEpoch: r.epoch}
 	if r.status == zaris.KvStatus_Ok {

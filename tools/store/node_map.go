@@ -28,6 +28,9 @@ func (n *Node) install(pm *zarispeer.PeerMap) bool {
 	}
 	v := newView(pm)
 	v.public.MaxMessageBytes = thrift.Int64Ptr(int64(n.cfg.maxMessage())) // this node's data-port limit
+	if !n.cfg.DisableDedup {
+		v.public.DedupWindowMs = thrift.Int64Ptr(n.cfg.DedupWindow.Milliseconds()) // rule B8
+	}
 	segs := n.segments()
 	if segs == nil {
 		segs = make([]*segment, v.segCount)
@@ -160,13 +163,18 @@ func (n *Node) fetch(v *view, s int32, seg *segment) error {
 	seg.data = make(map[string]entry, len(resp.Entries))
 	seg.tombs = nil
 	seg.stable = 0
+	seg.outcomes = outcomes{}
 	for _, e := range resp.Entries {
 		seg.apply(e)
+	}
+	for _, o := range resp.Outcomes {
+		n.remember(seg, o)
 	}
 	seg.counter = max(seg.counter, resp.Counter)
 	seg.collect(resp.Counter)
 	for _, e := range seg.buffer {
 		seg.apply(e)
+		n.remember(seg, e.Outcome)
 	}
 	seg.fetching = false
 	seg.buffer = nil

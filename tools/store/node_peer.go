@@ -143,6 +143,7 @@ func (h *peerHandler) Replicate(_ context.Context, req *zarispeer.ReplicateReque
 		seg.buffer = append(seg.buffer, req.Entry)
 	} else {
 		seg.apply(req.Entry)
+		n.remember(seg, req.Entry.Outcome)
 		seg.collect(req.GetStable())
 	}
 	return &zarispeer.ReplicateResponse{Status: zarispeer.PeerStatus_Ok, Epoch: v.epoch}, nil
@@ -196,7 +197,8 @@ func (h *peerHandler) Fetch(_ context.Context, req *zarispeer.FetchRequest) (*za
 		seg.registered = make(map[int32]bool)
 	}
 	seg.registered[req.Learner] = true
-	return &zarispeer.FetchResponse{Status: zarispeer.PeerStatus_Ok, Epoch: v.epoch, Counter: seg.counter, Entries: entries}, nil
+	return &zarispeer.FetchResponse{Status: zarispeer.PeerStatus_Ok, Epoch: v.epoch, Counter: seg.counter, Entries: entries,
+		Outcomes: seg.outcomes.list(n.cfg.Clock.Mono(), n.cfg.DedupWindow)}, nil
 }
 
 // replicate sends e, a write to segment s that this node owns, to every replica and

@@ -46,6 +46,8 @@ type segment struct {
 	syncedFrom  int32 // the owner whose copy this learner holds, or noOwner
 	syncedEpoch int64 // the owner's epoch when it handed out that copy
 	syncing     bool  // a catch-up goroutine runs for this segment
+	// outcomes are the first outcomes of the tokened writes this copy applied (rule B8).
+	outcomes outcomes
 }
 
 // resetSync forgets the learner copy's origin and the learners registered here, so a copy

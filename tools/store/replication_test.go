@@ -171,7 +171,7 @@ func TestHandoff_CutoverConfirmedDuringAWriteKeepsItFromAnyCopy(t *testing.T) {
 
 	n := c.Node(owner)
 	var cutEpoch, confirmed int64
-	r := n.write(testCtx(t), key, func(cur entry, exists bool) change {
+	r := n.write(testCtx(t), key, nil, func(cur entry, exists bool) change {
 		pm := cloneMap(n.current.Load().pm)
 		pm.Epoch++
 		pm.Segments[seg].Cutover = true

@@ -1198,6 +1198,274 @@ func (p *PeerMap) String() string {
 	return fmt.Sprintf("PeerMap(%+v)", *p)
 }
 
+// The first outcome of a tokened write (zaris.RequestToken): what a replay of the same token
+// is answered with. It travels with the write it records (Entry.outcome) and with the
+// segment's copy (FetchResponse.outcomes).
+//
+// Attributes:
+//   - Client
+//   - Sequence
+//   - Version: The key's version after the write.
+//   - Value: The operation's result value (Increment: the sum).
+type Outcome struct {
+	Client   int64 `thrift:"client,1,required" db:"client" json:"client"`
+	Sequence int64 `thrift:"sequence,2,required" db:"sequence" json:"sequence"`
+	Version  int64 `thrift:"version,3,required" db:"version" json:"version"`
+	Value    int64 `thrift:"value,4,required" db:"value" json:"value"`
+}
+
+func NewOutcome() *Outcome {
+	return &Outcome{}
+}
+
+func (p *Outcome) GetClient() int64 {
+	return p.Client
+}
+
+func (p *Outcome) GetSequence() int64 {
+	return p.Sequence
+}
+
+func (p *Outcome) GetVersion() int64 {
+	return p.Version
+}
+
+func (p *Outcome) GetValue() int64 {
+	return p.Value
+}
+func (p *Outcome) Read(ctx context.Context, iprot thrift.TProtocol) error {
+	if _, err := iprot.ReadStructBegin(ctx); err != nil {
+		return thrift.PrependError(fmt.Sprintf("%T read error: ", p), err)
+	}
+
+	var issetClient bool = false
+	var issetSequence bool = false
+	var issetVersion bool = false
+	var issetValue bool = false
+
+	for {
+		_, fieldTypeId, fieldId, err := iprot.ReadFieldBegin(ctx)
+		if err != nil {
+			return thrift.PrependError(fmt.Sprintf("%T field %d read error: ", p, fieldId), err)
+		}
+		if fieldTypeId == thrift.STOP {
+			break
+		}
+		switch fieldId {
+		case 1:
+			if fieldTypeId == thrift.I64 {
+				if err := p.ReadField1(ctx, iprot); err != nil {
+					return err
+				}
+				issetClient = true
+			} else {
+				if err := iprot.Skip(ctx, fieldTypeId); err != nil {
+					return err
+				}
+			}
+		case 2:
+			if fieldTypeId == thrift.I64 {
+				if err := p.ReadField2(ctx, iprot); err != nil {
+					return err
+				}
+				issetSequence = true
+			} else {
+				if err := iprot.Skip(ctx, fieldTypeId); err != nil {
+					return err
+				}
+			}
+		case 3:
+			if fieldTypeId == thrift.I64 {
+				if err := p.ReadField3(ctx, iprot); err != nil {
+					return err
+				}
+				issetVersion = true
+			} else {
+				if err := iprot.Skip(ctx, fieldTypeId); err != nil {
+					return err
+				}
+			}
+		case 4:
+			if fieldTypeId == thrift.I64 {
+				if err := p.ReadField4(ctx, iprot); err != nil {
+					return err
+				}
+				issetValue = true
+			} else {
+				if err := iprot.Skip(ctx, fieldTypeId); err != nil {
+					return err
+				}
+			}
+		default:
+			if err := iprot.Skip(ctx, fieldTypeId); err != nil {
+				return err
+			}
+		}
+		if err := iprot.ReadFieldEnd(ctx); err != nil {
+			return err
+		}
+	}
+	if err := iprot.ReadStructEnd(ctx); err != nil {
+		return thrift.PrependError(fmt.Sprintf("%T read struct end error: ", p), err)
+	}
+	if !issetClient {
+		return thrift.NewTProtocolExceptionWithType(thrift.INVALID_DATA, fmt.Errorf("Required field Client is not set"))
+	}
+	if !issetSequence {
+		return thrift.NewTProtocolExceptionWithType(thrift.INVALID_DATA, fmt.Errorf("Required field Sequence is not set"))
+	}
+	if !issetVersion {
+		return thrift.NewTProtocolExceptionWithType(thrift.INVALID_DATA, fmt.Errorf("Required field Version is not set"))
+	}
+	if !issetValue {
+		return thrift.NewTProtocolExceptionWithType(thrift.INVALID_DATA, fmt.Errorf("Required field Value is not set"))
+	}
+	return nil
+}
+
+func (p *Outcome) ReadField1(ctx context.Context, iprot thrift.TProtocol) error {
+	if v, err := iprot.ReadI64(ctx); err != nil {
+		return thrift.PrependError("error reading field 1: ", err)
+	} else {
+		p.Client = v
+	}
+	return nil
+}
+
+func (p *Outcome) ReadField2(ctx context.Context, iprot thrift.TProtocol) error {
+	if v, err := iprot.ReadI64(ctx); err != nil {
+		return thrift.PrependError("error reading field 2: ", err)
+	} else {
+		p.Sequence = v
+	}
+	return nil
+}
+
+func (p *Outcome) ReadField3(ctx context.Context, iprot thrift.TProtocol) error {
+	if v, err := iprot.ReadI64(ctx); err != nil {
+		return thrift.PrependError("error reading field 3: ", err)
+	} else {
+		p.Version = v
+	}
+	return nil
+}
+
+func (p *Outcome) ReadField4(ctx context.Context, iprot thrift.TProtocol) error {
+	if v, err := iprot.ReadI64(ctx); err != nil {
+		return thrift.PrependError("error reading field 4: ", err)
+	} else {
+		p.Value = v
+	}
+	return nil
+}
+
+func (p *Outcome) Write(ctx context.Context, oprot thrift.TProtocol) error {
+	if err := oprot.WriteStructBegin(ctx, "Outcome"); err != nil {
+		return thrift.PrependError(fmt.Sprintf("%T write struct begin error: ", p), err)
+	}
+	if p != nil {
+		if err := p.writeField1(ctx, oprot); err != nil {
+			return err
+		}
+		if err := p.writeField2(ctx, oprot); err != nil {
+			return err
+		}
+		if err := p.writeField3(ctx, oprot); err != nil {
+			return err
+		}
+		if err := p.writeField4(ctx, oprot); err != nil {
+			return err
+		}
+	}
+	if err := oprot.WriteFieldStop(ctx); err != nil {
+		return thrift.PrependError("write field stop error: ", err)
+	}
+	if err := oprot.WriteStructEnd(ctx); err != nil {
+		return thrift.PrependError("write struct stop error: ", err)
+	}
+	return nil
+}
+
+func (p *Outcome) writeField1(ctx context.Context, oprot thrift.TProtocol) (err error) {
+	if err := oprot.WriteFieldBegin(ctx, "client", thrift.I64, 1); err != nil {
+		return thrift.PrependError(fmt.Sprintf("%T write field begin error 1:client: ", p), err)
+	}
+	if err := oprot.WriteI64(ctx, int64(p.Client)); err != nil {
+		return thrift.PrependError(fmt.Sprintf("%T.client (1) field write error: ", p), err)
+	}
+	if err := oprot.WriteFieldEnd(ctx); err != nil {
+		return thrift.PrependError(fmt.Sprintf("%T write field end error 1:client: ", p), err)
+	}
+	return err
+}
+
+func (p *Outcome) writeField2(ctx context.Context, oprot thrift.TProtocol) (err error) {
+	if err := oprot.WriteFieldBegin(ctx, "sequence", thrift.I64, 2); err != nil {
+		return thrift.PrependError(fmt.Sprintf("%T write field begin error 2:sequence: ", p), err)
+	}
+	if err := oprot.WriteI64(ctx, int64(p.Sequence)); err != nil {
+		return thrift.PrependError(fmt.Sprintf("%T.sequence (2) field write error: ", p), err)
+	}
+	if err := oprot.WriteFieldEnd(ctx); err != nil {
+		return thrift.PrependError(fmt.Sprintf("%T write field end error 2:sequence: ", p), err)
+	}
+	return err
+}
+
+func (p *Outcome) writeField3(ctx context.Context, oprot thrift.TProtocol) (err error) {
+	if err := oprot.WriteFieldBegin(ctx, "version", thrift.I64, 3); err != nil {
+		return thrift.PrependError(fmt.Sprintf("%T write field begin error 3:version: ", p), err)
+	}
+	if err := oprot.WriteI64(ctx, int64(p.Version)); err != nil {
+		return thrift.PrependError(fmt.Sprintf("%T.version (3) field write error: ", p), err)
+	}
+	if err := oprot.WriteFieldEnd(ctx); err != nil {
+		return thrift.PrependError(fmt.Sprintf("%T write field end error 3:version: ", p), err)
+	}
+	return err
+}
+
+func (p *Outcome) writeField4(ctx context.Context, oprot thrift.TProtocol) (err error) {
+	if err := oprot.WriteFieldBegin(ctx, "value", thrift.I64, 4); err != nil {
+		return thrift.PrependError(fmt.Sprintf("%T write field begin error 4:value: ", p), err)
+	}
+	if err := oprot.WriteI64(ctx, int64(p.Value)); err != nil {
+		return thrift.PrependError(fmt.Sprintf("%T.value (4) field write error: ", p), err)
+	}
+	if err := oprot.WriteFieldEnd(ctx); err != nil {
+		return thrift.PrependError(fmt.Sprintf("%T write field end error 4:value: ", p), err)
+	}
+	return err
+}
+
+func (p *Outcome) Equals(other *Outcome) bool {
+	if p == other {
+		return true
+	} else if p == nil || other == nil {
+		return false
+	}
+	if p.Client != other.Client {
+		return false
+	}
+	if p.Sequence != other.Sequence {
+		return false
+	}
+	if p.Version != other.Version {
+		return false
+	}
+	if p.Value != other.Value {
+		return false
+	}
+	return true
+}
+
+func (p *Outcome) String() string {
+	if p == nil {
+		return "<nil>"
+	}
+	return fmt.Sprintf("Outcome(%+v)", *p)
+}
+
 // One key's state. A deleted entry (a tombstone) carries the version of the delete and no
 // value; it replicates and is copied like a write.
 //
@@ -1206,11 +1474,13 @@ func (p *PeerMap) String() string {
 //   - Value
 //   - Version
 //   - Deleted
+//   - Outcome: Set when the write carried a request token: its outcome, kept with it.
 type Entry struct {
-	Key     []byte `thrift:"key,1,required" db:"key" json:"key"`
-	Value   []byte `thrift:"value,2" db:"value" json:"value,omitempty"`
-	Version int64  `thrift:"version,3,required" db:"version" json:"version"`
-	Deleted bool   `thrift:"deleted,4,required" db:"deleted" json:"deleted"`
+	Key     []byte   `thrift:"key,1,required" db:"key" json:"key"`
+	Value   []byte   `thrift:"value,2" db:"value" json:"value,omitempty"`
+	Version int64    `thrift:"version,3,required" db:"version" json:"version"`
+	Deleted bool     `thrift:"deleted,4,required" db:"deleted" json:"deleted"`
+	Outcome *Outcome `thrift:"outcome,5" db:"outcome" json:"outcome,omitempty"`
 }
 
 func NewEntry() *Entry {
@@ -1234,8 +1504,21 @@ func (p *Entry) GetVersion() int64 {
 func (p *Entry) GetDeleted() bool {
 	return p.Deleted
 }
+
+var Entry_Outcome_DEFAULT *Outcome
+
+func (p *Entry) GetOutcome() *Outcome {
+	if !p.IsSetOutcome() {
+		return Entry_Outcome_DEFAULT
+	}
+	return p.Outcome
+}
 func (p *Entry) IsSetValue() bool {
 	return p.Value != nil
+}
+
+func (p *Entry) IsSetOutcome() bool {
+	return p.Outcome != nil
 }
 
 func (p *Entry) Read(ctx context.Context, iprot thrift.TProtocol) error {
@@ -1294,6 +1577,16 @@ func (p *Entry) Read(ctx context.Context, iprot thrift.TProtocol) error {
 					return err
 				}
 				issetDeleted = true
+			} else {
+				if err := iprot.Skip(ctx, fieldTypeId); err != nil {
+					return err
+				}
+			}
+		case 5:
+			if fieldTypeId == thrift.STRUCT {
+				if err := p.ReadField5(ctx, iprot); err != nil {
+					return err
+				}
 			} else {
 				if err := iprot.Skip(ctx, fieldTypeId); err != nil {
 					return err
@@ -1359,6 +1652,14 @@ func (p *Entry) ReadField4(ctx context.Context, iprot thrift.TProtocol) error {
 	return nil
 }
 
+func (p *Entry) ReadField5(ctx context.Context, iprot thrift.TProtocol) error {
+	p.Outcome = &Outcome{}
+	if err := p.Outcome.Read(ctx, iprot); err != nil {
+		return thrift.PrependError(fmt.Sprintf("%T error reading struct: ", p.Outcome), err)
+	}
+	return nil
+}
+
 func (p *Entry) Write(ctx context.Context, oprot thrift.TProtocol) error {
 	if err := oprot.WriteStructBegin(ctx, "Entry"); err != nil {
 		return thrift.PrependError(fmt.Sprintf("%T write struct begin error: ", p), err)
@@ -1374,6 +1675,9 @@ func (p *Entry) Write(ctx context.Context, oprot thrift.TProtocol) error {
 			return err
 		}
 		if err := p.writeField4(ctx, oprot); err != nil {
+			return err
+		}
+		if err := p.writeField5(ctx, oprot); err != nil {
 			return err
 		}
 	}
@@ -1440,6 +1744,21 @@ func (p *Entry) writeField4(ctx context.Context, oprot thrift.TProtocol) (err er
 	return err
 }
 
+func (p *Entry) writeField5(ctx context.Context, oprot thrift.TProtocol) (err error) {
+	if p.IsSetOutcome() {
+		if err := oprot.WriteFieldBegin(ctx, "outcome", thrift.STRUCT, 5); err != nil {
+			return thrift.PrependError(fmt.Sprintf("%T write field begin error 5:outcome: ", p), err)
+		}
+		if err := p.Outcome.Write(ctx, oprot); err != nil {
+			return thrift.PrependError(fmt.Sprintf("%T error writing struct: ", p.Outcome), err)
+		}
+		if err := oprot.WriteFieldEnd(ctx); err != nil {
+			return thrift.PrependError(fmt.Sprintf("%T write field end error 5:outcome: ", p), err)
+		}
+	}
+	return err
+}
+
 func (p *Entry) Equals(other *Entry) bool {
 	if p == other {
 		return true
@@ -1456,6 +1775,9 @@ func (p *Entry) Equals(other *Entry) bool {
 		return false
 	}
 	if p.Deleted != other.Deleted {
+		return false
+	}
+	if !p.Outcome.Equals(other.Outcome) {
 		return false
 	}
 	return true
@@ -2289,11 +2611,13 @@ func (p *FetchRequest) String() string {
 //
 // it, so the learner refuses any forwarded entry at or below it.
 //   - Entries
+//   - Outcomes: The outcomes of tokened writes the segment keeps (rule B8), oldest first.
 type FetchResponse struct {
-	Status  PeerStatus `thrift:"status,1,required" db:"status" json:"status"`
-	Epoch   int64      `thrift:"epoch,2,required" db:"epoch" json:"epoch"`
-	Counter int64      `thrift:"counter,3,required" db:"counter" json:"counter"`
-	Entries []*Entry   `thrift:"entries,4,required" db:"entries" json:"entries"`
+	Status   PeerStatus `thrift:"status,1,required" db:"status" json:"status"`
+	Epoch    int64      `thrift:"epoch,2,required" db:"epoch" json:"epoch"`
+	Counter  int64      `thrift:"counter,3,required" db:"counter" json:"counter"`
+	Entries  []*Entry   `thrift:"entries,4,required" db:"entries" json:"entries"`
+	Outcomes []*Outcome `thrift:"outcomes,5" db:"outcomes" json:"outcomes,omitempty"`
 }
 
 func NewFetchResponse() *FetchResponse {
@@ -2315,6 +2639,16 @@ func (p *FetchResponse) GetCounter() int64 {
 func (p *FetchResponse) GetEntries() []*Entry {
 	return p.Entries
 }
+
+var FetchResponse_Outcomes_DEFAULT []*Outcome
+
+func (p *FetchResponse) GetOutcomes() []*Outcome {
+	return p.Outcomes
+}
+func (p *FetchResponse) IsSetOutcomes() bool {
+	return p.Outcomes != nil
+}
+
 func (p *FetchResponse) Read(ctx context.Context, iprot thrift.TProtocol) error {
 	if _, err := iprot.ReadStructBegin(ctx); err != nil {
 		return thrift.PrependError(fmt.Sprintf("%T read error: ", p), err)
@@ -2373,6 +2707,16 @@ func (p *FetchResponse) Read(ctx context.Context, iprot thrift.TProtocol) error 
 					return err
 				}
 				issetEntries = true
+			} else {
+				if err := iprot.Skip(ctx, fieldTypeId); err != nil {
+					return err
+				}
+			}
+		case 5:
+			if fieldTypeId == thrift.LIST {
+				if err := p.ReadField5(ctx, iprot); err != nil {
+					return err
+				}
 			} else {
 				if err := iprot.Skip(ctx, fieldTypeId); err != nil {
 					return err
@@ -2453,6 +2797,26 @@ func (p *FetchResponse) ReadField4(ctx context.Context, iprot thrift.TProtocol) 
 	return nil
 }
 
+func (p *FetchResponse) ReadField5(ctx context.Context, iprot thrift.TProtocol) error {
+	_, size, err := iprot.ReadListBegin(ctx)
+	if err != nil {
+		return thrift.PrependError("error reading list begin: ", err)
+	}
+	tSlice := make([]*Outcome, 0, size)
+	p.Outcomes = tSlice
+	for i := 0; i < size; i++ {
+		_elem9 := &Outcome{}
+		if err := _elem9.Read(ctx, iprot); err != nil {
+			return thrift.PrependError(fmt.Sprintf("%T error reading struct: ", _elem9), err)
+		}
+		p.Outcomes = append(p.Outcomes, _elem9)
+	}
+	if err := iprot.ReadListEnd(ctx); err != nil {
+		return thrift.PrependError("error reading list end: ", err)
+	}
+	return nil
+}
+
 func (p *FetchResponse) Write(ctx context.Context, oprot thrift.TProtocol) error {
 	if err := oprot.WriteStructBegin(ctx, "FetchResponse"); err != nil {
 		return thrift.PrependError(fmt.Sprintf("%T write struct begin error: ", p), err)
@@ -2468,6 +2832,9 @@ func (p *FetchResponse) Write(ctx context.Context, oprot thrift.TProtocol) error
 			return err
 		}
 		if err := p.writeField4(ctx, oprot); err != nil {
+			return err
+		}
+		if err := p.writeField5(ctx, oprot); err != nil {
 			return err
 		}
 	}
@@ -2540,6 +2907,29 @@ func (p *FetchResponse) writeField4(ctx context.Context, oprot thrift.TProtocol)
 	return err
 }
 
+func (p *FetchResponse) writeField5(ctx context.Context, oprot thrift.TProtocol) (err error) {
+	if p.IsSetOutcomes() {
+		if err := oprot.WriteFieldBegin(ctx, "outcomes", thrift.LIST, 5); err != nil {
+			return thrift.PrependError(fmt.Sprintf("%T write field begin error 5:outcomes: ", p), err)
+		}
+		if err := oprot.WriteListBegin(ctx, thrift.STRUCT, len(p.Outcomes)); err != nil {
+			return thrift.PrependError("error writing list begin: ", err)
+		}
+		for _, v := range p.Outcomes {
+			if err := v.Write(ctx, oprot); err != nil {
+				return thrift.PrependError(fmt.Sprintf("%T error writing struct: ", v), err)
+			}
+		}
+		if err := oprot.WriteListEnd(ctx); err != nil {
+			return thrift.PrependError("error writing list end: ", err)
+		}
+		if err := oprot.WriteFieldEnd(ctx); err != nil {
+			return thrift.PrependError(fmt.Sprintf("%T write field end error 5:outcomes: ", p), err)
+		}
+	}
+	return err
+}
+
 func (p *FetchResponse) Equals(other *FetchResponse) bool {
 	if p == other {
 		return true
@@ -2559,8 +2949,17 @@ func (p *FetchResponse) Equals(other *FetchResponse) bool {
 		return false
 	}
 	for i, _tgt := range p.Entries {
-		_src9 := other.Entries[i]
-		if !_tgt.Equals(_src9) {
+		_src10 := other.Entries[i]
+		if !_tgt.Equals(_src10) {
+			return false
+		}
+	}
+	if len(p.Outcomes) != len(other.Outcomes) {
+		return false
+	}
+	for i, _tgt := range p.Outcomes {
+		_src11 := other.Outcomes[i]
+		if !_tgt.Equals(_src11) {
 			return false
 		}
 	}
@@ -3742,19 +4141,19 @@ func (p *ZarisPeerClient) SetLastResponseMeta_(meta thrift.ResponseMeta) {
 //   - ClusterId
 //   - LeaseUntil
 func (p *ZarisPeerClient) Ping(ctx context.Context, coordinatorEpoch int64, clusterId string, leaseUntil int64) (_r *PingResponse, _err error) {
-	var _args10 ZarisPeerPingArgs
-	_args10.CoordinatorEpoch = coordinatorEpoch
-	_args10.ClusterId = clusterId
-	_args10.LeaseUntil = leaseUntil
-	var _result12 ZarisPeerPingResult
-	var _meta11 thrift.ResponseMeta
-	_meta11, _err = p.Client_().Call(ctx, "Ping", &_args10, &_result12)
-	p.SetLastResponseMeta_(_meta11)
+	var _args12 ZarisPeerPingArgs
+	_args12.CoordinatorEpoch = coordinatorEpoch
+	_args12.ClusterId = clusterId
+	_args12.LeaseUntil = leaseUntil
+	var _result14 ZarisPeerPingResult
+	var _meta13 thrift.ResponseMeta
+	_meta13, _err = p.Client_().Call(ctx, "Ping", &_args12, &_result14)
+	p.SetLastResponseMeta_(_meta13)
 	if _err != nil {
 		return
 	}
-	if _ret13 := _result12.GetSuccess(); _ret13 != nil {
-		return _ret13, nil
+	if _ret15 := _result14.GetSuccess(); _ret15 != nil {
+		return _ret15, nil
 	}
 	return nil, thrift.NewTApplicationException(thrift.MISSING_RESULT, "Ping failed: unknown result")
 }
@@ -3766,31 +4165,31 @@ func (p *ZarisPeerClient) Ping(ctx context.Context, coordinatorEpoch int64, clus
 //   - NewMap_
 //   - LeaseUntil
 func (p *ZarisPeerClient) PushMap(ctx context.Context, newMap *PeerMap, leaseUntil int64) (_r int64, _err error) {
-	var _args14 ZarisPeerPushMapArgs
-	_args14.NewMap_ = newMap
-	_args14.LeaseUntil = leaseUntil
-	var _result16 ZarisPeerPushMapResult
-	var _meta15 thrift.ResponseMeta
-	_meta15, _err = p.Client_().Call(ctx, "PushMap", &_args14, &_result16)
-	p.SetLastResponseMeta_(_meta15)
+	var _args16 ZarisPeerPushMapArgs
+	_args16.NewMap_ = newMap
+	_args16.LeaseUntil = leaseUntil
+	var _result18 ZarisPeerPushMapResult
+	var _meta17 thrift.ResponseMeta
+	_meta17, _err = p.Client_().Call(ctx, "PushMap", &_args16, &_result18)
+	p.SetLastResponseMeta_(_meta17)
 	if _err != nil {
 		return
 	}
-	return _result16.GetSuccess(), nil
+	return _result18.GetSuccess(), nil
 }
 
 // Returns the node's current map.
 func (p *ZarisPeerClient) GetPeerMap(ctx context.Context) (_r *PeerMap, _err error) {
-	var _args17 ZarisPeerGetPeerMapArgs
-	var _result19 ZarisPeerGetPeerMapResult
-	var _meta18 thrift.ResponseMeta
-	_meta18, _err = p.Client_().Call(ctx, "GetPeerMap", &_args17, &_result19)
-	p.SetLastResponseMeta_(_meta18)
+	var _args19 ZarisPeerGetPeerMapArgs
+	var _result21 ZarisPeerGetPeerMapResult
+	var _meta20 thrift.ResponseMeta
+	_meta20, _err = p.Client_().Call(ctx, "GetPeerMap", &_args19, &_result21)
+	p.SetLastResponseMeta_(_meta20)
 	if _err != nil {
 		return
 	}
-	if _ret20 := _result19.GetSuccess(); _ret20 != nil {
-		return _ret20, nil
+	if _ret22 := _result21.GetSuccess(); _ret22 != nil {
+		return _ret22, nil
 	}
 	return nil, thrift.NewTApplicationException(thrift.MISSING_RESULT, "GetPeerMap failed: unknown result")
 }
@@ -3800,17 +4199,17 @@ func (p *ZarisPeerClient) GetPeerMap(ctx context.Context) (_r *PeerMap, _err err
 // Parameters:
 //   - Req
 func (p *ZarisPeerClient) Replicate(ctx context.Context, req *ReplicateRequest) (_r *ReplicateResponse, _err error) {
-	var _args21 ZarisPeerReplicateArgs
-	_args21.Req = req
-	var _result23 ZarisPeerReplicateResult
-	var _meta22 thrift.ResponseMeta
-	_meta22, _err = p.Client_().Call(ctx, "Replicate", &_args21, &_result23)
-	p.SetLastResponseMeta_(_meta22)
+	var _args23 ZarisPeerReplicateArgs
+	_args23.Req = req
+	var _result25 ZarisPeerReplicateResult
+	var _meta24 thrift.ResponseMeta
+	_meta24, _err = p.Client_().Call(ctx, "Replicate", &_args23, &_result25)
+	p.SetLastResponseMeta_(_meta24)
 	if _err != nil {
 		return
 	}
-	if _ret24 := _result23.GetSuccess(); _ret24 != nil {
-		return _ret24, nil
+	if _ret26 := _result25.GetSuccess(); _ret26 != nil {
+		return _ret26, nil
 	}
 	return nil, thrift.NewTApplicationException(thrift.MISSING_RESULT, "Replicate failed: unknown result")
 }
@@ -3820,17 +4219,17 @@ func (p *ZarisPeerClient) Replicate(ctx context.Context, req *ReplicateRequest) 
 // Parameters:
 //   - Req
 func (p *ZarisPeerClient) Fetch(ctx context.Context, req *FetchRequest) (_r *FetchResponse, _err error) {
-	var _args25 ZarisPeerFetchArgs
-	_args25.Req = req
-	var _result27 ZarisPeerFetchResult
-	var _meta26 thrift.ResponseMeta
-	_meta26, _err = p.Client_().Call(ctx, "Fetch", &_args25, &_result27)
-	p.SetLastResponseMeta_(_meta26)
+	var _args27 ZarisPeerFetchArgs
+	_args27.Req = req
+	var _result29 ZarisPeerFetchResult
+	var _meta28 thrift.ResponseMeta
+	_meta28, _err = p.Client_().Call(ctx, "Fetch", &_args27, &_result29)
+	p.SetLastResponseMeta_(_meta28)
 	if _err != nil {
 		return
 	}
-	if _ret28 := _result27.GetSuccess(); _ret28 != nil {
-		return _ret28, nil
+	if _ret30 := _result29.GetSuccess(); _ret30 != nil {
+		return _ret30, nil
 	}
 	return nil, thrift.NewTApplicationException(thrift.MISSING_RESULT, "Fetch failed: unknown result")
 }
@@ -3855,13 +4254,13 @@ func (p *ZarisPeerProcessor) ProcessorMap() map[string]thrift.TProcessorFunction
 
 func NewZarisPeerProcessor(handler ZarisPeer) *ZarisPeerProcessor {
 
-	self29 := &ZarisPeerProcessor{handler: handler, processorMap: make(map[string]thrift.TProcessorFunction)}
-	self29.processorMap["Ping"] = &zarisPeerProcessorPing{handler: handler}
-	self29.processorMap["PushMap"] = &zarisPeerProcessorPushMap{handler: handler}
-	self29.processorMap["GetPeerMap"] = &zarisPeerProcessorGetPeerMap{handler: handler}
-	self29.processorMap["Replicate"] = &zarisPeerProcessorReplicate{handler: handler}
-	self29.processorMap["Fetch"] = &zarisPeerProcessorFetch{handler: handler}
-	return self29
+	self31 := &ZarisPeerProcessor{handler: handler, processorMap: make(map[string]thrift.TProcessorFunction)}
+	self31.processorMap["Ping"] = &zarisPeerProcessorPing{handler: handler}
+	self31.processorMap["PushMap"] = &zarisPeerProcessorPushMap{handler: handler}
+	self31.processorMap["GetPeerMap"] = &zarisPeerProcessorGetPeerMap{handler: handler}
+	self31.processorMap["Replicate"] = &zarisPeerProcessorReplicate{handler: handler}
+	self31.processorMap["Fetch"] = &zarisPeerProcessorFetch{handler: handler}
+	return self31
 }
 
 func (p *ZarisPeerProcessor) Process(ctx context.Context, iprot, oprot thrift.TProtocol) (success bool, err thrift.TException) {
@@ -3874,12 +4273,12 @@ func (p *ZarisPeerProcessor) Process(ctx context.Context, iprot, oprot thrift.TP
 	}
 	iprot.Skip(ctx, thrift.STRUCT)
 	iprot.ReadMessageEnd(ctx)
-	x30 := thrift.NewTApplicationException(thrift.UNKNOWN_METHOD, "Unknown function "+name)
+	x32 := thrift.NewTApplicationException(thrift.UNKNOWN_METHOD, "Unknown function "+name)
 	oprot.WriteMessageBegin(ctx, name, thrift.EXCEPTION, seqId)
-	x30.Write(ctx, oprot)
+	x32.Write(ctx, oprot)
 	oprot.WriteMessageEnd(ctx)
 	oprot.Flush(ctx)
-	return false, x30
+	return false, x32
 
 }
 
@@ -3888,7 +4287,7 @@ type zarisPeerProcessorPing struct {
 }
 
 func (p *zarisPeerProcessorPing) Process(ctx context.Context, seqId int32, iprot, oprot thrift.TProtocol) (success bool, err thrift.TException) {
-	var _write_err31 error
+	var _write_err33 error
 	args := ZarisPeerPingArgs{}
 	if err2 := args.Read(ctx, iprot); err2 != nil {
 		iprot.ReadMessageEnd(ctx)
@@ -3934,21 +4333,21 @@ func (p *zarisPeerProcessorPing) Process(ctx context.Context, seqId int32, iprot
 		if errors.Is(err2, thrift.ErrAbandonRequest) {
 			return false, thrift.WrapTException(err2)
 		}
-		_exc32 := thrift.NewTApplicationException(thrift.INTERNAL_ERROR, "Internal error processing Ping: "+err2.Error())
+		_exc34 := thrift.NewTApplicationException(thrift.INTERNAL_ERROR, "Internal error processing Ping: "+err2.Error())
 		if err2 := oprot.WriteMessageBegin(ctx, "Ping", thrift.EXCEPTION, seqId); err2 != nil {
-			_write_err31 = thrift.WrapTException(err2)
+			_write_err33 = thrift.WrapTException(err2)
 		}
-		if err2 := _exc32.Write(ctx, oprot); _write_err31 == nil && err2 != nil {
-			_write_err31 = thrift.WrapTException(err2)
+		if err2 := _exc34.Write(ctx, oprot); _write_err33 == nil && err2 != nil {
+			_write_err33 = thrift.WrapTException(err2)
 		}
-		if err2 := oprot.WriteMessageEnd(ctx); _write_err31 == nil && err2 != nil {
-			_write_err31 = thrift.WrapTException(err2)
+		if err2 := oprot.WriteMessageEnd(ctx); _write_err33 == nil && err2 != nil {
+			_write_err33 = thrift.WrapTException(err2)
 		}
-		if err2 := oprot.Flush(ctx); _write_err31 == nil && err2 != nil {
-			_write_err31 = thrift.WrapTException(err2)
+		if err2 := oprot.Flush(ctx); _write_err33 == nil && err2 != nil {
+			_write_err33 = thrift.WrapTException(err2)
 		}
-		if _write_err31 != nil {
-			return false, thrift.WrapTException(_write_err31)
+		if _write_err33 != nil {
+			return false, thrift.WrapTException(_write_err33)
 		}
 		return true, err
 	} else {
@@ -3956,19 +4355,19 @@ func (p *zarisPeerProcessorPing) Process(ctx context.Context, seqId int32, iprot
 	}
 	tickerCancel()
 	if err2 := oprot.WriteMessageBegin(ctx, "Ping", thrift.REPLY, seqId); err2 != nil {
-		_write_err31 = thrift.WrapTException(err2)
+		_write_err33 = thrift.WrapTException(err2)
 	}
-	if err2 := result.Write(ctx, oprot); _write_err31 == nil && err2 != nil {
-		_write_err31 = thrift.WrapTException(err2)
+	if err2 := result.Write(ctx, oprot); _write_err33 == nil && err2 != nil {
+		_write_err33 = thrift.WrapTException(err2)
 	}
-	if err2 := oprot.WriteMessageEnd(ctx); _write_err31 == nil && err2 != nil {
-		_write_err31 = thrift.WrapTException(err2)
+	if err2 := oprot.WriteMessageEnd(ctx); _write_err33 == nil && err2 != nil {
+		_write_err33 = thrift.WrapTException(err2)
 	}
-	if err2 := oprot.Flush(ctx); _write_err31 == nil && err2 != nil {
-		_write_err31 = thrift.WrapTException(err2)
+	if err2 := oprot.Flush(ctx); _write_err33 == nil && err2 != nil {
+		_write_err33 = thrift.WrapTException(err2)
 	}
-	if _write_err31 != nil {
-		return false, thrift.WrapTException(_write_err31)
+	if _write_err33 != nil {
+		return false, thrift.WrapTException(_write_err33)
 	}
 	return true, err
 }
@@ -3978,7 +4377,7 @@ type zarisPeerProcessorPushMap struct {
 }
 
 func (p *zarisPeerProcessorPushMap) Process(ctx context.Context, seqId int32, iprot, oprot thrift.TProtocol) (success bool, err thrift.TException) {
-	var _write_err33 error
+	var _write_err35 error
 	args := ZarisPeerPushMapArgs{}
 	if err2 := args.Read(ctx, iprot); err2 != nil {
 		iprot.ReadMessageEnd(ctx)
@@ -4024,21 +4423,21 @@ func (p *zarisPeerProcessorPushMap) Process(ctx context.Context, seqId int32, ip
 		if errors.Is(err2, thrift.ErrAbandonRequest) {
 			return false, thrift.WrapTException(err2)
 		}
-		_exc34 := thrift.NewTApplicationException(thrift.INTERNAL_ERROR, "Internal error processing PushMap: "+err2.Error())
+		_exc36 := thrift.NewTApplicationException(thrift.INTERNAL_ERROR, "Internal error processing PushMap: "+err2.Error())
 		if err2 := oprot.WriteMessageBegin(ctx, "PushMap", thrift.EXCEPTION, seqId); err2 != nil {
-			_write_err33 = thrift.WrapTException(err2)
+			_write_err35 = thrift.WrapTException(err2)
 		}
-		if err2 := _exc34.Write(ctx, oprot); _write_err33 == nil && err2 != nil {
-			_write_err33 = thrift.WrapTException(err2)
+		if err2 := _exc36.Write(ctx, oprot); _write_err35 == nil && err2 != nil {
+			_write_err35 = thrift.WrapTException(err2)
 		}
-		if err2 := oprot.WriteMessageEnd(ctx); _write_err33 == nil && err2 != nil {
-			_write_err33 = thrift.WrapTException(err2)
+		if err2 := oprot.WriteMessageEnd(ctx); _write_err35 == nil && err2 != nil {
+			_write_err35 = thrift.WrapTException(err2)
 		}
-		if err2 := oprot.Flush(ctx); _write_err33 == nil && err2 != nil {
-			_write_err33 = thrift.WrapTException(err2)
+		if err2 := oprot.Flush(ctx); _write_err35 == nil && err2 != nil {
+			_write_err35 = thrift.WrapTException(err2)
 		}
-		if _write_err33 != nil {
-			return false, thrift.WrapTException(_write_err33)
+		if _write_err35 != nil {
+			return false, thrift.WrapTException(_write_err35)
 		}
 		return true, err
 	} else {
@@ -4046,19 +4445,19 @@ func (p *zarisPeerProcessorPushMap) Process(ctx context.Context, seqId int32, ip
 	}
 	tickerCancel()
 	if err2 := oprot.WriteMessageBegin(ctx, "PushMap", thrift.REPLY, seqId); err2 != nil {
-		_write_err33 = thrift.WrapTException(err2)
+		_write_err35 = thrift.WrapTException(err2)
 	}
-	if err2 := result.Write(ctx, oprot); _write_err33 == nil && err2 != nil {
-		_write_err33 = thrift.WrapTException(err2)
+	if err2 := result.Write(ctx, oprot); _write_err35 == nil && err2 != nil {
+		_write_err35 = thrift.WrapTException(err2)
 	}
-	if err2 := oprot.WriteMessageEnd(ctx); _write_err33 == nil && err2 != nil {
-		_write_err33 = thrift.WrapTException(err2)
+	if err2 := oprot.WriteMessageEnd(ctx); _write_err35 == nil && err2 != nil {
+		_write_err35 = thrift.WrapTException(err2)
 	}
-	if err2 := oprot.Flush(ctx); _write_err33 == nil && err2 != nil {
-		_write_err33 = thrift.WrapTException(err2)
+	if err2 := oprot.Flush(ctx); _write_err35 == nil && err2 != nil {
+		_write_err35 = thrift.WrapTException(err2)
 	}
-	if _write_err33 != nil {
-		return false, thrift.WrapTException(_write_err33)
+	if _write_err35 != nil {
+		return false, thrift.WrapTException(_write_err35)
 	}
 	return true, err
 }
@@ -4068,7 +4467,7 @@ type zarisPeerProcessorGetPeerMap struct {
 }
 
 func (p *zarisPeerProcessorGetPeerMap) Process(ctx context.Context, seqId int32, iprot, oprot thrift.TProtocol) (success bool, err thrift.TException) {
-	var _write_err35 error
+	var _write_err37 error
 	args := ZarisPeerGetPeerMapArgs{}
 	if err2 := args.Read(ctx, iprot); err2 != nil {
 		iprot.ReadMessageEnd(ctx)
@@ -4114,21 +4513,21 @@ func (p *zarisPeerProcessorGetPeerMap) Process(ctx context.Context, seqId int32,
 		if errors.Is(err2, thrift.ErrAbandonRequest) {
 			return false, thrift.WrapTException(err2)
 		}
-		_exc36 := thrift.NewTApplicationException(thrift.INTERNAL_ERROR, "Internal error processing GetPeerMap: "+err2.Error())
+		_exc38 := thrift.NewTApplicationException(thrift.INTERNAL_ERROR, "Internal error processing GetPeerMap: "+err2.Error())
 		if err2 := oprot.WriteMessageBegin(ctx, "GetPeerMap", thrift.EXCEPTION, seqId); err2 != nil {
-			_write_err35 = thrift.WrapTException(err2)
+			_write_err37 = thrift.WrapTException(err2)
 		}
-		if err2 := _exc36.Write(ctx, oprot); _write_err35 == nil && err2 != nil {
-			_write_err35 = thrift.WrapTException(err2)
+		if err2 := _exc38.Write(ctx, oprot); _write_err37 == nil && err2 != nil {
+			_write_err37 = thrift.WrapTException(err2)
 		}
-		if err2 := oprot.WriteMessageEnd(ctx); _write_err35 == nil && err2 != nil {
-			_write_err35 = thrift.WrapTException(err2)
+		if err2 := oprot.WriteMessageEnd(ctx); _write_err37 == nil && err2 != nil {
+			_write_err37 = thrift.WrapTException(err2)
 		}
-		if err2 := oprot.Flush(ctx); _write_err35 == nil && err2 != nil {
-			_write_err35 = thrift.WrapTException(err2)
+		if err2 := oprot.Flush(ctx); _write_err37 == nil && err2 != nil {
+			_write_err37 = thrift.WrapTException(err2)
 		}
-		if _write_err35 != nil {
-			return false, thrift.WrapTException(_write_err35)
+		if _write_err37 != nil {
+			return false, thrift.WrapTException(_write_err37)
 		}
 		return true, err
 	} else {
@@ -4136,19 +4535,19 @@ func (p *zarisPeerProcessorGetPeerMap) Process(ctx context.Context, seqId int32,
 	}
 	tickerCancel()
 	if err2 := oprot.WriteMessageBegin(ctx, "GetPeerMap", thrift.REPLY, seqId); err2 != nil {
-		_write_err35 = thrift.WrapTException(err2)
+		_write_err37 = thrift.WrapTException(err2)
 	}
-	if err2 := result.Write(ctx, oprot); _write_err35 == nil && err2 != nil {
-		_write_err35 = thrift.WrapTException(err2)
+	if err2 := result.Write(ctx, oprot); _write_err37 == nil && err2 != nil {
+		_write_err37 = thrift.WrapTException(err2)
 	}
-	if err2 := oprot.WriteMessageEnd(ctx); _write_err35 == nil && err2 != nil {
-		_write_err35 = thrift.WrapTException(err2)
+	if err2 := oprot.WriteMessageEnd(ctx); _write_err37 == nil && err2 != nil {
+		_write_err37 = thrift.WrapTException(err2)
 	}
-	if err2 := oprot.Flush(ctx); _write_err35 == nil && err2 != nil {
-		_write_err35 = thrift.WrapTException(err2)
+	if err2 := oprot.Flush(ctx); _write_err37 == nil && err2 != nil {
+		_write_err37 = thrift.WrapTException(err2)
 	}
-	if _write_err35 != nil {
-		return false, thrift.WrapTException(_write_err35)
+	if _write_err37 != nil {
+		return false, thrift.WrapTException(_write_err37)
 	}
 	return true, err
 }
@@ -4158,7 +4557,7 @@ type zarisPeerProcessorReplicate struct {
 }
 
 func (p *zarisPeerProcessorReplicate) Process(ctx context.Context, seqId int32, iprot, oprot thrift.TProtocol) (success bool, err thrift.TException) {
-	var _write_err37 error
+	var _write_err39 error
 	args := ZarisPeerReplicateArgs{}
 	if err2 := args.Read(ctx, iprot); err2 != nil {
 		iprot.ReadMessageEnd(ctx)
@@ -4204,21 +4603,21 @@ func (p *zarisPeerProcessorReplicate) Process(ctx context.Context, seqId int32, 
 		if errors.Is(err2, thrift.ErrAbandonRequest) {
 			return false, thrift.WrapTException(err2)
 		}
-		_exc38 := thrift.NewTApplicationException(thrift.INTERNAL_ERROR, "Internal error processing Replicate: "+err2.Error())
+		_exc40 := thrift.NewTApplicationException(thrift.INTERNAL_ERROR, "Internal error processing Replicate: "+err2.Error())
 		if err2 := oprot.WriteMessageBegin(ctx, "Replicate", thrift.EXCEPTION, seqId); err2 != nil {
-			_write_err37 = thrift.WrapTException(err2)
+			_write_err39 = thrift.WrapTException(err2)
 		}
-		if err2 := _exc38.Write(ctx, oprot); _write_err37 == nil && err2 != nil {
-			_write_err37 = thrift.WrapTException(err2)
+		if err2 := _exc40.Write(ctx, oprot); _write_err39 == nil && err2 != nil {
+			_write_err39 = thrift.WrapTException(err2)
 		}
-		if err2 := oprot.WriteMessageEnd(ctx); _write_err37 == nil && err2 != nil {
-			_write_err37 = thrift.WrapTException(err2)
+		if err2 := oprot.WriteMessageEnd(ctx); _write_err39 == nil && err2 != nil {
+			_write_err39 = thrift.WrapTException(err2)
 		}
-		if err2 := oprot.Flush(ctx); _write_err37 == nil && err2 != nil {
-			_write_err37 = thrift.WrapTException(err2)
+		if err2 := oprot.Flush(ctx); _write_err39 == nil && err2 != nil {
+			_write_err39 = thrift.WrapTException(err2)
 		}
-		if _write_err37 != nil {
-			return false, thrift.WrapTException(_write_err37)
+		if _write_err39 != nil {
+			return false, thrift.WrapTException(_write_err39)
 		}
 		return true, err
 	} else {
@@ -4226,19 +4625,19 @@ func (p *zarisPeerProcessorReplicate) Process(ctx context.Context, seqId int32, 
 	}
 	tickerCancel()
 	if err2 := oprot.WriteMessageBegin(ctx, "Replicate", thrift.REPLY, seqId); err2 != nil {
-		_write_err37 = thrift.WrapTException(err2)
+		_write_err39 = thrift.WrapTException(err2)
 	}
-	if err2 := result.Write(ctx, oprot); _write_err37 == nil && err2 != nil {
-		_write_err37 = thrift.WrapTException(err2)
+	if err2 := result.Write(ctx, oprot); _write_err39 == nil && err2 != nil {
+		_write_err39 = thrift.WrapTException(err2)
 	}
-	if err2 := oprot.WriteMessageEnd(ctx); _write_err37 == nil && err2 != nil {
-		_write_err37 = thrift.WrapTException(err2)
+	if err2 := oprot.WriteMessageEnd(ctx); _write_err39 == nil && err2 != nil {
+		_write_err39 = thrift.WrapTException(err2)
 	}
-	if err2 := oprot.Flush(ctx); _write_err37 == nil && err2 != nil {
-		_write_err37 = thrift.WrapTException(err2)
+	if err2 := oprot.Flush(ctx); _write_err39 == nil && err2 != nil {
+		_write_err39 = thrift.WrapTException(err2)
 	}
-	if _write_err37 != nil {
-		return false, thrift.WrapTException(_write_err37)
+	if _write_err39 != nil {
+		return false, thrift.WrapTException(_write_err39)
 	}
 	return true, err
 }
@@ -4248,7 +4647,7 @@ type zarisPeerProcessorFetch struct {
 }
 
 func (p *zarisPeerProcessorFetch) Process(ctx context.Context, seqId int32, iprot, oprot thrift.TProtocol) (success bool, err thrift.TException) {
-	var _write_err39 error
+	var _write_err41 error
 	args := ZarisPeerFetchArgs{}
 	if err2 := args.Read(ctx, iprot); err2 != nil {
 		iprot.ReadMessageEnd(ctx)
@@ -4294,21 +4693,21 @@ func (p *zarisPeerProcessorFetch) Process(ctx context.Context, seqId int32, ipro
 		if errors.Is(err2, thrift.ErrAbandonRequest) {
 			return false, thrift.WrapTException(err2)
 		}
-		_exc40 := thrift.NewTApplicationException(thrift.INTERNAL_ERROR, "Internal error processing Fetch: "+err2.Error())
+		_exc42 := thrift.NewTApplicationException(thrift.INTERNAL_ERROR, "Internal error processing Fetch: "+err2.Error())
 		if err2 := oprot.WriteMessageBegin(ctx, "Fetch", thrift.EXCEPTION, seqId); err2 != nil {
-			_write_err39 = thrift.WrapTException(err2)
+			_write_err41 = thrift.WrapTException(err2)
 		}
-		if err2 := _exc40.Write(ctx, oprot); _write_err39 == nil && err2 != nil {
-			_write_err39 = thrift.WrapTException(err2)
+		if err2 := _exc42.Write(ctx, oprot); _write_err41 == nil && err2 != nil {
+			_write_err41 = thrift.WrapTException(err2)
 		}
-		if err2 := oprot.WriteMessageEnd(ctx); _write_err39 == nil && err2 != nil {
-			_write_err39 = thrift.WrapTException(err2)
+		if err2 := oprot.WriteMessageEnd(ctx); _write_err41 == nil && err2 != nil {
+			_write_err41 = thrift.WrapTException(err2)
 		}
-		if err2 := oprot.Flush(ctx); _write_err39 == nil && err2 != nil {
-			_write_err39 = thrift.WrapTException(err2)
+		if err2 := oprot.Flush(ctx); _write_err41 == nil && err2 != nil {
+			_write_err41 = thrift.WrapTException(err2)
 		}
-		if _write_err39 != nil {
-			return false, thrift.WrapTException(_write_err39)
+		if _write_err41 != nil {
+			return false, thrift.WrapTException(_write_err41)
 		}
 		return true, err
 	} else {
@@ -4316,19 +4715,19 @@ func (p *zarisPeerProcessorFetch) Process(ctx context.Context, seqId int32, ipro
 	}
 	tickerCancel()
 	if err2 := oprot.WriteMessageBegin(ctx, "Fetch", thrift.REPLY, seqId); err2 != nil {
-		_write_err39 = thrift.WrapTException(err2)
+		_write_err41 = thrift.WrapTException(err2)
 	}
-	if err2 := result.Write(ctx, oprot); _write_err39 == nil && err2 != nil {
-		_write_err39 = thrift.WrapTException(err2)
+	if err2 := result.Write(ctx, oprot); _write_err41 == nil && err2 != nil {
+		_write_err41 = thrift.WrapTException(err2)
 	}
-	if err2 := oprot.WriteMessageEnd(ctx); _write_err39 == nil && err2 != nil {
-		_write_err39 = thrift.WrapTException(err2)
+	if err2 := oprot.WriteMessageEnd(ctx); _write_err41 == nil && err2 != nil {
+		_write_err41 = thrift.WrapTException(err2)
 	}
-	if err2 := oprot.Flush(ctx); _write_err39 == nil && err2 != nil {
-		_write_err39 = thrift.WrapTException(err2)
+	if err2 := oprot.Flush(ctx); _write_err41 == nil && err2 != nil {
+		_write_err41 = thrift.WrapTException(err2)
 	}
-	if _write_err39 != nil {
-		return false, thrift.WrapTException(_write_err39)
+	if _write_err41 != nil {
+		return false, thrift.WrapTException(_write_err41)
 	}
 	return true, err
 }
@@ -5552,22 +5951,22 @@ func (p *ZarisCoordinatorClient) SetLastResponseMeta_(meta thrift.ResponseMeta) 
 // Parameters:
 //   - Req
 func (p *ZarisCoordinatorClient) Register(ctx context.Context, req *RegisterRequest) (_r *PeerMap, _err error) {
-	var _args41 ZarisCoordinatorRegisterArgs
-	_args41.Req = req
-	var _result43 ZarisCoordinatorRegisterResult
-	var _meta42 thrift.ResponseMeta
-	_meta42, _err = p.Client_().Call(ctx, "Register", &_args41, &_result43)
-	p.SetLastResponseMeta_(_meta42)
+	var _args43 ZarisCoordinatorRegisterArgs
+	_args43.Req = req
+	var _result45 ZarisCoordinatorRegisterResult
+	var _meta44 thrift.ResponseMeta
+	_meta44, _err = p.Client_().Call(ctx, "Register", &_args43, &_result45)
+	p.SetLastResponseMeta_(_meta44)
 	if _err != nil {
 		return
 	}
 	switch {
-	case _result43.Left != nil:
-		return _r, _result43.Left
+	case _result45.Left != nil:
+		return _r, _result45.Left
 	}
 
-	if _ret44 := _result43.GetSuccess(); _ret44 != nil {
-		return _ret44, nil
+	if _ret46 := _result45.GetSuccess(); _ret46 != nil {
+		return _ret46, nil
 	}
 	return nil, thrift.NewTApplicationException(thrift.MISSING_RESULT, "Register failed: unknown result")
 }
@@ -5577,33 +5976,33 @@ func (p *ZarisCoordinatorClient) Register(ctx context.Context, req *RegisterRequ
 // Parameters:
 //   - Req
 func (p *ZarisCoordinatorClient) Synced(ctx context.Context, req *SyncedRequest) (_r *SyncedResponse, _err error) {
-	var _args45 ZarisCoordinatorSyncedArgs
-	_args45.Req = req
-	var _result47 ZarisCoordinatorSyncedResult
-	var _meta46 thrift.ResponseMeta
-	_meta46, _err = p.Client_().Call(ctx, "Synced", &_args45, &_result47)
-	p.SetLastResponseMeta_(_meta46)
+	var _args47 ZarisCoordinatorSyncedArgs
+	_args47.Req = req
+	var _result49 ZarisCoordinatorSyncedResult
+	var _meta48 thrift.ResponseMeta
+	_meta48, _err = p.Client_().Call(ctx, "Synced", &_args47, &_result49)
+	p.SetLastResponseMeta_(_meta48)
 	if _err != nil {
 		return
 	}
-	if _ret48 := _result47.GetSuccess(); _ret48 != nil {
-		return _ret48, nil
+	if _ret50 := _result49.GetSuccess(); _ret50 != nil {
+		return _ret50, nil
 	}
 	return nil, thrift.NewTApplicationException(thrift.MISSING_RESULT, "Synced failed: unknown result")
 }
 
 // Returns the coordinator's current map.
 func (p *ZarisCoordinatorClient) GetMap(ctx context.Context) (_r *PeerMap, _err error) {
-	var _args49 ZarisCoordinatorGetMapArgs
-	var _result51 ZarisCoordinatorGetMapResult
-	var _meta50 thrift.ResponseMeta
-	_meta50, _err = p.Client_().Call(ctx, "GetMap", &_args49, &_result51)
-	p.SetLastResponseMeta_(_meta50)
+	var _args51 ZarisCoordinatorGetMapArgs
+	var _result53 ZarisCoordinatorGetMapResult
+	var _meta52 thrift.ResponseMeta
+	_meta52, _err = p.Client_().Call(ctx, "GetMap", &_args51, &_result53)
+	p.SetLastResponseMeta_(_meta52)
 	if _err != nil {
 		return
 	}
-	if _ret52 := _result51.GetSuccess(); _ret52 != nil {
-		return _ret52, nil
+	if _ret54 := _result53.GetSuccess(); _ret54 != nil {
+		return _ret54, nil
 	}
 	return nil, thrift.NewTApplicationException(thrift.MISSING_RESULT, "GetMap failed: unknown result")
 }
@@ -5613,17 +6012,17 @@ func (p *ZarisCoordinatorClient) GetMap(ctx context.Context) (_r *PeerMap, _err 
 // Parameters:
 //   - NodeId
 func (p *ZarisCoordinatorClient) Failback(ctx context.Context, nodeId int32) (_r *PeerMap, _err error) {
-	var _args53 ZarisCoordinatorFailbackArgs
-	_args53.NodeId = nodeId
-	var _result55 ZarisCoordinatorFailbackResult
-	var _meta54 thrift.ResponseMeta
-	_meta54, _err = p.Client_().Call(ctx, "Failback", &_args53, &_result55)
-	p.SetLastResponseMeta_(_meta54)
+	var _args55 ZarisCoordinatorFailbackArgs
+	_args55.NodeId = nodeId
+	var _result57 ZarisCoordinatorFailbackResult
+	var _meta56 thrift.ResponseMeta
+	_meta56, _err = p.Client_().Call(ctx, "Failback", &_args55, &_result57)
+	p.SetLastResponseMeta_(_meta56)
 	if _err != nil {
 		return
 	}
-	if _ret56 := _result55.GetSuccess(); _ret56 != nil {
-		return _ret56, nil
+	if _ret58 := _result57.GetSuccess(); _ret58 != nil {
+		return _ret58, nil
 	}
 	return nil, thrift.NewTApplicationException(thrift.MISSING_RESULT, "Failback failed: unknown result")
 }
@@ -5633,17 +6032,17 @@ func (p *ZarisCoordinatorClient) Failback(ctx context.Context, nodeId int32) (_r
 // Parameters:
 //   - NodeId
 func (p *ZarisCoordinatorClient) Leave(ctx context.Context, nodeId int32) (_r *PeerMap, _err error) {
-	var _args57 ZarisCoordinatorLeaveArgs
-	_args57.NodeId = nodeId
-	var _result59 ZarisCoordinatorLeaveResult
-	var _meta58 thrift.ResponseMeta
-	_meta58, _err = p.Client_().Call(ctx, "Leave", &_args57, &_result59)
-	p.SetLastResponseMeta_(_meta58)
+	var _args59 ZarisCoordinatorLeaveArgs
+	_args59.NodeId = nodeId
+	var _result61 ZarisCoordinatorLeaveResult
+	var _meta60 thrift.ResponseMeta
+	_meta60, _err = p.Client_().Call(ctx, "Leave", &_args59, &_result61)
+	p.SetLastResponseMeta_(_meta60)
 	if _err != nil {
 		return
 	}
-	if _ret60 := _result59.GetSuccess(); _ret60 != nil {
-		return _ret60, nil
+	if _ret62 := _result61.GetSuccess(); _ret62 != nil {
+		return _ret62, nil
 	}
 	return nil, thrift.NewTApplicationException(thrift.MISSING_RESULT, "Leave failed: unknown result")
 }
@@ -5654,18 +6053,18 @@ func (p *ZarisCoordinatorClient) Leave(ctx context.Context, nodeId int32) (_r *P
 //   - Segment
 //   - ToNode
 func (p *ZarisCoordinatorClient) MigrateSegment(ctx context.Context, segment int32, toNode int32) (_r *PeerMap, _err error) {
-	var _args61 ZarisCoordinatorMigrateSegmentArgs
-	_args61.Segment = segment
-	_args61.ToNode = toNode
-	var _result63 ZarisCoordinatorMigrateSegmentResult
-	var _meta62 thrift.ResponseMeta
-	_meta62, _err = p.Client_().Call(ctx, "MigrateSegment", &_args61, &_result63)
-	p.SetLastResponseMeta_(_meta62)
+	var _args63 ZarisCoordinatorMigrateSegmentArgs
+	_args63.Segment = segment
+	_args63.ToNode = toNode
+	var _result65 ZarisCoordinatorMigrateSegmentResult
+	var _meta64 thrift.ResponseMeta
+	_meta64, _err = p.Client_().Call(ctx, "MigrateSegment", &_args63, &_result65)
+	p.SetLastResponseMeta_(_meta64)
 	if _err != nil {
 		return
 	}
-	if _ret64 := _result63.GetSuccess(); _ret64 != nil {
-		return _ret64, nil
+	if _ret66 := _result65.GetSuccess(); _ret66 != nil {
+		return _ret66, nil
 	}
 	return nil, thrift.NewTApplicationException(thrift.MISSING_RESULT, "MigrateSegment failed: unknown result")
 }
@@ -5690,14 +6089,14 @@ func (p *ZarisCoordinatorProcessor) ProcessorMap() map[string]thrift.TProcessorF
 
 func NewZarisCoordinatorProcessor(handler ZarisCoordinator) *ZarisCoordinatorProcessor {
 
-	self65 := &ZarisCoordinatorProcessor{handler: handler, processorMap: make(map[string]thrift.TProcessorFunction)}
-	self65.processorMap["Register"] = &zarisCoordinatorProcessorRegister{handler: handler}
-	self65.processorMap["Synced"] = &zarisCoordinatorProcessorSynced{handler: handler}
-	self65.processorMap["GetMap"] = &zarisCoordinatorProcessorGetMap{handler: handler}
-	self65.processorMap["Failback"] = &zarisCoordinatorProcessorFailback{handler: handler}
-	self65.processorMap["Leave"] = &zarisCoordinatorProcessorLeave{handler: handler}
-	self65.processorMap["MigrateSegment"] = &zarisCoordinatorProcessorMigrateSegment{handler: handler}
-	return self65
+	self67 := &ZarisCoordinatorProcessor{handler: handler, processorMap: make(map[string]thrift.TProcessorFunction)}
+	self67.processorMap["Register"] = &zarisCoordinatorProcessorRegister{handler: handler}
+	self67.processorMap["Synced"] = &zarisCoordinatorProcessorSynced{handler: handler}
+	self67.processorMap["GetMap"] = &zarisCoordinatorProcessorGetMap{handler: handler}
+	self67.processorMap["Failback"] = &zarisCoordinatorProcessorFailback{handler: handler}
+	self67.processorMap["Leave"] = &zarisCoordinatorProcessorLeave{handler: handler}
+	self67.processorMap["MigrateSegment"] = &zarisCoordinatorProcessorMigrateSegment{handler: handler}
+	return self67
 }
 
 func (p *ZarisCoordinatorProcessor) Process(ctx context.Context, iprot, oprot thrift.TProtocol) (success bool, err thrift.TException) {
@@ -5710,12 +6109,12 @@ func (p *ZarisCoordinatorProcessor) Process(ctx context.Context, iprot, oprot th
 	}
 	iprot.Skip(ctx, thrift.STRUCT)
 	iprot.ReadMessageEnd(ctx)
-	x66 := thrift.NewTApplicationException(thrift.UNKNOWN_METHOD, "Unknown function "+name)
+	x68 := thrift.NewTApplicationException(thrift.UNKNOWN_METHOD, "Unknown function "+name)
 	oprot.WriteMessageBegin(ctx, name, thrift.EXCEPTION, seqId)
-	x66.Write(ctx, oprot)
+	x68.Write(ctx, oprot)
 	oprot.WriteMessageEnd(ctx)
 	oprot.Flush(ctx)
-	return false, x66
+	return false, x68
 
 }
 
@@ -5724,7 +6123,7 @@ type zarisCoordinatorProcessorRegister struct {
 }
 
 func (p *zarisCoordinatorProcessorRegister) Process(ctx context.Context, seqId int32, iprot, oprot thrift.TProtocol) (success bool, err thrift.TException) {
-	var _write_err67 error
+	var _write_err69 error
 	args := ZarisCoordinatorRegisterArgs{}
 	if err2 := args.Read(ctx, iprot); err2 != nil {
 		iprot.ReadMessageEnd(ctx)
@@ -5774,21 +6173,21 @@ func (p *zarisCoordinatorProcessorRegister) Process(ctx context.Context, seqId i
 			if errors.Is(err2, thrift.ErrAbandonRequest) {
 				return false, thrift.WrapTException(err2)
 			}
-			_exc68 := thrift.NewTApplicationException(thrift.INTERNAL_ERROR, "Internal error processing Register: "+err2.Error())
+			_exc70 := thrift.NewTApplicationException(thrift.INTERNAL_ERROR, "Internal error processing Register: "+err2.Error())
 			if err2 := oprot.WriteMessageBegin(ctx, "Register", thrift.EXCEPTION, seqId); err2 != nil {
-				_write_err67 = thrift.WrapTException(err2)
+				_write_err69 = thrift.WrapTException(err2)
 			}
-			if err2 := _exc68.Write(ctx, oprot); _write_err67 == nil && err2 != nil {
-				_write_err67 = thrift.WrapTException(err2)
+			if err2 := _exc70.Write(ctx, oprot); _write_err69 == nil && err2 != nil {
+				_write_err69 = thrift.WrapTException(err2)
 			}
-			if err2 := oprot.WriteMessageEnd(ctx); _write_err67 == nil && err2 != nil {
-				_write_err67 = thrift.WrapTException(err2)
+			if err2 := oprot.WriteMessageEnd(ctx); _write_err69 == nil && err2 != nil {
+				_write_err69 = thrift.WrapTException(err2)
 			}
-			if err2 := oprot.Flush(ctx); _write_err67 == nil && err2 != nil {
-				_write_err67 = thrift.WrapTException(err2)
+			if err2 := oprot.Flush(ctx); _write_err69 == nil && err2 != nil {
+				_write_err69 = thrift.WrapTException(err2)
 			}
-			if _write_err67 != nil {
-				return false, thrift.WrapTException(_write_err67)
+			if _write_err69 != nil {
+				return false, thrift.WrapTException(_write_err69)
 			}
 			return true, err
 		}
@@ -5797,19 +6196,19 @@ func (p *zarisCoordinatorProcessorRegister) Process(ctx context.Context, seqId i
 	}
 	tickerCancel()
 	if err2 := oprot.WriteMessageBegin(ctx, "Register", thrift.REPLY, seqId); err2 != nil {
-		_write_err67 = thrift.WrapTException(err2)
+		_write_err69 = thrift.WrapTException(err2)
 	}
-	if err2 := result.Write(ctx, oprot); _write_err67 == nil && err2 != nil {
-		_write_err67 = thrift.WrapTException(err2)
+	if err2 := result.Write(ctx, oprot); _write_err69 == nil && err2 != nil {
+		_write_err69 = thrift.WrapTException(err2)
 	}
-	if err2 := oprot.WriteMessageEnd(ctx); _write_err67 == nil && err2 != nil {
-		_write_err67 = thrift.WrapTException(err2)
+	if err2 := oprot.WriteMessageEnd(ctx); _write_err69 == nil && err2 != nil {
+		_write_err69 = thrift.WrapTException(err2)
 	}
-	if err2 := oprot.Flush(ctx); _write_err67 == nil && err2 != nil {
-		_write_err67 = thrift.WrapTException(err2)
+	if err2 := oprot.Flush(ctx); _write_err69 == nil && err2 != nil {
+		_write_err69 = thrift.WrapTException(err2)
 	}
-	if _write_err67 != nil {
-		return false, thrift.WrapTException(_write_err67)
+	if _write_err69 != nil {
+		return false, thrift.WrapTException(_write_err69)
 	}
 	return true, err
 }
@@ -5819,7 +6218,7 @@ type zarisCoordinatorProcessorSynced struct {
 }
 
 func (p *zarisCoordinatorProcessorSynced) Process(ctx context.Context, seqId int32, iprot, oprot thrift.TProtocol) (success bool, err thrift.TException) {
-	var _write_err69 error
+	var _write_err71 error
 	args := ZarisCoordinatorSyncedArgs{}
 	if err2 := args.Read(ctx, iprot); err2 != nil {
 		iprot.ReadMessageEnd(ctx)
@@ -5865,21 +6264,21 @@ func (p *zarisCoordinatorProcessorSynced) Process(ctx context.Context, seqId int
 		if errors.Is(err2, thrift.ErrAbandonRequest) {
 			return false, thrift.WrapTException(err2)
 		}
-		_exc70 := thrift.NewTApplicationException(thrift.INTERNAL_ERROR, "Internal error processing Synced: "+err2.Error())
+		_exc72 := thrift.NewTApplicationException(thrift.INTERNAL_ERROR, "Internal error processing Synced: "+err2.Error())
 		if err2 := oprot.WriteMessageBegin(ctx, "Synced", thrift.EXCEPTION, seqId); err2 != nil {
-			_write_err69 = thrift.WrapTException(err2)
+			_write_err71 = thrift.WrapTException(err2)
 		}
-		if err2 := _exc70.Write(ctx, oprot); _write_err69 == nil && err2 != nil {
-			_write_err69 = thrift.WrapTException(err2)
+		if err2 := _exc72.Write(ctx, oprot); _write_err71 == nil && err2 != nil {
+			_write_err71 = thrift.WrapTException(err2)
 		}
-		if err2 := oprot.WriteMessageEnd(ctx); _write_err69 == nil && err2 != nil {
-			_write_err69 = thrift.WrapTException(err2)
+		if err2 := oprot.WriteMessageEnd(ctx); _write_err71 == nil && err2 != nil {
+			_write_err71 = thrift.WrapTException(err2)
 		}
-		if err2 := oprot.Flush(ctx); _write_err69 == nil && err2 != nil {
-			_write_err69 = thrift.WrapTException(err2)
+		if err2 := oprot.Flush(ctx); _write_err71 == nil && err2 != nil {
+			_write_err71 = thrift.WrapTException(err2)
 		}
-		if _write_err69 != nil {
-			return false, thrift.WrapTException(_write_err69)
+		if _write_err71 != nil {
+			return false, thrift.WrapTException(_write_err71)
 		}
 		return true, err
 	} else {
@@ -5887,19 +6286,19 @@ func (p *zarisCoordinatorProcessorSynced) Process(ctx context.Context, seqId int
 	}
 	tickerCancel()
 	if err2 := oprot.WriteMessageBegin(ctx, "Synced", thrift.REPLY, seqId); err2 != nil {
-		_write_err69 = thrift.WrapTException(err2)
+		_write_err71 = thrift.WrapTException(err2)
 	}
-	if err2 := result.Write(ctx, oprot); _write_err69 == nil && err2 != nil {
-		_write_err69 = thrift.WrapTException(err2)
+	if err2 := result.Write(ctx, oprot); _write_err71 == nil && err2 != nil {
+		_write_err71 = thrift.WrapTException(err2)
 	}
-	if err2 := oprot.WriteMessageEnd(ctx); _write_err69 == nil && err2 != nil {
-		_write_err69 = thrift.WrapTException(err2)
+	if err2 := oprot.WriteMessageEnd(ctx); _write_err71 == nil && err2 != nil {
+		_write_err71 = thrift.WrapTException(err2)
 	}
-	if err2 := oprot.Flush(ctx); _write_err69 == nil && err2 != nil {
-		_write_err69 = thrift.WrapTException(err2)
+	if err2 := oprot.Flush(ctx); _write_err71 == nil && err2 != nil {
+		_write_err71 = thrift.WrapTException(err2)
 	}
-	if _write_err69 != nil {
-		return false, thrift.WrapTException(_write_err69)
+	if _write_err71 != nil {
+		return false, thrift.WrapTException(_write_err71)
 	}
 	return true, err
 }
@@ -5909,7 +6308,7 @@ type zarisCoordinatorProcessorGetMap struct {
 }
 
 func (p *zarisCoordinatorProcessorGetMap) Process(ctx context.Context, seqId int32, iprot, oprot thrift.TProtocol) (success bool, err thrift.TException) {
-	var _write_err71 error
+	var _write_err73 error
 	args := ZarisCoordinatorGetMapArgs{}
 	if err2 := args.Read(ctx, iprot); err2 != nil {
 		iprot.ReadMessageEnd(ctx)
@@ -5955,21 +6354,21 @@ func (p *zarisCoordinatorProcessorGetMap) Process(ctx context.Context, seqId int
 		if errors.Is(err2, thrift.ErrAbandonRequest) {
 			return false, thrift.WrapTException(err2)
 		}
-		_exc72 := thrift.NewTApplicationException(thrift.INTERNAL_ERROR, "Internal error processing GetMap: "+err2.Error())
+		_exc74 := thrift.NewTApplicationException(thrift.INTERNAL_ERROR, "Internal error processing GetMap: "+err2.Error())
 		if err2 := oprot.WriteMessageBegin(ctx, "GetMap", thrift.EXCEPTION, seqId); err2 != nil {
-			_write_err71 = thrift.WrapTException(err2)
+			_write_err73 = thrift.WrapTException(err2)
 		}
-		if err2 := _exc72.Write(ctx, oprot); _write_err71 == nil && err2 != nil {
-			_write_err71 = thrift.WrapTException(err2)
+		if err2 := _exc74.Write(ctx, oprot); _write_err73 == nil && err2 != nil {
+			_write_err73 = thrift.WrapTException(err2)
 		}
-		if err2 := oprot.WriteMessageEnd(ctx); _write_err71 == nil && err2 != nil {
-			_write_err71 = thrift.WrapTException(err2)
+		if err2 := oprot.WriteMessageEnd(ctx); _write_err73 == nil && err2 != nil {
+			_write_err73 = thrift.WrapTException(err2)
 		}
-		if err2 := oprot.Flush(ctx); _write_err71 == nil && err2 != nil {
-			_write_err71 = thrift.WrapTException(err2)
+		if err2 := oprot.Flush(ctx); _write_err73 == nil && err2 != nil {
+			_write_err73 = thrift.WrapTException(err2)
 		}
-		if _write_err71 != nil {
-			return false, thrift.WrapTException(_write_err71)
+		if _write_err73 != nil {
+			return false, thrift.WrapTException(_write_err73)
 		}
 		return true, err
 	} else {
@@ -5977,19 +6376,19 @@ func (p *zarisCoordinatorProcessorGetMap) Process(ctx context.Context, seqId int
 	}
 	tickerCancel()
 	if err2 := oprot.WriteMessageBegin(ctx, "GetMap", thrift.REPLY, seqId); err2 != nil {
-		_write_err71 = thrift.WrapTException(err2)
+		_write_err73 = thrift.WrapTException(err2)
 	}
-	if err2 := result.Write(ctx, oprot); _write_err71 == nil && err2 != nil {
-		_write_err71 = thrift.WrapTException(err2)
+	if err2 := result.Write(ctx, oprot); _write_err73 == nil && err2 != nil {
+		_write_err73 = thrift.WrapTException(err2)
 	}
-	if err2 := oprot.WriteMessageEnd(ctx); _write_err71 == nil && err2 != nil {
-		_write_err71 = thrift.WrapTException(err2)
+	if err2 := oprot.WriteMessageEnd(ctx); _write_err73 == nil && err2 != nil {
+		_write_err73 = thrift.WrapTException(err2)
 	}
-	if err2 := oprot.Flush(ctx); _write_err71 == nil && err2 != nil {
-		_write_err71 = thrift.WrapTException(err2)
+	if err2 := oprot.Flush(ctx); _write_err73 == nil && err2 != nil {
+		_write_err73 = thrift.WrapTException(err2)
 	}
-	if _write_err71 != nil {
-		return false, thrift.WrapTException(_write_err71)
+	if _write_err73 != nil {
+		return false, thrift.WrapTException(_write_err73)
 	}
 	return true, err
 }
@@ -5999,7 +6398,7 @@ type zarisCoordinatorProcessorFailback struct {
 }
 
 func (p *zarisCoordinatorProcessorFailback) Process(ctx context.Context, seqId int32, iprot, oprot thrift.TProtocol) (success bool, err thrift.TException) {
-	var _write_err73 error
+	var _write_err75 error
 	args := ZarisCoordinatorFailbackArgs{}
 	if err2 := args.Read(ctx, iprot); err2 != nil {
 		iprot.ReadMessageEnd(ctx)
@@ -6045,21 +6444,21 @@ func (p *zarisCoordinatorProcessorFailback) Process(ctx context.Context, seqId i
 		if errors.Is(err2, thrift.ErrAbandonRequest) {
 			return false, thrift.WrapTException(err2)
 		}
-		_exc74 := thrift.NewTApplicationException(thrift.INTERNAL_ERROR, "Internal error processing Failback: "+err2.Error())
+		_exc76 := thrift.NewTApplicationException(thrift.INTERNAL_ERROR, "Internal error processing Failback: "+err2.Error())
 		if err2 := oprot.WriteMessageBegin(ctx, "Failback", thrift.EXCEPTION, seqId); err2 != nil {
-			_write_err73 = thrift.WrapTException(err2)
+			_write_err75 = thrift.WrapTException(err2)
 		}
-		if err2 := _exc74.Write(ctx, oprot); _write_err73 == nil && err2 != nil {
-			_write_err73 = thrift.WrapTException(err2)
+		if err2 := _exc76.Write(ctx, oprot); _write_err75 == nil && err2 != nil {
+			_write_err75 = thrift.WrapTException(err2)
 		}
-		if err2 := oprot.WriteMessageEnd(ctx); _write_err73 == nil && err2 != nil {
-			_write_err73 = thrift.WrapTException(err2)
+		if err2 := oprot.WriteMessageEnd(ctx); _write_err75 == nil && err2 != nil {
+			_write_err75 = thrift.WrapTException(err2)
 		}
-		if err2 := oprot.Flush(ctx); _write_err73 == nil && err2 != nil {
-			_write_err73 = thrift.WrapTException(err2)
+		if err2 := oprot.Flush(ctx); _write_err75 == nil && err2 != nil {
+			_write_err75 = thrift.WrapTException(err2)
 		}
-		if _write_err73 != nil {
-			return false, thrift.WrapTException(_write_err73)
+		if _write_err75 != nil {
+			return false, thrift.WrapTException(_write_err75)
 		}
 		return true, err
 	} else {
@@ -6067,19 +6466,19 @@ func (p *zarisCoordinatorProcessorFailback) Process(ctx context.Context, seqId i
 	}
 	tickerCancel()
 	if err2 := oprot.WriteMessageBegin(ctx, "Failback", thrift.REPLY, seqId); err2 != nil {
-		_write_err73 = thrift.WrapTException(err2)
+		_write_err75 = thrift.WrapTException(err2)
 	}
-	if err2 := result.Write(ctx, oprot); _write_err73 == nil && err2 != nil {
-		_write_err73 = thrift.WrapTException(err2)
+	if err2 := result.Write(ctx, oprot); _write_err75 == nil && err2 != nil {
+		_write_err75 = thrift.WrapTException(err2)
 	}
-	if err2 := oprot.WriteMessageEnd(ctx); _write_err73 == nil && err2 != nil {
-		_write_err73 = thrift.WrapTException(err2)
+	if err2 := oprot.WriteMessageEnd(ctx); _write_err75 == nil && err2 != nil {
+		_write_err75 = thrift.WrapTException(err2)
 	}
-	if err2 := oprot.Flush(ctx); _write_err73 == nil && err2 != nil {
-		_write_err73 = thrift.WrapTException(err2)
+	if err2 := oprot.Flush(ctx); _write_err75 == nil && err2 != nil {
+		_write_err75 = thrift.WrapTException(err2)
 	}
-	if _write_err73 != nil {
-		return false, thrift.WrapTException(_write_err73)
+	if _write_err75 != nil {
+		return false, thrift.WrapTException(_write_err75)
 	}
 	return true, err
 }
@@ -6089,7 +6488,7 @@ type zarisCoordinatorProcessorLeave struct {
 }
 
 func (p *zarisCoordinatorProcessorLeave) Process(ctx context.Context, seqId int32, iprot, oprot thrift.TProtocol) (success bool, err thrift.TException) {
-	var _write_err75 error
+	var _write_err77 error
 	args := ZarisCoordinatorLeaveArgs{}
 	if err2 := args.Read(ctx, iprot); err2 != nil {
 		iprot.ReadMessageEnd(ctx)
@@ -6135,21 +6534,21 @@ func (p *zarisCoordinatorProcessorLeave) Process(ctx context.Context, seqId int3
 		if errors.Is(err2, thrift.ErrAbandonRequest) {
 			return false, thrift.WrapTException(err2)
 		}
-		_exc76 := thrift.NewTApplicationException(thrift.INTERNAL_ERROR, "Internal error processing Leave: "+err2.Error())
+		_exc78 := thrift.NewTApplicationException(thrift.INTERNAL_ERROR, "Internal error processing Leave: "+err2.Error())
 		if err2 := oprot.WriteMessageBegin(ctx, "Leave", thrift.EXCEPTION, seqId); err2 != nil {
-			_write_err75 = thrift.WrapTException(err2)
+			_write_err77 = thrift.WrapTException(err2)
 		}
-		if err2 := _exc76.Write(ctx, oprot); _write_err75 == nil && err2 != nil {
-			_write_err75 = thrift.WrapTException(err2)
+		if err2 := _exc78.Write(ctx, oprot); _write_err77 == nil && err2 != nil {
+			_write_err77 = thrift.WrapTException(err2)
 		}
-		if err2 := oprot.WriteMessageEnd(ctx); _write_err75 == nil && err2 != nil {
-			_write_err75 = thrift.WrapTException(err2)
+		if err2 := oprot.WriteMessageEnd(ctx); _write_err77 == nil && err2 != nil {
+			_write_err77 = thrift.WrapTException(err2)
 		}
-		if err2 := oprot.Flush(ctx); _write_err75 == nil && err2 != nil {
-			_write_err75 = thrift.WrapTException(err2)
+		if err2 := oprot.Flush(ctx); _write_err77 == nil && err2 != nil {
+			_write_err77 = thrift.WrapTException(err2)
 		}
-		if _write_err75 != nil {
-			return false, thrift.WrapTException(_write_err75)
+		if _write_err77 != nil {
+			return false, thrift.WrapTException(_write_err77)
 		}
 		return true, err
 	} else {
@@ -6157,19 +6556,19 @@ func (p *zarisCoordinatorProcessorLeave) Process(ctx context.Context, seqId int3
 	}
 	tickerCancel()
 	if err2 := oprot.WriteMessageBegin(ctx, "Leave", thrift.REPLY, seqId); err2 != nil {
-		_write_err75 = thrift.WrapTException(err2)
+		_write_err77 = thrift.WrapTException(err2)
 	}
-	if err2 := result.Write(ctx, oprot); _write_err75 == nil && err2 != nil {
-		_write_err75 = thrift.WrapTException(err2)
+	if err2 := result.Write(ctx, oprot); _write_err77 == nil && err2 != nil {
+		_write_err77 = thrift.WrapTException(err2)
 	}
-	if err2 := oprot.WriteMessageEnd(ctx); _write_err75 == nil && err2 != nil {
-		_write_err75 = thrift.WrapTException(err2)
+	if err2 := oprot.WriteMessageEnd(ctx); _write_err77 == nil && err2 != nil {
+		_write_err77 = thrift.WrapTException(err2)
 	}
-	if err2 := oprot.Flush(ctx); _write_err75 == nil && err2 != nil {
-		_write_err75 = thrift.WrapTException(err2)
+	if err2 := oprot.Flush(ctx); _write_err77 == nil && err2 != nil {
+		_write_err77 = thrift.WrapTException(err2)
 	}
-	if _write_err75 != nil {
-		return false, thrift.WrapTException(_write_err75)
+	if _write_err77 != nil {
+		return false, thrift.WrapTException(_write_err77)
 	}
 	return true, err
 }
@@ -6179,7 +6578,7 @@ type zarisCoordinatorProcessorMigrateSegment struct {
 }
 
 func (p *zarisCoordinatorProcessorMigrateSegment) Process(ctx context.Context, seqId int32, iprot, oprot thrift.TProtocol) (success bool, err thrift.TException) {
-	var _write_err77 error
+	var _write_err79 error
 	args := ZarisCoordinatorMigrateSegmentArgs{}
 	if err2 := args.Read(ctx, iprot); err2 != nil {
 		iprot.ReadMessageEnd(ctx)
@@ -6225,21 +6624,21 @@ func (p *zarisCoordinatorProcessorMigrateSegment) Process(ctx context.Context, s
 		if errors.Is(err2, thrift.ErrAbandonRequest) {
 			return false, thrift.WrapTException(err2)
 		}
-		_exc78 := thrift.NewTApplicationException(thrift.INTERNAL_ERROR, "Internal error processing MigrateSegment: "+err2.Error())
+		_exc80 := thrift.NewTApplicationException(thrift.INTERNAL_ERROR, "Internal error processing MigrateSegment: "+err2.Error())
 		if err2 := oprot.WriteMessageBegin(ctx, "MigrateSegment", thrift.EXCEPTION, seqId); err2 != nil {
-			_write_err77 = thrift.WrapTException(err2)
+			_write_err79 = thrift.WrapTException(err2)
 		}
-		if err2 := _exc78.Write(ctx, oprot); _write_err77 == nil && err2 != nil {
-			_write_err77 = thrift.WrapTException(err2)
+		if err2 := _exc80.Write(ctx, oprot); _write_err79 == nil && err2 != nil {
+			_write_err79 = thrift.WrapTException(err2)
 		}
-		if err2 := oprot.WriteMessageEnd(ctx); _write_err77 == nil && err2 != nil {
-			_write_err77 = thrift.WrapTException(err2)
+		if err2 := oprot.WriteMessageEnd(ctx); _write_err79 == nil && err2 != nil {
+			_write_err79 = thrift.WrapTException(err2)
 		}
-		if err2 := oprot.Flush(ctx); _write_err77 == nil && err2 != nil {
-			_write_err77 = thrift.WrapTException(err2)
+		if err2 := oprot.Flush(ctx); _write_err79 == nil && err2 != nil {
+			_write_err79 = thrift.WrapTException(err2)
 		}
-		if _write_err77 != nil {
-			return false, thrift.WrapTException(_write_err77)
+		if _write_err79 != nil {
+			return false, thrift.WrapTException(_write_err79)
 		}
 		return true, err
 	} else {
@@ -6247,19 +6646,19 @@ func (p *zarisCoordinatorProcessorMigrateSegment) Process(ctx context.Context, s
 	}
 	tickerCancel()
 	if err2 := oprot.WriteMessageBegin(ctx, "MigrateSegment", thrift.REPLY, seqId); err2 != nil {
-		_write_err77 = thrift.WrapTException(err2)
+		_write_err79 = thrift.WrapTException(err2)
 	}
-	if err2 := result.Write(ctx, oprot); _write_err77 == nil && err2 != nil {
-		_write_err77 = thrift.WrapTException(err2)
+	if err2 := result.Write(ctx, oprot); _write_err79 == nil && err2 != nil {
+		_write_err79 = thrift.WrapTException(err2)
 	}
-	if err2 := oprot.WriteMessageEnd(ctx); _write_err77 == nil && err2 != nil {
-		_write_err77 = thrift.WrapTException(err2)
+	if err2 := oprot.WriteMessageEnd(ctx); _write_err79 == nil && err2 != nil {
+		_write_err79 = thrift.WrapTException(err2)
 	}
-	if err2 := oprot.Flush(ctx); _write_err77 == nil && err2 != nil {
-		_write_err77 = thrift.WrapTException(err2)
+	if err2 := oprot.Flush(ctx); _write_err79 == nil && err2 != nil {
+		_write_err79 = thrift.WrapTException(err2)
 	}
-	if _write_err77 != nil {
-		return false, thrift.WrapTException(_write_err77)
+	if _write_err79 != nil {
+		return false, thrift.WrapTException(_write_err79)
 	}
 	return true, err
 }
