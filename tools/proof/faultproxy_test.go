@@ -25,6 +25,13 @@ const (
 	// faultReset resets (RST) every open connection when set, and every new one as soon as
 	// it sends something, so a request is written and its reply is a reset.
 	faultReset
+	// faultLoseEveryOtherReply forwards every request, and closes the connection instead of
+	// forwarding every second Increment reply (counted across the proxy's connections): the
+	// node applied the Increment and its reply is lost.
+	faultLoseEveryOtherReply
+	// faultCloseAfterEveryOtherRequest closes the connection right after forwarding every
+	// second Increment request: the node gets it and cannot answer.
+	faultCloseAfterEveryOtherRequest
 )
 
 // String names the fault.
@@ -38,6 +45,10 @@ func (f fault) String() string {
 		return "drop"
 	case faultReset:
 		return "reset"
+	case faultLoseEveryOtherReply:
+		return "lose-every-other-reply"
+	case faultCloseAfterEveryOtherRequest:
+		return "close-after-every-other-request"
 	}
 	return "none"
 }
@@ -51,6 +62,8 @@ type faultProxy struct {
 	target   string
 	accepted atomic.Int64
 	wg       sync.WaitGroup
+	// increments counts the Increment requests (or replies) the every-other faults saw.
+	increments atomic.Int64
 
 	mu       sync.Mutex // protects everything below
 	fault    fault
@@ -202,7 +215,8 @@ func (p *faultProxy) pumpRequests(pr *proxyPair) {
 	for {
 		n, err := pr.client.Read(buf)
 		if n > 0 {
-			p.count(frames.feed(buf[:n]))
+			methods := frames.feed(buf[:n])
+			p.count(methods)
 			f, delay := p.current()
 			switch f {
 			case faultBlackhole:
@@ -218,6 +232,9 @@ func (p *faultProxy) pumpRequests(pr *proxyPair) {
 			if _, werr := pr.upstream.Write(buf[:n]); werr != nil {
 				return
 			}
+			if f == faultCloseAfterEveryOtherRequest && p.everyOther(methods) {
+				return // the request went out; the connection closes before its reply
+			}
 		}
 		if err != nil {
 			return
@@ -225,18 +242,37 @@ func (p *faultProxy) pumpRequests(pr *proxyPair) {
 	}
 }
 
+// everyOther counts the Increments among methods and reports whether one of them was the
+// second of a pair.
+func (p *faultProxy) everyOther(methods []string) bool {
+	hit := false
+	for _, m := range methods {
+		if m == "Increment" && p.increments.Add(1)%2 == 0 {
+			hit = true
+		}
+	}
+	return hit
+}
+
 // pumpReplies forwards the node's bytes to the client under the fault in force.
 func (p *faultProxy) pumpReplies(pr *proxyPair) {
+	var frames frameCounter
 	buf := make([]byte, 32<<10)
 	for {
 		n, err := pr.upstream.Read(buf)
 		if n > 0 {
 			f, delay := p.current()
+			methods := frames.feed(buf[:n])
 			switch f {
 			case faultBlackhole:
 				continue
 			case faultDrop, faultReset:
 				return
+			case faultLoseEveryOtherReply:
+				if p.everyOther(methods) {
+					pr.close() // the reply is lost with the connection
+					return
+				}
 			case faultDelay:
 				time.Sleep(delay)
 			}

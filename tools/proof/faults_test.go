@@ -36,7 +36,7 @@ type faultClient struct {
 }
 
 // dialThroughProxies dials a client at c whose dialer sends every connection for a node
-// to that node's proxy, with the fault tests' bounds and maxAttempts 3.
+// to that node's proxy, with the fault tests' bounds, maxAttempts 3 and captureCall.
 func dialThroughProxies(t *testing.T, c *store.Cluster, proxies map[string]*faultProxy) *faultClient {
 	t.Helper()
 	opts := []runtime.Option{
@@ -59,7 +59,7 @@ func dialThroughProxies(t *testing.T, c *store.Cluster, proxies map[string]*faul
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
-	kv, err := zarisclient.Dial(ctx, append(opts, runtime.WithDialer(dialer))...)
+	kv, err := zarisclient.Dial(ctx, append(opts, runtime.WithDialer(dialer), runtime.WithCallMiddleware(captureCall))...)
 	require.NoError(t, err)
 	t.Cleanup(func() { kv.Close() })
 	return &faultClient{engine: kv.Engine(), kv: kv}
@@ -236,15 +236,17 @@ func isAny(err error, targets []error) bool {
 	return false
 }
 
-// TestNetworkFaults_UnguardedWriteIsNotReplayed faults the owner of a counter key while an
-// Increment (neither idempotent nor guarded) is in flight: the request is written and no
-// reply comes back, because the node never answers (blackhole) or the connection is reset.
+// TestNetworkFaults_UnguardedWriteIsNotReplayed faults the owner of a counter key, at a
+// store that keeps no outcomes and so advertises no dedup window (rule B8 does not apply),
+// while an Increment (neither idempotent nor guarded) is in flight: the request is written
+// and no reply comes back, because the node never answers (blackhole) or the connection is
+// reset.
 // The call returns an error that wraps runtime.ErrInDoubt within its bounds after one
 // attempt, and the proxy saw the request at most once: the client never replays a write whose outcome it does not
 // know (B2), whatever maxAttempts allows. Once the fault is lifted, the counter is
 // readable and holds at most the one in-doubt increment.
 func TestNetworkFaults_UnguardedWriteIsNotReplayed(t *testing.T) {
-	c := store.StartCluster(t, store.ClusterConfig{Nodes: 3})
+	c := store.StartCluster(t, store.ClusterConfig{Nodes: 3, Node: store.NodeConfig{DisableDedup: true}})
 	proxies := map[string]*faultProxy{}
 	for _, addr := range c.Seeds() {
 		proxies[addr] = startFaultProxy(t, addr)
