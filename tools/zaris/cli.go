@@ -21,6 +21,7 @@ const EnvSeeds = "ZARIS_SEEDS"
 // cli is one run of the zaris command: where output goes, the environment, and the client
 // flags, which every command accepts before or after its name.
 type cli struct {
+	stdin          io.Reader
 	stdout, stderr io.Writer
 	env            func(string) string
 
@@ -46,7 +47,7 @@ func newCLI(stdout, stderr io.Writer, env func(string) string) *cli {
 		seeds = DefaultSeeds
 	}
 	return &cli{
-		stdout: stdout, stderr: stderr, env: env,
+		stdin: strings.NewReader(""), stdout: stdout, stderr: stderr, env: env,
 		seeds:     seeds,
 		protocol:  "binary",
 		transport: "framed",

@@ -31,7 +31,7 @@ func TestUsageErrors(t *testing.T) {
 		{"unknown command flag", nil, []string{"get", "k", "--frob"}, "get: flag provided but not defined: -frob"},
 		{"get without key", nil, []string{"get"}, "get: missing arguments (want 1)"},
 		{"get with two keys", nil, []string{"get", "a", "b"}, "get: too many arguments"},
-		{"put without value", nil, []string{"put", "k"}, "put: missing arguments (want 2)"},
+		{"put without value", nil, []string{"put", "k"}, "put: missing VALUE (or - to read it from stdin, or --value-file FILE)"},
 		{"put with three args", nil, []string{"put", "k", "v", "w"}, "put: too many arguments"},
 		{"put bad if-version", nil, []string{"put", "k", "v", "--if-version", "x"}, `put: --if-version "x" is not a whole number`},
 		{"delete without key", nil, []string{"delete"}, "delete: missing arguments (want 1)"},
@@ -82,14 +82,14 @@ func TestHelp(t *testing.T) {
 		args []string
 		want []string
 	}{
-		{"help", []string{"help"}, []string{"Commands:", "get KEY", "put KEY VALUE [--if-version N] [--if-absent]",
+		{"help", []string{"help"}, []string{"Commands:", "get KEY", "put KEY VALUE|- [--value-file F] [--if-version N] [--if-absent]",
 			"delete KEY [--if-version N]", "incr KEY [DELTA]", "map", "--seeds", "--protocol", "--transport",
 			"--tls-ca", "--tls-cert", "--tls-key", "--timeout", "--max-attempts", "--stats", "--json", "ZARIS_SEEDS",
 			"ZARIS_REQUEST_TIMEOUT", "ZARIS_DISABLE_RETRIES", "ZARIS_CLIENT_MAP_REFRESH_WAIT_MS", "ZARIS_PIPELINE",
 			"Exit codes:", "3  not found", "4  conflict", "5  gave up", "6  invalid request"}},
 		{"-h", []string{"-h"}, []string{"Commands:"}},
 		{"--help", []string{"--help"}, []string{"Commands:"}},
-		{"help put", []string{"help", "put"}, []string{"Usage: zaris put KEY VALUE", "--if-version N", "--if-absent", "--seeds"}},
+		{"help put", []string{"help", "put"}, []string{"Usage: zaris put KEY VALUE", "--if-version N", "--if-absent", "--value-file FILE", "--seeds"}},
 		{"put --help", []string{"put", "--help"}, []string{"Usage: zaris put KEY VALUE"}},
 		{"incr -h", []string{"incr", "k", "-h"}, []string{"Usage: zaris incr KEY [DELTA]"}},
 		{"map --help", []string{"map", "--help"}, []string{"Usage: zaris map"}},

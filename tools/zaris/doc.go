@@ -11,6 +11,7 @@
 //
 //	get KEY                                       print KEY's value
 //	put KEY VALUE [--if-version N] [--if-absent]  write VALUE to KEY; print "ok version=N"
+//	put KEY - | put KEY --value-file FILE         the same with the value read from stdin or FILE
 //	mget KEY...                                   print KEY=VALUE for each key, in one batch call
 //	mput KEY=VALUE...                             write each key in one batch call; print "KEY ok version=N"
 //	delete KEY [--if-version N]                   delete KEY; print "ok version=N" (the deleted version)
