@@ -8,6 +8,9 @@ import (
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+
+	"github.com/clustron/zaris-go/gen/zarisclient"
+	"github.com/clustron/zaris-go/runtime"
 )
 
 // TestUsageErrors covers exit code 2: everything that is wrong before a call is made. None
@@ -178,4 +181,20 @@ func TestGaveUp_NoSeed(t *testing.T) {
 		assert.Contains(t, r["error"], "no seed reachable")
 		assert.NotContains(t, r, "stats", "no call was made")
 	})
+}
+
+// zaris version and zaris --version print the client runtime's version and the version of
+// zarisgen that generated the typed client; neither dials a node.
+func TestVersion(t *testing.T) {
+	want := "client runtime " + runtime.Version + "\ngenerated code zarisgen " + zarisclient.GeneratorVersion + "\n"
+	for _, args := range [][]string{{"version"}, {"--version"}, {"-version"}, {"--seeds", closedAddr(t), "--version"}} {
+		o := runZaris(t, nil, args...)
+		assert.Equal(t, exitOK, o.code, "%v: %s", args, o.stderr)
+		assert.Equal(t, want, o.stdout, "%v", args)
+		assert.Empty(t, o.stderr, "%v", args)
+	}
+	o := runZaris(t, nil, "version", "x")
+	assert.Equal(t, exitUsage, o.code)
+	assert.Contains(t, o.stderr, "version: too many arguments")
+	assert.Contains(t, runZaris(t, nil, "help").stdout, "  version ")
 }

@@ -17,6 +17,7 @@
 //	delete KEY [--if-version N]                   delete KEY; print "ok version=N" (the deleted version)
 //	incr KEY [DELTA]                              add DELTA (default 1) to KEY's decimal value; print the sum
 //	map                                           print the cluster map
+//	version                                       print the client runtime's and the generated code's versions
 //	demo [flags]                                  run the churn demo on an embedded cluster
 //	help [COMMAND]                                print the usage text, or COMMAND's
 //

@@ -97,6 +97,8 @@ var commands = []*command{
 		summary: "add DELTA (default 1, may be negative) to KEY's decimal value; print the sum"},
 	{name: "map", args: "", run: runMap,
 		summary: "print the cluster map: epoch, nodes, and each segment's owner and replicas"},
+	{name: "version", args: "", bare: true, run: runVersion,
+		summary: "print the versions of the client runtime and of the generated code (also: zaris --version)"},
 	{name: "demo", args: "[flags]", bare: true, setup: setupDemo,
 		summary: "run a workload on an embedded cluster under churn; report what it saw (exit 1 if a write was lost)"},
 }
@@ -129,6 +131,7 @@ func run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.
 	fs := flag.NewFlagSet("zaris", flag.ContinueOnError)
 	fs.SetOutput(io.Discard)
 	c.clientFlags(fs)
+	version := fs.Bool("version", false, "")
 	if err := fs.Parse(args); err != nil {
 		if errors.Is(err, flag.ErrHelp) {
 			c.usage(stdout)
@@ -137,6 +140,9 @@ func run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.
 		return c.usageError("%v", err)
 	}
 	rest := fs.Args()
+	if *version {
+		return runVersion(ctx, c, nil)
+	}
 	if len(rest) == 0 {
 		c.usage(stderr)
 		return exitUsage
