@@ -35,6 +35,9 @@ type cli struct {
 	attempts  int
 	stats     bool
 	json      bool
+
+	// bootstrap is what fetching the first map cost, once connect tried.
+	bootstrap *bootstrapStats
 }
 
 // newCLI returns a cli with the client flags at their defaults (--seeds from ZARIS_SEEDS).

@@ -179,7 +179,9 @@ func TestGaveUp_NoSeed(t *testing.T) {
 		assert.Equal(t, statusGaveUp, r["status"])
 		assert.EqualValues(t, exitGaveUp, r["exit"])
 		assert.Contains(t, r["error"], "no seed reachable")
-		assert.NotContains(t, r, "stats", "no call was made")
+		stats := r["stats"].(map[string]any)
+		assert.EqualValues(t, 0, stats["attempts"], "no call was made")
+		assert.Len(t, stats["bootstrap"].(map[string]any)["seeds"], 1, "one seed was asked")
 	})
 }
 

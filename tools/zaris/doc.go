@@ -49,9 +49,15 @@
 //	                     place of ZARIS_REQUEST_TIMEOUT; it also bounds fetching the first map
 //	--max-attempts N     cap on the call's attempts, the first included, in place of the
 //	                     default 3; ZARIS_DISABLE_RETRIES=true still makes it 1
-//	--stats              report the call's attempts (node, map epoch, status or error, time),
-//	                     map refreshes requested and performed, and the statuses seen
+//	--stats              report the bootstrap (each seed asked for the first map, its outcome
+//	                     and time), the call's attempts (node, map epoch, status or error,
+//	                     time), map refreshes requested and performed, and the statuses seen
 //	--json               print one JSON object on stdout instead of the human output
+//
+// The seeds are asked for the first map one at a time, in order. When none answers (exit 5)
+// the error says why each failed, that the --timeout passed if it did, and, when a node
+// closed the connection without answering, asks whether the cluster speaks the --protocol
+// and --transport given.
 //
 // The client reads ZARIS_REQUEST_TIMEOUT, ZARIS_DISABLE_RETRIES,
 // ZARIS_CLIENT_MAP_REFRESH_WAIT_MS and ZARIS_PIPELINE itself (see package runtime); a value
@@ -64,6 +70,9 @@
 // segments), and anything else prints "zaris: COMMAND "KEY": reason" on stderr. --stats
 // writes its report on stderr, so stdout stays the value alone:
 //
+//	bootstrap: seeds asked=2 time=5.001s
+//	  seed 127.0.0.1:7101: AttemptTimeout 5000.42ms: no map within 5s: ...
+//	  seed 127.0.0.1:7102: Ok 0.40ms
 //	stats: attempts=2 refreshes requested=1 performed=1 backoff=100ms statuses=Moved,Ok
 //	  attempt 1: node 2 (127.0.0.1:7102) map epoch 7: Moved (node epoch 8) [refresh-retry] 0.21ms
 //	  attempt 2: node 3 (127.0.0.1:7103) map epoch 8: Ok (node epoch 8) [answer] 0.18ms
