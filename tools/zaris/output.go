@@ -27,8 +27,8 @@ const (
 // result is what a command reports: printed as one JSON object with --json, else as a line
 // on stdout (success) or stderr (anything else).
 type result struct {
-	// Command is the command's name.
-	Command string `json:"command"`
+	// Command is the command's name (empty, and left out, in an item of mget or mput).
+	Command string `json:"command,omitempty"`
 	// Key is the key the command worked on (nil for map).
 	Key *string `json:"key,omitempty"`
 	// Status is the store's answer (Ok, NotFound, Conflict, InvalidRequest), or GaveUp or
