@@ -137,7 +137,7 @@ func run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.
 			c.usage(stdout)
 			return exitOK
 		}
-		return c.usageError("%v", err)
+		return c.usageError("%s", flagError(fs, err))
 	}
 	rest := fs.Args()
 	if *version {
