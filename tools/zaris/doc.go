@@ -17,9 +17,15 @@
 //	delete KEY [--if-version N]                   delete KEY; print "ok version=N" (the deleted version)
 //	incr KEY [DELTA]                              add DELTA (default 1) to KEY's decimal value; print the sum
 //	map                                           print the cluster map
+//	wait [--timeout D]                            wait until the cluster answers (exit 5 at D, default 60s)
 //	version                                       print the client runtime's and the generated code's versions
 //	demo [flags]                                  run the churn demo on an embedded cluster
 //	help [COMMAND]                                print the usage text, or COMMAND's
+//
+// wait tries every 100ms until a seed serves a cluster map in which every segment has an
+// owner, then prints "ok: the cluster answers (map epoch E, N nodes, S segments) after T";
+// when --timeout (default 60s) passes first it exits 5, saying what the last try met. A
+// script that starts the nodes in the background runs it before its first command.
 //
 // put --if-version N writes only if the key's current version is N; put --if-absent writes
 // only if the key does not exist; delete --if-version N deletes only if the version is N. A

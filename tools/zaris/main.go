@@ -97,6 +97,8 @@ var commands = []*command{
 		summary: "add DELTA (default 1, may be negative) to KEY's decimal value; print the sum"},
 	{name: "map", args: "", run: runMap,
 		summary: "print the cluster map: epoch, nodes, and each segment's owner and replicas"},
+	{name: "wait", args: "[--timeout D]", run: runWait,
+		summary: "wait until the cluster answers with a map that owns every segment (exit 5 at --timeout, default 60s)"},
 	{name: "version", args: "", bare: true, run: runVersion,
 		summary: "print the versions of the client runtime and of the generated code (also: zaris --version)"},
 	{name: "demo", args: "[flags]", bare: true, setup: setupDemo,
