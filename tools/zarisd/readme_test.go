@@ -46,7 +46,8 @@ func freePorts(t *testing.T, script string) map[string]string {
 
 // The README's first block runs as written, on other ports: three coordinators with their
 // embedded etcd members and three nodes in the background, then zaris wait, put and map,
-// and ctl map; every command succeeds. The processes are stopped with SIGTERM at the end.
+// and ctl map; every command succeeds, and the processes, stopped with SIGTERM at the end,
+// log no error.
 func TestReadme_ClusterOfProcesses(t *testing.T) {
 	if testing.Short() {
 		t.Skip("builds and starts six processes")
@@ -82,4 +83,5 @@ func TestReadme_ClusterOfProcesses(t *testing.T) {
 	assert.Regexp(t, `ok: the cluster answers \(map epoch \d+, 3 nodes, 64 segments\)`, out)
 	assert.Regexp(t, `\nok version=\d+\n`, out)
 	assert.Contains(t, out, "epoch ")
+	assert.NotContains(t, stderr.String(), `"level":"error"`, "a clean shutdown logs no error")
 }
