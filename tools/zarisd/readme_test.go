@@ -85,3 +85,21 @@ func TestReadme_ClusterOfProcesses(t *testing.T) {
 	assert.Contains(t, out, "epoch ")
 	assert.NotContains(t, stderr.String(), `"level":"error"`, "a clean shutdown logs no error")
 }
+
+// The etcd data directories the README's commands create (run from the repository's root)
+// are ignored by git.
+func TestReadme_DataDirsAreIgnored(t *testing.T) {
+	if _, err := exec.LookPath("git"); err != nil {
+		t.Skip("no git on PATH")
+	}
+	b, err := os.ReadFile("README.md")
+	require.NoError(t, err)
+	dirs := regexp.MustCompile(`--etcd-dir (\S+)`).FindAllStringSubmatch(string(b), -1)
+	require.NotEmpty(t, dirs, "the README names its data directories")
+	root, err := filepath.Abs("../..")
+	require.NoError(t, err)
+	for _, d := range dirs {
+		out, err := exec.Command("git", "-C", root, "check-ignore", "--no-index", "-v", d[1]+"/member").CombinedOutput()
+		assert.NoError(t, err, "%s is not ignored: %s", d[1], out)
+	}
+}
