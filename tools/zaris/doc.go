@@ -86,10 +86,13 @@
 // With --json, every command that made or tried a call prints exactly one object on stdout,
 // whatever its outcome (a usage error prints none), and the error line still goes to stderr:
 //
-//	{"command":"put","key":"k","status":"Ok","exit":0,"version":3,"mapEpoch":8,
+//	{"command":"put","key":"k","status":"Ok","exit":0,"version":30064771072,"mapEpoch":8,
 //	 "stats":{"attempts":1,"refreshesRequested":0,"refreshesPerformed":0,"backoffMs":0,
 //	          "statuses":["Ok"],"history":[{"n":1,"node":2,"addr":"127.0.0.1:7102",
 //	          "mapEpoch":8,"outcome":"Ok","answerEpoch":8,"class":"answer","durationMs":0.2}]}}
+//
+// A version is a large number: compare versions, pass one to --if-version, never compute
+// with them.
 //
 // status is the store's answer (Ok, NotFound, Conflict, InvalidRequest), or GaveUp when no
 // answer came (then "bound" names what ended the call: maxAttempts, deadline, retry budget,
