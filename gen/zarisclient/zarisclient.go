@@ -26,6 +26,9 @@ import (
 // upgrade the runtime.
 const _ = runtime.IsAtLeastVersion0_1_0
 
+// GeneratorVersion is the version of zarisgen that generated this package.
+const GeneratorVersion = "0.1.0"
+
 // Statuses is the class table of KvStatus, from the annotations on the enum in
 // idl/zaris.thrift: the middleware returns an answer at once, retries the other values (after a
 // map refresh for the refresh class) and backs off slower after a slow one.

@@ -5,6 +5,7 @@ import (
 	"flag"
 	"fmt"
 	"io"
+	"regexp"
 	"strconv"
 	"strings"
 	"time"
@@ -21,6 +22,7 @@ const EnvSeeds = "ZARIS_SEEDS"
 // cli is one run of the zaris command: where output goes, the environment, and the client
 // flags, which every command accepts before or after its name.
 type cli struct {
+	stdin          io.Reader
 	stdout, stderr io.Writer
 	env            func(string) string
 
@@ -34,6 +36,9 @@ type cli struct {
 	attempts  int
 	stats     bool
 	json      bool
+
+	// bootstrap is what fetching the first map cost, once connect tried.
+	bootstrap *bootstrapStats
 }
 
 // newCLI returns a cli with the client flags at their defaults (--seeds from ZARIS_SEEDS).
@@ -46,7 +51,7 @@ func newCLI(stdout, stderr io.Writer, env func(string) string) *cli {
 		seeds = DefaultSeeds
 	}
 	return &cli{
-		stdout: stdout, stderr: stderr, env: env,
+		stdin: strings.NewReader(""), stdout: stdout, stderr: stderr, env: env,
 		seeds:     seeds,
 		protocol:  "binary",
 		transport: "framed",
@@ -97,7 +102,7 @@ func (c *cli) parse(fs *flagSet, args []string, minArgs, maxArgs int) (pos []str
 		fmt.Fprintf(c.stdout, "Usage: zaris %s %s\n\nFlags:\n%s", fs.name, fs.synopsis, flagDefaults(fs.FlagSet))
 		return nil, exitOK, false
 	case err != nil:
-		return nil, c.usageError("%s: %v", name, err), false
+		return nil, c.usageError("%s: %s", name, flagError(fs.FlagSet, err)), false
 	case len(pos) < minArgs:
 		return nil, c.usageError("%s: missing arguments (want %s)", name, argCount(minArgs, maxArgs)), false
 	case len(pos) > maxArgs:
@@ -158,6 +163,47 @@ func isFlag(a string) bool {
 func isBoolFlag(f *flag.Flag) bool {
 	b, ok := f.Value.(interface{ IsBoolFlag() bool })
 	return ok && b.IsBoolFlag()
+}
+
+// invalidValue matches the flag package's error for a value that does not parse.
+var invalidValue = regexp.MustCompile(`^invalid (?:boolean )?value "(.*)" for (?:flag )?-([^:]+): `)
+
+// flagError rewrites an error of fs.Parse for a person: flags with two dashes, as the usage
+// shows them, and a value that does not parse with an example of one that does.
+func flagError(fs *flag.FlagSet, err error) string {
+	msg := err.Error()
+	if m := invalidValue.FindStringSubmatch(msg); m != nil {
+		if f := fs.Lookup(m[2]); f != nil {
+			if want := valueExample(f); want != "" {
+				return fmt.Sprintf("--%s %q: %s", m[2], m[1], want)
+			}
+		}
+	}
+	for _, p := range []string{"for flag -", "not defined: -", "an argument: -"} {
+		msg = strings.Replace(msg, p, p+"-", 1)
+	}
+	return msg
+}
+
+// valueExample says what a valid value of f looks like, by its type; "" if it cannot tell.
+func valueExample(f *flag.Flag) string {
+	g, ok := f.Value.(flag.Getter)
+	if !ok {
+		return ""
+	}
+	switch g.Get().(type) {
+	case time.Duration:
+		return "not a duration: give a number and a unit, such as 500ms, 5s or 1m30s"
+	case int, int64:
+		return "not a whole number, such as 3"
+	case uint, uint64:
+		return "not a whole number of zero or more, such as 3"
+	case float64:
+		return "not a number, such as 0.5"
+	case bool:
+		return "not true or false"
+	}
+	return ""
 }
 
 // usageError reports a usage or configuration problem on stderr and returns exitUsage.

@@ -8,6 +8,9 @@ import (
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+
+	"github.com/clustron/zaris-go/gen/zarisclient"
+	"github.com/clustron/zaris-go/runtime"
 )
 
 // TestUsageErrors covers exit code 2: everything that is wrong before a call is made. None
@@ -27,11 +30,11 @@ func TestUsageErrors(t *testing.T) {
 		{"no command", nil, nil, "Usage: zaris"},
 		{"unknown command", nil, []string{"frob"}, `unknown command "frob"`},
 		{"help for an unknown command", nil, []string{"help", "frob"}, `help: unknown command "frob"`},
-		{"unknown global flag", nil, []string{"--frob", "get", "k"}, "flag provided but not defined: -frob"},
-		{"unknown command flag", nil, []string{"get", "k", "--frob"}, "get: flag provided but not defined: -frob"},
+		{"unknown global flag", nil, []string{"--frob", "get", "k"}, "flag provided but not defined: --frob"},
+		{"unknown command flag", nil, []string{"get", "k", "--frob"}, "get: flag provided but not defined: --frob"},
 		{"get without key", nil, []string{"get"}, "get: missing arguments (want 1)"},
 		{"get with two keys", nil, []string{"get", "a", "b"}, "get: too many arguments"},
-		{"put without value", nil, []string{"put", "k"}, "put: missing arguments (want 2)"},
+		{"put without value", nil, []string{"put", "k"}, "put: missing VALUE (or - to read it from stdin, or --value-file FILE)"},
 		{"put with three args", nil, []string{"put", "k", "v", "w"}, "put: too many arguments"},
 		{"put bad if-version", nil, []string{"put", "k", "v", "--if-version", "x"}, `put: --if-version "x" is not a whole number`},
 		{"delete without key", nil, []string{"delete"}, "delete: missing arguments (want 1)"},
@@ -40,10 +43,16 @@ func TestUsageErrors(t *testing.T) {
 		{"incr bad delta", nil, []string{"incr", "k", "ten"}, `incr: DELTA "ten" is not a whole number`},
 		{"incr delta overflows", nil, []string{"incr", "k", "9223372036854775808"}, `incr: DELTA "9223372036854775808" is not a whole number`},
 		{"map with an argument", nil, []string{"map", "x"}, "map: too many arguments"},
-		{"bad timeout", nil, []string{"--timeout", "soon", "get", "k"}, `invalid value "soon" for flag -timeout`},
+		{"bad timeout", nil, []string{"--timeout", "soon", "get", "k"}, `zaris: --timeout "soon": not a duration: give a number and a unit, such as 500ms, 5s or 1m30s`},
+		{"bad timeout after the command", nil, []string{"get", "k", "--timeout=banana"}, `zaris: get: --timeout "banana": not a duration: give a number and a unit, such as 500ms, 5s or 1m30s`},
+		{"timeout without a unit", nil, []string{"--timeout", "5", "get", "k"}, `--timeout "5": not a duration: give a number and a unit, such as 500ms`},
+		{"timeout without a value", nil, []string{"get", "k", "--timeout"}, "get: flag needs an argument: --timeout"},
+		{"bad json bool", nil, []string{"get", "k", "--json=maybe"}, `get: --json "maybe": not true or false`},
+		{"bad demo duration", nil, []string{"demo", "--duration", "long"}, `demo: --duration "long": not a duration: give a number and a unit`},
+		{"bad demo nodes", nil, []string{"demo", "--nodes", "three"}, `demo: --nodes "three": not a whole number, such as 3`},
 		{"negative timeout", nil, []string{"--timeout=-1s", seeds, "get", "k"}, "--timeout -1s: must not be negative"},
 		{"negative max attempts", nil, []string{"--max-attempts=-1", seeds, "get", "k"}, "--max-attempts -1: must not be negative"},
-		{"bad max attempts", nil, []string{"--max-attempts", "many", "get", "k"}, `invalid value "many" for flag -max-attempts`},
+		{"bad max attempts", nil, []string{"--max-attempts", "many", "get", "k"}, `zaris: --max-attempts "many": not a whole number, such as 3`},
 		{"bad protocol", nil, []string{"--protocol", "xml", seeds, "get", "k"}, `Protocol "xml": unknown protocol`},
 		{"bad transport", nil, []string{"get", "k", "--transport", "pigeon", seeds}, `Transport "pigeon": unknown transport`},
 		{"bad seed", nil, []string{"--seeds", "nowhere", "get", "k"}, `Seeds "nowhere": not a host:port address`},
@@ -82,14 +91,14 @@ func TestHelp(t *testing.T) {
 		args []string
 		want []string
 	}{
-		{"help", []string{"help"}, []string{"Commands:", "get KEY", "put KEY VALUE [--if-version N] [--if-absent]",
+		{"help", []string{"help"}, []string{"Commands:", "get KEY", "put KEY VALUE|- [--value-file F] [--if-version N] [--if-absent]",
 			"delete KEY [--if-version N]", "incr KEY [DELTA]", "map", "--seeds", "--protocol", "--transport",
 			"--tls-ca", "--tls-cert", "--tls-key", "--timeout", "--max-attempts", "--stats", "--json", "ZARIS_SEEDS",
 			"ZARIS_REQUEST_TIMEOUT", "ZARIS_DISABLE_RETRIES", "ZARIS_CLIENT_MAP_REFRESH_WAIT_MS", "ZARIS_PIPELINE",
 			"Exit codes:", "3  not found", "4  conflict", "5  gave up", "6  invalid request"}},
 		{"-h", []string{"-h"}, []string{"Commands:"}},
 		{"--help", []string{"--help"}, []string{"Commands:"}},
-		{"help put", []string{"help", "put"}, []string{"Usage: zaris put KEY VALUE", "--if-version N", "--if-absent", "--seeds"}},
+		{"help put", []string{"help", "put"}, []string{"Usage: zaris put KEY VALUE", "--if-version N", "--if-absent", "--value-file FILE", "--seeds"}},
 		{"put --help", []string{"put", "--help"}, []string{"Usage: zaris put KEY VALUE"}},
 		{"incr -h", []string{"incr", "k", "-h"}, []string{"Usage: zaris incr KEY [DELTA]"}},
 		{"map --help", []string{"map", "--help"}, []string{"Usage: zaris map"}},
@@ -176,6 +185,24 @@ func TestGaveUp_NoSeed(t *testing.T) {
 		assert.Equal(t, statusGaveUp, r["status"])
 		assert.EqualValues(t, exitGaveUp, r["exit"])
 		assert.Contains(t, r["error"], "no seed reachable")
-		assert.NotContains(t, r, "stats", "no call was made")
+		stats := r["stats"].(map[string]any)
+		assert.EqualValues(t, 0, stats["attempts"], "no call was made")
+		assert.Len(t, stats["bootstrap"].(map[string]any)["seeds"], 1, "one seed was asked")
 	})
+}
+
+// zaris version and zaris --version print the client runtime's version and the version of
+// zarisgen that generated the typed client; neither dials a node.
+func TestVersion(t *testing.T) {
+	want := "client runtime " + runtime.Version + "\ngenerated code zarisgen " + zarisclient.GeneratorVersion + "\n"
+	for _, args := range [][]string{{"version"}, {"--version"}, {"-version"}, {"--seeds", closedAddr(t), "--version"}} {
+		o := runZaris(t, nil, args...)
+		assert.Equal(t, exitOK, o.code, "%v: %s", args, o.stderr)
+		assert.Equal(t, want, o.stdout, "%v", args)
+		assert.Empty(t, o.stderr, "%v", args)
+	}
+	o := runZaris(t, nil, "version", "x")
+	assert.Equal(t, exitUsage, o.code)
+	assert.Contains(t, o.stderr, "version: too many arguments")
+	assert.Contains(t, runZaris(t, nil, "help").stdout, "  version ")
 }

@@ -11,13 +11,21 @@
 //
 //	get KEY                                       print KEY's value
 //	put KEY VALUE [--if-version N] [--if-absent]  write VALUE to KEY; print "ok version=N"
+//	put KEY - | put KEY --value-file FILE         the same with the value read from stdin or FILE
 //	mget KEY...                                   print KEY=VALUE for each key, in one batch call
 //	mput KEY=VALUE...                             write each key in one batch call; print "KEY ok version=N"
 //	delete KEY [--if-version N]                   delete KEY; print "ok version=N" (the deleted version)
 //	incr KEY [DELTA]                              add DELTA (default 1) to KEY's decimal value; print the sum
 //	map                                           print the cluster map
+//	wait [--timeout D]                            wait until the cluster answers (exit 5 at D, default 60s)
+//	version                                       print the client runtime's and the generated code's versions
 //	demo [flags]                                  run the churn demo on an embedded cluster
 //	help [COMMAND]                                print the usage text, or COMMAND's
+//
+// wait tries every 100ms until a seed serves a cluster map in which every segment has an
+// owner, then prints "ok: the cluster answers (map epoch E, N nodes, S segments) after T";
+// when --timeout (default 60s) passes first it exits 5, saying what the last try met. A
+// script that starts the nodes in the background runs it before its first command.
 //
 // put --if-version N writes only if the key's current version is N; put --if-absent writes
 // only if the key does not exist; delete --if-version N deletes only if the version is N. A
@@ -47,9 +55,15 @@
 //	                     place of ZARIS_REQUEST_TIMEOUT; it also bounds fetching the first map
 //	--max-attempts N     cap on the call's attempts, the first included, in place of the
 //	                     default 3; ZARIS_DISABLE_RETRIES=true still makes it 1
-//	--stats              report the call's attempts (node, map epoch, status or error, time),
-//	                     map refreshes requested and performed, and the statuses seen
+//	--stats              report the bootstrap (each seed asked for the first map, its outcome
+//	                     and time), the call's attempts (node, map epoch, status or error,
+//	                     time), map refreshes requested and performed, and the statuses seen
 //	--json               print one JSON object on stdout instead of the human output
+//
+// The seeds are asked for the first map one at a time, in order. When none answers (exit 5)
+// the error says why each failed, that the --timeout passed if it did, and, when a node
+// closed the connection without answering, asks whether the cluster speaks the --protocol
+// and --transport given.
 //
 // The client reads ZARIS_REQUEST_TIMEOUT, ZARIS_DISABLE_RETRIES,
 // ZARIS_CLIENT_MAP_REFRESH_WAIT_MS and ZARIS_PIPELINE itself (see package runtime); a value
@@ -62,6 +76,9 @@
 // segments), and anything else prints "zaris: COMMAND "KEY": reason" on stderr. --stats
 // writes its report on stderr, so stdout stays the value alone:
 //
+//	bootstrap: seeds asked=2 time=5.001s
+//	  seed 127.0.0.1:7101: AttemptTimeout 5000.42ms: no map within 5s: ...
+//	  seed 127.0.0.1:7102: Ok 0.40ms
 //	stats: attempts=2 refreshes requested=1 performed=1 backoff=100ms statuses=Moved,Ok
 //	  attempt 1: node 2 (127.0.0.1:7102) map epoch 7: Moved (node epoch 8) [refresh-retry] 0.21ms
 //	  attempt 2: node 3 (127.0.0.1:7103) map epoch 8: Ok (node epoch 8) [answer] 0.18ms
@@ -69,10 +86,13 @@
 // With --json, every command that made or tried a call prints exactly one object on stdout,
 // whatever its outcome (a usage error prints none), and the error line still goes to stderr:
 //
-//	{"command":"put","key":"k","status":"Ok","exit":0,"version":3,"mapEpoch":8,
+//	{"command":"put","key":"k","status":"Ok","exit":0,"version":30064771072,"mapEpoch":8,
 //	 "stats":{"attempts":1,"refreshesRequested":0,"refreshesPerformed":0,"backoffMs":0,
 //	          "statuses":["Ok"],"history":[{"n":1,"node":2,"addr":"127.0.0.1:7102",
 //	          "mapEpoch":8,"outcome":"Ok","answerEpoch":8,"class":"answer","durationMs":0.2}]}}
+//
+// A version is a large number: compare versions, pass one to --if-version, never compute
+// with them.
 //
 // status is the store's answer (Ok, NotFound, Conflict, InvalidRequest), or GaveUp when no
 // answer came (then "bound" names what ended the call: maxAttempts, deadline, retry budget,

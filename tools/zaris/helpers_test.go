@@ -5,7 +5,9 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"io"
 	"net"
+	"strings"
 	"testing"
 	"time"
 
@@ -21,13 +23,20 @@ type runOutput struct {
 	stderr string
 }
 
-// runZaris runs the command line in-process with env as the whole environment.
+// runZaris runs the command line in-process with env as the whole environment and an empty
+// stdin.
 func runZaris(t *testing.T, env map[string]string, args ...string) runOutput {
+	t.Helper()
+	return runZarisStdin(t, env, strings.NewReader(""), args...)
+}
+
+// runZarisStdin runs the command line in-process as runZaris does, with stdin.
+func runZarisStdin(t *testing.T, env map[string]string, stdin io.Reader, args ...string) runOutput {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
 	var stdout, stderr bytes.Buffer
-	code := run(ctx, args, &stdout, &stderr, func(name string) string { return env[name] })
+	code := run(ctx, args, stdin, &stdout, &stderr, func(name string) string { return env[name] })
 	return runOutput{code: code, stdout: stdout.String(), stderr: stderr.String()}
 }
 

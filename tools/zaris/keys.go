@@ -4,6 +4,8 @@ import (
 	"context"
 	"flag"
 	"fmt"
+	"io"
+	"os"
 	"strconv"
 
 	"github.com/clustron/zaris-go/gen/zaris"
@@ -25,17 +27,47 @@ func runGet(ctx context.Context, c *cli, pos []string) int {
 	})
 }
 
-// setupPut declares put's guards; put writes a key, optionally guarded by its version or its
-// absence, and prints the new version.
+// setupPut declares put's value file and guards; put writes a key, optionally guarded by its
+// version or its absence, and prints the new version. The value is the second argument, or
+// stdin when that is "-", or the contents of --value-file; exactly one of them.
 func setupPut(fs *flag.FlagSet) body {
 	ifAbsent := fs.Bool("if-absent", false, "write only if the key does not exist")
+	valueFile := fs.String("value-file", "", "write the contents of `FILE` (instead of VALUE)")
 	return guarded(fs, "put", "write", func(ctx context.Context, c *cli, pos []string, ifVersion *int64) int {
-		req := &zaris.PutRequest{Key: []byte(pos[0]), Value: []byte(pos[1]), IfMatchVersion: ifVersion}
+		value, code, ok := c.putValue(pos, *valueFile)
+		if !ok {
+			return code
+		}
+		req := &zaris.PutRequest{Key: []byte(pos[0]), Value: value, IfMatchVersion: ifVersion}
 		if *ifAbsent {
 			req.IfAbsent = ifAbsent
 		}
 		return callKey(ctx, c, "put", pos[0], (*zarisclient.Client).Put, req, printVersion)
 	})
+}
+
+// putValue returns put's value: pos[1], stdin when pos[1] is "-", or the contents of
+// file; giving none or two of them, or a file or stdin that cannot be read, is a usage error.
+func (c *cli) putValue(pos []string, file string) ([]byte, int, bool) {
+	switch {
+	case len(pos) == 2 && file != "":
+		return nil, c.usageError("put: give VALUE or --value-file, not both (got VALUE %q and --value-file %s)", pos[1], file), false
+	case file != "":
+		v, err := os.ReadFile(file)
+		if err != nil {
+			return nil, c.usageError("put: --value-file: %v", err), false
+		}
+		return v, exitOK, true
+	case len(pos) < 2:
+		return nil, c.usageError("put: missing VALUE (or - to read it from stdin, or --value-file FILE)"), false
+	case pos[1] == "-":
+		v, err := io.ReadAll(c.stdin)
+		if err != nil {
+			return nil, c.usageError("put: reading the value from stdin: %v", err), false
+		}
+		return v, exitOK, true
+	}
+	return []byte(pos[1]), exitOK, true
 }
 
 // setupDelete declares delete's guard; delete removes a key, optionally guarded by its

@@ -85,8 +85,8 @@ func (cmd *command) exec(ctx context.Context, c *cli, args []string) int {
 var commands = []*command{
 	{name: "get", args: "KEY", minArgs: 1, maxArgs: 1, run: runGet,
 		summary: "print KEY's value (exit 3 if there is none)"},
-	{name: "put", args: "KEY VALUE [--if-version N] [--if-absent]", minArgs: 2, maxArgs: 2, setup: setupPut,
-		summary: "write VALUE to KEY; print the new version (exit 4 if a guard fails)"},
+	{name: "put", args: "KEY VALUE|- [--value-file F] [--if-version N] [--if-absent]", minArgs: 1, maxArgs: 2, setup: setupPut,
+		summary: "write VALUE (- reads stdin) to KEY; print the new version (exit 4 if a guard fails)"},
 	{name: "mget", args: "KEY...", minArgs: 1, maxArgs: runtime.MaxBatchItems, run: runMget,
 		summary: "print each KEY=VALUE in one batch call (exit 5 if some key got no answer)"},
 	{name: "mput", args: "KEY=VALUE...", minArgs: 1, maxArgs: runtime.MaxBatchItems, run: runMput,
@@ -97,6 +97,10 @@ var commands = []*command{
 		summary: "add DELTA (default 1, may be negative) to KEY's decimal value; print the sum"},
 	{name: "map", args: "", run: runMap,
 		summary: "print the cluster map: epoch, nodes, and each segment's owner and replicas"},
+	{name: "wait", args: "[--timeout D]", run: runWait,
+		summary: "wait until the cluster answers with a map that owns every segment (exit 5 at --timeout, default 60s)"},
+	{name: "version", args: "", bare: true, run: runVersion,
+		summary: "print the versions of the client runtime and of the generated code (also: zaris --version)"},
 	{name: "demo", args: "[flags]", bare: true, setup: setupDemo,
 		summary: "run a workload on an embedded cluster under churn; report what it saw (exit 1 if a write was lost)"},
 }
@@ -113,28 +117,34 @@ func lookupCommand(name string) *command {
 
 func main() {
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
-	code := run(ctx, os.Args[1:], os.Stdout, os.Stderr, os.Getenv)
+	code := run(ctx, os.Args[1:], os.Stdin, os.Stdout, os.Stderr, os.Getenv)
 	stop()
 	os.Exit(code)
 }
 
 // run is the whole zaris command: it parses the client flags, picks the command and runs it,
-// writing results to stdout and diagnostics to stderr, and returns the exit code. env reads
+// reading a value from stdin when a command is told to (put KEY -), writing results to
+// stdout and diagnostics to stderr, and returns the exit code. env reads
 // the environment (os.Getenv in main; tests pass their own): both ZARIS_SEEDS and the
 // variables the client runtime reads come from it.
-func run(ctx context.Context, args []string, stdout, stderr io.Writer, env func(string) string) int {
+func run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.Writer, env func(string) string) int {
 	c := newCLI(stdout, stderr, env)
+	c.stdin = stdin
 	fs := flag.NewFlagSet("zaris", flag.ContinueOnError)
 	fs.SetOutput(io.Discard)
 	c.clientFlags(fs)
+	version := fs.Bool("version", false, "")
 	if err := fs.Parse(args); err != nil {
 		if errors.Is(err, flag.ErrHelp) {
 			c.usage(stdout)
 			return exitOK
 		}
-		return c.usageError("%v", err)
+		return c.usageError("%s", flagError(fs, err))
 	}
 	rest := fs.Args()
+	if *version {
+		return runVersion(ctx, c, nil)
+	}
 	if len(rest) == 0 {
 		c.usage(stderr)
 		return exitUsage

@@ -37,6 +37,11 @@ func TestCommands_MputMget(t *testing.T) {
 	require.Len(t, items, 2)
 	assert.Equal(t, "two", items[0].(map[string]any)["value"])
 	assert.Equal(t, "NotFound", items[1].(map[string]any)["status"])
+	for _, it := range items {
+		for k, v := range it.(map[string]any) {
+			assert.NotContains(t, []any{"", nil}, v, "item field %q is empty: %v", k, it)
+		}
+	}
 	stats := m["stats"].(map[string]any)
 	batch := stats["batch"].(map[string]any)
 	assert.Equal(t, 1.0, batch["rounds"])

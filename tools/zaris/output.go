@@ -27,8 +27,8 @@ const (
 // result is what a command reports: printed as one JSON object with --json, else as a line
 // on stdout (success) or stderr (anything else).
 type result struct {
-	// Command is the command's name.
-	Command string `json:"command"`
+	// Command is the command's name (empty, and left out, in an item of mget or mput).
+	Command string `json:"command,omitempty"`
 	// Key is the key the command worked on (nil for map).
 	Key *string `json:"key,omitempty"`
 	// Status is the store's answer (Ok, NotFound, Conflict, InvalidRequest), or GaveUp or
@@ -182,8 +182,10 @@ func (c *cli) finish(r *result, stats *callStats) int {
 	return r.Exit
 }
 
-// callStats is what one call cost: --stats prints it.
+// callStats is what one call cost, and the bootstrap before it: --stats prints it.
 type callStats struct {
+	// Bootstrap is what fetching the first map cost.
+	Bootstrap *bootstrapStats `json:"bootstrap,omitempty"`
 	// Attempts is the number of attempts made.
 	Attempts int `json:"attempts"`
 	// RefreshesRequested counts the map refreshes the call asked for.
@@ -200,6 +202,31 @@ type callStats struct {
 	History []attemptStats `json:"history"`
 	// Batch is what a multi-key call cost (mget, mput); its attempts are one per sub-request.
 	Batch *batchStats `json:"batch,omitempty"`
+
+	// noCall marks stats of a run whose bootstrap failed: no call was made.
+	noCall bool
+}
+
+// bootstrapStats is what fetching the first map cost: the seeds asked, in order, until one
+// answered or none was left (or the --timeout passed).
+type bootstrapStats struct {
+	// ElapsedMS is the bootstrap's time, in milliseconds.
+	ElapsedMS float64 `json:"elapsedMs"`
+	// Seeds are the seeds asked, in order.
+	Seeds []seedStats `json:"seeds"`
+}
+
+// seedStats is one seed asked for the first map.
+type seedStats struct {
+	// Addr is the seed's host:port.
+	Addr string `json:"addr"`
+	// Outcome is Ok, or how the seed failed (seedOutcome): Refused, Closed, AttemptTimeout,
+	// DeadlineExceeded, Canceled or Error.
+	Outcome string `json:"outcome"`
+	// Error is the seed's error, when it failed.
+	Error string `json:"error,omitempty"`
+	// DurationMS is the time spent on the seed, in milliseconds.
+	DurationMS float64 `json:"durationMs"`
 }
 
 // batchStats is what a multi-key call cost besides its sub-requests (runtime.BatchStats).
@@ -296,8 +323,22 @@ func outcome(a runtime.Attempt) string {
 	return "Error"
 }
 
-// print writes the stats for a human: a summary line, then one line per attempt.
+// print writes the stats for a human: the bootstrap's line and one line per seed asked,
+// then, when a call was made, a summary line and one line per attempt.
 func (s *callStats) print(w io.Writer) {
+	if b := s.Bootstrap; b != nil {
+		fmt.Fprintf(w, "bootstrap: seeds asked=%d time=%s\n", len(b.Seeds), time.Duration(b.ElapsedMS*float64(time.Millisecond)).Round(time.Microsecond))
+		for _, sd := range b.Seeds {
+			line := fmt.Sprintf("  seed %s: %s %.2fms", sd.Addr, sd.Outcome, sd.DurationMS)
+			if sd.Error != "" {
+				line += ": " + sd.Error
+			}
+			fmt.Fprintln(w, line)
+		}
+	}
+	if s.noCall {
+		return
+	}
 	fmt.Fprintf(w, "stats: attempts=%d refreshes requested=%d performed=%d backoff=%s statuses=%s\n",
 		s.Attempts, s.RefreshesRequested, s.RefreshesPerformed,
 		time.Duration(s.BackoffMS*float64(time.Millisecond)).Round(time.Microsecond),

@@ -4,15 +4,20 @@ import (
 	"cmp"
 	"errors"
 	"fmt"
+	"io"
 	"net/url"
 	"os"
 	"sort"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
+	"go.etcd.io/etcd/client/pkg/v3/logutil"
 	"go.etcd.io/etcd/client/pkg/v3/transport"
 	"go.etcd.io/etcd/server/v3/embed"
+	"go.uber.org/zap"
+	"go.uber.org/zap/zapcore"
 )
 
 // EmbedConfig describes one embedded etcd member. The zero value (plus nothing) is a
@@ -47,6 +52,9 @@ type EmbedConfig struct {
 	// TLS, when set, makes the member serve its clients and its peers over mutual TLS with
 	// these files (URLs then https://): only holders of a certificate of the CA reach it.
 	TLS *TLSFiles
+
+	// logTo, when set, receives etcd's log instead of stderr (tests).
+	logTo io.Writer
 }
 
 // TLSFiles are PEM files: a CA bundle, and a certificate it signed with its key.
@@ -58,13 +66,15 @@ type TLSFiles struct {
 type Embedded struct {
 	etcd      *embed.Etcd
 	tempDir   string
+	closing   *atomic.Bool // set once Close starts: etcd's shutdown noise is dropped from then on
 	closeOnce sync.Once
 }
 
 // StartEmbedded starts an etcd member as cfg says and returns once it serves clients, or
 // an error naming what failed; on error nothing is left running.
 func StartEmbedded(cfg EmbedConfig) (*Embedded, error) {
-	ec, tempDir, err := embedConfig(cfg)
+	closing := new(atomic.Bool)
+	ec, tempDir, err := embedConfig(cfg, closing)
 	if err != nil {
 		return nil, err
 	}
@@ -81,23 +91,30 @@ func StartEmbedded(cfg EmbedConfig) (*Embedded, error) {
 	defer timer.Stop()
 	select {
 	case <-e.Server.ReadyNotify():
-		return &Embedded{etcd: e, tempDir: tempDir}, nil
+		return &Embedded{etcd: e, tempDir: tempDir, closing: closing}, nil
 	case err = <-e.Err():
 	case <-timer.C:
 		err = fmt.Errorf("not ready after %v (are the other members of %s up?)", timeout, ec.InitialCluster)
 	}
+	closing.Store(true)
 	e.Close()
 	removeTemp(tempDir)
 	return nil, fmt.Errorf("start embedded etcd %q: %w", ec.Name, err)
 }
 
 // embedConfig turns cfg into etcd's configuration, creating the temporary data directory
-// if cfg names none (returned, so the caller can remove it).
-func embedConfig(cfg EmbedConfig) (*embed.Config, string, error) {
+// if cfg names none (returned, so the caller can remove it). Its logger drops the errors
+// etcd logs when its servers stop once closing is set (quietShutdown).
+func embedConfig(cfg EmbedConfig, closing *atomic.Bool) (*embed.Config, string, error) {
 	ec := embed.NewConfig()
 	ec.Name = orDefault(cfg.Name, "zaris")
 	ec.InitialClusterToken = orDefault(cfg.Token, "zaris")
 	ec.LogLevel = orDefault(cfg.LogLevel, "error")
+	lg, err := etcdLogger(ec.LogLevel, cfg.logTo, closing)
+	if err != nil {
+		return nil, "", err
+	}
+	ec.ZapLoggerBuilder = embed.NewZapLoggerBuilder(lg)
 	ec.UnsafeNoFsync = cfg.NoFsync
 	tick, election := cfg.Tick, cfg.Election
 	if len(cfg.Peers) == 0 {
@@ -151,6 +168,52 @@ func embedConfig(cfg EmbedConfig) (*embed.Config, string, error) {
 	return ec, tempDir, nil
 }
 
+// shutdownNoise is the message etcd logs, as an error with a stack trace, for each of its
+// servers that stops serving, as they all do when the member is closed.
+const shutdownNoise = "setting up serving from embedded etcd failed."
+
+// retriedError is an error etcd logs on every new member: its first try to record the
+// storage version comes before raft has saved a term ("missing term information"), and it
+// tries again, successfully, a few seconds later.
+const retriedError = "failed to update storage version"
+
+// etcdLogger is etcd's own logger (JSON at level, on stderr or w). It logs retriedError as a
+// warning, and once closing is set it drops shutdownNoise and logs any other error as a
+// warning too (such as retriedError of a member closed just after its start): errors
+// without a stack trace, and a clean start and shutdown log no error.
+func etcdLogger(level string, w io.Writer, closing *atomic.Bool) (*zap.Logger, error) {
+	zc := logutil.DefaultZapLoggerConfig
+	zc.Level = zap.NewAtomicLevelAt(logutil.ConvertToZapLevel(level))
+	return zc.Build(zap.WrapCore(func(c zapcore.Core) zapcore.Core {
+		if w != nil {
+			c = zapcore.NewCore(zapcore.NewJSONEncoder(zc.EncoderConfig), zapcore.AddSync(w), zc.Level)
+		}
+		return quietShutdown{Core: c, closing: closing}
+	}))
+}
+
+// quietShutdown is a zapcore.Core that lowers retriedError to a warning and, once closing is
+// set, drops shutdownNoise and lowers every error to a warning.
+type quietShutdown struct {
+	zapcore.Core
+	closing *atomic.Bool
+}
+
+func (q quietShutdown) With(fields []zapcore.Field) zapcore.Core {
+	return quietShutdown{Core: q.Core.With(fields), closing: q.closing}
+}
+
+func (q quietShutdown) Check(e zapcore.Entry, ce *zapcore.CheckedEntry) *zapcore.CheckedEntry {
+	switch {
+	case e.Level < zapcore.ErrorLevel:
+	case q.closing.Load() && e.Message == shutdownNoise:
+		return ce
+	case q.closing.Load(), e.Message == retriedError:
+		e.Level = zapcore.WarnLevel
+	}
+	return q.Core.Check(e, ce)
+}
+
 // InitialCluster formats peers (member name to peer URL) as etcd's initial-cluster string,
 // name=url pairs joined by commas in name order.
 func InitialCluster(peers map[string]string) string {
@@ -182,6 +245,7 @@ func (e *Embedded) Err() <-chan error { return e.etcd.Err() }
 // Closing again does nothing.
 func (e *Embedded) Close() {
 	e.closeOnce.Do(func() {
+		e.closing.Store(true)
 		e.etcd.Close()
 		removeTemp(e.tempDir)
 	})
