@@ -294,3 +294,41 @@ func TestEveryEventGetsAPhase(t *testing.T) {
 	}
 	assert.True(t, report.OK(), "lost %v, misreported %v, error %q", report.Verification.Lost, report.Verification.Misreported, report.Verification.Error)
 }
+
+// The sample output in tools/zaris/README.md is a run of the default schedule: a row for
+// the steady phase and each of its events, in order, and the total, under the header the
+// table has today.
+func TestReadmeSampleHasEveryPhase(t *testing.T) {
+	data, err := os.ReadFile("../README.md")
+	require.NoError(t, err)
+	_, demo, ok := strings.Cut(string(data), "## The demo")
+	require.True(t, ok)
+	_, sample, ok := strings.Cut(demo, "```\n")
+	require.True(t, ok)
+	sample, _, ok = strings.Cut(sample, "```")
+	require.True(t, ok)
+
+	var empty bytes.Buffer
+	(&Report{}).WriteTable(&empty)
+	header, _, _ := strings.Cut(empty.String(), "\n")
+	lines := strings.Split(sample, "\n")
+	require.Equal(t, strings.Fields(header), strings.Fields(lines[0]), "the sample's header is the table's")
+
+	want := []string{"steady"}
+	for _, e := range DefaultConfig().Schedule {
+		want = append(want, string(e.Kind))
+	}
+	want = append(want, "total")
+	var got []string
+	for _, line := range lines[1:] {
+		f := strings.Fields(line)
+		if len(f) == 0 {
+			break
+		}
+		got = append(got, f[0])
+		if f[0] == "total" {
+			break
+		}
+	}
+	assert.Equal(t, want, got, "the sample's phases, by their first word")
+}
