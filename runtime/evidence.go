@@ -86,7 +86,7 @@ func (r *Refresher) runDeferred() {
 			continue
 		}
 		select {
-		case res := <-r.group.DoChan(flightKey, r.flight(nil)):
+		case res := <-r.group.DoChan(flightKey, r.flight(nil, true)):
 			if out := res.Val.(*flightResult); out.err != nil {
 				r.deferring.Store(false)
 				return
@@ -157,7 +157,7 @@ func (r *Refresher) AwaitOwner(ctx context.Context, key []byte, gone int32, unti
 				return r.awaitEnded()
 			}
 		}
-		if !r.awaitFlight(ctx, until) {
+		if !r.awaitFlight(ctx, until, fetched) {
 			return r.awaitEnded()
 		}
 	}
@@ -165,9 +165,9 @@ func (r *Refresher) AwaitOwner(ctx context.Context, key []byte, gone int32, unti
 
 // awaitFlight leads or joins the shared fetch and waits for it, and reports whether it
 // completed before ctx ended, the refresher closed or the Clock passed until (zero: no
-// bound).
-func (r *Refresher) awaitFlight(ctx context.Context, until time.Time) bool {
-	ch := r.group.DoChan(flightKey, r.flight(nil))
+// bound). An owner wait's fetches after its first (again) are Background.
+func (r *Refresher) awaitFlight(ctx context.Context, until time.Time, again bool) bool {
+	ch := r.group.DoChan(flightKey, r.flight(nil, again))
 	var bound <-chan time.Time
 	if !until.IsZero() {
 		t := r.clock.NewTimer(until.Sub(r.clock.Now()))

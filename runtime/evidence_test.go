@@ -233,3 +233,49 @@ func TestB7_WaitersShareTheFetches(t *testing.T) {
 		assert.Equal(t, int64(2), res.Epoch)
 	}
 }
+
+// TestRefreshStats_BackgroundCountsTheFetchesNoCallStarted: a fetch that a call of Refresh
+// or AwaitOwner starts when it is made is not Background; a fetch that Observe starts (B1),
+// one deferred to the end of the debounce window (B7) and an owner wait's fetches after its
+// first are. So Performed - Background never exceeds the calls of Refresh and AwaitOwner.
+func TestRefreshStats_BackgroundCountsTheFetchesNoCallStarted(t *testing.T) {
+	mc := newMockEngine(t, testMap(1, 16, 2))
+	key := keyOwnedBy(t, mc, 1)
+	var served atomic.Pointer[zaris.ClusterMap]
+	served.Store(testMap(1, 16, 2))
+	calls := mc.servedMaps(served.Load)
+	r := mc.Refresher()
+	mc.clock.Advance(time.Second)
+
+	require.True(t, r.Refresh(context.Background(), Evidence{}).Performed) // fetch 1 at 1s, the call's own
+	assert.Zero(t, r.Stats().Background)
+
+	mc.clock.Advance(100 * time.Millisecond)
+	served.Store(testMap(2, 16, 2))
+	r.Observe(2) // fetch 2 at 1.1s, in the background (B1)
+	eventually(t, func() bool { return r.Stats().Performed == 2 })
+	assert.Equal(t, uint64(1), r.Stats().Background)
+
+	mc.clock.Advance(100 * time.Millisecond)
+	require.True(t, r.Refresh(context.Background(), Evidence{At: mc.clock.Now()}).Deferred)
+	mc.clock.waitPending(t, 1)
+	mc.clock.Advance(400 * time.Millisecond) // 1.6s: the deferred fetch 3 (B7)
+	eventually(t, func() bool { return r.Stats().Performed == 3 })
+	assert.Equal(t, uint64(2), r.Stats().Background)
+
+	out := make(chan RefreshResult)
+	go func() { out <- r.AwaitOwner(context.Background(), key, 1, time.Time{}) }()
+	mc.clock.waitPending(t, 1)
+	mc.clock.Advance(500 * time.Millisecond) // 2.1s: the wait's first fetch, 4, still names node 1
+	eventually(t, func() bool { return r.Stats().Performed == 4 && calls.Load() == 4 })
+	assert.Equal(t, uint64(2), r.Stats().Background, "the wait's first fetch is its own")
+	mc.clock.waitPending(t, 1)
+	served.Store(movedTo(3, key, 2))
+	mc.clock.Advance(500 * time.Millisecond) // 2.6s: fetch 5, in the background, moves the owner
+	res := <-out
+	assert.True(t, res.Performed)
+	st := r.Stats()
+	assert.Equal(t, uint64(5), st.Performed)
+	assert.Equal(t, uint64(3), st.Background)
+	assert.LessOrEqual(t, st.Performed-st.Background, uint64(3), "two calls of Refresh and one of AwaitOwner")
+}

@@ -35,7 +35,8 @@ type RefreshResult struct {
 // RefreshStats counts a Refresher's work since it was made. Once no request is in flight,
 // Requested = Debounced + Coalesced + OwnerWaits + the requests that led a fetch (+ those
 // refused after Close); Performed counts fetches that returned a map, Failed those that
-// did not.
+// did not. Each call of Refresh or AwaitOwner starts at most one fetch that is not
+// Background, so Performed - Background never exceeds those calls.
 type RefreshStats struct {
 	// Requested counts calls of Refresh and AwaitOwner, and background requests (B6).
 	Requested uint64
@@ -55,6 +56,12 @@ type RefreshStats struct {
 	TimedOut uint64
 	// Failed counts map fetches that ended without a map.
 	Failed uint64
+	// Background counts the fetches among Performed that no call of Refresh or AwaitOwner
+	// started when it was made: those started by an answer's newer epoch (Observe, B1), by
+	// a silent node (B6), at the end of the debounce window for deferred requests (B7), and
+	// an owner wait's fetches after its first (B7: one a window while the map still names
+	// the node it could not reach).
+	Background uint64
 }
 
 // FetchFunc fetches a cluster map from the cluster; ctx bounds it. minEpoch is the epoch
@@ -102,7 +109,7 @@ type Refresher struct {
 	closed  bool           // set by Close; no fetch starts after it
 	flights sync.WaitGroup // running fetches, awaited by Close
 
-	requested, performed, coalesced, debounced, deferred, ownerWaits, timedOut, failed atomic.Uint64
+	requested, performed, coalesced, debounced, deferred, ownerWaits, timedOut, failed, background atomic.Uint64
 }
 
 // NewRefresher returns a refresher that fetches maps with fetch and installs them in
@@ -147,6 +154,7 @@ func (r *Refresher) Stats() RefreshStats {
 		OwnerWaits: r.ownerWaits.Load(),
 		TimedOut:   r.timedOut.Load(),
 		Failed:     r.failed.Load(),
+		Background: r.background.Load(),
 	}
 }
 
@@ -166,7 +174,7 @@ func (r *Refresher) Refresh(ctx context.Context, ev Evidence) RefreshResult {
 		return r.debouncedFor(ev.At)
 	}
 	tok := new(flightToken)
-	ch := r.group.DoChan(flightKey, r.flight(tok))
+	ch := r.group.DoChan(flightKey, r.flight(tok, false))
 	if r.wait <= 0 {
 		// No wait at all: take the outcome only if it is already there.
 		select {
@@ -244,7 +252,7 @@ func (r *Refresher) Observe(epoch int64) {
 	if r.stopped.Load() || r.inflight.Load() || (epoch <= r.served.Load() && r.withinDebounce()) {
 		return
 	}
-	r.group.DoChan(flightKey, r.flight(nil)) // the result channel is buffered; nobody needs to read it
+	r.group.DoChan(flightKey, r.flight(nil, true)) // the result channel is buffered; nobody needs to read it
 }
 
 // Close stops the refresher: the fetch in flight, if any, is cancelled and awaited, and
@@ -304,7 +312,8 @@ type flightResult struct {
 
 // flight returns the function singleflight runs for the request tok (nil for Observe):
 // fetch on the refresher's own context, install a newer map, note the time, clear the slot.
-func (r *Refresher) flight(tok *flightToken) func() (any, error) {
+// A background flight is counted in Background too when it brings a map.
+func (r *Refresher) flight(tok *flightToken, background bool) func() (any, error) {
 	return func() (any, error) {
 		if tok != nil {
 			tok.led.Store(true)
@@ -346,6 +355,9 @@ func (r *Refresher) flight(tok *flightToken) func() (any, error) {
 			out.err = err
 		} else {
 			r.performed.Add(1)
+			if background {
+				r.background.Add(1)
+			}
 			raise(&r.served, target)
 			raise(&r.lastStart, started)
 		}

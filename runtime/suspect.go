@@ -223,5 +223,5 @@ func (r *Refresher) refreshInBackground() {
 		r.debouncedFor(r.clock.Now())
 		return
 	}
-	r.group.DoChan(flightKey, r.flight(nil))
+	r.group.DoChan(flightKey, r.flight(nil, true))
 }

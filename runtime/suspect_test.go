@@ -61,6 +61,7 @@ func TestB6_SilentOwnerIsSuspected(t *testing.T) {
 	step(2)
 	step(2) // 750 ms: the debounce window is over, the deferred fetch runs
 	eventually(t, func() bool { return cl.Refresher().Stats().Performed == 2 })
+	assert.Equal(t, uint64(2), cl.Refresher().Stats().Background, "no call started either fetch")
 	select {
 	case err := <-done:
 		require.ErrorIs(t, err, ErrOwnerMoved)

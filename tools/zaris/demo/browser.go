@@ -105,11 +105,20 @@ func WriteScreenshot(ctx context.Context, r *Report, dir string) (string, error)
 	return shot, nil
 }
 
-// windowSize is the browser's --window-size for the page of report r: wider than the charts,
-// and taller than the page (a heading, the charts, and a table row or three per phase), so
-// that a screenshot, cropped to what the page drew, shows all of it.
+// screenshotWidth is the width of the window the demo draws timeline.png in.
+const screenshotWidth = 1400
+
+// windowSize is the browser's --window-size for the page of report r: screenshotWidth wide
+// and taller than the page (a heading, the charts scaled to the window's width, and a table
+// row or two per phase), so that a screenshot, cropped to what the page drew, shows all of it.
 func windowSize(r *Report) string {
-	return fmt.Sprintf("--window-size=%d,%d", chartWidth+140, 600+marginTop+3*(panelHeight+panelGap)+80*(len(r.Phases)+2))
+	return windowSizeAt(r, screenshotWidth)
+}
+
+// windowSizeAt is windowSize for a window width pixels wide.
+func windowSizeAt(r *Report, width int) string {
+	chart := float64(markerTop+4*panelHeight+6*legendRow) * float64(width) / chartWidth
+	return fmt.Sprintf("--window-size=%d,%d", width, 400+int(chart)+40*(len(r.Phases)+2))
 }
 
 // cropPNG cuts the blank (white) right and bottom of the picture in file, leaving margin

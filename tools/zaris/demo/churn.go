@@ -19,6 +19,7 @@ type churner struct {
 	initial []int32 // the nodes the cluster started with
 	killed  []int32 // killed nodes and lost hosts, in order
 	joined  []int32
+	joins   int // the joins started, whether or not they succeeded
 	// loss is what the map showed during the last stall or lost host.
 	loss loss
 }
@@ -54,63 +55,96 @@ func (l *loss) look(m *zaris.ClusterMap, id int32, since time.Duration) {
 	}
 }
 
-// do carries out e and returns a label for it, such as "kill n3".
-func (c *churner) do(ctx context.Context, e Event) (string, error) {
+// step is one event with its target chosen: what the demo does, and the label it names it
+// by (in the progress line, the phase, the report and the page), such as "kill n3".
+type step struct {
+	kind     Kind
+	node     int32 // the target node (for a join, the id the new node will get)
+	seg      int32 // a migration's segment
+	label    string
+	planFail error // set when no target could be chosen
+}
+
+// plan chooses e's target now, before it runs, so that the event has its name from the
+// start.
+func (c *churner) plan(e Event) step {
+	st := step{kind: e.Kind, node: e.Node}
 	switch e.Kind {
 	case Migrate:
 		seg, to, err := c.migrationTarget(e.Node)
-		if err != nil {
-			return "migrate", err
-		}
-		return fmt.Sprintf("migrate seg %d → n%d", seg, to), c.cluster.MigrateSegment(ctx, seg, to)
+		st.seg, st.node, st.planFail = seg, to, err
+		st.label = fmt.Sprintf("migrate seg %d → n%d", seg, to)
 	case Join:
+		// The store numbers nodes in order: the cluster's own, then each join's.
+		st.node = slices.Max(c.initial) + int32(c.joins) + 1
+	case Kill:
+		if st.node == 0 {
+			st.node = c.killTarget()
+		}
+	case Failback:
+		if st.node == 0 && len(c.killed) == 0 {
+			st.planFail = fmt.Errorf("no node was killed or lost before this failback")
+		} else if st.node == 0 {
+			st.node = c.killed[len(c.killed)-1]
+		}
+	case Leave:
+		if st.node == 0 {
+			st.node = c.leaveTarget()
+		}
+	case Stall, LostHost:
+		if st.node == 0 {
+			st.node = c.ownerTarget()
+		}
+	default:
+		st.planFail = fmt.Errorf("unknown churn kind %q", e.Kind)
+	}
+	switch {
+	case st.planFail != nil:
+		st.label = string(e.Kind)
+	case e.Kind == Stall:
+		st.label = fmt.Sprintf("stall n%d %s", st.node, StallFor)
+	case st.label == "":
+		st.label = fmt.Sprintf("%s n%d", e.Kind, st.node)
+	}
+	return st
+}
+
+// do carries out the planned step st.
+func (c *churner) do(ctx context.Context, st step) error {
+	if st.planFail != nil {
+		return st.planFail
+	}
+	switch st.kind {
+	case Migrate:
+		return c.cluster.MigrateSegment(ctx, st.seg, st.node)
+	case Join:
+		c.joins++
 		id, err := c.cluster.Join(ctx)
-		if err == nil {
+		if id != 0 {
 			c.joined = append(c.joined, id)
 		}
-		return fmt.Sprintf("join n%d", id), err
+		if err == nil && id != st.node {
+			err = fmt.Errorf("the new node is n%d, not n%d as planned", id, st.node)
+		}
+		return err
 	case Kill:
-		id := e.Node
-		if id == 0 {
-			id = c.killTarget()
-		}
-		c.killed = append(c.killed, id)
-		return fmt.Sprintf("kill n%d", id), c.cluster.Kill(id)
+		c.killed = append(c.killed, st.node)
+		return c.cluster.Kill(st.node)
 	case Failback:
-		id := e.Node
-		if id == 0 {
-			if len(c.killed) == 0 {
-				return "failback", fmt.Errorf("no node was killed or lost before this failback")
-			}
-			id = c.killed[len(c.killed)-1]
-		}
-		label := fmt.Sprintf("failback n%d", id)
-		if c.cluster.Node(id) == nil {
-			if err := c.cluster.Restart(ctx, id); err != nil {
-				return label, err
+		if c.cluster.Node(st.node) == nil {
+			if err := c.cluster.Restart(ctx, st.node); err != nil {
+				return err
 			}
 		}
-		return label, c.cluster.Failback(ctx, id)
+		return c.cluster.Failback(ctx, st.node)
 	case Leave:
-		id := e.Node
-		if id == 0 {
-			id = c.leaveTarget()
-		}
-		return fmt.Sprintf("leave n%d", id), c.cluster.Leave(ctx, id)
+		return c.cluster.Leave(ctx, st.node)
 	case Stall:
-		id := e.Node
-		if id == 0 {
-			id = c.ownerTarget()
-		}
-		return fmt.Sprintf("stall n%d %s", id, StallFor), c.stall(ctx, id)
+		return c.stall(ctx, st.node)
 	case LostHost:
-		id := e.Node
-		if id == 0 {
-			id = c.ownerTarget()
-		}
-		return fmt.Sprintf("lost-host n%d", id), c.loseHost(ctx, id)
+		return c.loseHost(ctx, st.node)
 	}
-	return string(e.Kind), fmt.Errorf("unknown churn kind %q", e.Kind)
+	return fmt.Errorf("unknown churn kind %q", st.kind)
 }
 
 // stall stands node id still for StallFor, waits it out, and waits for the cluster to

@@ -54,7 +54,7 @@ func Run(ctx context.Context, cfg Config) (*Report, error) {
 	var ops, errs atomic.Int64
 	start := time.Now()
 	rec := newRecorder(start, cfg.Workers)
-	rec.startPhase("steady", refresher.Stats().Performed)
+	rec.startPhase("steady", fetchesOf(refresher.Stats()))
 	workers := make([]*worker, cfg.Workers)
 	for i := range workers {
 		workers[i] = newWorker(i, cfg.KeysPerWorker, kv, start, &ops, &errs, rec)
@@ -82,17 +82,15 @@ func Run(ctx context.Context, cfg Config) (*Report, error) {
 		if !sleepUntil(ctx, start.Add(e.At)) {
 			break
 		}
-		placeholder := string(e.Kind)
-		prog.phase.Store(&placeholder)
-		at := rec.startPhase(placeholder, refresher.Stats().Performed)
+		st := ch.plan(e)
+		prog.phase.Store(&st.label)
+		at := rec.startPhase(st.label, fetchesOf(refresher.Stats()))
 		// The event gets its own time, not what is left of the workload's: an event still
 		// running when the workload ends completes before the read-back.
 		ectx, cancel := context.WithTimeout(ctx, settleTimeout)
-		label, err := ch.do(ectx, e)
+		err := ch.do(ectx, st)
 		cancel()
-		prog.phase.Store(&label)
-		rec.renamePhase(label)
-		er := EventReport{Kind: e.Kind, Label: label, AtSec: at.Seconds(), TookMs: ms(time.Since(start) - at)}
+		er := EventReport{Kind: e.Kind, Label: st.label, AtSec: at.Seconds(), TookMs: ms(time.Since(start) - at)}
 		if e.Kind == Stall || e.Kind == LostHost {
 			er.NewOwnerMs, er.FailoverMs, er.LostMs = ms(ch.loss.newOwner), ms(ch.loss.failover), ms(ch.loss.lostFor)
 		}
@@ -109,7 +107,7 @@ func Run(ctx context.Context, cfg Config) (*Report, error) {
 	stop()
 	wg.Wait()
 	end := time.Since(start)
-	endPerformed := refresher.Stats().Performed
+	endFetched := fetchesOf(refresher.Stats())
 	close(progressDone)
 	progressWG.Wait()
 
@@ -120,7 +118,7 @@ func Run(ctx context.Context, cfg Config) (*Report, error) {
 	}
 	slices.Sort(samples)
 	samples = samples[:min(len(samples), maxErrorSamples)]
-	phases, total, timeline := rec.summarize(end, endPerformed)
+	phases, total, timeline := rec.summarize(end, endFetched)
 	report := &Report{
 		Nodes: cfg.Nodes, Workers: cfg.Workers, Protocol: string(cfg.Protocol), Duration: cfg.Duration.String(),
 		Events: events, Phases: phases, Total: total, Timeline: timeline, ErrorSamples: samples,

@@ -53,6 +53,15 @@ func TestShortRun(t *testing.T) {
 			assert.Zero(t, p.ErrorCount, "%s: %v", p.Name, p.Errors)
 		}
 	}
+	// Every fetch is one a call asked for or one made in the background (B1, B6, B7), in every
+	// phase: calls share fetches, so they ask for more than they get.
+	for _, p := range append(slices.Clone(report.Phases), report.Total) {
+		assert.LessOrEqual(t, p.RefreshesPerformed, p.RefreshesRequested+p.RefreshesBackground,
+			"%s: map fetches beyond the calls' requests and the background fetches", p.Name)
+		assert.LessOrEqual(t, p.RefreshesBackground, p.RefreshesPerformed, p.Name)
+	}
+	assert.Contains(t, table.String(), "refreshes asked  map fetches  in background")
+	assertProgressNamesPhases(t, progress.String(), report)
 	assert.Positive(t, report.Total.Batches.MultiGets, "the workload makes MultiGet calls")
 	assert.Positive(t, report.Total.Batches.MultiPuts, "the workload makes MultiPut calls")
 	assert.Equal(t, batchSize*(report.Total.Batches.MultiGets+report.Total.Batches.MultiPuts), report.Total.Batches.Items)
@@ -94,9 +103,28 @@ func TestShortRun(t *testing.T) {
 	require.NoError(t, err)
 	defer html.Close()
 	series, bands, markers := scanTimeline(t, html)
-	assert.Equal(t, []string{"ops", "p99"}, series)
+	assert.Equal(t, []string{"ops", "p99", "waiting"}, series)
 	assert.ElementsMatch(t, slices.Collect(maps.Keys(causes)), bands, "one stacked band per cause in the timeline")
 	assert.Equal(t, []string{"migrate", "join", "kill", "failback", "leave"}, markers)
+}
+
+// assertProgressNamesPhases checks that the progress lines name each phase as the report
+// does: steady, or an event's label.
+func assertProgressNamesPhases(t *testing.T, progress string, report *Report) {
+	t.Helper()
+	var names []string
+	for _, p := range report.Phases {
+		names = append(names, p.Name)
+	}
+	lines := 0
+	for line := range strings.Lines(progress) {
+		_, phase, ok := strings.Cut(strings.TrimSpace(line), "phase: ")
+		if assert.True(t, ok, "a progress line names its phase: %q", line) {
+			assert.Contains(t, names, phase, "the phase of %q is one of the report's", line)
+			lines++
+		}
+	}
+	assert.Positive(t, lines)
 }
 
 // scanTimeline parses the page as XML and returns the metric of each line series, the cause
@@ -130,7 +158,7 @@ func scanTimeline(t *testing.T, r io.Reader) (series, bands, markers []string) {
 		case el.Name.Local == "polyline" && strings.Contains(attr("class"), "series"):
 			series = append(series, attr("data-metric"))
 			assert.NotEmpty(t, attr("points"))
-		case el.Name.Local == "polygon" && strings.HasPrefix(attr("class"), "series retries "):
+		case el.Name.Local == "polygon" && attr("data-metric") == "retries":
 			bands = append(bands, attr("data-cause"))
 			assert.NotEmpty(t, attr("points"))
 		case el.Name.Local == "g" && attr("class") == "event":
@@ -181,8 +209,9 @@ func TestLostHost(t *testing.T) {
 	events, err := ParseSchedule("lost-host@300ms,failback@1s")
 	require.NoError(t, err)
 	out := t.TempDir()
+	var progress bytes.Buffer
 	report, err := Run(context.Background(), Config{Nodes: 3, Workers: 4, KeysPerWorker: 16, Duration: 1500 * time.Millisecond,
-		Schedule: events, Out: out})
+		Schedule: events, Out: out, Progress: &progress, ProgressEvery: 500 * time.Millisecond})
 	require.NoError(t, err)
 	var table bytes.Buffer
 	report.WriteTable(&table)
@@ -196,6 +225,10 @@ func TestLostHost(t *testing.T) {
 	assert.Equal(t, LostHost, lost.Kind)
 	assert.Regexp(t, `^lost-host n\d$`, lost.Label)
 	assert.Equal(t, "failback"+strings.TrimPrefix(lost.Label, "lost-host"), back.Label, "the failback targets the lost host")
+	// The host is lost for seconds: the progress lines meanwhile name it as the table does
+	// (they said "lost-host" until the event was over).
+	assertProgressNamesPhases(t, progress.String(), report)
+	assert.Contains(t, progress.String(), "phase: "+lost.Label)
 	assert.Positive(t, lost.NewOwnerMs, "the store gave the lost host's segments to other nodes")
 	assert.LessOrEqual(t, lost.NewOwnerMs, lost.FailoverMs)
 	assert.GreaterOrEqual(t, lost.LostMs, lost.FailoverMs+ms(LostHostHold), "lost past the failover")
@@ -260,4 +293,42 @@ func TestEveryEventGetsAPhase(t *testing.T) {
 		assert.Positive(t, p.Ops, p.Name)
 	}
 	assert.True(t, report.OK(), "lost %v, misreported %v, error %q", report.Verification.Lost, report.Verification.Misreported, report.Verification.Error)
+}
+
+// The sample output in tools/zaris/README.md is a run of the default schedule: a row for
+// the steady phase and each of its events, in order, and the total, under the header the
+// table has today.
+func TestReadmeSampleHasEveryPhase(t *testing.T) {
+	data, err := os.ReadFile("../README.md")
+	require.NoError(t, err)
+	_, demo, ok := strings.Cut(string(data), "## The demo")
+	require.True(t, ok)
+	_, sample, ok := strings.Cut(demo, "```\n")
+	require.True(t, ok)
+	sample, _, ok = strings.Cut(sample, "```")
+	require.True(t, ok)
+
+	var empty bytes.Buffer
+	(&Report{}).WriteTable(&empty)
+	header, _, _ := strings.Cut(empty.String(), "\n")
+	lines := strings.Split(sample, "\n")
+	require.Equal(t, strings.Fields(header), strings.Fields(lines[0]), "the sample's header is the table's")
+
+	want := []string{"steady"}
+	for _, e := range DefaultConfig().Schedule {
+		want = append(want, string(e.Kind))
+	}
+	want = append(want, "total")
+	var got []string
+	for _, line := range lines[1:] {
+		f := strings.Fields(line)
+		if len(f) == 0 {
+			break
+		}
+		got = append(got, f[0])
+		if f[0] == "total" {
+			break
+		}
+	}
+	assert.Equal(t, want, got, "the sample's phases, by their first word")
 }

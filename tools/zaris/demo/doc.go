@@ -15,18 +15,21 @@
 // after the workload every key is read back. A lost acknowledged write or a misreported
 // answer (NotFound for an acknowledged key, Conflict with no concurrent writer) fails the run.
 //
-// The report has one phase per event (calls are counted in the phase in which they started),
-// with throughput, latency percentiles, errors by the bound that tripped and the last
-// attempt's outcome, attempts per call, retried attempts by what each saw (a status such as
-// Moved, Migrating, OwnershipChanging, ReplicaWriteRejected or Unavailable, or the kind of
-// failure when no answer came: transport, attempt timeout, node unavailable; a multi-key
-// call's sub-requests are not retries, its item retries are counted with it), map
-// refreshes requested by calls versus map fetches the client performed, and the calls that
-// waited for a map naming a new owner of a key whose owner they could not reach (the
-// client's rule B7), with the longest such wait; and the process's
-// peak resident set size (VmHWM on Linux). Run writes it as report.json and as
-// timeline.html, a page with inline SVG charts per second of ops/s, p99 latency and retried
-// attempts stacked by cause, every event marked. WriteScreenshot draws that page as
+// The report has one phase per event, named as the event is from its start (such as
+// "kill n3"; calls are counted in the phase in which they started), with throughput,
+// latency percentiles, errors by the bound that tripped and the last attempt's outcome,
+// attempts per call, retried attempts by what each saw (a status such as "Moved status" or
+// "Unavailable status", or the kind of failure when no answer came: transport, attempt
+// timeout, node unavailable, "B6: owner moved away"; a multi-key call's sub-requests are not
+// retries, its item retries are counted with it), the map refreshes the calls asked for and
+// the map fetches the client made, of which those in the background (no call's request
+// started them: runtime.RefreshStats.Background), and the calls that waited for a map naming
+// a new owner of a key whose owner they could not reach (the client's rule B7), with the
+// longest such wait; and the process's peak resident set size (VmHWM on Linux). Run writes
+// it as report.json and as timeline.html, a page that fills the window's width with charts
+// per second of ops/s, p99 latency, the calls waiting (in flight over 100 ms) with the calls
+// that failed, and retried attempts stacked by cause, every event marked, and tables of the
+// phases and of their retried attempts by cause. WriteScreenshot draws that page as
 // timeline.png with headless Chromium.
 //
 // The demo keeps no per-call samples: each phase and each second has counters and an HDR

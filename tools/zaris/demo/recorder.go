@@ -8,6 +8,8 @@ import (
 	"time"
 
 	"github.com/HdrHistogram/hdrhistogram-go"
+
+	"github.com/clustron/zaris-go/runtime"
 )
 
 // Latencies are recorded in microseconds, from 1 µs to maxLatency (longer ones count as
@@ -19,6 +21,20 @@ const (
 	latencyUnit      = time.Microsecond
 	noCallInProgress = time.Duration(math.MaxInt64)
 )
+
+// waitingAfter is how long a call is in flight before the timeline counts it as waiting.
+const waitingAfter = 100 * time.Millisecond
+
+// fetches is what the refresher's counters say of its map fetches at one moment.
+type fetches struct {
+	performed  uint64 // fetches that brought a map
+	background uint64 // of them, those no call's request started (runtime.RefreshStats.Background)
+}
+
+// fetchesOf picks the fetch counts out of the refresher's counters.
+func fetchesOf(s runtime.RefreshStats) fetches {
+	return fetches{performed: s.Performed, background: s.Background}
+}
 
 // record is one application call as the application saw it.
 type record struct {
@@ -37,19 +53,19 @@ type record struct {
 
 // phaseAcc sums the calls that started in one phase.
 type phaseAcc struct {
-	name      string
-	start     time.Duration
-	performed uint64 // the refresher's fetch count when the phase started
-	ops       int
-	errors    map[string]int
-	retries   map[string]int
-	attempts  int
-	attMax    int
-	refReq    int
-	owner     ownerWaits
-	batches   BatchReport
-	max       time.Duration
-	lat       *hdrhistogram.Histogram
+	name     string
+	start    time.Duration
+	fetched  fetches // the refresher's fetch counts when the phase started
+	ops      int
+	errors   map[string]int
+	retries  map[string]int
+	attempts int
+	attMax   int
+	refReq   int
+	owner    ownerWaits
+	batches  BatchReport
+	max      time.Duration
+	lat      *hdrhistogram.Histogram
 }
 
 // ownerWaits sums the waits of rule B7 over a phase's calls.
@@ -76,6 +92,7 @@ func (o *ownerWaits) merge(p ownerWaits) {
 // released once no call that started in that second can still be running.
 type secondAcc struct {
 	ops, errors int
+	waiting     int // calls in flight longer than waitingAfter during the second
 	retries     map[string]int
 	lat         *hdrhistogram.Histogram // nil once closed
 	p99         time.Duration
@@ -99,26 +116,19 @@ func newRecorder(start time.Time, workers int) *recorder {
 	return &recorder{since: func() time.Duration { return time.Since(start) }, low: make([]time.Duration, workers)}
 }
 
-// startPhase begins a phase now, with the refresher's fetch count, and returns when it
+// startPhase begins a phase now, with the refresher's fetch counts, and returns when it
 // began. Calls that started earlier stay in the previous phase, even if they are recorded
 // later; calls that start later go to this one.
-func (r *recorder) startPhase(name string, performed uint64) time.Duration {
+func (r *recorder) startPhase(name string, fetched fetches) time.Duration {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	at := r.since()
 	if len(r.phases) == 0 {
 		at = 0
 	}
-	r.phases = append(r.phases, &phaseAcc{name: name, start: at, performed: performed, errors: map[string]int{},
+	r.phases = append(r.phases, &phaseAcc{name: name, start: at, fetched: fetched, errors: map[string]int{},
 		retries: map[string]int{}, lat: hdrhistogram.New(1, int64(maxLatency/latencyUnit), phaseSigFigs)})
 	return at
-}
-
-// renamePhase names the latest phase (its event's label, known once the event ran).
-func (r *recorder) renamePhase(name string) {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	r.phases[len(r.phases)-1].name = name
 }
 
 // add records one call of worker w. A worker's calls must be added in the order it made
@@ -151,8 +161,18 @@ func (r *recorder) add(w int, rec record) {
 	}
 
 	s := int(rec.start / time.Second)
-	for len(r.seconds) <= s {
+	last := s
+	if rec.latency > waitingAfter {
+		last = int((rec.start + rec.latency) / time.Second)
+	}
+	for len(r.seconds) <= last {
 		r.seconds = append(r.seconds, &secondAcc{retries: map[string]int{}, lat: r.histLocked()})
+	}
+	if rec.latency > waitingAfter {
+		// Waiting from waitingAfter in to its end, in every second it overlapped.
+		for i := int((rec.start + waitingAfter) / time.Second); i <= last; i++ {
+			r.seconds[i].waiting++
+		}
 	}
 	sec := r.seconds[s]
 	sec.ops++
@@ -218,8 +238,8 @@ func (r *recorder) histograms() int {
 }
 
 // summarize builds the phases, the total and the timeline. end is when the workload ended
-// and endPerformed the refresher's fetch count then; every worker must be done.
-func (r *recorder) summarize(end time.Duration, endPerformed uint64) ([]PhaseReport, PhaseReport, []Second) {
+// and endFetched the refresher's fetch counts then; every worker must be done.
+func (r *recorder) summarize(end time.Duration, endFetched fetches) ([]PhaseReport, PhaseReport, []Second) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	r.closeLocked(noCallInProgress)
@@ -227,14 +247,14 @@ func (r *recorder) summarize(end time.Duration, endPerformed uint64) ([]PhaseRep
 		lat: hdrhistogram.New(1, int64(maxLatency/latencyUnit), phaseSigFigs)}
 	var phases []PhaseReport
 	for i, p := range r.phases {
-		stop, stopPerformed := end, endPerformed
+		stop, stopFetched := end, endFetched
 		if i+1 < len(r.phases) {
-			stop, stopPerformed = r.phases[i+1].start, r.phases[i+1].performed
+			stop, stopFetched = r.phases[i+1].start, r.phases[i+1].fetched
 		}
 		// An event that began after the workload ended (a late wake-up on a loaded machine,
 		// before the end's own timer fired) has an empty phase.
 		stop = max(stop, p.start)
-		phases = append(phases, p.report(stop, stopPerformed))
+		phases = append(phases, p.report(stop, stopFetched))
 		total.ops += p.ops
 		total.attempts += p.attempts
 		total.attMax = max(total.attMax, p.attMax)
@@ -250,12 +270,10 @@ func (r *recorder) summarize(end time.Duration, endPerformed uint64) ([]PhaseRep
 			total.retries[k] += v
 		}
 	}
-	var firstPerformed uint64
 	if len(r.phases) > 0 {
-		firstPerformed = r.phases[0].performed
+		total.fetched = r.phases[0].fetched
 	}
-	total.performed = firstPerformed
-	tr := total.report(end, endPerformed)
+	tr := total.report(end, endFetched)
 
 	// Whole seconds only: a partial last second would plot as a fall in throughput.
 	seconds := make([]Second, max(int(end/time.Second), 1))
@@ -263,7 +281,7 @@ func (r *recorder) summarize(end time.Duration, endPerformed uint64) ([]PhaseRep
 		seconds[i] = Second{T: i, Retries: map[string]int{}}
 		if i < len(r.seconds) {
 			s := r.seconds[i]
-			seconds[i].Ops, seconds[i].Errors, seconds[i].P99Ms = s.ops, s.errors, ms(s.p99)
+			seconds[i].Ops, seconds[i].Errors, seconds[i].Waiting, seconds[i].P99Ms = s.ops, s.errors, s.waiting, ms(s.p99)
 			seconds[i].Retries = maps.Clone(s.retries)
 		}
 	}
@@ -271,12 +289,13 @@ func (r *recorder) summarize(end time.Duration, endPerformed uint64) ([]PhaseRep
 }
 
 // report is the phase's summary, for a phase that ended at stop with the refresher's fetch
-// count stopPerformed.
-func (p *phaseAcc) report(stop time.Duration, stopPerformed uint64) PhaseReport {
+// counts stopFetched.
+func (p *phaseAcc) report(stop time.Duration, stopFetched fetches) PhaseReport {
 	pr := PhaseReport{
 		Name: p.name, StartSec: p.start.Seconds(), EndSec: stop.Seconds(), Ops: p.ops,
 		Errors: maps.Clone(p.errors), Retries: maps.Clone(p.retries), AttemptsMax: p.attMax,
-		RefreshesRequested: p.refReq, RefreshesPerformed: int(stopPerformed - p.performed), Batches: p.batches,
+		RefreshesRequested: p.refReq, RefreshesPerformed: int(stopFetched.performed - p.fetched.performed),
+		RefreshesBackground: int(stopFetched.background - p.fetched.background), Batches: p.batches,
 		OwnerWaitCalls: p.owner.calls, OwnerWaits: p.owner.waits, OwnerWaitMaxMs: ms(p.owner.max),
 		P50Ms: ms(time.Duration(p.lat.ValueAtQuantile(50)) * latencyUnit),
 		P99Ms: ms(time.Duration(p.lat.ValueAtQuantile(99)) * latencyUnit),

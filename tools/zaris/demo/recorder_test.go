@@ -29,13 +29,13 @@ func fakeRecorder(workers int, now *time.Duration) *recorder {
 func TestRecorderPhasesAndSeconds(t *testing.T) {
 	var now time.Duration
 	r := fakeRecorder(2, &now)
-	r.startPhase("steady", 5)
+	r.startPhase("steady", fetches{performed: 5, background: 1})
 	// Worker 0: 100 calls of 1..100 ms starting in second 0.
 	for i := 1; i <= 100; i++ {
 		r.add(0, record{start: time.Duration(i) * time.Millisecond, latency: time.Duration(i) * time.Millisecond, attempts: 1})
 	}
 	now = 1500 * time.Millisecond
-	r.startPhase("kill", 7)
+	r.startPhase("kill n3", fetches{performed: 7, background: 2})
 	// Worker 1's call started before the kill phase but ends after it: it is steady's.
 	r.add(1, record{start: 1400 * time.Millisecond, latency: 300 * time.Millisecond, attempts: 2, refReq: 1,
 		retries: []string{"transport"}})
@@ -45,10 +45,9 @@ func TestRecorderPhasesAndSeconds(t *testing.T) {
 		batch: &batchRecord{items: 4, itemsRetried: 2}, ownerWaits: 1, ownerWait: 70 * time.Millisecond})
 	r.add(1, record{start: 1950 * time.Millisecond, latency: time.Millisecond, attempts: 1,
 		batch: &batchRecord{put: true, items: 4, itemErrors: 1}, class: "in doubt"})
-	r.renamePhase("kill n3")
 	r.done(0)
 	r.done(1)
-	phases, total, seconds := r.summarize(2500*time.Millisecond, 10)
+	phases, total, seconds := r.summarize(2500*time.Millisecond, fetches{performed: 10, background: 4})
 
 	require.Len(t, phases, 2)
 	steady, kill := phases[0], phases[1]
@@ -59,7 +58,9 @@ func TestRecorderPhasesAndSeconds(t *testing.T) {
 	assert.InDelta(t, 300, steady.MaxMs, 0.001)
 	assert.Equal(t, map[string]int{"transport": 1}, steady.Retries)
 	assert.Equal(t, 2, steady.AttemptsMax)
+	assert.Equal(t, 1, steady.RefreshesRequested)
 	assert.Equal(t, 2, steady.RefreshesPerformed)
+	assert.Equal(t, 1, steady.RefreshesBackground)
 	assert.InDelta(t, 1.5, steady.EndSec, 1e-9)
 
 	assert.Equal(t, BatchReport{}, steady.Batches)
@@ -71,7 +72,9 @@ func TestRecorderPhasesAndSeconds(t *testing.T) {
 	assert.Equal(t, 2, kill.ErrorCount)
 	assert.Equal(t, map[string]int{"deadline (last: Unavailable)": 1, "in doubt": 1}, kill.Errors)
 	assert.Equal(t, map[string]int{"Moved": 1, "Unavailable": 1}, kill.Retries)
+	assert.Equal(t, 2, kill.RefreshesRequested)
 	assert.Equal(t, 3, kill.RefreshesPerformed)
+	assert.Equal(t, 2, kill.RefreshesBackground)
 	wantBatches := BatchReport{MultiGets: 1, MultiPuts: 1, Items: 8, ItemsRetried: 2, ItemErrors: 1}
 	assert.Equal(t, wantBatches, kill.Batches)
 	assert.Equal(t, 2, kill.OwnerWaitCalls, "calls that waited for a new owner (rule B7)")
@@ -82,7 +85,9 @@ func TestRecorderPhasesAndSeconds(t *testing.T) {
 	assert.Equal(t, wantBatches, total.Batches)
 	assert.Equal(t, map[string]int{"transport": 1, "Moved": 1, "Unavailable": 1}, total.Retries)
 	assert.InDelta(t, 300, total.MaxMs, 0.001)
+	assert.Equal(t, 3, total.RefreshesRequested)
 	assert.Equal(t, 5, total.RefreshesPerformed)
+	assert.Equal(t, 3, total.RefreshesBackground)
 	assert.Equal(t, 2, total.OwnerWaitCalls)
 	assert.Equal(t, 3, total.OwnerWaits)
 	assert.InDelta(t, 70, total.OwnerWaitMaxMs, 0.001)
@@ -95,6 +100,29 @@ func TestRecorderPhasesAndSeconds(t *testing.T) {
 	assert.Equal(t, 2, seconds[1].Errors)
 	assert.Equal(t, map[string]int{"transport": 1, "Moved": 1, "Unavailable": 1}, seconds[1].Retries)
 	assert.InDelta(t, 300, seconds[1].P99Ms, 3)
+	assert.Zero(t, seconds[0].Waiting, "no call was in flight past 100 ms in second 0")
+	assert.Equal(t, 1, seconds[1].Waiting, "the 300 ms call from 1.4 s waited from 1.5 s")
+}
+
+// A call counts as waiting in every second in which it had been in flight longer than
+// 100 ms, whichever second it started in; a call of 100 ms or less never waits.
+func TestRecorderCountsWaitingCallsPerSecond(t *testing.T) {
+	var now time.Duration
+	r := fakeRecorder(3, &now)
+	r.startPhase("steady", fetches{})
+	r.add(0, record{start: 500 * time.Millisecond, latency: 3200 * time.Millisecond, attempts: 1}) // waits 0.6 s to 3.7 s
+	r.add(1, record{start: 950 * time.Millisecond, latency: 100 * time.Millisecond, attempts: 1})  // never waits
+	r.add(1, record{start: 1950 * time.Millisecond, latency: 200 * time.Millisecond, attempts: 1}) // waits 2.05 s to 2.15 s
+	r.add(2, record{start: 4100 * time.Millisecond, latency: time.Millisecond, attempts: 1})
+	r.done(0)
+	r.done(1)
+	r.done(2)
+	_, _, seconds := r.summarize(5*time.Second, fetches{})
+	var waiting []int
+	for _, s := range seconds {
+		waiting = append(waiting, s.Waiting)
+	}
+	assert.Equal(t, []int{1, 1, 2, 1, 0}, waiting)
 }
 
 // recordCalls adds calls calls, spread evenly over seconds seconds and round-robin over the
@@ -102,7 +130,7 @@ func TestRecorderPhasesAndSeconds(t *testing.T) {
 func recordCalls(workers, calls, seconds int) *recorder {
 	var now time.Duration
 	r := fakeRecorder(workers, &now)
-	r.startPhase("steady", 0)
+	r.startPhase("steady", fetches{})
 	step := time.Duration(seconds) * time.Second / time.Duration(calls)
 	for i := range calls {
 		start := time.Duration(i) * step
@@ -141,8 +169,8 @@ func TestRecorderMemoryIsConstantInCalls(t *testing.T) {
 	// 180,000 more calls: a recorder keeping each call (over 48 bytes) would hold > 8 MiB more.
 	assert.Less(t, int64(heapLarge)-int64(heapSmall), int64(2<<20), "live heap grew with the calls: %d → %d bytes", heapSmall, heapLarge)
 
-	_, totalSmall, _ := small.summarize(seconds*time.Second, 0)
-	_, totalLarge, secs := large.summarize(seconds*time.Second, 0)
+	_, totalSmall, _ := small.summarize(seconds*time.Second, fetches{})
+	_, totalLarge, secs := large.summarize(seconds*time.Second, fetches{})
 	assert.Equal(t, calls, totalSmall.Ops)
 	assert.Equal(t, 10*calls, totalLarge.Ops)
 	assert.Equal(t, map[string]int{"Moved": 10 * calls / 100}, totalLarge.Retries)
@@ -169,7 +197,7 @@ func TestCaptureCallInfoBatchSubRequestsAreNotRetries(t *testing.T) {
 	single := zrt.NewCall(zarisclient.OpGet, []byte("k"), nil, false)
 	attempts(single, zaris.KvStatus_Moved, zaris.KvStatus_Ok)
 	ci := run(single)
-	assert.Equal(t, []string{"Moved"}, ci.retries)
+	assert.Equal(t, []string{"Moved status"}, ci.retries)
 	assert.Nil(t, ci.batch)
 
 	batch := zrt.NewCall(zarisclient.OpMultiGet, nil, nil, false)
@@ -188,14 +216,14 @@ func TestCaptureCallInfoBatchSubRequestsAreNotRetries(t *testing.T) {
 func TestSummarizeEventAfterTheEnd(t *testing.T) {
 	var now time.Duration
 	r := fakeRecorder(1, &now)
-	r.startPhase("steady", 0)
+	r.startPhase("steady", fetches{})
 	for _, at := range []time.Duration{time.Second, 2 * time.Second, 3900 * time.Millisecond} {
 		r.add(0, record{start: at, latency: time.Millisecond, attempts: 1})
 	}
 	now = 4100 * time.Millisecond
-	r.startPhase("leave", 0)
+	r.startPhase("leave", fetches{})
 	r.done(0)
-	phases, total, _ := r.summarize(4*time.Second, 0)
+	phases, total, _ := r.summarize(4*time.Second, fetches{})
 
 	require.Len(t, phases, 2)
 	assert.Equal(t, 3, phases[0].Ops)

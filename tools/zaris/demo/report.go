@@ -77,10 +77,16 @@ type PhaseReport struct {
 	ErrorCount  int            `json:"errorCount"`
 	AttemptsAvg float64        `json:"attemptsPerCall"`
 	AttemptsMax int            `json:"attemptsMax"`
-	// RefreshesRequested sums the map refreshes the calls asked for; RefreshesPerformed
-	// counts the map fetches the client made in the phase.
-	RefreshesRequested int `json:"refreshesRequested"`
-	RefreshesPerformed int `json:"refreshesPerformed"`
+	// RefreshesRequested sums the map refreshes the phase's calls asked for (calls share
+	// fetches, so many ask for one); RefreshesPerformed counts the map fetches that brought
+	// a map during the phase, and RefreshesBackground those of them that no call's request
+	// started (runtime.RefreshStats.Background: an answer showed a newer map, a node went
+	// silent, a deferred fetch, an owner wait's later fetches). The others, the fetches
+	// calls started, are no more than RefreshesRequested (but for one that a call of the
+	// phase before asked for just before this one began).
+	RefreshesRequested  int `json:"refreshesRequested"`
+	RefreshesPerformed  int `json:"refreshesPerformed"`
+	RefreshesBackground int `json:"refreshesBackground"`
 	// OwnerWaitCalls counts the calls that, once an owner could not be reached at all,
 	// waited for a map naming another owner instead of backing off (rule B7), OwnerWaits
 	// their waits (a multi-key call waits at most once between rounds) and OwnerWaitMaxMs
@@ -89,8 +95,9 @@ type PhaseReport struct {
 	OwnerWaits     int     `json:"ownerWaits"`
 	OwnerWaitMaxMs float64 `json:"ownerWaitMaxMs"`
 	// Retries counts the attempts that were retried, by what each saw: the answer's status
-	// (Moved, Migrating, OwnershipChanging, ReplicaWriteRejected, Unavailable, ...) or the
-	// kind of failure when no answer came (transport, attempt timeout, node unavailable, ...).
+	// ("Moved status", "Migrating status", "Unavailable status", ...) or the kind of failure
+	// when no answer came (transport, attempt timeout, node unavailable, "B6: owner moved
+	// away": a newer map moved the segment away while the attempt waited, ...).
 	// A multi-key call's sub-requests are not retries; its item retries are in Batches.
 	Retries map[string]int `json:"retries"`
 	// Batches sums the multi-key calls among Ops.
@@ -103,6 +110,9 @@ type Second struct {
 	Ops    int     `json:"ops"`
 	Errors int     `json:"errors"`
 	P99Ms  float64 `json:"p99Ms"`
+	// Waiting counts the calls that were in flight longer than 100 ms at some time in this
+	// second, whenever they started: calls waiting (on a stalled owner, a backoff, a map).
+	Waiting int `json:"waiting"`
 	// Retries counts the retried attempts of the calls that started in this second, by what
 	// each saw (see PhaseReport.Retries).
 	Retries map[string]int `json:"retries"`
@@ -132,13 +142,14 @@ func ms(d time.Duration) float64 { return float64(d.Microseconds()) / 1000 }
 // errors by class, the events and the verdict.
 func (r *Report) WriteTable(w io.Writer) {
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', tabwriter.AlignRight)
-	fmt.Fprintln(tw, "phase\tops\tops/s\tp50 ms\tp99 ms\tmax ms\terrors\tattempts avg/max\trefreshes req/done\towner waits calls/max ms\t")
+	fmt.Fprintln(tw, "phase\tops\tops/s\tp50 ms\tp99 ms\tmax ms\terrors\tattempts avg/max\trefreshes asked\tmap fetches\tin background\towner waits calls/max ms\t")
 	for _, p := range append(slices.Clone(r.Phases), r.Total) {
-		fmt.Fprintf(tw, "%s\t%d\t%.0f\t%.2f\t%.2f\t%.1f\t%d\t%.4f/%d\t%d/%d\t%d/%.0f\t\n",
-			p.Name, p.Ops, p.OpsPerS, p.P50Ms, p.P99Ms, p.MaxMs, p.ErrorCount, p.AttemptsAvg, p.AttemptsMax, p.RefreshesRequested, p.RefreshesPerformed,
-			p.OwnerWaitCalls, p.OwnerWaitMaxMs)
+		fmt.Fprintf(tw, "%s\t%d\t%.0f\t%.2f\t%.2f\t%.1f\t%d\t%.4f/%d\t%d\t%d\t%d\t%d/%.0f\t\n",
+			p.Name, p.Ops, p.OpsPerS, p.P50Ms, p.P99Ms, p.MaxMs, p.ErrorCount, p.AttemptsAvg, p.AttemptsMax,
+			p.RefreshesRequested, p.RefreshesPerformed, p.RefreshesBackground, p.OwnerWaitCalls, p.OwnerWaitMaxMs)
 	}
 	tw.Flush()
+	fmt.Fprintln(w, refreshesNote)
 	r.writeBatches(w)
 
 	fmt.Fprintln(w)
@@ -203,6 +214,10 @@ func (r *Report) WriteTable(w io.Writer) {
 		fmt.Fprintf(w, "OK: all %d keys read back their last acknowledged write; no answer was misreported\n", v.Keys)
 	}
 }
+
+// refreshesNote says what the table's refresh columns count.
+const refreshesNote = "refreshes asked: by the phase's calls, which share one fetch; map fetches: those that brought a map,\n" +
+	"in background: the fetches no call asked for (an answer showed a newer map, a node went silent, or a deferred or owner wait's later fetch)"
 
 // writeByPhase prints one line per phase and key of the counts count picks from it.
 func writeByPhase(w io.Writer, phases []PhaseReport, count func(PhaseReport) map[string]int) {

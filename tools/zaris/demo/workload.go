@@ -244,12 +244,14 @@ func errorClass(err error) string {
 	return bound + " (last: " + causeName(ce.Err) + ")"
 }
 
-// causeName names an attempt's cause briefly: a status, or the kind of failure.
+// causeName names an attempt's cause briefly: a status ("Moved status"), or the kind of
+// failure. No two causes share a word that names a status ("owner moved away" is rule B6,
+// not the Moved status).
 func causeName(err error) string {
 	var se *runtime.StatusError
 	switch {
 	case errors.As(err, &se):
-		return se.Name
+		return statusCause(se.Name)
 	case errors.Is(err, runtime.ErrNodeUnavailable):
 		return "node unavailable"
 	case errors.Is(err, runtime.ErrPartitionUnavailable):
@@ -257,7 +259,7 @@ func causeName(err error) string {
 	case errors.Is(err, runtime.ErrAttemptTimeout):
 		return "attempt timeout"
 	case errors.Is(err, runtime.ErrOwnerMoved):
-		return "owner moved"
+		return "B6: owner moved away"
 	case errors.Is(err, runtime.ErrTransport):
 		return "transport"
 	case errors.Is(err, context.DeadlineExceeded):
@@ -272,10 +274,13 @@ func causeName(err error) string {
 // of failure (causeName) when no answer arrived.
 func attemptCause(a runtime.Attempt) string {
 	if a.Answered {
-		return zarisclient.Statuses.Name(int64(a.Status))
+		return statusCause(zarisclient.Statuses.Name(int64(a.Status)))
 	}
 	return causeName(a.Err)
 }
+
+// statusCause names an answer's status as a cause: "Moved status".
+func statusCause(name string) string { return name + " status" }
 
 // verify reads every key back and returns the keys whose value is not the one its writer
 // last had acknowledged (or a later write of unknown outcome).
