@@ -42,7 +42,7 @@ generate: check-thrift ## regenerate gen/ from idl/ (thrift, then zarisgen, then
 	done; \
 	gofmt -w $$new; \
 	$(GO) -C $(TOOLS) build -o $$new/.bin/zarisgen ./zarisgen; \
-	$$new/.bin/zarisgen -thrift $(THRIFT) -idl idl/zaris.thrift -out $$new/gen/zarisclient -server-out $$new/gen/zarisserver \
+	$$new/.bin/zarisgen -thrift $(THRIFT) -idl idl/zaris.thrift -out $$new/gen/zarisclient -server-out $$new/gen/zarisserver -codec-out $$new/gen/zariscodec \
 		-go-generate 'make -C ../.. generate'; \
 	rm -rf $$new/.bin; \
 	printf 'module $(MODULE)/gen\n' > $$new/gen/go.mod; \

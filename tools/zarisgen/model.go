@@ -55,6 +55,9 @@ type model struct {
 	ServerPackage string
 	// GoGenerate is the command of the client's //go:generate directive; none when empty.
 	GoGenerate string
+	// CodecImport is the import path of the generated codec (-codec-out), which the
+	// operations' descriptors then carry; empty: none.
+	CodecImport string
 	// Version is zarisgen's version, VersionCheck the runtime constant the generated code
 	// refers to (see version.go).
 	Version, VersionCheck string

@@ -30,7 +30,12 @@ func renderFile(m *model, tmpl, what string) ([]byte, error) {
 	if err := templates.ExecuteTemplate(&buf, tmpl, m); err != nil {
 		return nil, fmt.Errorf("zarisgen: rendering %s: %w", what, err)
 	}
-	out, err := format.Source(buf.Bytes())
+	return formatSource(buf.Bytes(), what)
+}
+
+// formatSource formats src, the rendering of what, as gofmt would.
+func formatSource(src []byte, what string) ([]byte, error) {
+	out, err := format.Source(src)
 	if err != nil {
 		return nil, fmt.Errorf("zarisgen: formatting %s: %w", what, err)
 	}
