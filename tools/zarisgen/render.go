@@ -15,7 +15,17 @@ var templateFS embed.FS
 var templates = template.Must(template.New("").Funcs(template.FuncMap{
 	"join":       strings.Join,
 	"lowerFirst": lowerFirst,
+	"codecOp": func(m *model, op opModel) codecOp {
+		return codecOp{Op: op, Service: m.Service, Package: m.CodecPackage()}
+	},
 }).ParseFS(templateFS, "templates/*.tmpl"))
+
+// codecOp is what the template of an operation's runtime.Codec needs.
+type codecOp struct {
+	Op      opModel
+	Service string // the service's Go name
+	Package string // the codec's package name
+}
 
 // render writes the typed client for m, formatted as gofmt would.
 func render(m *model) ([]byte, error) { return renderFile(m, "client.go.tmpl", "the client") }
