@@ -42,7 +42,7 @@ generate: check-thrift ## regenerate gen/ from idl/ (thrift, then zarisgen, then
 	done; \
 	gofmt -w $$new; \
 	$(GO) -C $(TOOLS) build -o $$new/.bin/zarisgen ./zarisgen; \
-	$$new/.bin/zarisgen -thrift $(THRIFT) -idl idl/zaris.thrift -out $$new/gen/zarisclient -server-out $$new/gen/zarisserver \
+	$$new/.bin/zarisgen -thrift $(THRIFT) -idl idl/zaris.thrift -out $$new/gen/zarisclient -server-out $$new/gen/zarisserver -codec-out $$new/gen/zariscodec \
 		-go-generate 'make -C ../.. generate'; \
 	rm -rf $$new/.bin; \
 	printf 'module $(MODULE)/gen\n' > $$new/gen/go.mod; \
@@ -95,7 +95,7 @@ bench-go: ## run the go test benchmarks
 # FUZZ_TARGETS are the fuzz targets, as package:Function (a package under tools/ is run in the
 # tools module). `make fuzz` runs each for FUZZTIME;
 # `make test` runs it with the default, `make soak` for SOAK_FUZZTIME.
-FUZZ_TARGETS := runtime:FuzzNewConfigEnv runtime:FuzzMalformedReply internal/thriftbuf:FuzzMemFrames \
+FUZZ_TARGETS := runtime:FuzzNewConfigEnv runtime:FuzzMalformedReply internal/thriftbuf:FuzzMemFrames internal/codeccheck:FuzzCodec \
 	tools/zarisgen:FuzzParseProgram tools/zarisgen:FuzzIDLNames \
 	tools/store:FuzzNodeHeaderPort tools/store:FuzzNodeJSONPort tools/store:FuzzMemMultiGet
 FUZZTIME      ?= 3s

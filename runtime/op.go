@@ -57,6 +57,10 @@ type Op struct {
 	// generated client Service.NewClient bound to a connection (Conn.Client), and returns
 	// its response. It never returns a nil Response with a nil error.
 	Invoke func(ctx context.Context, client any, req any) (Response, error)
+	// Codec, when set, is the operation's generated binary protocol, which the engine's
+	// framed binary pipelined connections send the request and read the reply with instead
+	// of Invoke; nil: Invoke alone.
+	Codec *Codec
 }
 
 // String returns the operation's IDL name.

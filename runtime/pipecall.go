@@ -2,6 +2,8 @@ package runtime
 
 import (
 	"context"
+	"encoding/binary"
+	"fmt"
 	"sync/atomic"
 	"time"
 
@@ -35,6 +37,9 @@ type pcall struct {
 	enc   *thrift.TMemoryBuffer
 	out   thrift.TProtocol
 	limit *atomic.Int64 // the map's MaxMessageBytes (pipelines.limit)
+	msg   []byte        // the request's bytes as written: enc's, or wire's
+	wire  []byte        // the buffer a request with a Codec is encoded into (callCodec)
+	frame int32         // the largest frame the client writes (its TConfiguration's)
 
 	conn      *pipeConn
 	deadline  time.Time
@@ -45,6 +50,8 @@ type pcall struct {
 	method  string
 	seq     int32
 	result  thrift.TStruct
+	codec   *Codec        // set for a call sent by callCodec: its reply is decoded with it into resp
+	resp    Response      // the reply's response (codec), set with err
 	mark    uint64        // the connection's reply count when the request was written
 	written time.Time     // when the write carrying the request began
 	done    chan struct{} // receives once the reply or the failure is delivered
@@ -68,7 +75,7 @@ func (ps *pipelines) getCall() *pcall {
 	if p, ok := ps.calls.Get().(*pcall); ok {
 		return p
 	}
-	p := &pcall{enc: thrift.NewTMemoryBufferLen(256), limit: ps.limit, done: make(chan struct{}, 1)}
+	p := &pcall{enc: thrift.NewTMemoryBufferLen(256), limit: ps.limit, frame: ps.tcfg.GetMaxFrameSize(), done: make(chan struct{}, 1)}
 	var err error
 	if p.out, err = stackProtocol(p.enc, ps.protocol, ps.transport, ps.tcfg); err != nil {
 		panic(err) // the Config was validated
@@ -89,6 +96,10 @@ func (ps *pipelines) putCall(p *pcall) {
 	}
 	p.conn, p.result, p.err, p.sent, p.wasSent, p.timedOut = nil, nil, nil, false, false, false
 	p.owner, p.ownerMoved, p.debt = ownerWait{}, false, nil
+	p.codec, p.resp, p.msg = nil, nil, nil
+	if cap(p.wire) > maxKeptRequest {
+		p.wire = nil
+	}
 	ps.calls.Put(p)
 }
 
@@ -99,27 +110,64 @@ func (ps *pipelines) putCall(p *pcall) {
 // context does not carry is kept exactly, by a timer.
 func (p *pcall) Call(ctx context.Context, method string, args, result thrift.TStruct) (thrift.ResponseMeta, error) {
 	var meta thrift.ResponseMeta
-	c := p.conn
-	p.method, p.result, p.seq = method, result, c.seq.Add(1)
+	p.method, p.result, p.seq = method, result, p.conn.seq.Add(1)
 	p.enc.Reset()
 	if err := p.encode(ctx, args); err != nil {
 		return meta, err
 	}
+	p.msg = p.enc.Bytes()
+	return meta, p.send(ctx)
+}
+
+// maxKeptRequest is the largest request buffer a pcall keeps for its next call.
+const maxKeptRequest = 1 << 20
+
+// callCodec is Call for an operation with a Codec on a framed binary connection: the
+// request is encoded by op.Codec into p's own buffer, and the reader decodes the reply
+// into p.resp with it. A result without a response is the Thrift client's MISSING_RESULT
+// application exception. A request over the client's frame limit is refused as the framed
+// transport refuses it.
+func (p *pcall) callCodec(ctx context.Context, op *Op, req any) (Response, error) {
+	p.method, p.codec, p.seq = op.Name, op.Codec, p.conn.seq.Add(1)
+	b := append(p.wire[:0], 0, 0, 0, 0) // the frame's size, set once the message is encoded
+	b = thriftbuf.AppendMessageBegin(b, op.Name, thrift.CALL, p.seq)
+	b = op.Codec.AppendArgs(b, req)
+	size := len(b) - 4
+	binary.BigEndian.PutUint32(b, uint32(size))
+	p.wire, p.msg = b, b
+	if int64(size) > int64(p.frame) {
+		return nil, thrift.NewTProtocolExceptionWithType(thrift.SIZE_LIMIT, fmt.Errorf("frame too large: %d bytes", size))
+	}
+	if err := thriftbuf.OverLimit(p.limit, len(b)); err != nil {
+		return nil, err
+	}
+	if err := p.send(ctx); err != nil {
+		return nil, err
+	}
+	if p.resp == nil {
+		return nil, thrift.NewTApplicationException(thrift.MISSING_RESULT, op.Name+" failed: unknown result")
+	}
+	return p.resp, nil
+}
+
+// send queues p's encoded request (p.msg) and waits for its outcome.
+func (p *pcall) send(ctx context.Context) error {
 	if err := ctx.Err(); err != nil {
-		return meta, err // the caller left while it waited for the connection: send nothing
+		return err // the caller left while it waited for the connection: send nothing
 	}
 	if p.debt != nil {
 		p.debt.owe()
 	}
+	c := p.conn
 	p.state.Store(stQueued)
 	c.waiting.Add(1) // before enqueue, which starts the sweep if it does not run
 	if err := c.enqueue(p); err != nil {
 		c.waiting.Add(-1)
-		return meta, err
+		return err
 	}
 	err := p.wait(ctx)
 	c.waiting.Add(-1)
-	return meta, err
+	return err
 }
 
 // wait waits for the outcome of p, queued: its reply, the end of the caller's context, or

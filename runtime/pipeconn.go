@@ -29,8 +29,10 @@ var (
 // queued and writes it in one write; the reader goroutine reads replies in order and
 // delivers each to the oldest request written, after checking its seqid and method.
 type pipeConn struct {
-	raw net.Conn
-	in  thrift.TProtocol // read by the reader goroutine only
+	raw    net.Conn
+	in     thrift.TProtocol       // read by the reader goroutine only
+	frames *thriftbuf.Frames      // in, when it is framed binary: a reply's body in memory
+	tcfg   *thrift.TConfiguration // the bounds replies are decoded within
 
 	seq     atomic.Int32
 	pending atomic.Int32  // requests queued or in flight, to pick the least busy connection
@@ -86,8 +88,9 @@ func newPipeConn(raw net.Conn, ps *pipelines) (*pipeConn, error) {
 	if err != nil {
 		return nil, err
 	}
-	c := &pipeConn{raw: raw, in: in, attemptTimeout: ps.timeout, sweepEvery: sweepInterval(ps.timeout),
+	c := &pipeConn{raw: raw, in: in, tcfg: ps.tcfg, attemptTimeout: ps.timeout, sweepEvery: sweepInterval(ps.timeout),
 		stop: make(chan struct{}), kick: make(chan struct{}, 1)}
+	c.frames, _ = in.(*thriftbuf.Frames)
 	c.wg.Add(2)
 	go c.readLoop()
 	go c.writeLoop()
@@ -216,7 +219,7 @@ func (c *pipeConn) flushOnce(limit int) bool {
 			c.release() // its caller left while it was queued
 			continue
 		}
-		buf = append(buf, p.enc.Bytes()...)
+		buf = append(buf, p.msg...)
 		batch = append(batch, p)
 	}
 	clear(q)
@@ -251,7 +254,7 @@ func (c *pipeConn) flushOnce(limit int) bool {
 func queuedBytes(q []*pcall) int {
 	n := 0
 	for _, p := range q {
-		n += p.enc.Len()
+		n += len(p.msg)
 	}
 	return n
 }
@@ -335,6 +338,12 @@ func (c *pipeConn) readReply(ctx context.Context, p *pcall, claimed bool, name s
 	case typeID != thrift.REPLY:
 		return thrift.NewTProtocolExceptionWithType(thrift.INVALID_DATA,
 			fmt.Errorf("zaris: reply %s seqid %d has message type %d", name, seq, typeID))
+	case claimed && p.codec != nil:
+		resp, err := c.decodeResult(p)
+		if err != nil {
+			return err
+		}
+		p.resp = resp
 	case claimed:
 		if err := p.result.Read(ctx, c.in); err != nil {
 			return err
@@ -353,6 +362,19 @@ func (c *pipeConn) readReply(ctx context.Context, p *pcall, claimed bool, name s
 		p.deliver(callErr, true)
 	}
 	return nil
+}
+
+// decodeResult decodes the result of the reply to p, whose message header was read, with
+// p's Codec, from the reply's body in memory, which it takes from the reader (Detach) so
+// that the response may keep slices of it.
+func (c *pipeConn) decodeResult(p *pcall) (Response, error) {
+	var body []byte // no body in memory: none at all, which decodes as no result
+	if c.frames != nil {
+		if mem := c.frames.Memory(); mem != nil {
+			body = mem.Detach()
+		}
+	}
+	return p.codec.DecodeResult(body, c.tcfg)
 }
 
 // stillReading takes p, whose reply the reader has read or failed to read, back from the

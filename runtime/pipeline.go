@@ -26,6 +26,7 @@ type pipelines struct {
 	tcfg       *thrift.TConfiguration
 	limit      *atomic.Int64            // the map's MaxMessageBytes (Config.requestLimit); nil: none
 	newClient  func(thrift.TClient) any // Service.NewClient
+	codec      bool                     // framed binary: an operation's Codec encodes and decodes its calls
 
 	calls sync.Pool // of *pcall, each with its own encoder
 
@@ -47,6 +48,7 @@ func newPipelines(cfg Config) *pipelines {
 		tcfg:       thriftConfig(cfg),
 		limit:      cfg.requestLimit,
 		newClient:  cfg.Service.NewClient,
+		codec:      cfg.Protocol == ProtocolBinary && cfg.Transport == TransportFramed,
 	}
 	ps.groups.Store(&map[string]*pipeGroup{})
 	return ps
@@ -80,7 +82,12 @@ func (c *Engine) invokePipelined(ctx context.Context, call *Call, a *Attempt, r 
 	}
 	p := ps.getCall()
 	p.conn, p.deadline, p.callBound, p.owner, p.debt = conn, deadline, callBound, w, &call.debt
-	resp, err := call.Op.Invoke(ctx, p.kv, call.Request)
+	var resp Response
+	if ps.codec && call.Op.Codec != nil {
+		resp, err = p.callCodec(ctx, call.Op, call.Request)
+	} else {
+		resp, err = call.Op.Invoke(ctx, p.kv, call.Request)
+	}
 	a.Sent = p.wasSent
 	if err == nil && resp == nil {
 		err = ErrNoResponse

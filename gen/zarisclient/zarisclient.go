@@ -16,6 +16,7 @@ import (
 	"github.com/apache/thrift/lib/go/thrift"
 
 	zaris "github.com/clustron/zaris-go/gen/zaris"
+	"github.com/clustron/zaris-go/gen/zariscodec"
 	"github.com/clustron/zaris-go/middleware"
 	"github.com/clustron/zaris-go/runtime"
 )
@@ -58,6 +59,7 @@ var OpGet = &runtime.Op{
 	Statuses:     Statuses,
 	Status:       statusGet,
 	Invoke:       invokeGet,
+	Codec:        codecGet,
 }
 
 // OpPut describes Put: a write operation, idempotent, routed by PutRequest.key, guarded against replays by ifMatchVersion and ifAbsent.
@@ -71,6 +73,7 @@ var OpPut = &runtime.Op{
 	Statuses:     Statuses,
 	Status:       statusPut,
 	Invoke:       invokePut,
+	Codec:        codecPut,
 }
 
 // OpDelete describes Delete: a write operation, idempotent, routed by DeleteRequest.key, guarded against replays by ifMatchVersion.
@@ -84,6 +87,7 @@ var OpDelete = &runtime.Op{
 	Statuses:     Statuses,
 	Status:       statusDelete,
 	Invoke:       invokeDelete,
+	Codec:        codecDelete,
 }
 
 // OpIncrement describes Increment: a write operation, not idempotent, routed by IncrementRequest.key, with a request token in IncrementRequest.token (rule B8).
@@ -97,6 +101,7 @@ var OpIncrement = &runtime.Op{
 	Statuses:     Statuses,
 	Status:       statusIncrement,
 	Invoke:       invokeIncrement,
+	Codec:        codecIncrement,
 }
 
 // Ops lists every data operation of ZarisKv, in IDL order.
@@ -339,6 +344,21 @@ func invokeGet(ctx context.Context, client any, req any) (runtime.Response, erro
 	return resp, nil
 }
 
+// codecGet is Get's generated binary protocol (runtime.Codec).
+var codecGet = &runtime.Codec{
+	AppendArgs: func(b []byte, req any) []byte {
+		args := zaris.ZarisKvGetArgs{Req: req.(*zaris.GetRequest)}
+		return zariscodec.AppendZarisKvGetArgs(b, &args)
+	},
+	DecodeResult: func(b []byte, cfg *thrift.TConfiguration) (runtime.Response, error) {
+		var r zaris.ZarisKvGetResult
+		if _, err := zariscodec.DecodeZarisKvGetResult(b, &r, cfg); err != nil || r.Success == nil {
+			return nil, err
+		}
+		return r.Success, nil
+	},
+}
+
 func statusPut(resp runtime.Response) runtime.Status {
 	return runtime.Status(resp.(*zaris.PutResponse).GetStatus())
 }
@@ -352,6 +372,21 @@ func invokePut(ctx context.Context, client any, req any) (runtime.Response, erro
 		return nil, fmt.Errorf("zaris: Put: %w", runtime.ErrNoResponse)
 	}
 	return resp, nil
+}
+
+// codecPut is Put's generated binary protocol (runtime.Codec).
+var codecPut = &runtime.Codec{
+	AppendArgs: func(b []byte, req any) []byte {
+		args := zaris.ZarisKvPutArgs{Req: req.(*zaris.PutRequest)}
+		return zariscodec.AppendZarisKvPutArgs(b, &args)
+	},
+	DecodeResult: func(b []byte, cfg *thrift.TConfiguration) (runtime.Response, error) {
+		var r zaris.ZarisKvPutResult
+		if _, err := zariscodec.DecodeZarisKvPutResult(b, &r, cfg); err != nil || r.Success == nil {
+			return nil, err
+		}
+		return r.Success, nil
+	},
 }
 
 func statusDelete(resp runtime.Response) runtime.Status {
@@ -369,6 +404,21 @@ func invokeDelete(ctx context.Context, client any, req any) (runtime.Response, e
 	return resp, nil
 }
 
+// codecDelete is Delete's generated binary protocol (runtime.Codec).
+var codecDelete = &runtime.Codec{
+	AppendArgs: func(b []byte, req any) []byte {
+		args := zaris.ZarisKvDeleteArgs{Req: req.(*zaris.DeleteRequest)}
+		return zariscodec.AppendZarisKvDeleteArgs(b, &args)
+	},
+	DecodeResult: func(b []byte, cfg *thrift.TConfiguration) (runtime.Response, error) {
+		var r zaris.ZarisKvDeleteResult
+		if _, err := zariscodec.DecodeZarisKvDeleteResult(b, &r, cfg); err != nil || r.Success == nil {
+			return nil, err
+		}
+		return r.Success, nil
+	},
+}
+
 func statusIncrement(resp runtime.Response) runtime.Status {
 	return runtime.Status(resp.(*zaris.IncrementResponse).GetStatus())
 }
@@ -384,6 +434,21 @@ func invokeIncrement(ctx context.Context, client any, req any) (runtime.Response
 	return resp, nil
 }
 
+// codecIncrement is Increment's generated binary protocol (runtime.Codec).
+var codecIncrement = &runtime.Codec{
+	AppendArgs: func(b []byte, req any) []byte {
+		args := zaris.ZarisKvIncrementArgs{Req: req.(*zaris.IncrementRequest)}
+		return zariscodec.AppendZarisKvIncrementArgs(b, &args)
+	},
+	DecodeResult: func(b []byte, cfg *thrift.TConfiguration) (runtime.Response, error) {
+		var r zaris.ZarisKvIncrementResult
+		if _, err := zariscodec.DecodeZarisKvIncrementResult(b, &r, cfg); err != nil || r.Success == nil {
+			return nil, err
+		}
+		return r.Success, nil
+	},
+}
+
 // OpMultiGet describes MultiGet: a multi-key read operation, idempotent, routed by MultiGetRequest.items[].key.
 var OpMultiGet = &runtime.Op{
 	Service:      "ZarisKv",
@@ -394,6 +459,7 @@ var OpMultiGet = &runtime.Op{
 	Statuses:     Statuses,
 	Status:       statusMultiGet,
 	Invoke:       invokeMultiGet,
+	Codec:        codecMultiGet,
 }
 
 // OpMultiPut describes MultiPut: a multi-key write operation, idempotent, routed by MultiPutRequest.items[].key, each item guarded against replays by items[].ifMatchVersion and items[].ifAbsent.
@@ -407,6 +473,7 @@ var OpMultiPut = &runtime.Op{
 	Statuses:     Statuses,
 	Status:       statusMultiPut,
 	Invoke:       invokeMultiPut,
+	Codec:        codecMultiPut,
 }
 
 // OpMultiDelete describes MultiDelete: a multi-key write operation, idempotent, routed by MultiDeleteRequest.items[].key, each item guarded against replays by items[].ifMatchVersion.
@@ -420,6 +487,7 @@ var OpMultiDelete = &runtime.Op{
 	Statuses:     Statuses,
 	Status:       statusMultiDelete,
 	Invoke:       invokeMultiDelete,
+	Codec:        codecMultiDelete,
 }
 
 // BatchOps lists every multi-key operation of ZarisKv, in IDL order.
@@ -497,6 +565,21 @@ func invokeMultiGet(ctx context.Context, client any, req any) (runtime.Response,
 	return resp, nil
 }
 
+// codecMultiGet is MultiGet's generated binary protocol (runtime.Codec).
+var codecMultiGet = &runtime.Codec{
+	AppendArgs: func(b []byte, req any) []byte {
+		args := zaris.ZarisKvMultiGetArgs{Req: req.(*zaris.MultiGetRequest)}
+		return zariscodec.AppendZarisKvMultiGetArgs(b, &args)
+	},
+	DecodeResult: func(b []byte, cfg *thrift.TConfiguration) (runtime.Response, error) {
+		var r zaris.ZarisKvMultiGetResult
+		if _, err := zariscodec.DecodeZarisKvMultiGetResult(b, &r, cfg); err != nil || r.Success == nil {
+			return nil, err
+		}
+		return r.Success, nil
+	},
+}
+
 // MultiPut calls MultiPut through the client's stack: writes many keys, each optionally guarded by ifMatchVersion or ifAbsent; not atomic.
 // The items are split by owner, one owner's into sub-requests of at most 1 MiB of keys and
 // values (a larger item goes alone), and sent in parallel; items that meet churn are retried
@@ -562,6 +645,21 @@ func invokeMultiPut(ctx context.Context, client any, req any) (runtime.Response,
 	return resp, nil
 }
 
+// codecMultiPut is MultiPut's generated binary protocol (runtime.Codec).
+var codecMultiPut = &runtime.Codec{
+	AppendArgs: func(b []byte, req any) []byte {
+		args := zaris.ZarisKvMultiPutArgs{Req: req.(*zaris.MultiPutRequest)}
+		return zariscodec.AppendZarisKvMultiPutArgs(b, &args)
+	},
+	DecodeResult: func(b []byte, cfg *thrift.TConfiguration) (runtime.Response, error) {
+		var r zaris.ZarisKvMultiPutResult
+		if _, err := zariscodec.DecodeZarisKvMultiPutResult(b, &r, cfg); err != nil || r.Success == nil {
+			return nil, err
+		}
+		return r.Success, nil
+	},
+}
+
 // MultiDelete calls MultiDelete through the client's stack: deletes many keys, each optionally guarded by ifMatchVersion; not atomic.
 // The items are split by owner, one owner's into sub-requests of at most 1 MiB of keys and
 // values (a larger item goes alone), and sent in parallel; items that meet churn are retried
@@ -625,4 +723,19 @@ func invokeMultiDelete(ctx context.Context, client any, req any) (runtime.Respon
 		return nil, fmt.Errorf("zaris: MultiDelete: %w", runtime.ErrNoResponse)
 	}
 	return resp, nil
+}
+
+// codecMultiDelete is MultiDelete's generated binary protocol (runtime.Codec).
+var codecMultiDelete = &runtime.Codec{
+	AppendArgs: func(b []byte, req any) []byte {
+		args := zaris.ZarisKvMultiDeleteArgs{Req: req.(*zaris.MultiDeleteRequest)}
+		return zariscodec.AppendZarisKvMultiDeleteArgs(b, &args)
+	},
+	DecodeResult: func(b []byte, cfg *thrift.TConfiguration) (runtime.Response, error) {
+		var r zaris.ZarisKvMultiDeleteResult
+		if _, err := zariscodec.DecodeZarisKvMultiDeleteResult(b, &r, cfg); err != nil || r.Success == nil {
+			return nil, err
+		}
+		return r.Success, nil
+	},
 }

@@ -98,6 +98,25 @@ func (p *Protocol) Bytes() []byte { return p.bufs.Output }
 // is next filled or reset.
 func (p *Protocol) Unread() []byte { return p.bufs.in[p.bufs.r:] }
 
+// Detach returns the input not read yet and gives it up: the Protocol reads nothing more of
+// it, and the next Fill reads into a new buffer, so the bytes returned are the caller's to
+// keep (a decode whose values are slices of them, as gen/zariscodec's).
+func (p *Protocol) Detach() []byte {
+	b := &p.bufs
+	v := b.in[b.r:len(b.in):len(b.in)]
+	b.in, b.r = nil, 0
+	p.slab = nil
+	return v
+}
+
+// AppendMessageBegin appends the header of a message, as the strict binary protocol writes
+// it, to b.
+func AppendMessageBegin(b []byte, name string, typeID thrift.TMessageType, seqID int32) []byte {
+	b = binary.BigEndian.AppendUint32(b, uint32(thrift.VERSION_1)|uint32(typeID))
+	b = append(binary.BigEndian.AppendUint32(b, uint32(len(name))), name...)
+	return binary.BigEndian.AppendUint32(b, uint32(seqID))
+}
+
 // Transport returns the transport over the buffers.
 func (p *Protocol) Transport() thrift.TTransport { return &p.bufs }
 

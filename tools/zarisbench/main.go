@@ -78,6 +78,7 @@ type results struct {
 	Storm     stormResult      `json:"storm"`
 	Batch     batchResult      `json:"batch"`
 	Pipeline  pipelineResult   `json:"pipeline"`
+	Codec     []codecRow       `json:"codec"`
 	// Sections are the sections that ran, in order.
 	Sections []string `json:"sections"`
 	Targets  []target `json:"targets"`
@@ -98,7 +99,7 @@ type machine struct {
 func main() {
 	out := flag.String("out", "bench-out", "directory for bench.json")
 	quick := flag.Bool("quick", false, "a tiny run that only checks the bench works")
-	only := flag.String("sections", "", "comma-separated sections to run (overhead, protocols, scale, churn, storm, batch, pipeline); default all")
+	only := flag.String("sections", "", "comma-separated sections to run (overhead, protocols, scale, churn, storm, batch, pipeline, codec); default all")
 	flag.Parse()
 	cfg := defaultConfig()
 	if *quick {
@@ -189,10 +190,14 @@ func run(ctx context.Context, cfg config, log io.Writer) (*results, error) {
 			res.Pipeline, err = pipeline(ctx, cfg.PipelineCallers, cfg.Rounds, cfg.PipelineDuration, cfg.HOLValue, cfg.CodecCalls)
 			return err
 		}},
+		{"codec", func() error {
+			res.Codec, err = codecRows()
+			return err
+		}},
 	}
 	for _, name := range cfg.Sections {
 		if !slices.ContainsFunc(steps, func(s step) bool { return s.name == name }) {
-			return nil, fmt.Errorf("unknown section %q (overhead, protocols, scale, churn, storm, batch, pipeline)", name)
+			return nil, fmt.Errorf("unknown section %q (overhead, protocols, scale, churn, storm, batch, pipeline, codec)", name)
 		}
 	}
 	for _, s := range steps {

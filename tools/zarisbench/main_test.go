@@ -87,9 +87,15 @@ func TestQuickRunFillsEverySection(t *testing.T) {
 		assert.Positive(t, e.Rounds, e.Name)
 	}
 
+	require.Len(t, res.Codec, 5, "four steps of a Get and their total")
+	for _, r := range res.Codec {
+		assert.Positive(t, r.LibNs, r.Step)
+		assert.Positive(t, r.CodecNs, r.Step)
+	}
+
 	var table strings.Builder
 	writeTable(&table, res)
-	for _, want := range []string{"1. stack overhead", "2. protocols", "3. scale", "4. churn", "kill after a refresh: n", "5. refresh storm", "6. batch", "7. pipeline", "socket floor budget:", "targets:"} {
+	for _, want := range []string{"1. stack overhead", "2. protocols", "3. scale", "4. churn", "kill after a refresh: n", "5. refresh storm", "6. batch", "7. pipeline", "socket floor budget:", "8. codec", "targets:"} {
 		assert.Contains(t, table.String(), want)
 	}
 	dir := t.TempDir()
@@ -98,7 +104,7 @@ func TestQuickRunFillsEverySection(t *testing.T) {
 	require.NoError(t, err)
 	var back map[string]any
 	require.NoError(t, json.Unmarshal(b, &back))
-	for _, k := range []string{"machine", "overhead", "protocols", "scale", "churn", "storm", "batch", "pipeline", "targets"} {
+	for _, k := range []string{"machine", "overhead", "protocols", "scale", "churn", "storm", "batch", "pipeline", "codec", "targets"} {
 		assert.Contains(t, back, k)
 	}
 }

@@ -98,6 +98,7 @@ func targets(res *results) []target {
 		}
 	}
 	ts = append(ts, pipelineTargets(res)...)
+	ts = append(ts, codecTargets(res.Codec)...)
 	return ts
 }
 
@@ -222,6 +223,13 @@ func writeTable(w io.Writer, res *results) {
 	}
 	if ran("pipeline") {
 		writePipeline(w, tw, section, res.Pipeline)
+	}
+	if ran("codec") {
+		section("\n8. codec: a Get (100-byte value) in memory, the library's generated code over the in-memory binary protocol vs the generated codec (gen/zariscodec); per operation",
+			"step\tlibrary ns\tallocs\tB\tcodec ns\tallocs\tB\ttime ratio\t")
+		for _, r := range res.Codec {
+			fmt.Fprintf(tw, "%s\t%.0f\t%.0f\t%.0f\t%.0f\t%.0f\t%.0f\t%.2f\t\n", r.Step, r.LibNs, r.LibAllocs, r.LibBytes, r.CodecNs, r.CodecAllocs, r.CodecBytesOps, r.TimeRatio)
+		}
 	}
 	tw.Flush()
 

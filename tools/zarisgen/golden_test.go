@@ -40,10 +40,10 @@ const makeGoGenerate = "make -C ../.. generate"
 func TestGolden(t *testing.T) {
 	thriftBin := requireThrift(t)
 	for _, tc := range []struct {
-		name, idl, source, golden, goGenerate string
+		name, idl, source, golden, goGenerate, codec string
 	}{
-		{"zaris", "../../idl/zaris.thrift", "idl/zaris.thrift", "../../gen/zarisclient/" + outputFile, makeGoGenerate},
-		{"extra_op", "testdata/extra_op.thrift", "testdata/extra_op.thrift", "testdata/extra_op.golden", ""},
+		{"zaris", "../../idl/zaris.thrift", "idl/zaris.thrift", "../../gen/zarisclient/" + outputFile, makeGoGenerate, "../../gen/zariscodec"},
+		{"extra_op", "testdata/extra_op.thrift", "testdata/extra_op.thrift", "testdata/extra_op.golden", "", ""},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			p, err := loadIDL(thriftBin, tc.idl)
@@ -54,6 +54,9 @@ func TestGolden(t *testing.T) {
 					return nil, err
 				}
 				m.GoGenerate = tc.goGenerate
+				if tc.codec != "" {
+					m.CodecImport = codecImport(defaultZarisImport, tc.codec)
+				}
 				return render(m)
 			}
 			got, err := gen()

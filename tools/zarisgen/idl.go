@@ -39,8 +39,10 @@ type enumMember struct {
 }
 
 type structType struct {
-	Name   string  `json:"name"`
-	Fields []field `json:"fields"`
+	Name        string  `json:"name"`
+	Fields      []field `json:"fields"`
+	IsException bool    `json:"isException"`
+	IsUnion     bool    `json:"isUnion"`
 }
 
 type field struct {
@@ -53,6 +55,8 @@ type field struct {
 		ElemTypeID string   `json:"elemTypeId"`
 		ElemType   *typeRef `json:"elemType"`
 	} `json:"type"`
+	// Default is the field's default value in the IDL, absent when it has none.
+	Default json.RawMessage `json:"default"`
 }
 
 type service struct {
@@ -70,11 +74,15 @@ type function struct {
 	ReturnType   *typeRef          `json:"returnType"`
 	Annotations  map[string]string `json:"annotations"`
 	Arguments    []field           `json:"arguments"`
+	Exceptions   []field           `json:"exceptions"`
 }
 
 type typeRef struct {
 	TypeID string `json:"typeId"`
 	Class  string `json:"class"`
+	// ElemTypeID and ElemType are the element type of a list or a set.
+	ElemTypeID string   `json:"elemTypeId"`
+	ElemType   *typeRef `json:"elemType"`
 }
 
 // parseProgram decodes the JSON that `thrift --gen json` writes for one IDL file.

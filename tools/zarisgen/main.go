@@ -65,6 +65,9 @@ type config struct {
 	zarisImport string
 	// goGenerate is the command of a //go:generate directive in the client; none when empty.
 	goGenerate string
+	// codecOut is the generated codec's directory (none when empty); the client's operations
+	// then carry it (runtime.Op.Codec).
+	codecOut string
 }
 
 // cli parses args as zarisgen's command line and runs it: -version prints the version to
@@ -79,6 +82,7 @@ func cli(args []string, stdout, stderr io.Writer) error {
 	fs.StringVar(&c.zarisImport, "zaris-import", "", "the import `path` of the Thrift-generated Go package; needed unless the IDL is Zaris's own (namespace go zaris, "+defaultZarisImport+")")
 	fs.StringVar(&c.serverOut, "server-out", "", "the `directory` to write "+serverFile+" (the Unimplemented base) into; none when empty")
 	fs.StringVar(&c.goGenerate, "go-generate", "", "a `command` for a //go:generate directive in the client (run from -out's directory), for example \"make -C ../.. generate\"; none when empty")
+	fs.StringVar(&c.codecOut, "codec-out", "", "the `directory` to write "+codecFile+" (the binary protocol of the IDL's types, a sibling package of the Thrift-generated one) into, and the client's operations then use it; none when empty")
 	showVersion := fs.Bool("version", false, "print zarisgen's version and exit")
 	if err := fs.Parse(args); err != nil {
 		return usageError{err}
@@ -119,11 +123,26 @@ func run(c config) error {
 	if m.ClientPackage, err = packageName(c.out, "-out"); err != nil {
 		return err
 	}
+	files := map[string][]byte{}
+	if c.codecOut != "" {
+		pkg, err := packageName(c.codecOut, "-codec-out")
+		if err != nil {
+			return err
+		}
+		cm, err := buildCodec(p, source, zarisImport, pkg)
+		if err != nil {
+			return err
+		}
+		if files[filepath.Join(c.codecOut, codecFile)], err = renderCodec(cm); err != nil {
+			return err
+		}
+		m.CodecImport = codecImport(zarisImport, c.codecOut)
+	}
 	src, err := render(m)
 	if err != nil {
 		return err
 	}
-	files := map[string][]byte{filepath.Join(c.out, outputFile): src}
+	files[filepath.Join(c.out, outputFile)] = src
 	if c.serverOut != "" {
 		if m.ServerPackage, err = packageName(c.serverOut, "-server-out"); err != nil {
 			return err

@@ -3,6 +3,7 @@ package main
 import (
 	"fmt"
 	"go/token"
+	"path"
 	"slices"
 	"sort"
 	"strings"
@@ -55,6 +56,9 @@ type model struct {
 	ServerPackage string
 	// GoGenerate is the command of the client's //go:generate directive; none when empty.
 	GoGenerate string
+	// CodecImport is the import path of the generated codec (-codec-out), which the
+	// operations' descriptors then carry; empty: none.
+	CodecImport string
 	// Version is zarisgen's version, VersionCheck the runtime constant the generated code
 	// refers to (see version.go).
 	Version, VersionCheck string
@@ -72,6 +76,7 @@ type opModel struct {
 	Guards       []string
 	GuardExpr    string      // Go expression: does req carry a guard
 	Request      string      // Go type name of the request struct
+	ArgField     string      // Go name of the request's field in the operation's argument struct
 	Response     string      // Go type name of the response struct
 	Batch        *batchModel // set for a multi-key operation
 	Dedup        *dedupModel // set for an operation with a request token (zaris.dedup)
@@ -82,6 +87,10 @@ type opModel struct {
 func (m *model) HasDedup() bool {
 	return slices.ContainsFunc(m.Ops, func(o opModel) bool { return o.Dedup != nil })
 }
+
+// CodecPackage is the name the client refers to the codec's package by: its path's last
+// element.
+func (m *model) CodecPackage() string { return path.Base(m.CodecImport) }
 
 // KindConst is the runtime constant for the operation's kind.
 func (o opModel) KindConst() string {
@@ -272,6 +281,7 @@ func buildOp(p *program, svc, statusEnum string, fn function) (op opModel, data 
 		return fail("arguments", "request struct %q is not declared in this IDL", fn.Arguments[0].Type.Class)
 	}
 	op.Request = goTypeName(req.Name)
+	op.ArgField = goName(fn.Arguments[0].Name)
 	if fn.ReturnTypeID != "struct" || fn.ReturnType == nil {
 		return fail("response", "a data operation returns a response struct")
 	}

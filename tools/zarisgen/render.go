@@ -15,7 +15,17 @@ var templateFS embed.FS
 var templates = template.Must(template.New("").Funcs(template.FuncMap{
 	"join":       strings.Join,
 	"lowerFirst": lowerFirst,
+	"codecOp": func(m *model, op opModel) codecOp {
+		return codecOp{Op: op, Service: m.Service, Package: m.CodecPackage()}
+	},
 }).ParseFS(templateFS, "templates/*.tmpl"))
+
+// codecOp is what the template of an operation's runtime.Codec needs.
+type codecOp struct {
+	Op      opModel
+	Service string // the service's Go name
+	Package string // the codec's package name
+}
 
 // render writes the typed client for m, formatted as gofmt would.
 func render(m *model) ([]byte, error) { return renderFile(m, "client.go.tmpl", "the client") }
@@ -30,7 +40,12 @@ func renderFile(m *model, tmpl, what string) ([]byte, error) {
 	if err := templates.ExecuteTemplate(&buf, tmpl, m); err != nil {
 		return nil, fmt.Errorf("zarisgen: rendering %s: %w", what, err)
 	}
-	out, err := format.Source(buf.Bytes())
+	return formatSource(buf.Bytes(), what)
+}
+
+// formatSource formats src, the rendering of what, as gofmt would.
+func formatSource(src []byte, what string) ([]byte, error) {
+	out, err := format.Source(src)
 	if err != nil {
 		return nil, fmt.Errorf("zarisgen: formatting %s: %w", what, err)
 	}

@@ -1,0 +1,22 @@
+package runtime
+
+import "github.com/apache/thrift/lib/go/thrift"
+
+// Codec is an operation's Thrift binary protocol, generated for its types (zarisgen
+// -codec-out, gen/zariscodec): the same bytes as the Thrift library's, written into and read
+// out of the connection's buffers with no protocol call per field. The engine's pipelined
+// connections use it for framed binary (the default): the call's arguments are appended to
+// the request's buffer after the message header, and the reply's result is decoded from the
+// body of its frame. Other protocols and transports, and operations without one, go through
+// Op.Invoke and the Thrift library.
+type Codec struct {
+	// AppendArgs appends the operation's argument struct carrying req (the operation's
+	// request type) to b, as the Thrift client writes it in a call message.
+	AppendArgs func(b []byte, req any) []byte
+	// DecodeResult decodes the operation's result struct, the body of a reply message, from
+	// b within cfg's bounds. It returns the response, or a nil Response when the result
+	// carries none, or an error for bytes that are no result (the connection is then
+	// failed). The response's binaries may be slices of b: the engine hands it a buffer the
+	// reply owns.
+	DecodeResult func(b []byte, cfg *thrift.TConfiguration) (Response, error)
+}

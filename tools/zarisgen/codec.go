@@ -1,0 +1,323 @@
+package main
+
+import (
+	"fmt"
+	"go/token"
+	"path"
+	"slices"
+	"strings"
+)
+
+// codecFile is the name of the file zarisgen writes in the codec's output directory.
+const codecFile = "codec.go"
+
+// codecModel is what the codec template needs: every struct of the IDL and the argument and
+// result structs of every operation of its service, each with its fields in the order the
+// Thrift Go generator writes them (by field id).
+type codecModel struct {
+	Source, Version string
+	// Package is the codec's Go package name, ZarisImport the Thrift-generated package's path.
+	Package, ZarisImport string
+	Structs              []codecStruct
+}
+
+// codecStruct is one struct the codec encodes and decodes.
+type codecStruct struct {
+	Name   string // the Go type name in the Thrift-generated package
+	IDL    string // the IDL name (for an argument or result struct, the operation's and "_args" or "_result")
+	Fields []codecField
+}
+
+// Required are the fields a decode must find, as the Thrift-generated Read requires them.
+func (s codecStruct) Required() []codecField {
+	var r []codecField
+	for _, f := range s.Fields {
+		if f.Required {
+			r = append(r, f)
+		}
+	}
+	return r
+}
+
+// codecField is one field of a codecStruct.
+type codecField struct {
+	ID     int
+	GoName string
+	Type   *codecType
+	// Required: a decode that does not find it fails. Optional: written only when set
+	// (non-nil), and a scalar is a pointer in Go.
+	Required, Optional bool
+}
+
+// codecType is a field's or an element's type on the wire.
+type codecType struct {
+	Kind   string     // bool, byte, i16, i32, i64, double, string, binary, struct or list
+	Struct string     // a struct's Go type name
+	Elem   *codecType // a list's element type
+}
+
+// ttype is the Thrift wire type constant (in the generated package) of t.
+func (t *codecType) ttype() string {
+	switch t.Kind {
+	case "string", "binary":
+		return "tString"
+	}
+	return "t" + strings.ToUpper(t.Kind[:1]) + t.Kind[1:]
+}
+
+// TType is the wire type constant of the field's type.
+func (f codecField) TType() string { return f.Type.ttype() }
+
+// scalar reports whether the Go type of t is a value the Thrift Go generator makes a pointer
+// when the field is optional.
+func (t *codecType) scalar() bool {
+	switch t.Kind {
+	case "binary", "struct", "list":
+		return false
+	}
+	return true
+}
+
+// Pointer reports whether the field is a Go pointer to a scalar (an optional scalar).
+func (f codecField) Pointer() bool { return f.Optional && f.Type.scalar() }
+
+// Encode is the Go statements that append the field (its header and value) to b.
+func (f codecField) Encode() string {
+	v := "v." + f.GoName
+	if f.Pointer() {
+		v = "*" + v
+	}
+	var b strings.Builder
+	fmt.Fprintf(&b, "b = appendField(b, %s, %d)\n", f.TType(), f.ID)
+	encodeValue(&b, f.Type, v, 0)
+	if f.Optional {
+		return fmt.Sprintf("if v.%s != nil {\n%s}", f.GoName, b.String())
+	}
+	return strings.TrimSuffix(b.String(), "\n")
+}
+
+// encodeValue writes the statements that append the value v of type t to b; depth names the
+// loop variables of nested lists.
+func encodeValue(b *strings.Builder, t *codecType, v string, depth int) {
+	switch t.Kind {
+	case "bool":
+		fmt.Fprintf(b, "b = appendBool(b, bool(%s))\n", v)
+	case "byte":
+		fmt.Fprintf(b, "b = append(b, byte(%s))\n", v)
+	case "i16":
+		fmt.Fprintf(b, "b = appendI16(b, int16(%s))\n", v)
+	case "i32":
+		fmt.Fprintf(b, "b = appendI32(b, int32(%s))\n", v)
+	case "i64":
+		fmt.Fprintf(b, "b = appendI64(b, int64(%s))\n", v)
+	case "double":
+		fmt.Fprintf(b, "b = appendDouble(b, float64(%s))\n", v)
+	case "string":
+		fmt.Fprintf(b, "b = appendString(b, string(%s))\n", v)
+	case "binary":
+		fmt.Fprintf(b, "b = appendBinary(b, %s)\n", v)
+	case "struct":
+		fmt.Fprintf(b, "b = Append%s(b, %s)\n", t.Struct, v)
+	case "list":
+		e := fmt.Sprintf("e%d", depth)
+		fmt.Fprintf(b, "b = appendList(b, %s, len(%s))\nfor _, %s := range %s {\n", t.Elem.ttype(), v, e, v)
+		encodeValue(b, t.Elem, e, depth+1)
+		b.WriteString("}\n")
+	}
+}
+
+// Decode is the Go statements that decode the field's value, its header read, into v; on an
+// error they return it.
+func (f codecField) Decode() string {
+	var b strings.Builder
+	decodeValue(&b, f.Type, "v."+f.GoName, f.Pointer(), 0)
+	return strings.TrimSuffix(b.String(), "\n")
+}
+
+// decodeValue writes the statements that decode a value of type t into dst, an addressable
+// expression (a pointer to it when ptr).
+func decodeValue(b *strings.Builder, t *codecType, dst string, ptr bool, depth int) {
+	set := "set"
+	if ptr {
+		set = "setPtr"
+	}
+	scalar := func(read, kind string) {
+		fmt.Fprintf(b, "x, err := d.%s()\nif err != nil {\nreturn err\n}\n%s%s(&%s, x)\n", read, set, kind, dst)
+	}
+	switch t.Kind {
+	case "bool":
+		scalar("bool", "Bool")
+	case "byte":
+		scalar("i8", "Int")
+	case "i16":
+		scalar("i16", "Int")
+	case "i32":
+		scalar("i32", "Int")
+	case "i64":
+		scalar("i64", "Int")
+	case "double":
+		scalar("double", "Float")
+	case "string":
+		scalar("string", "String")
+	case "binary":
+		fmt.Fprintf(b, "x, err := d.binary()\nif err != nil {\nreturn err\n}\n%s = x\n", dst)
+	case "struct":
+		fmt.Fprintf(b, "%s = new(zaris.%s)\nif err := d.decode%s(%s); err != nil {\nreturn err\n}\n", dst, t.Struct, t.Struct, dst)
+	case "list":
+		n, l, i, s := fmt.Sprintf("n%d", depth), fmt.Sprintf("l%d", depth), fmt.Sprintf("i%d", depth), fmt.Sprintf("s%d", depth)
+		fmt.Fprintf(b, "%s, err := d.listBegin()\nif err != nil {\nreturn err\n}\n%s := makeSlice(%s, %s)\n", n, l, dst, n)
+		elem := l + "[" + i + "]"
+		if t.Elem.Kind == "struct" {
+			// One allocation holds every element of the list.
+			fmt.Fprintf(b, "%s := make([]zaris.%s, %s)\nfor %s := range %s {\n%s = &%s[%s]\n", s, t.Elem.Struct, n, i, l, elem, s, i)
+			fmt.Fprintf(b, "if err := d.decode%s(%s); err != nil {\nreturn err\n}\n}\n", t.Elem.Struct, elem)
+		} else {
+			fmt.Fprintf(b, "for %s := range %s {\n", i, l)
+			decodeValue(b, t.Elem, elem, false, depth+1)
+			b.WriteString("}\n")
+		}
+		fmt.Fprintf(b, "%s = %s\n", dst, l)
+	}
+}
+
+// buildCodec derives the codec's model from p: every struct, then every operation's argument
+// and result structs. It refuses what the codec cannot encode as the Thrift Go generator's
+// code does: maps, sets, unions, UUIDs and default values.
+func buildCodec(p *program, source, zarisImport, pkg string) (*codecModel, error) {
+	m := &codecModel{Source: source, Version: version, Package: pkg, ZarisImport: zarisImport}
+	for _, s := range p.Structs {
+		if s.IsUnion {
+			where := pos(source, p.declLine("union", s.Name))
+			return nil, &specError{Pos: where, Field: "union " + s.Name, Msg: "the codec does not encode unions"}
+		}
+		cs, err := codecStructOf(p, goTypeName(s.Name), s.Name, s.Fields, func(f field) string { return pos(source, p.fieldLine(s.Name, f.Name)) })
+		if err != nil {
+			return nil, err
+		}
+		m.Structs = append(m.Structs, cs)
+	}
+	for _, svc := range p.Services {
+		for _, fn := range svc.Functions {
+			at := func(field) string { return pos(source, p.functionLine(svc.Name, fn.Name)) }
+			prefix := goName(svc.Name) + goName(fn.Name)
+			args, err := codecStructOf(p, prefix+"Args", fn.Name+"_args", fn.Arguments, at)
+			if err != nil {
+				return nil, err
+			}
+			m.Structs = append(m.Structs, args)
+			if fn.Oneway {
+				continue
+			}
+			fields := slices.Clone(fn.Exceptions)
+			for i := range fields {
+				fields[i].Required = "optional"
+			}
+			if fn.ReturnTypeID != "void" {
+				ret := field{Key: 0, Name: "success", TypeID: fn.ReturnTypeID, Required: "optional"}
+				if fn.ReturnType != nil {
+					ret.Type = &struct {
+						Class      string   `json:"class"`
+						ElemTypeID string   `json:"elemTypeId"`
+						ElemType   *typeRef `json:"elemType"`
+					}{fn.ReturnType.Class, fn.ReturnType.ElemTypeID, fn.ReturnType.ElemType}
+				}
+				fields = append([]field{ret}, fields...)
+			}
+			res, err := codecStructOf(p, prefix+"Result", fn.Name+"_result", fields, at)
+			if err != nil {
+				return nil, err
+			}
+			m.Structs = append(m.Structs, res)
+		}
+	}
+	return m, nil
+}
+
+// codecStructOf is the codec's view of a struct named goName (in Go) and idl whose fields
+// are fields; at is where a field's error points.
+func codecStructOf(p *program, goName, idl string, fields []field, at func(field) string) (codecStruct, error) {
+	cs := codecStruct{Name: goName, IDL: idl}
+	for _, f := range fields {
+		fail := func(msg string) (codecStruct, error) {
+			return codecStruct{}, &specError{Pos: at(f), Field: fmt.Sprintf("%s.%s", idl, f.Name), Msg: msg}
+		}
+		if len(f.Default) > 0 {
+			return fail("the codec does not encode a field with a default value")
+		}
+		var ref *typeRef
+		if f.Type != nil {
+			ref = &typeRef{TypeID: f.TypeID, Class: f.Type.Class, ElemTypeID: f.Type.ElemTypeID, ElemType: f.Type.ElemType}
+		}
+		t, err := codecTypeOf(p, f.TypeID, ref)
+		if err != nil {
+			return fail(err.Error())
+		}
+		if f.Key < -32768 || f.Key > 32767 {
+			return fail(fmt.Sprintf("field id %d is not an i16", f.Key))
+		}
+		cs.Fields = append(cs.Fields, codecField{ID: f.Key, GoName: goNameOfField(f.Name), Type: t,
+			Required: f.Required == "required", Optional: f.Required == "optional"})
+	}
+	slices.SortStableFunc(cs.Fields, func(a, b codecField) int { return a.ID - b.ID })
+	return cs, nil
+}
+
+// goNameOfField is the Go name the Thrift Go generator gives a field.
+func goNameOfField(name string) string { return goName(name) }
+
+// codecTypeOf is the codec's type for typeID, with ref its details (a struct's class, a
+// list's element type).
+func codecTypeOf(p *program, typeID string, ref *typeRef) (*codecType, error) {
+	switch typeID {
+	case "bool", "byte", "i8", "i16", "i32", "i64", "double", "string", "binary":
+		if typeID == "i8" {
+			typeID = "byte"
+		}
+		return &codecType{Kind: typeID}, nil
+	case "struct", "exception":
+		if ref == nil || ref.Class == "" {
+			return nil, fmt.Errorf("a struct type with no name")
+		}
+		if strings.Contains(ref.Class, ".") {
+			return nil, fmt.Errorf("struct %s comes from an included file: the codec encodes only this IDL's structs", ref.Class)
+		}
+		s := p.structByName(ref.Class)
+		if s == nil {
+			return nil, fmt.Errorf("struct %s is not declared in this IDL", ref.Class)
+		}
+		if s.IsUnion {
+			return nil, fmt.Errorf("the codec does not encode unions (%s)", ref.Class)
+		}
+		return &codecType{Kind: "struct", Struct: goTypeName(ref.Class)}, nil
+	case "list":
+		if ref == nil || ref.ElemTypeID == "" {
+			return nil, fmt.Errorf("a list with no element type")
+		}
+		elem, err := codecTypeOf(p, ref.ElemTypeID, ref.ElemType)
+		if err != nil {
+			return nil, err
+		}
+		return &codecType{Kind: "list", Elem: elem}, nil
+	}
+	return nil, fmt.Errorf("the codec does not encode the type %s (it encodes bool, byte, i16, i32, i64, double, string, binary, enums, structs and lists of them)", typeID)
+}
+
+// codecImport is the import path of the codec written to dir: a sibling of the
+// Thrift-generated package zarisImport, named after dir.
+func codecImport(zarisImport, dir string) string {
+	return path.Join(path.Dir(zarisImport), path.Base(pathSlash(dir)))
+}
+
+func pathSlash(dir string) string { return strings.TrimRight(strings.ReplaceAll(dir, `\`, "/"), "/") }
+
+// renderCodec writes the codec for m.
+func renderCodec(m *codecModel) ([]byte, error) {
+	if !token.IsIdentifier(m.Package) {
+		return nil, fmt.Errorf("zarisgen: codec package name %q is not an identifier", m.Package)
+	}
+	var buf strings.Builder
+	if err := templates.ExecuteTemplate(&buf, "codec.go.tmpl", m); err != nil {
+		return nil, fmt.Errorf("zarisgen: rendering the codec: %w", err)
+	}
+	return formatSource([]byte(buf.String()), "the codec")
+}
