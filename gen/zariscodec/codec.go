@@ -531,6 +531,74 @@ func (d *decoder) decodeDeleteResponse(v *zaris.DeleteResponse) error {
 	return nil
 }
 
+// AppendRequestToken appends the binary protocol's encoding of v, RequestToken, to b and returns
+// the extended slice; a nil v is a struct with no fields, as Write writes it.
+func AppendRequestToken(b []byte, v *zaris.RequestToken) []byte {
+	if v == nil {
+		return append(b, tStop)
+	}
+	b = appendField(b, tI64, 1)
+	b = appendI64(b, int64(v.Client))
+	b = appendField(b, tI64, 2)
+	b = appendI64(b, int64(v.Sequence))
+	return append(b, tStop)
+}
+
+// DecodeRequestToken decodes RequestToken from the start of b into v, within the bounds of cfg
+// (nil: the Thrift library's defaults), and returns the bytes it read. v's binaries are
+// slices of b. Fields the encoding does not carry keep their values in v, as with Read.
+func DecodeRequestToken(b []byte, v *zaris.RequestToken, cfg *thrift.TConfiguration) (int, error) {
+	d := newDecoder(b, cfg)
+	err := d.decodeRequestToken(v)
+	return d.pos, err
+}
+
+func (d *decoder) decodeRequestToken(v *zaris.RequestToken) error {
+	issetClient := false
+	issetSequence := false
+	for {
+		t, id, err := d.fieldBegin()
+		if err != nil {
+			return err
+		}
+		if t == tStop {
+			break
+		}
+		switch id {
+		case 1:
+			if t == tI64 {
+				x, err := d.i64()
+				if err != nil {
+					return err
+				}
+				setInt(&v.Client, x)
+				issetClient = true
+				continue
+			}
+		case 2:
+			if t == tI64 {
+				x, err := d.i64()
+				if err != nil {
+					return err
+				}
+				setInt(&v.Sequence, x)
+				issetSequence = true
+				continue
+			}
+		}
+		if err := d.skip(t, maxSkipDepth); err != nil {
+			return err
+		}
+	}
+	if !issetClient {
+		return missing("Client")
+	}
+	if !issetSequence {
+		return missing("Sequence")
+	}
+	return nil
+}
+
 // AppendIncrementRequest appends the binary protocol's encoding of v, IncrementRequest, to b and returns
 // the extended slice; a nil v is a struct with no fields, as Write writes it.
 func AppendIncrementRequest(b []byte, v *zaris.IncrementRequest) []byte {
@@ -541,6 +609,10 @@ func AppendIncrementRequest(b []byte, v *zaris.IncrementRequest) []byte {
 	b = appendBinary(b, v.Key)
 	b = appendField(b, tI64, 2)
 	b = appendI64(b, int64(v.Delta))
+	if v.Token != nil {
+		b = appendField(b, tStruct, 3)
+		b = AppendRequestToken(b, v.Token)
+	}
 	return append(b, tStop)
 }
 
@@ -583,6 +655,14 @@ func (d *decoder) decodeIncrementRequest(v *zaris.IncrementRequest) error {
 				}
 				setInt(&v.Delta, x)
 				issetDelta = true
+				continue
+			}
+		case 3:
+			if t == tStruct {
+				v.Token = new(zaris.RequestToken)
+				if err := d.decodeRequestToken(v.Token); err != nil {
+					return err
+				}
 				continue
 			}
 		}
@@ -1833,6 +1913,10 @@ func AppendClusterMap(b []byte, v *zaris.ClusterMap) []byte {
 		b = appendField(b, tI64, 5)
 		b = appendI64(b, int64(*v.MaxMessageBytes))
 	}
+	if v.DedupWindowMs != nil {
+		b = appendField(b, tI64, 6)
+		b = appendI64(b, int64(*v.DedupWindowMs))
+	}
 	return append(b, tStop)
 }
 
@@ -1922,6 +2006,15 @@ func (d *decoder) decodeClusterMap(v *zaris.ClusterMap) error {
 					return err
 				}
 				setPtrInt(&v.MaxMessageBytes, x)
+				continue
+			}
+		case 6:
+			if t == tI64 {
+				x, err := d.i64()
+				if err != nil {
+					return err
+				}
+				setPtrInt(&v.DedupWindowMs, x)
 				continue
 			}
 		}

@@ -68,6 +68,7 @@ var cases = []codecCase{
 	caseOf(zariscodec.AppendPutResponse, zariscodec.DecodePutResponse),
 	caseOf(zariscodec.AppendDeleteRequest, zariscodec.DecodeDeleteRequest),
 	caseOf(zariscodec.AppendDeleteResponse, zariscodec.DecodeDeleteResponse),
+	caseOf(zariscodec.AppendRequestToken, zariscodec.DecodeRequestToken),
 	caseOf(zariscodec.AppendIncrementRequest, zariscodec.DecodeIncrementRequest),
 	caseOf(zariscodec.AppendIncrementResponse, zariscodec.DecodeIncrementResponse),
 	caseOf(zariscodec.AppendGetItem, zariscodec.DecodeGetItem),
