@@ -134,7 +134,7 @@ func Run(ctx context.Context, cfg Config) (*Report, error) {
 	return report, nil
 }
 
-// verifyAll waits for the store to settle, then reads every key back.
+// verifyAll waits for the store to settle, then reads every key and counter back.
 func verifyAll(ctx context.Context, cluster *store.Cluster, workers []*worker, v Verification) Verification {
 	sctx, cancel := context.WithTimeout(ctx, settleTimeout)
 	defer cancel()
@@ -146,6 +146,13 @@ func verifyAll(ctx context.Context, cluster *store.Cluster, workers []*worker, v
 		checked, lost, err := w.verify(ctx)
 		v.Keys += checked
 		v.Lost = append(v.Lost, lost...)
+		if err != nil {
+			v.Error = err.Error()
+			return v
+		}
+		counted, wrong, err := w.verifyCounters(ctx)
+		v.Counters += counted
+		v.Lost = append(v.Lost, wrong...)
 		if err != nil {
 			v.Error = err.Error()
 			return v

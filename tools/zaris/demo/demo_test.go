@@ -41,6 +41,7 @@ func TestShortRun(t *testing.T) {
 
 	assert.True(t, report.OK(), "lost %v, misreported %v, error %q", report.Verification.Lost, report.Verification.Misreported, report.Verification.Error)
 	assert.Equal(t, 8*32, report.Verification.Keys)
+	assert.Equal(t, 8*countersPerWorker, report.Verification.Counters, "every counter read back")
 	require.Len(t, report.Events, 5)
 	for _, e := range report.Events {
 		assert.Empty(t, e.Error, e.Label)

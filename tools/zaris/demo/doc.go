@@ -7,12 +7,15 @@
 //
 // A tenth of the calls are multi-key: MultiGet and MultiPut of four of a worker's keys,
 // each item checked like a single read or write; the report counts them per phase with
-// their items, items retried and items that got no answer.
+// their items, items retried and items that got no answer. One in twenty increments one of
+// the worker's two counters, which must end holding exactly the increments acknowledged:
+// an Increment whose reply was lost is replayed, never applied twice (the client's rule B8).
 //
 // Each worker goroutine owns its keys, so it knows what every key must hold: the last value
 // the store acknowledged, or a later value whose write ended in an error (that write may or
 // may not have applied). Every answer is checked against that knowledge as it arrives, and
-// after the workload every key is read back. A lost acknowledged write or a misreported
+// after the workload every key and counter is read back. A lost acknowledged write, a
+// counter off its acknowledged increments, or a misreported
 // answer (NotFound for an acknowledged key, Conflict with no concurrent writer) fails the run.
 //
 // The report has one phase per event, named as the event is from its start (such as

@@ -121,7 +121,11 @@ type Second struct {
 // Verification is the read-back of every key after the workload.
 type Verification struct {
 	Keys int `json:"keys"`
-	// Lost lists keys whose acknowledged write was not read back.
+	// Counters is how many counters were read back, each of which must hold exactly the
+	// increments its writer had acknowledged.
+	Counters int `json:"counters"`
+	// Lost lists keys whose acknowledged write was not read back, and counters that do not
+	// hold their acknowledged increments.
 	Lost []string `json:"lost"`
 	// Misreported lists answers during the run that contradicted what the application
 	// knew (a NotFound for an acknowledged key, a Conflict with no concurrent writer).
@@ -206,12 +210,12 @@ func (r *Report) WriteTable(w io.Writer) {
 	case v.Error != "":
 		fmt.Fprintf(w, "FAIL: the read-back could not finish: %s\n", v.Error)
 	case len(v.Lost) > 0 || len(v.Misreported) > 0:
-		fmt.Fprintf(w, "FAIL: %d acknowledged writes lost and %d answers misreported (of %d keys)\n", len(v.Lost), len(v.Misreported), v.Keys)
+		fmt.Fprintf(w, "FAIL: %d acknowledged writes lost and %d answers misreported (of %d keys and %d counters)\n", len(v.Lost), len(v.Misreported), v.Keys, v.Counters)
 		for _, l := range append(slices.Clone(v.Lost), v.Misreported...) {
 			fmt.Fprintln(w, "  "+l)
 		}
 	default:
-		fmt.Fprintf(w, "OK: all %d keys read back their last acknowledged write; no answer was misreported\n", v.Keys)
+		fmt.Fprintf(w, "OK: all %d keys read back their last acknowledged write, all %d counters their acknowledged increments; no answer was misreported\n", v.Keys, v.Counters)
 	}
 }
 

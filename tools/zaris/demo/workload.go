@@ -22,6 +22,7 @@ const (
 	putPercent  = 30
 	mgetPercent = 5 // MultiGet of batchSize of the worker's keys
 	mputPercent = 5 // MultiPut of batchSize of the worker's keys
+	incrPercent = 5 // Increment by one of one of the worker's counters
 )
 
 // keyState is what a key's only writer knows of it: the last acknowledged value, and the
@@ -99,17 +100,18 @@ func captureCallInfo(next middleware.Handler) middleware.Handler {
 // worker is one application goroutine: it owns its keys (no other worker writes them), so
 // it knows exactly what each may hold.
 type worker struct {
-	id     int
-	kv     *zarisclient.Client
-	keys   []*keyState
-	rng    *rand.Rand
-	seq    int
-	start  time.Time
-	ops    *atomic.Int64
-	errs   *atomic.Int64
-	rec    *recorder
-	misses []string // misreported answers
-	failed []string // the first few errors the application saw, in full
+	id       int
+	kv       *zarisclient.Client
+	keys     []*keyState
+	counters []*counterState
+	rng      *rand.Rand
+	seq      int
+	start    time.Time
+	ops      *atomic.Int64
+	errs     *atomic.Int64
+	rec      *recorder
+	misses   []string // misreported answers
+	failed   []string // the first few errors the application saw, in full
 }
 
 // keepErrors is how many full error messages each worker keeps for the report.
@@ -119,6 +121,9 @@ func newWorker(id, keys int, kv *zarisclient.Client, start time.Time, ops, errs 
 	w := &worker{id: id, kv: kv, rng: rand.New(rand.NewPCG(uint64(id), 7)), start: start, ops: ops, errs: errs, rec: rec}
 	for i := range keys {
 		w.keys = append(w.keys, &keyState{key: fmt.Appendf(nil, "demo/w%02d/k%03d", id, i)})
+	}
+	for i := range countersPerWorker {
+		w.counters = append(w.counters, &counterState{key: fmt.Appendf(nil, "demo/w%02d/c%d", id, i)})
 	}
 	return w
 }
@@ -141,6 +146,8 @@ func (w *worker) run(ctx context.Context) {
 			err = w.mget(cctx, &ci)
 		case p < getPercent+putPercent+mgetPercent+mputPercent:
 			err = w.mput(cctx, &ci)
+		case p < getPercent+putPercent+mgetPercent+mputPercent+incrPercent:
+			err = w.incr(cctx)
 		default:
 			err = w.put(cctx, k, true, &ci)
 		}
