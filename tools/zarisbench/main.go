@@ -48,6 +48,9 @@ type config struct {
 	HOLValue         int           // bytes of the slow writes of the head-of-line measurement
 	CodecCalls       int           // Gets encoded and decoded in memory for the floor budget
 
+	DedupCallers int // callers of the dedup section
+	DedupCalls   int // Increments of one side in one round of the dedup section
+
 	// Sections names the sections to run; empty runs them all.
 	Sections []string
 }
@@ -64,7 +67,8 @@ func defaultConfig() config {
 		RefreshKillCallers: 16, RefreshKillRounds: 3,
 		StormCallers: 256, StormHealthy: 16, StormDuration: 3 * time.Second,
 		PipelineCallers: []int{1, 4, 16, 64, 256}, PipelineDuration: 250 * time.Millisecond, HOLValue: 512 << 10,
-		CodecCalls: 200_000,
+		CodecCalls:   200_000,
+		DedupCallers: 16, DedupCalls: 20_000,
 	}
 }
 
@@ -79,6 +83,7 @@ type results struct {
 	Batch     batchResult      `json:"batch"`
 	Pipeline  pipelineResult   `json:"pipeline"`
 	Codec     []codecRow       `json:"codec"`
+	Dedup     dedupResult      `json:"dedup"`
 	// Sections are the sections that ran, in order.
 	Sections []string `json:"sections"`
 	Targets  []target `json:"targets"`
@@ -99,7 +104,7 @@ type machine struct {
 func main() {
 	out := flag.String("out", "bench-out", "directory for bench.json")
 	quick := flag.Bool("quick", false, "a tiny run that only checks the bench works")
-	only := flag.String("sections", "", "comma-separated sections to run (overhead, protocols, scale, churn, storm, batch, pipeline, codec); default all")
+	only := flag.String("sections", "", "comma-separated sections to run (overhead, protocols, scale, churn, storm, batch, pipeline, codec, dedup); default all")
 	flag.Parse()
 	cfg := defaultConfig()
 	if *quick {
@@ -135,7 +140,8 @@ func quickConfig() config {
 		RefreshKillCallers: 4, RefreshKillRounds: 1,
 		StormCallers: 8, StormHealthy: 2, StormDuration: 300 * time.Millisecond,
 		PipelineCallers: []int{1, 4}, PipelineDuration: 50 * time.Millisecond, HOLValue: 64 << 10,
-		CodecCalls: 1000,
+		CodecCalls:   1000,
+		DedupCallers: 4, DedupCalls: 200,
 	}
 }
 
@@ -194,10 +200,14 @@ func run(ctx context.Context, cfg config, log io.Writer) (*results, error) {
 			res.Codec, err = codecRows()
 			return err
 		}},
+		{"dedup", func() error {
+			res.Dedup, err = dedup(ctx, cfg.DedupCallers, cfg.DedupCalls, cfg.Rounds)
+			return err
+		}},
 	}
 	for _, name := range cfg.Sections {
 		if !slices.ContainsFunc(steps, func(s step) bool { return s.name == name }) {
-			return nil, fmt.Errorf("unknown section %q (overhead, protocols, scale, churn, storm, batch, pipeline, codec)", name)
+			return nil, fmt.Errorf("unknown section %q (overhead, protocols, scale, churn, storm, batch, pipeline, codec, dedup)", name)
 		}
 	}
 	for _, s := range steps {
