@@ -165,15 +165,18 @@ func TestModulesInstallByVersion(t *testing.T) {
 			require.Contains(t, string(makefile), f.makefile, "the Makefile's generate recipe no longer runs zarisgen with %s: keep zarisgenFlags in step with it", f.makefile)
 			args = append(args, f.name, f.value)
 		}
-		out := filepath.Join(t.TempDir(), "zarisclient")
+		require.Contains(t, string(makefile), "-codec-out", "the Makefile's generate recipe no longer writes the codec")
+		out, codecOut := filepath.Join(t.TempDir(), "zarisclient"), filepath.Join(t.TempDir(), "zariscodec")
 		// From the checkout's root, as `make generate` runs it: the generated header names the
 		// IDL file by its relative path.
-		u.run(t, root, bin, append(args, "-out", out)...)
-		want := readDir(t, filepath.Join(root, "gen", "zarisclient"))
-		got := readDir(t, out)
-		require.Equal(t, slices.Sorted(maps.Keys(want)), slices.Sorted(maps.Keys(got)), "the installed zarisgen writes other files than gen/zarisclient holds")
-		for name, w := range want {
-			assert.True(t, bytes.Equal(w, got[name]), "gen/zarisclient/%s differs from what zarisgen %s generates: run make generate", name, version)
+		u.run(t, root, bin, append(args, "-out", out, "-codec-out", codecOut)...)
+		for pkg, dir := range map[string]string{"zarisclient": out, "zariscodec": codecOut} {
+			want := readDir(t, filepath.Join(root, "gen", pkg))
+			got := readDir(t, dir)
+			require.Equal(t, slices.Sorted(maps.Keys(want)), slices.Sorted(maps.Keys(got)), "the installed zarisgen writes other files than gen/%s holds", pkg)
+			for name, w := range want {
+				assert.True(t, bytes.Equal(w, got[name]), "gen/%s/%s differs from what zarisgen %s generates: run make generate", pkg, name, version)
+			}
 		}
 	})
 	t.Run("zaris", func(t *testing.T) {

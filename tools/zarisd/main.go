@@ -97,12 +97,16 @@ func newLogger(w io.Writer, level string) (*slog.Logger, error) {
 	return slog.New(slog.NewTextHandler(w, &slog.HandlerOptions{Level: l})), nil
 }
 
-// waitForSignal blocks until SIGTERM or SIGINT.
-func waitForSignal() {
+// stopOnSignal catches SIGTERM and SIGINT from now on and returns a wait that blocks until
+// one came: a server calls it before it says it is ready, so that a signal sent as soon as
+// it is ready stops it cleanly instead of killing it.
+func stopOnSignal() (wait func()) {
 	ch := make(chan os.Signal, 1)
 	signal.Notify(ch, syscall.SIGTERM, syscall.SIGINT)
-	<-ch
-	signal.Stop(ch)
+	return func() {
+		<-ch
+		signal.Stop(ch)
+	}
 }
 
 func runCoordinator(args []string, stdout, stderr io.Writer) error {
@@ -182,6 +186,7 @@ func runCoordinator(args []string, stdout, stderr io.Writer) error {
 		return err
 	}
 	defer backend.Close()
+	wait := stopOnSignal()
 	e, err := store.StartElectedCoordinator(store.CoordinatorConfig{
 		Listen: *listen, InitialNodes: *nodes, Segments: int32(*segments), ReplicationFactor: *rf,
 		Heartbeat: *heartbeat, FailureTimeout: *failure, ProbeTimeout: *probeTimeout, AutoFailback: *autoFailback,
@@ -199,7 +204,7 @@ func runCoordinator(args []string, stdout, stderr io.Writer) error {
 	} else {
 		fmt.Fprintf(stdout, "zarisd coordinator standing by for %s\n", *listen)
 	}
-	waitForSignal()
+	wait()
 	return nil
 }
 
@@ -265,6 +270,7 @@ func runNode(args []string, stdout, stderr io.Writer) error {
 	if err != nil {
 		return err
 	}
+	wait := stopOnSignal()
 	n, err := store.StartNode(store.NodeConfig{
 		ID: int32(*id), Listen: *listen, PeerListen: *peer, Coordinator: *coordinator, Protocol: proto,
 		TLS: tlsConfig, MaxKeySize: *maxKey, MaxValueSize: *maxValue, IdleTimeout: *idle, Logger: log,
@@ -274,7 +280,7 @@ func runNode(args []string, stdout, stderr io.Writer) error {
 		return err
 	}
 	fmt.Fprintf(stdout, "zarisd node %d listening on %s\n", n.ID(), n.Addr())
-	waitForSignal()
+	wait()
 	return n.Close()
 }
 
