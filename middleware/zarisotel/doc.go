@@ -76,6 +76,7 @@
 //	zaris.client.map.refresher.fetches      fetches run, by zaris.result (ok, failed)
 //	zaris.client.map.refresher.absorbed     requests that ran no fetch of their own, by
 //	                                        zaris.reason (coalesced, debounced)
+//	zaris.client.map.refresher.background   fetches no caller's request started
 //
 // Requested against performed is the number to watch under churn: many calls asking,
 // few fetches, means the shared refresh is doing its job.

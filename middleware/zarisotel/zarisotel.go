@@ -192,7 +192,9 @@ func (t *Telemetry) ObserveRefresher(r StatsSource) error {
 		metric.WithDescription("Map fetches the shared refresher ran, by result (ok, failed)."))
 	absorbed, err3 := m.Int64ObservableCounter("zaris.client.map.refresher.absorbed", metric.WithUnit("{request}"),
 		metric.WithDescription("Refresh requests that ran no fetch of their own, by reason (coalesced, debounced)."))
-	if err := errors.Join(err1, err2, err3); err != nil {
+	background, err4 := m.Int64ObservableCounter("zaris.client.map.refresher.background", metric.WithUnit("{fetch}"),
+		metric.WithDescription("Map fetches among fetches that no caller's request started (an answer's newer epoch, a silent node, a deferred or owner wait's later fetch)."))
+	if err := errors.Join(err1, err2, err3, err4); err != nil {
 		return err
 	}
 	var (
@@ -208,8 +210,9 @@ func (t *Telemetry) ObserveRefresher(r StatsSource) error {
 		o.ObserveInt64(fetches, int64(s.Failed), failed)
 		o.ObserveInt64(absorbed, int64(s.Coalesced), coalesced)
 		o.ObserveInt64(absorbed, int64(s.Debounced), debounced)
+		o.ObserveInt64(background, int64(s.Background))
 		return nil
-	}, requests, fetches, absorbed)
+	}, requests, fetches, absorbed, background)
 	if err != nil {
 		return err
 	}

@@ -248,7 +248,7 @@ type refreshStats runtime.RefreshStats
 func (s refreshStats) Stats() runtime.RefreshStats { return runtime.RefreshStats(s) }
 
 func TestRefresherCounters(t *testing.T) {
-	stats := refreshStats{Requested: 10, Performed: 3, Failed: 1, Coalesced: 4, Debounced: 2}
+	stats := refreshStats{Requested: 10, Performed: 3, Failed: 1, Coalesced: 4, Debounced: 2, Background: 2}
 	f := newFixture(t, []mwt.Outcome{mwt.Answer(zaris.KvStatus_Ok)})
 	require.NoError(t, f.tel.ObserveRefresher(stats))
 	require.Error(t, f.tel.ObserveRefresher(stats), "one refresher per Telemetry")
@@ -262,6 +262,7 @@ func TestRefresherCounters(t *testing.T) {
 		attrs(zarisotel.KeyReason.String("coalesced")): 4,
 		attrs(zarisotel.KeyReason.String("debounced")): 2,
 	}, sums(t, m["zaris.client.map.refresher.absorbed"]))
+	assert.Equal(t, map[string]int64{attrs(): 2}, sums(t, m["zaris.client.map.refresher.background"]))
 
 	require.NoError(t, f.tel.Close())
 	assert.NotContains(t, f.metrics(t), "zaris.client.map.refresher.requests", "Close stops observing")

@@ -66,9 +66,12 @@ type churnPhase struct {
 	DuringRatio   float64 `json:"duringRatio"`
 	SteadyRatio   float64 `json:"steadyRatio"`
 	// ZeroWindowMs is the longest time in the phase with no answered call at all.
-	ZeroWindowMs       float64 `json:"zeroWindowMs"`
-	RefreshesRequested int     `json:"refreshesRequested"`
-	RefreshesPerformed int     `json:"refreshesPerformed"`
+	ZeroWindowMs float64 `json:"zeroWindowMs"`
+	// RefreshesRequested are the refreshes the phase's calls asked for, RefreshesPerformed
+	// the map fetches, RefreshesBackground those of them no call's request started.
+	RefreshesRequested  int `json:"refreshesRequested"`
+	RefreshesPerformed  int `json:"refreshesPerformed"`
+	RefreshesBackground int `json:"refreshesBackground"`
 	// OwnerWaitCalls counts the calls that waited for a map naming a new owner (rule B7),
 	// OwnerWaitMaxMs the longest one call spent so.
 	OwnerWaitCalls int     `json:"ownerWaitCalls"`
@@ -135,7 +138,7 @@ func churn(ctx context.Context, workers int, duration time.Duration, schedule st
 		start := time.Duration(p.StartSec * float64(time.Second))
 		stop := time.Duration(p.EndSec * float64(time.Second))
 		cp := churnPhase{Name: p.Name, AtSec: p.StartSec, Errors: p.ErrorCount, P99Ms: p.P99Ms, MaxMs: p.MaxMs, OpsPerS: p.OpsPerS,
-			RefreshesRequested: p.RefreshesRequested, RefreshesPerformed: p.RefreshesPerformed,
+			RefreshesRequested: p.RefreshesRequested, RefreshesPerformed: p.RefreshesPerformed, RefreshesBackground: p.RefreshesBackground,
 			OwnerWaitCalls: p.OwnerWaitCalls, OwnerWaitMaxMs: p.OwnerWaitMaxMs}
 		cp.ZeroWindowMs = ms(longestGap(answers, start, stop))
 		if i == 0 {

@@ -150,10 +150,10 @@ func writeTable(w io.Writer, res *results) {
 	if ran("churn") {
 		c := res.Churn
 		section(fmt.Sprintf("\n4. churn: demo engine, %d nodes, %d workers, schedule %s", c.Nodes, c.Workers, c.Schedule),
-			"phase\tat s\ttook ms\terrors\tzero window ms\tp99 ms\tp99 ratio\tbefore ops/s\tduring ops/s\tduring/before\tduring/steady\trefreshes req/done\towner waits calls/max ms\t")
+			"phase\tat s\ttook ms\terrors\tzero window ms\tp99 ms\tp99 ratio\tbefore ops/s\tduring ops/s\tduring/before\tduring/steady\trefreshes asked/fetches/background\towner waits calls/max ms\t")
 		for _, p := range append([]churnPhase{c.Steady}, c.Events...) {
-			fmt.Fprintf(tw, "%s\t%.1f\t%.0f\t%d\t%.0f\t%.1f\t%.1f\t%.0f\t%.0f\t%.2f\t%.2f\t%d/%d\t%d/%.0f\t\n", p.Name, p.AtSec, p.TookMs, p.Errors, p.ZeroWindowMs,
-				p.P99Ms, p.P99Ratio, p.BeforeOpsPerS, p.DuringOpsPerS, p.DuringRatio, p.SteadyRatio, p.RefreshesRequested, p.RefreshesPerformed,
+			fmt.Fprintf(tw, "%s\t%.1f\t%.0f\t%d\t%.0f\t%.1f\t%.1f\t%.0f\t%.0f\t%.2f\t%.2f\t%d/%d/%d\t%d/%.0f\t\n", p.Name, p.AtSec, p.TookMs, p.Errors, p.ZeroWindowMs,
+				p.P99Ms, p.P99Ratio, p.BeforeOpsPerS, p.DuringOpsPerS, p.DuringRatio, p.SteadyRatio, p.RefreshesRequested, p.RefreshesPerformed, p.RefreshesBackground,
 				p.OwnerWaitCalls, p.OwnerWaitMaxMs)
 		}
 		tw.Flush()
