@@ -191,3 +191,65 @@ func TestB8_LostRepliesApplyOnce(t *testing.T) {
 		})
 	}
 }
+
+// TestB8_FirstOutcomeOutlivesItsOwner: an Increment is applied at the owner and its reply
+// never reaches the client (a proxy swallows it); then ownership moves before the client
+// hears anything: the owner is killed (failover to its replica), or the segment migrates to
+// another node. The replay, at the new owner, is answered with the first outcome: the value
+// and the version the owner's write made, and the counter holds one increment.
+func TestB8_FirstOutcomeOutlivesItsOwner(t *testing.T) {
+	for _, move := range []string{"kill", "migration"} {
+		t.Run(move, func(t *testing.T) {
+			c := store.StartCluster(t, store.ClusterConfig{Nodes: 3, Segments: segments, FailureTimeout: time.Second})
+			ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+			defer cancel()
+			proxies := map[string]*faultProxy{}
+			for _, addr := range c.Seeds() {
+				proxies[addr] = startFaultProxy(t, addr)
+			}
+			fc := dialThroughProxies(t, c, proxies)
+			addr, key := fc.victim(t, "first-outcome")
+			owner := c.Map().Segments[runtime.Segment(key, segments)]
+			p := proxies[addr]
+			p.set(faultSwallowReplies, 0)
+			type result struct {
+				resp *zaris.IncrementResponse
+				err  error
+			}
+			done := make(chan result, 1)
+			go func() {
+				resp, err := fc.kv.Increment(context.Background(), &zaris.IncrementRequest{Key: key, Delta: 1})
+				done <- result{resp, err}
+			}()
+			require.Eventually(t, func() bool { return p.requestCount("Increment") == 1 }, 10*time.Second, time.Millisecond)
+			direct := newClient(t, c.Seeds())
+			require.Eventually(t, func() bool { // the owner applied it (a read at the owner, not through the proxy)
+				got, err := direct.Get(ctx, &zaris.GetRequest{Key: key})
+				return err == nil && got.Status == zaris.KvStatus_Ok && string(got.Value) == "1"
+			}, 10*time.Second, time.Millisecond)
+			switch move {
+			case "kill":
+				require.NoError(t, kill(c, ctx, *owner.Owner)())
+			case "migration":
+				to, err := otherNode(c, owner.ID)
+				require.NoError(t, err)
+				require.NoError(t, c.MigrateSegment(ctx, owner.ID, to))
+				p.set(faultDrop, 0) // the client's connection to the old owner ends unanswered
+			}
+			var r result
+			select {
+			case r = <-done:
+			case <-time.After(30 * time.Second): // a hang detector, not a timing assertion
+				t.Fatal("the Increment did not return")
+			}
+			p.set(faultNone, 0)
+			require.NoError(t, r.err)
+			got, err := direct.Get(ctx, &zaris.GetRequest{Key: key})
+			require.NoError(t, err)
+			assert.Equal(t, "1", string(got.Value), "applied once")
+			assert.EqualValues(t, 1, r.resp.Value, "the first outcome's value")
+			assert.Equal(t, got.Version, r.resp.Version, "the first outcome's version")
+			assert.NotEqual(t, *owner.Owner, *c.Map().Segments[owner.ID].Owner, "the segment has a new owner")
+		})
+	}
+}

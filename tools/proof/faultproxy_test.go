@@ -32,6 +32,9 @@ const (
 	// faultCloseAfterEveryOtherRequest closes the connection right after forwarding every
 	// second Increment request: the node gets it and cannot answer.
 	faultCloseAfterEveryOtherRequest
+	// faultSwallowReplies forwards every request and discards every reply, keeping the
+	// connection open: the node applies writes the client never hears of.
+	faultSwallowReplies
 )
 
 // String names the fault.
@@ -49,6 +52,8 @@ func (f fault) String() string {
 		return "lose-every-other-reply"
 	case faultCloseAfterEveryOtherRequest:
 		return "close-after-every-other-request"
+	case faultSwallowReplies:
+		return "swallow-replies"
 	}
 	return "none"
 }
@@ -264,7 +269,7 @@ func (p *faultProxy) pumpReplies(pr *proxyPair) {
 			f, delay := p.current()
 			methods := frames.feed(buf[:n])
 			switch f {
-			case faultBlackhole:
+			case faultBlackhole, faultSwallowReplies:
 				continue
 			case faultDrop, faultReset:
 				return
