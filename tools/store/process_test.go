@@ -136,6 +136,13 @@ type threeNodes struct {
 // cluster is settled (settledThree).
 func startThreeNodes(t *testing.T, failureTimeout string, extra ...string) *threeNodes {
 	t.Helper()
+	return startThreeNodesWith(t, failureTimeout, nil, extra...)
+}
+
+// startThreeNodesWith is startThreeNodes with nodeFlags given to the nodes only (restarted
+// ones included).
+func startThreeNodesWith(t *testing.T, failureTimeout string, nodeFlags []string, extra ...string) *threeNodes {
+	t.Helper()
 	bin := buildZarisd(t)
 	etcd := etcdArgs(t)
 	// A fixed port: should the coordinator's etcd session expire (a loaded machine), it
@@ -144,7 +151,7 @@ func startThreeNodes(t *testing.T, failureTimeout string, extra ...string) *thre
 		"--segments", "16", "--failure-timeout", failureTimeout}, extra, etcd)...)}
 	c.startNode = func(id int) *proc {
 		return startProc(t, bin, slices.Concat([]string{"node", "--id", strconv.Itoa(id), "--listen", "127.0.0.1:0",
-			"--coordinator", c.co.addr}, extra, etcd)...)
+			"--coordinator", c.co.addr}, nodeFlags, extra, etcd)...)
 	}
 	for id := 1; id <= 3; id++ {
 		n := c.startNode(id)

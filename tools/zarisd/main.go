@@ -238,6 +238,7 @@ func runNode(args []string, stdout, stderr io.Writer) error {
 	endpoints := fs.String("etcd-endpoints", "127.0.0.1:2379", "the cluster's etcd client addresses, host:port,...")
 	prefix := fs.String("etcd-prefix", "/zaris/", "key prefix of the cluster in etcd, as the coordinators'")
 	leaseTTL := fs.Duration("lease-ttl", store.DefaultLeaseTTL, "TTL of the node's etcd lease, whole seconds: it serves only while it holds the lease")
+	dedup := fs.Duration("dedup-window", store.DefaultDedupWindow, "keep the first outcome of a tokened write this long and answer a replay with it (rule B8; advertised in the map); 0 keeps none and advertises none")
 	level := fs.String("log-level", "info", "debug, info, warn or error")
 	mf := memberFlags(fs)
 	if err := fs.Parse(args); err != nil {
@@ -270,11 +271,15 @@ func runNode(args []string, stdout, stderr io.Writer) error {
 	if err != nil {
 		return err
 	}
+	if *dedup < 0 {
+		return fmt.Errorf("--dedup-window %v is negative", *dedup)
+	}
 	wait := stopOnSignal()
 	n, err := store.StartNode(store.NodeConfig{
 		ID: int32(*id), Listen: *listen, PeerListen: *peer, Coordinator: *coordinator, Protocol: proto,
 		TLS: tlsConfig, MaxKeySize: *maxKey, MaxValueSize: *maxValue, IdleTimeout: *idle, Logger: log,
 		EtcdEndpoints: eps, EtcdPrefix: *prefix, LeaseTTL: *leaseTTL, Credentials: creds, EtcdTLS: etcdTLS,
+		DedupWindow: *dedup, DisableDedup: *dedup == 0,
 	})
 	if err != nil {
 		return err

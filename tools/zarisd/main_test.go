@@ -23,6 +23,7 @@ func TestRun_RejectsBadCommandLines(t *testing.T) {
 		{"node without an id", []string{"node", "--coordinator", "127.0.0.1:1"}, "node id must be positive"},
 		{"node with bad etcd endpoints", []string{"node", "--id", "1", "--etcd-endpoints", "nohost"}, `etcd endpoint "nohost": want host:port`},
 		{"node with an unknown protocol", []string{"node", "--id", "1", "--protocol", "xml"}, `unknown protocol "xml"`},
+		{"node with a negative dedup window", []string{"node", "--id", "1", "--dedup-window", "-1s"}, "--dedup-window -1s is negative"},
 		{"node with a key but no certificate", []string{"node", "--id", "1", "--tls-key", "k.pem"}, "--tls-cert and --tls-key go together"},
 		{"coordinator timeout below heartbeat", []string{"coordinator", "--listen", "127.0.0.1:0", "--etcd-client-url", "http://127.0.0.1:0", "--heartbeat", "1s", "--failure-timeout", "10ms"}, "shorter than the heartbeat"},
 		{"ctl without a command", []string{"ctl"}, "usage"},
