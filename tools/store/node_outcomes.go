@@ -102,13 +102,16 @@ func (n *Node) firstOutcome(seg *segment, tok *zaris.RequestToken) (outcomeRec, 
 }
 
 // remember keeps out (nil: none) in seg, learned now, and counts the outcomes that had to
-// go before their window ended. Callers hold seg.mu.
+// go before their window ended, logging the first. Callers hold seg.mu.
 func (n *Node) remember(seg *segment, out *zarispeer.Outcome) {
 	if out == nil || n.cfg.DisableDedup {
 		return
 	}
 	if early := seg.outcomes.remember(out, n.cfg.Clock.Mono(), n.cfg.DedupWindow, n.cfg.DedupOutcomes); early > 0 {
-		n.outcomesEvictedEarly.Add(int64(early))
+		if n.outcomesEvictedEarly.Add(int64(early)) == int64(early) {
+			n.cfg.Logger.Warn("a segment holds DedupOutcomes outcomes of tokened writes: the oldest go before their dedup window ends, and a replay of one would apply again",
+				"cap", n.cfg.DedupOutcomes, "window", n.cfg.DedupWindow)
+		}
 	}
 }
 
