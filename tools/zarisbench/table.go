@@ -99,6 +99,7 @@ func targets(res *results) []target {
 	}
 	ts = append(ts, pipelineTargets(res)...)
 	ts = append(ts, codecTargets(res.Codec)...)
+	ts = append(ts, clientTargets(&res.Client)...)
 	return ts
 }
 
@@ -230,6 +231,9 @@ func writeTable(w io.Writer, res *results) {
 		for _, r := range res.Codec {
 			fmt.Fprintf(tw, "%s\t%.0f\t%.0f\t%.0f\t%.0f\t%.0f\t%.0f\t%.2f\t\n", r.Step, r.LibNs, r.LibAllocs, r.LibBytes, r.CodecNs, r.CodecAllocs, r.CodecBytesOps, r.TimeRatio)
 		}
+	}
+	if ran("client") {
+		writeClient(w, tw, section, res.Client)
 	}
 	tw.Flush()
 
