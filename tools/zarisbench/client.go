@@ -145,9 +145,10 @@ type splitRun struct {
 	NodeUs   float64 `json:"nodeMicrosPerCall"`   // the child's CPU per call
 	Allocs   float64 `json:"clientAllocsPerCall"`
 	Bytes    float64 `json:"clientBytesPerCall"`
-	// PerWrite is calls per write syscall of this process: how many requests a write
-	// carries.
-	PerWrite float64 `json:"callsPerWrite"`
+	// PerRoundTrip is calls per pair of socket syscalls of this process (a write and a
+	// read: 2 x calls / (reads + writes)): how many requests a round trip of the floor
+	// carries at the same cost in syscalls.
+	PerRoundTrip float64 `json:"callsPerRoundTrip"`
 }
 
 // measureSplit runs load and returns its cost per call on each side.
@@ -159,11 +160,11 @@ func measureSplit(node *nodeProcess, load func() (loadResult, error)) (splitRun,
 	if err != nil {
 		return splitRun{}, err
 	}
-	w0 := writeSyscalls()
+	r0, w0 := ioSyscalls()
 	c0 := cpuTime()
 	r, err := load()
 	c1 := cpuTime()
-	w1 := writeSyscalls()
+	r1, w1 := ioSyscalls()
 	n1, nerr := node.cpu()
 	goruntime.ReadMemStats(&after)
 	if err == nil {
@@ -178,28 +179,32 @@ func measureSplit(node *nodeProcess, load func() (loadResult, error)) (splitRun,
 	n := float64(max(r.Ops, 1))
 	return splitRun{
 		Ops: r.Ops, OpsPerS: r.OpsPerS,
-		ClientUs: float64((c1 - c0).Nanoseconds()) / 1e3 / n,
-		NodeUs:   float64((n1 - n0).Nanoseconds()) / 1e3 / n,
-		Allocs:   float64(after.Mallocs-before.Mallocs) / n,
-		Bytes:    float64(after.TotalAlloc-before.TotalAlloc) / n,
-		PerWrite: ratio(n, float64(w1-w0)),
+		ClientUs:     float64((c1 - c0).Nanoseconds()) / 1e3 / n,
+		NodeUs:       float64((n1 - n0).Nanoseconds()) / 1e3 / n,
+		Allocs:       float64(after.Mallocs-before.Mallocs) / n,
+		Bytes:        float64(after.TotalAlloc-before.TotalAlloc) / n,
+		PerRoundTrip: ratio(2*n, float64(r1-r0+w1-w0)),
 	}, nil
 }
 
-// writeSyscalls is the write system calls this process has made (syscw of /proc/self/io),
-// 0 where the kernel does not tell.
-func writeSyscalls() int64 {
+// ioSyscalls is the read and write system calls this process has made (syscr and syscw
+// of /proc/self/io), 0 where the kernel does not tell.
+func ioSyscalls() (reads, writes int64) {
 	b, err := os.ReadFile("/proc/self/io")
 	if err != nil {
-		return 0
+		return 0, 0
 	}
 	for _, line := range strings.Split(string(b), "\n") {
-		if v, ok := strings.CutPrefix(line, "syscw: "); ok {
-			n, _ := strconv.ParseInt(strings.TrimSpace(v), 10, 64)
-			return n
+		k, v, _ := strings.Cut(line, ": ")
+		n, _ := strconv.ParseInt(strings.TrimSpace(v), 10, 64)
+		switch k {
+		case "syscr":
+			reads = n
+		case "syscw":
+			writes = n
 		}
 	}
-	return 0
+	return reads, writes
 }
 
 // clientAllocRow is the client's heap allocations per Get at some callers, the fewest of
@@ -217,10 +222,11 @@ type clientCPURow struct {
 	// ClientUs and NodeUs are the typed client's and its node's CPU per call.
 	ClientUs float64 `json:"clientMicrosPerCall"`
 	NodeUs   float64 `json:"nodeMicrosPerCall"`
-	// PerWrite is the client's calls per write syscall; the floor writes that many
-	// requests (rounded) per write, on as many connections as the client pipelines on.
-	PerWrite float64 `json:"callsPerWrite"`
-	Depth    int     `json:"floorDepth"`
+	// PerRoundTrip is the client's calls per pair of socket syscalls (splitRun); the floor
+	// carries that many requests (rounded) per round trip, on as many connections as the
+	// client pipelines on.
+	PerRoundTrip float64 `json:"callsPerRoundTrip"`
+	Depth        int     `json:"floorDepth"`
 	// FloorClientUs and FloorNodeUs are the floor's sockets' CPU per request on each side.
 	FloorClientUs float64 `json:"floorClientMicros"`
 	FloorNodeUs   float64 `json:"floorNodeMicros"`
@@ -312,13 +318,13 @@ func clientCost(ctx context.Context, allocCallers, cpuCallers []int, rounds int,
 		}
 		var typed, floors []splitRun
 		var depths []int
-		var perWrite []float64
+		var perRoundTrip []float64
 		for range rounds {
 			t, err := measureSplit(node, get(callers))
 			if err != nil {
 				return res, fmt.Errorf("%d callers: %w", callers, err)
 			}
-			depth := max(1, int(t.PerWrite+0.5))
+			depth := max(1, int(t.PerRoundTrip+0.5))
 			f, err := measureSplit(node, func() (loadResult, error) {
 				return floorLoad(ctx, node.hello.Echo, conns, conns*depth, depth, d)
 			})
@@ -326,7 +332,7 @@ func clientCost(ctx context.Context, allocCallers, cpuCallers []int, rounds int,
 				return res, fmt.Errorf("the floor at %d callers: %w", callers, err)
 			}
 			typed, floors = append(typed, t), append(floors, f)
-			depths, perWrite = append(depths, depth), append(perWrite, t.PerWrite)
+			depths, perRoundTrip = append(depths, depth), append(perRoundTrip, t.PerRoundTrip)
 		}
 		row := clientCPURow{Callers: callers, CodecClientUs: codecClient, CodecNodeUs: codecNode}
 		var cr, nr, tr []float64
@@ -347,7 +353,7 @@ func clientCost(ctx context.Context, allocCallers, cpuCallers []int, rounds int,
 		row.NodeUs = field(typed, func(r splitRun) float64 { return r.NodeUs })
 		row.FloorClientUs = field(floors, func(r splitRun) float64 { return r.ClientUs })
 		row.FloorNodeUs = field(floors, func(r splitRun) float64 { return r.NodeUs })
-		row.PerWrite = median(perWrite)
+		row.PerRoundTrip = median(perRoundTrip)
 		slices.Sort(depths)
 		row.Depth = depths[len(depths)/2]
 		row.ClientRatio, row.NodeRatio, row.TotalRatio = median(cr), median(nr), median(tr)
@@ -514,10 +520,10 @@ func writeClient(w io.Writer, tw *tabwriter.Writer, section func(title, header s
 	for _, r := range c.Allocs {
 		fmt.Fprintf(tw, "%d\t%.1f\t%.0f\t\n", r.Callers, r.Allocs, r.Bytes)
 	}
-	section("CPU µs per call, medians of rounds; floor: echo sockets at the client's calls per write, on its connections, plus the generated codec in memory",
-		"callers\tclient\tnode\tcalls/write\tfloor depth\tfloor client sockets+codec\tfloor node sockets+codec\tclient/floor\tnode/floor\tclient+node/floor\t")
+	section("CPU µs per call, medians of rounds; floor: echo sockets at the client's calls per read+write pair, on its connections, plus the generated codec in memory",
+		"callers\tclient\tnode\tcalls/(read+write)\tfloor depth\tfloor client sockets+codec\tfloor node sockets+codec\tclient/floor\tnode/floor\tclient+node/floor\t")
 	for _, r := range c.CPU {
-		fmt.Fprintf(tw, "%d\t%.2f\t%.2f\t%.1f\t%d\t%.2f+%.2f\t%.2f+%.2f\t%.2f\t%.2f\t%.2f\t\n", r.Callers, r.ClientUs, r.NodeUs, r.PerWrite, r.Depth,
+		fmt.Fprintf(tw, "%d\t%.2f\t%.2f\t%.1f\t%d\t%.2f+%.2f\t%.2f+%.2f\t%.2f\t%.2f\t%.2f\t\n", r.Callers, r.ClientUs, r.NodeUs, r.PerRoundTrip, r.Depth,
 			r.FloorClientUs, r.CodecClientUs, r.FloorNodeUs, r.CodecNodeUs, r.ClientRatio, r.NodeRatio, r.TotalRatio)
 	}
 	tw.Flush()

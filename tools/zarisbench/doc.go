@@ -43,7 +43,7 @@
 //     (this program again), so each process's CPU time is its own side's: the default
 //     client's heap allocations and bytes per Get at 1 and 64 callers (targets 3 and 200
 //     B); its CPU per call pipelined at 64 and 256 callers against its floor (the echo
-//     sockets' client side at the client's own calls per write, on as many connections,
+//     sockets' client side at the client's own calls per read and write, on as many connections,
 //     plus the generated codec's client half in memory; target 1.5x), and client plus node
 //     against the whole floor (target 2x); and BenchmarkStackOverhead (package runtime, run
 //     with go test): the stack's time per call over the raw client's (target 0.6 µs) and no
