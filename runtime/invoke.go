@@ -21,10 +21,9 @@ func (c *Engine) Invoke(ctx context.Context, call *Call) (Response, error) {
 		call.attemptStart = time.Now()
 	}
 	resp, err := c.invoke(ctx, call, a, start)
-	if c.sysClock {
-		a.Duration = time.Since(start) // reads only the monotonic clock
-	} else {
-		a.Duration = c.clock.Now().Sub(start)
+	a.Duration = c.since(start) // the attempt's one reading at its end
+	if call.debt.owed {
+		call.debt.settle(start, a.Duration, a.Answered)
 	}
 	a.End = start.Add(a.Duration)
 	a.Err = err
@@ -64,10 +63,7 @@ func (c *Engine) invoke(ctx context.Context, call *Call, a *Attempt, start time.
 	} else {
 		resp, err = c.invokePooled(ctx, call, a, r, deadline, callBound)
 	}
-	if call.debt.owed {
-		call.debt.settle(start, c.since(start), a.Answered)
-	}
-	return resp, err
+	return resp, err // Invoke settles call.debt
 }
 
 // since is the time from start, a Clock reading, to now.

@@ -126,7 +126,7 @@ func StartNode(cfg NodeConfig) (*Node, error) {
 	}
 	dataCfg := serverConfig(cfg.maxMessage(), 1<<16, cfg.IdleTimeout)
 	h := &kvHandler{n: n}
-	kv := serveMultiGetInMemory(inMemory(zaris.NewZarisKvProcessor(h), dataCfg, "MultiGet", "MultiPut", "MultiDelete"), h)
+	kv := serveGetWithCodec(serveMultiGetInMemory(inMemory(zaris.NewZarisKvProcessor(h), dataCfg, "MultiGet", "MultiPut", "MultiDelete"), h), h, dataCfg)
 	n.data, err = newServer(n.ctx, cfg.Listen, cfg.TLS, dataCfg, w, stallable{kv, n}, nil, cfg.Logger)
 	if err != nil {
 		n.cancel()

@@ -39,7 +39,16 @@
 //     generated codec (gen/zariscodec): ns, allocations and bytes per operation
 //     (testing.Benchmark), targets 0.4x the library's time for all four and one allocation
 //     per decoded reply.
-//  9. dedup: an Increment with its request token (rule B8) against the same request without
+//  9. client: the client alone, its node and the floor's echo server in a child process
+//     (this program again), so each process's CPU time is its own side's: the default
+//     client's heap allocations and bytes per Get at 1 and 64 callers (targets 3 and 200
+//     B); its CPU per call pipelined at 64 and 256 callers against its floor (the echo
+//     sockets' client side at the client's own calls per read and write, on as many connections,
+//     plus the generated codec's client half in memory; target 1.5x), and client plus node
+//     against the whole floor (target 2x); and BenchmarkStackOverhead (package runtime, run
+//     with go test): the stack's time per call over the raw client's (target 0.6 µs) and no
+//     allocation but the Call.
+//  10. dedup: an Increment with its request token (rule B8) against the same request without
 //     one, on a 3-node cluster: CPU, allocations and bytes per call (medians of interleaved
 //     rounds, whole process), the request's bytes on the wire, and the heap one outcome
 //     kept costs a node.

@@ -50,6 +50,11 @@ type config struct {
 
 	DedupCallers int // callers of the dedup section
 	DedupCalls   int // Increments of one side in one round of the dedup section
+	// ClientAllocCallers and ClientCPUCallers size the client section; ClientBenchArgs
+	// are the go test flags it runs BenchmarkStackOverhead with.
+	ClientAllocCallers []int
+	ClientCPUCallers   []int
+	ClientBenchArgs    []string
 
 	// Sections names the sections to run; empty runs them all.
 	Sections []string
@@ -67,7 +72,8 @@ func defaultConfig() config {
 		RefreshKillCallers: 16, RefreshKillRounds: 3,
 		StormCallers: 256, StormHealthy: 16, StormDuration: 3 * time.Second,
 		PipelineCallers: []int{1, 4, 16, 64, 256}, PipelineDuration: 250 * time.Millisecond, HOLValue: 512 << 10,
-		CodecCalls:   200_000,
+		CodecCalls:         200_000,
+		ClientAllocCallers: []int{1, 64}, ClientCPUCallers: []int{64, 256}, ClientBenchArgs: benchArgsFor(false),
 		DedupCallers: 16, DedupCalls: 20_000,
 	}
 }
@@ -84,6 +90,7 @@ type results struct {
 	Pipeline  pipelineResult   `json:"pipeline"`
 	Codec     []codecRow       `json:"codec"`
 	Dedup     dedupResult      `json:"dedup"`
+	Client    clientResult     `json:"client"`
 	// Sections are the sections that ran, in order.
 	Sections []string `json:"sections"`
 	Targets  []target `json:"targets"`
@@ -102,9 +109,12 @@ type machine struct {
 }
 
 func main() {
+	if os.Getenv(nodeEnv) != "" {
+		os.Exit(serveNode()) // the client section's node process
+	}
 	out := flag.String("out", "bench-out", "directory for bench.json")
 	quick := flag.Bool("quick", false, "a tiny run that only checks the bench works")
-	only := flag.String("sections", "", "comma-separated sections to run (overhead, protocols, scale, churn, storm, batch, pipeline, codec, dedup); default all")
+	only := flag.String("sections", "", "comma-separated sections to run (overhead, protocols, scale, churn, storm, batch, pipeline, codec, client, dedup); default all")
 	flag.Parse()
 	cfg := defaultConfig()
 	if *quick {
@@ -140,7 +150,8 @@ func quickConfig() config {
 		RefreshKillCallers: 4, RefreshKillRounds: 1,
 		StormCallers: 8, StormHealthy: 2, StormDuration: 300 * time.Millisecond,
 		PipelineCallers: []int{1, 4}, PipelineDuration: 50 * time.Millisecond, HOLValue: 64 << 10,
-		CodecCalls:   1000,
+		CodecCalls:         1000,
+		ClientAllocCallers: []int{1, 4}, ClientCPUCallers: []int{4}, ClientBenchArgs: benchArgsFor(true),
 		DedupCallers: 4, DedupCalls: 200,
 	}
 }
@@ -200,6 +211,10 @@ func run(ctx context.Context, cfg config, log io.Writer) (*results, error) {
 			res.Codec, err = codecRows()
 			return err
 		}},
+		{"client", func() error {
+			res.Client, err = clientCost(ctx, cfg.ClientAllocCallers, cfg.ClientCPUCallers, cfg.Rounds, cfg.PipelineDuration, cfg.CodecCalls, cfg.ClientBenchArgs)
+			return err
+		}},
 		{"dedup", func() error {
 			res.Dedup, err = dedup(ctx, cfg.DedupCallers, cfg.DedupCalls, cfg.Rounds)
 			return err
@@ -207,7 +222,7 @@ func run(ctx context.Context, cfg config, log io.Writer) (*results, error) {
 	}
 	for _, name := range cfg.Sections {
 		if !slices.ContainsFunc(steps, func(s step) bool { return s.name == name }) {
-			return nil, fmt.Errorf("unknown section %q (overhead, protocols, scale, churn, storm, batch, pipeline, codec, dedup)", name)
+			return nil, fmt.Errorf("unknown section %q (overhead, protocols, scale, churn, storm, batch, pipeline, codec, client, dedup)", name)
 		}
 	}
 	for _, s := range steps {

@@ -95,7 +95,7 @@ func TestQuickRunFillsEverySection(t *testing.T) {
 
 	var table strings.Builder
 	writeTable(&table, res)
-	for _, want := range []string{"1. stack overhead", "2. protocols", "3. scale", "4. churn", "kill after a refresh: n", "5. refresh storm", "6. batch", "7. pipeline", "socket floor budget:", "8. codec", "targets:"} {
+	for _, want := range []string{"1. stack overhead", "2. protocols", "3. scale", "4. churn", "kill after a refresh: n", "5. refresh storm", "6. batch", "7. pipeline", "socket floor budget:", "8. codec", "9. client alone", "BenchmarkStackOverhead (go test", "targets:"} {
 		assert.Contains(t, table.String(), want)
 	}
 	dir := t.TempDir()
@@ -104,7 +104,7 @@ func TestQuickRunFillsEverySection(t *testing.T) {
 	require.NoError(t, err)
 	var back map[string]any
 	require.NoError(t, json.Unmarshal(b, &back))
-	for _, k := range []string{"machine", "overhead", "protocols", "scale", "churn", "storm", "batch", "pipeline", "codec", "targets"} {
+	for _, k := range []string{"machine", "overhead", "protocols", "scale", "churn", "storm", "batch", "pipeline", "codec", "client", "targets"} {
 		assert.Contains(t, back, k)
 	}
 }

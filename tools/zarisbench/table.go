@@ -99,6 +99,7 @@ func targets(res *results) []target {
 	}
 	ts = append(ts, pipelineTargets(res)...)
 	ts = append(ts, codecTargets(res.Codec)...)
+	ts = append(ts, clientTargets(&res.Client)...)
 	return ts
 }
 
@@ -231,9 +232,12 @@ func writeTable(w io.Writer, res *results) {
 			fmt.Fprintf(tw, "%s\t%.0f\t%.0f\t%.0f\t%.0f\t%.0f\t%.0f\t%.2f\t\n", r.Step, r.LibNs, r.LibAllocs, r.LibBytes, r.CodecNs, r.CodecAllocs, r.CodecBytesOps, r.TimeRatio)
 		}
 	}
+	if ran("client") {
+		writeClient(w, tw, section, res.Client)
+	}
 	if ran("dedup") {
 		d := res.Dedup
-		section(fmt.Sprintf("\n9. dedup: an Increment with its request token (rule B8: the store keeps its outcome) and without, %d nodes, %d callers, %d calls a side in each of %d interleaved rounds (medians; whole process)",
+		section(fmt.Sprintf("\n10. dedup: an Increment with its request token (rule B8: the store keeps its outcome) and without, %d nodes, %d callers, %d calls a side in each of %d interleaved rounds (medians; whole process)",
 			d.Nodes, d.Callers, d.CallsPerRound, d.Rounds), "Increment\tCPU µs/call\tallocs/call\tB/call\trequest bytes\t")
 		fmt.Fprintf(tw, "with a token\t%.1f\t%.1f\t%.0f\t%d\t\n", d.Tokened.CPUMicrosPerCall, d.Tokened.AllocsPerCall, d.Tokened.BytesPerCall, d.TokenedRequestBytes)
 		fmt.Fprintf(tw, "without\t%.1f\t%.1f\t%.0f\t%d\t\n", d.Untokened.CPUMicrosPerCall, d.Untokened.AllocsPerCall, d.Untokened.BytesPerCall, d.RequestBytes)

@@ -1,0 +1,82 @@
+package store
+
+import (
+	"bytes"
+	"encoding/binary"
+	"testing"
+
+	"github.com/apache/thrift/lib/go/thrift"
+	"github.com/stretchr/testify/assert"
+
+	"github.com/clustron/zaris-go/gen/zaris"
+)
+
+// A Get served with the generated codec gets the generated processor's reply, byte for
+// byte: a key held, one held empty, one absent, one of another node's segment, no key,
+// arguments of another shape, and a Get through the header protocol (served as before).
+func TestCodecGet_RepliesAsTheGeneratedCode(t *testing.T) {
+	h, mine, empty, other := memMultiGetNode(t)
+	get := func(key []byte) thrift.TStruct { return &zaris.ZarisKvGetArgs{Req: &zaris.GetRequest{Key: key}} }
+	frames := [][]byte{
+		headerCall(t, framedBinaryID, "Get", get(mine)),
+		headerCall(t, framedBinaryID, "Get", get(empty)),
+		headerCall(t, framedBinaryID, "Get", get([]byte("absent"))),
+		headerCall(t, framedBinaryID, "Get", get(other)),
+		headerCall(t, framedBinaryID, "Get", get(nil)),
+		headerCall(t, framedBinaryID, "Get", &zaris.ZarisKvGetArgs{}),
+		headerCall(t, framedBinaryID, "Get", multiGetArgs(string(mine))),
+		headerCall(t, framedBinaryID, "Get", get(mine)),
+	}
+	proc := func() thrift.TProcessor {
+		return serveGetWithCodec(zaris.NewZarisKvProcessor(h), h, serverConfig(1<<20, 1<<16, 0))
+	}
+	want := serveFrames(t, zaris.NewZarisKvProcessor(h), frames...)
+	got := serveFrames(t, proc(), frames...)
+	assert.NotEmpty(t, want)
+	assert.Equal(t, want, got)
+
+	header := headerCall(t, thrift.THeaderProtocolBinary, "Get", get(mine))
+	assert.Equal(t, serveFrames(t, zaris.NewZarisKvProcessor(h), header), serveFrames(t, proc(), header))
+}
+
+// Whatever follows a Get's message header, the node answers as the generated code does.
+func FuzzCodecGet(f *testing.F) {
+	h, mine, _, _ := memMultiGetNode(f)
+	body := func(args thrift.TStruct) []byte {
+		frame := headerCall(f, framedBinaryID, "Get", args)
+		return frame[4+4+4+len("Get")+4:]
+	}
+	f.Add(body(&zaris.ZarisKvGetArgs{Req: &zaris.GetRequest{Key: mine}}))
+	f.Add(body(&zaris.ZarisKvGetArgs{}))
+	f.Add(body(multiGetArgs("a", "b")))
+	proc := serveGetWithCodec(zaris.NewZarisKvProcessor(h), h, serverConfig(1<<20, 1<<16, 0))
+	f.Add([]byte{})
+	generated := zaris.NewZarisKvProcessor(h)
+	f.Fuzz(func(t *testing.T, b []byte) {
+		// A strict binary CALL of Get, seqid 7, then b, in one frame.
+		frame := binary.BigEndian.AppendUint32(nil, uint32(thrift.VERSION_1)|uint32(thrift.CALL))
+		frame = binary.BigEndian.AppendUint32(frame, uint32(len("Get")))
+		frame = append(frame, "Get"...)
+		frame = binary.BigEndian.AppendUint32(frame, 7)
+		frame = append(frame, b...)
+		frame = append(binary.BigEndian.AppendUint32(nil, uint32(len(frame))), frame...)
+		want := serveFrames(t, generated, frame)
+		got := serveFrames(t, proc, frame)
+		if !bytes.Equal(want, got) {
+			t.Fatalf("body %x: generated %q, codec %q", b, want, got)
+		}
+	})
+}
+
+// The codec's Get is the one that serves: it allocates fewer objects than the generated
+// processor, which decodes the request and its key into objects of their own and starts a
+// goroutine for its connectivity check.
+func TestCodecGet_Serves(t *testing.T) {
+	h, mine, _, _ := memMultiGetNode(t)
+	frame := headerCall(t, framedBinaryID, "Get", &zaris.ZarisKvGetArgs{Req: &zaris.GetRequest{Key: mine}})
+	allocs := func(proc thrift.TProcessor) float64 {
+		return testing.AllocsPerRun(50, func() { serveFrames(t, proc, frame) })
+	}
+	generated, codec := allocs(zaris.NewZarisKvProcessor(h)), allocs(serveGetWithCodec(zaris.NewZarisKvProcessor(h), h, serverConfig(1<<20, 1<<16, 0)))
+	assert.Less(t, codec, generated-2, "codec %v, generated %v", codec, generated)
+}
