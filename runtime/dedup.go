@@ -43,10 +43,6 @@ func NewTokens() *Tokens {
 // Next returns the token of a new call.
 func (t *Tokens) Next() Token { return Token{Client: t.client, Sequence: t.seq.Add(1)} }
 
-// DedupWindow returns how long the map's store keeps the first outcome of a tokened write
-// (ClusterMap.DedupWindowMs), or 0 when it keeps none.
-func (t *RoutingTable) DedupWindow() time.Duration { return t.dedupWindow }
-
 // replayBound applies rule B8 to an attempt of a tokened call: it records the window the
 // current map advertises on a, and when an earlier attempt may have been applied (sent and
 // unanswered), so this one is a replay, it returns the time left until the window ends,
