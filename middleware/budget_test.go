@@ -156,3 +156,9 @@ func TestB3_RetryBudget(t *testing.T) {
 		assert.LessOrEqual(t, granted, 400, "never more than half of 800 calls")
 	})
 }
+
+// B3: the error of a policy whose MaxBanked is out of range names the range.
+func TestNewRetryBudget_B3_ErrorNamesMaxBankedRange(t *testing.T) {
+	_, err := middleware.NewRetryBudget(middleware.BudgetPolicy{MaxBanked: -1}, mwt.NewClock())
+	assert.ErrorContains(t, err, "[0, 9223372036854776)")
+}

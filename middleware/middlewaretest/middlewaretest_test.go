@@ -117,3 +117,13 @@ func TestClientTransport(t *testing.T) {
 	assert.Nil(t, resp)
 	assert.False(t, call.Current().Answered)
 }
+
+// The fake clock behind the R4-R6 tests: a timer of zero fires at once, as a real one does.
+func TestClock_ZeroTimerFiresAtOnce(t *testing.T) {
+	timer := mwt.NewClock().NewTimer(0)
+	select {
+	case <-timer.C():
+	default:
+		t.Fatal("a timer of zero has not fired")
+	}
+}
