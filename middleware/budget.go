@@ -1,6 +1,7 @@
 package middleware
 
 import (
+	"cmp"
 	"context"
 	"fmt"
 	"math"
@@ -62,9 +63,7 @@ func NewRetryBudget(p BudgetPolicy, clock runtime.Clock) (*RetryBudget, error) {
 	case !(p.MaxBanked >= 0 && p.MaxBanked*1000 < math.MaxInt64):
 		return nil, fmt.Errorf("middleware: retry budget MaxBanked %v is not a number in [0, %.0f)", p.MaxBanked, math.MaxInt64/1000.0)
 	}
-	if clock == nil {
-		clock = runtime.SystemClock
-	}
+	clock = cmp.Or(clock, runtime.SystemClock)
 	return &RetryBudget{
 		policy:    p,
 		clock:     clock,

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"time"
 )
 
@@ -21,7 +22,7 @@ func (c *Engine) fetchMap(ctx context.Context, minEpoch int64) (*ClusterMap, err
 		}
 	}
 	for _, s := range c.cfg.Seeds {
-		if !contains(addrs, s) {
+		if !slices.Contains(addrs, s) {
 			addrs = append(addrs, s)
 		}
 	}
@@ -96,15 +97,6 @@ func stopTimer(t Timer) {
 	if t != nil {
 		t.Stop()
 	}
-}
-
-func contains(s []string, v string) bool {
-	for _, x := range s {
-		if x == v {
-			return true
-		}
-	}
-	return false
 }
 
 // fetchFrom asks the node at addr for its cluster map within one attempt timeout, over a
