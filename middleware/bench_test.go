@@ -46,7 +46,7 @@ func BenchmarkTransportOnly(b *testing.B) {
 func BenchmarkDefault(b *testing.B) {
 	cfg := runtime.Config{Retry: runtime.DefaultRetryPolicy, Clock: runtime.SystemClock}
 	refresher := mwt.NewRefresher(1)
-	budget, err := middleware.NewRetryBudget(middleware.DefaultBudgetPolicy, nil)
+	budget, err := middleware.NewTokenBudget(middleware.DefaultBudgetPolicy, nil)
 	if err != nil {
 		b.Fatal(err)
 	}
