@@ -12,7 +12,7 @@ import (
 
 	"github.com/clustron/zaris-go/gen/zaris"
 	"github.com/clustron/zaris-go/gen/zarismock"
-	zt "github.com/clustron/zaris-go/internal/zaristest"
+	zt "github.com/clustron/zaris-go/internal/testsupport/zaristest"
 	mwt "github.com/clustron/zaris-go/middleware/middlewaretest"
 	"github.com/clustron/zaris-go/runtime"
 )
