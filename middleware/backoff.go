@@ -1,6 +1,7 @@
 package middleware
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"time"
@@ -69,9 +70,7 @@ func AtOnce(last *runtime.Attempt) bool {
 // call's deadline, the attempt is not made: Backoff returns a *StopError and the retry
 // layer ends the call (R4, R5).
 func Backoff(p runtime.RetryPolicy, clock runtime.Clock) Middleware {
-	if clock == nil {
-		clock = runtime.SystemClock
-	}
+	clock = cmp.Or(clock, runtime.SystemClock)
 	return func(next Handler) Handler {
 		return func(ctx context.Context, call *runtime.Call) (runtime.Response, error) {
 			n := len(call.Attempts)

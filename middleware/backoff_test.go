@@ -2,6 +2,7 @@ package middleware_test
 
 import (
 	"context"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -9,7 +10,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/clustron/zaris-go/gen/zaris"
-	zt "github.com/clustron/zaris-go/internal/zaristest"
+	zt "github.com/clustron/zaris-go/internal/testsupport/zaristest"
 	"github.com/clustron/zaris-go/middleware"
 	mwt "github.com/clustron/zaris-go/middleware/middlewaretest"
 	"github.com/clustron/zaris-go/runtime"
@@ -135,4 +136,30 @@ func TestBackoff_Alone(t *testing.T) {
 	require.ErrorAs(t, err, &stop)
 	assert.Equal(t, runtime.BoundDeadline, stop.Bound)
 	assert.Equal(t, []time.Duration{60 * time.Millisecond}, clock.Sleeps())
+}
+
+// sleepCounter is a fake clock that counts every Sleep, zero-length ones included.
+type sleepCounter struct {
+	*mwt.Clock
+	calls atomic.Int32
+}
+
+func (c *sleepCounter) Sleep(ctx context.Context, d time.Duration) error {
+	c.calls.Add(1)
+	return c.Clock.Sleep(ctx, d)
+}
+
+// R5: with no backoff (Backoff 0) a retry waits not at all: the layer takes no sleep.
+func TestBackoff_R5_ZeroDelayTakesNoSleep(t *testing.T) {
+	clock := &sleepCounter{Clock: mwt.NewClock()}
+	next := func(context.Context, *runtime.Call) (runtime.Response, error) {
+		return &mwt.Response{Status: runtime.Status(zaris.KvStatus_Ok)}, nil
+	}
+	h := middleware.Backoff(policy(func(p *runtime.RetryPolicy) { p.Backoff = 0 }), clock)(next)
+	call := zt.GetCall("k")
+	call.StartAttempt()
+	call.StartAttempt()
+	_, err := h(context.Background(), call)
+	require.NoError(t, err)
+	assert.Zero(t, clock.calls.Load())
 }

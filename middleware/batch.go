@@ -1,6 +1,7 @@
 package middleware
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"slices"
@@ -32,9 +33,7 @@ const BatchMaxBytes = 1 << 20
 // is in call.Batch.Errs; the call's error is a *runtime.BatchError only when no item got an
 // answer. Every other call goes straight to next. README.md in this directory has the details.
 func Batches(p runtime.RetryPolicy, clock runtime.Clock, r MapRefresher, router BatchRouter, budget runtime.RetryBudget) Middleware {
-	if clock == nil {
-		clock = runtime.SystemClock
-	}
+	clock = cmp.Or(clock, runtime.SystemClock)
 	return func(next Handler) Handler {
 		return func(ctx context.Context, call *runtime.Call) (runtime.Response, error) {
 			if call.Batch == nil {

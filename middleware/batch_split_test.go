@@ -8,6 +8,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
@@ -165,4 +166,215 @@ func TestBatches_CutKeepsOwnersOrderAndResults(t *testing.T) {
 			require.Equal(t, int64(i), res.Response.Results[i].Version, "seed %d: item %d got another's result", seed, i)
 		}
 	}
+}
+
+// switchingRouter routes "x" to node 1 and "y" to node 2 until the map is refreshed, and
+// both to node 1 after.
+type switchingRouter struct{ refreshed *atomic.Bool }
+
+func (r switchingRouter) Route(key []byte) (runtime.Route, error) {
+	if string(key) == "y" && !r.refreshed.Load() {
+		return runtime.Route{Node: 2, Addr: "node2:7002"}, nil
+	}
+	return runtime.Route{Node: 1, Addr: "node1:7001"}, nil
+}
+
+// Batches: only a sub-request of several items that failed on its connection is cut in
+// halves later; an item that failed alone shares its next sub-request with the others of
+// its owner.
+func TestBatches_ItemThatFailedAloneIsNotBound(t *testing.T) {
+	var refreshed atomic.Bool
+	refresher := mwt.NewRefresher(1)
+	refresher.OnRefresh = func(context.Context, runtime.Evidence) runtime.RefreshResult {
+		refreshed.Store(true)
+		return runtime.RefreshResult{Performed: true, Epoch: 2}
+	}
+	var mu sync.Mutex
+	var sizes []int // per sub-request of the second round, its items
+	transport := func(_ context.Context, call *runtime.Call) (runtime.Response, error) {
+		a := call.StartAttempt()
+		a.Node, a.Sent = call.Target.Node, true
+		n := len(call.Request.(*zaris.MultiGetRequest).Items)
+		if !refreshed.Load() {
+			if call.Target.Node == 1 { // x fails on its connection
+				a.Err, a.Class = runtime.ErrTransport, runtime.RefreshRetry
+				return nil, a.Err
+			}
+			a.Answered, a.Status = true, runtime.Status(zaris.KvStatus_Moved) // y moves
+			return &zaris.MultiGetResponse{Status: zaris.KvStatus_Ok, Results: []*zaris.GetOutcome{{Status: zaris.KvStatus_Moved}}}, nil
+		}
+		mu.Lock()
+		sizes = append(sizes, n)
+		mu.Unlock()
+		a.Answered, a.Status = true, runtime.Status(zaris.KvStatus_Ok)
+		resp := &zaris.MultiGetResponse{Status: zaris.KvStatus_Ok}
+		for range n {
+			resp.Results = append(resp.Results, &zaris.GetOutcome{Status: zaris.KvStatus_Ok})
+		}
+		return resp, nil
+	}
+	batches := middleware.Batches(runtime.DefaultRetryPolicy, mwt.NewClock(), refresher, switchingRouter{&refreshed}, nil)
+	client := zarisclient.New(batches(transport))
+	r, err := client.MultiGet(context.Background(), getsOf("x", "y"))
+	require.NoError(t, err)
+	require.NoError(t, r.Err(0))
+	require.NoError(t, r.Err(1))
+	assert.Equal(t, []int{2}, sizes, "x and y go together to their one owner")
+}
+
+// halvingTransport answers a MultiGet sub-request of at most two items Ok and fails a
+// larger one on its connection (a reply over the node's limit); an item whose key starts
+// with "m" is answered Moved until moved reports true. sizes records each sub-request's
+// items.
+func halvingTransport(moved func() bool, sizes *[]int, mu *sync.Mutex) middleware.Handler {
+	return func(_ context.Context, call *runtime.Call) (runtime.Response, error) {
+		items := call.Request.(*zaris.MultiGetRequest).Items
+		mu.Lock()
+		*sizes = append(*sizes, len(items))
+		mu.Unlock()
+		a := call.StartAttempt()
+		a.Node, a.Addr, a.Sent = call.Target.Node, call.Target.Addr, true
+		if len(items) > 2 {
+			a.Err, a.Class = runtime.ErrTransport, runtime.Retry
+			return nil, a.Err
+		}
+		a.Answered, a.Status = true, runtime.Status(zaris.KvStatus_Ok)
+		resp := &zaris.MultiGetResponse{Status: zaris.KvStatus_Ok}
+		for _, it := range items {
+			st := zaris.KvStatus_Ok
+			if it.Key[0] == 'm' && !moved() {
+				st = zaris.KvStatus_Moved
+			}
+			resp.Results = append(resp.Results, &zaris.GetOutcome{Status: st, Value: it.Key})
+		}
+		return resp, nil
+	}
+}
+
+// noSizes hides whether a batch's items know their sizes.
+type noSizes struct{ runtime.BatchItems }
+
+// Batches: items that do not know their sizes are halved after a failure on their
+// connection all the same ([5], then [3] [2], then [2] [1]).
+func TestBatches_HalvesItemsWithoutSizes(t *testing.T) {
+	var mu sync.Mutex
+	var sizes []int
+	hide := func(next middleware.Handler) middleware.Handler {
+		return func(ctx context.Context, call *runtime.Call) (runtime.Response, error) {
+			call.Batch.Items = noSizes{call.Batch.Items}
+			return next(ctx, call)
+		}
+	}
+	batches := middleware.Batches(runtime.DefaultRetryPolicy, mwt.NewClock(), nil, ownerByLastByte{}, nil)
+	client := zarisclient.New(hide(batches(halvingTransport(func() bool { return true }, &sizes, &mu))))
+	r, err := client.MultiGet(context.Background(), getsOf("a0", "b0", "c0", "d0", "e0"))
+	require.NoError(t, err)
+	for i := range 5 {
+		require.NoError(t, r.Err(i))
+	}
+	assert.ElementsMatch(t, []int{5, 3, 2, 2, 1}, sizes)
+}
+
+// movingRouter routes like ownerByLastByte, except that a key starting with "m" goes to
+// node 1 once moved reports true.
+type movingRouter struct{ moved func() bool }
+
+func (r movingRouter) Route(key []byte) (runtime.Route, error) {
+	if key[0] == 'm' && r.moved() {
+		return runtime.Route{Node: 1, Addr: ownerAddrs[0]}, nil
+	}
+	return ownerByLastByte{}.Route(key)
+}
+
+// Batches: an item without a bound that joins items bounded after a failed sub-request
+// does not lift their bound: a0 and b0, bound to 2 after [a0 b0 c0] failed, go without
+// m1, which moved to their owner.
+func TestBatches_UnboundItemKeepsTheOthersBound(t *testing.T) {
+	var refreshed atomic.Bool
+	refresher := mwt.NewRefresher(1)
+	refresher.OnRefresh = func(context.Context, runtime.Evidence) runtime.RefreshResult {
+		refreshed.Store(true)
+		return runtime.RefreshResult{Performed: true, Epoch: 2}
+	}
+	var mu sync.Mutex
+	var sizes []int
+	batches := middleware.Batches(runtime.DefaultRetryPolicy, mwt.NewClock(), refresher, movingRouter{refreshed.Load}, nil)
+	client := zarisclient.New(batches(halvingTransport(refreshed.Load, &sizes, &mu)))
+	r, err := client.MultiGet(context.Background(), getsOf("a0", "b0", "m1", "c0"))
+	require.NoError(t, err)
+	for i := range 4 {
+		require.NoError(t, r.Err(i))
+	}
+	assert.ElementsMatch(t, []int{3, 1, 2, 2}, sizes, "[a0 b0 c0] [m1], then [a0 b0] [m1 c0]")
+}
+
+// Batches: an item larger than BatchMaxBytes that comes first goes alone, in a sub-request
+// of its own, and no sub-request goes without items.
+func TestBatches_LargeFirstItemGoesAlone(t *testing.T) {
+	var mu sync.Mutex
+	var sizes []int
+	batches := middleware.Batches(runtime.DefaultRetryPolicy, mwt.NewClock(), nil, ownerByLastByte{}, nil)
+	client := zarisclient.New(batches(halvingTransport(func() bool { return true }, &sizes, &mu)))
+	big := strings.Repeat("a", middleware.BatchMaxBytes) + "0"
+	r, err := client.MultiGet(context.Background(), getsOf(big, "b0"))
+	require.NoError(t, err)
+	require.NoError(t, r.Err(0))
+	require.NoError(t, r.Err(1))
+	assert.ElementsMatch(t, []int{1, 1}, sizes)
+}
+
+// Batches: items whose sizes add up to exactly BatchMaxBytes share one sub-request ("at
+// most" BatchMaxBytes); one byte more and they go apart.
+func TestBatches_ItemsOfExactlyBatchMaxBytesGoTogether(t *testing.T) {
+	for _, extra := range []int{0, 1} {
+		var mu sync.Mutex
+		var sizes []int
+		batches := middleware.Batches(runtime.DefaultRetryPolicy, mwt.NewClock(), nil, ownerByLastByte{}, nil)
+		client := zarisclient.New(batches(halvingTransport(func() bool { return true }, &sizes, &mu)))
+		// A MultiGet item's size is 16 bytes and its key.
+		half := middleware.BatchMaxBytes/2 - 16
+		a := strings.Repeat("a", half-1) + "0"
+		b := strings.Repeat("b", half-1+extra) + "0"
+		_, err := client.MultiGet(context.Background(), getsOf(a, b))
+		require.NoError(t, err)
+		if extra == 0 {
+			assert.Equal(t, []int{2}, sizes)
+		} else {
+			assert.ElementsMatch(t, []int{1, 1}, sizes)
+		}
+	}
+}
+
+// Batches: a chunk of items with different bounds holds at most as many items as the
+// smallest bound. m1 and mm1 failed in a sub-request of two (bound 1), a0, b0 and c0 in
+// one of three (bound 2); once all are one owner's, m1 and mm1 go alone.
+func TestBatches_SmallestBoundWins(t *testing.T) {
+	var refreshed atomic.Bool
+	refresher := mwt.NewRefresher(1)
+	refresher.OnRefresh = func(context.Context, runtime.Evidence) runtime.RefreshResult {
+		refreshed.Store(true)
+		return runtime.RefreshResult{Performed: true, Epoch: 2}
+	}
+	var mu sync.Mutex
+	var sizes []int
+	ok := halvingTransport(func() bool { return true }, &sizes, &mu)
+	transport := func(ctx context.Context, call *runtime.Call) (runtime.Response, error) {
+		if call.Target.Node == 2 && !refreshed.Load() { // node 2 fails whatever it is sent
+			mu.Lock()
+			sizes = append(sizes, len(call.Request.(*zaris.MultiGetRequest).Items))
+			mu.Unlock()
+			a := call.StartAttempt()
+			a.Node, a.Sent, a.Err, a.Class = 2, true, runtime.ErrTransport, runtime.RefreshRetry
+			return nil, a.Err
+		}
+		return ok(ctx, call)
+	}
+	batches := middleware.Batches(runtime.DefaultRetryPolicy, mwt.NewClock(), refresher, movingRouter{refreshed.Load}, nil)
+	client := zarisclient.New(batches(transport))
+	r, err := client.MultiGet(context.Background(), getsOf("m1", "a0", "b0", "c0", "mm1"))
+	require.NoError(t, err)
+	for i := range 5 {
+		require.NoError(t, r.Err(i))
+	}
+	assert.ElementsMatch(t, []int{3, 2, 1, 2, 1, 1}, sizes, "[a0 b0 c0] [m1 mm1], then [m1] [a0 b0] [c0] [mm1]")
 }

@@ -204,3 +204,134 @@ func TestB7_ABatchItemRefusedByAnUnreachableOwnerIsNotOutOfRounds(t *testing.T) 
 		})
 	}
 }
+
+// countingBudget is a retry budget that counts deposits and withdrawals and always grants.
+type countingBudget struct{ deposits, withdrawals atomic.Int32 }
+
+func (b *countingBudget) Deposit()       { b.deposits.Add(1) }
+func (b *countingBudget) Withdraw() bool { b.withdrawals.Add(1); return true }
+
+// B3 in a batch: the batch call deposits once; a sub-request of the first round takes no
+// token, each one of a later round takes one.
+func TestBatches_B3_OnlyRetryRoundsWithdraw(t *testing.T) {
+	var calls atomic.Int32
+	transport := func(_ context.Context, call *runtime.Call) (runtime.Response, error) {
+		first := calls.Add(1) <= 2 // the first round: one sub-request per owner
+		a := call.StartAttempt()
+		a.Node, a.Sent, a.Answered, a.Status = call.Target.Node, true, true, runtime.Status(zaris.KvStatus_Ok)
+		resp := &zaris.MultiGetResponse{Status: zaris.KvStatus_Ok}
+		for range call.Request.(*zaris.MultiGetRequest).Items {
+			st := zaris.KvStatus_Ok
+			if first && call.Target.Node == 1 {
+				st = zaris.KvStatus_Unavailable
+			}
+			resp.Results = append(resp.Results, &zaris.GetOutcome{Status: st})
+		}
+		return resp, nil
+	}
+	budget := &countingBudget{}
+	batches := middleware.Batches(runtime.DefaultRetryPolicy, mwt.NewClock(), nil, ownerByLastByte{}, budget)
+	client := zarisclient.New(batches(transport))
+	// "a0" to node 1 ('0' % 3 == 0), "a1" to node 2.
+	r, err := client.MultiGet(context.Background(), getsOf("a0", "a1"))
+	require.NoError(t, err)
+	require.NoError(t, r.Err(0))
+	require.NoError(t, r.Err(1))
+	assert.EqualValues(t, 1, budget.deposits.Load())
+	assert.EqualValues(t, 1, budget.withdrawals.Load(), "one retried sub-request, none for the first round")
+}
+
+// Batches: a batch none of whose items is valid sends nothing and runs no round; a batch
+// with an invalid item and an answered one is answered (no BatchError).
+func TestBatches_InvalidItemsCountAsAnswered(t *testing.T) {
+	var sent atomic.Int32
+	var last *runtime.Call
+	record := func(next middleware.Handler) middleware.Handler {
+		return func(ctx context.Context, call *runtime.Call) (runtime.Response, error) {
+			last = call
+			return next(ctx, call)
+		}
+	}
+	transport := func(_ context.Context, call *runtime.Call) (runtime.Response, error) {
+		sent.Add(1)
+		a := call.StartAttempt()
+		a.Sent, a.Answered, a.Status = true, true, runtime.Status(zaris.KvStatus_Ok)
+		resp := &zaris.MultiGetResponse{Status: zaris.KvStatus_Ok}
+		for range call.Request.(*zaris.MultiGetRequest).Items {
+			resp.Results = append(resp.Results, &zaris.GetOutcome{Status: zaris.KvStatus_Ok})
+		}
+		return resp, nil
+	}
+	for _, router := range []middleware.BatchRouter{nil, ownerByLastByte{}} {
+		batches := middleware.Batches(runtime.DefaultRetryPolicy, mwt.NewClock(), nil, router, nil)
+		client := zarisclient.New(record(batches(transport)))
+
+		sent.Store(0)
+		_, err := client.MultiGet(context.Background(), &zaris.MultiGetRequest{Items: []*zaris.GetItem{nil}})
+		require.NoError(t, err, "an invalid item is answered InvalidRequest")
+		assert.Zero(t, sent.Load(), "nothing to send")
+		assert.Zero(t, last.Batch.Stats.Rounds, "no round")
+
+		r, err := client.MultiGet(context.Background(), &zaris.MultiGetRequest{Items: []*zaris.GetItem{nil, {Key: []byte("a1")}}})
+		require.NoError(t, err)
+		require.NoError(t, r.Err(1))
+		assert.Equal(t, zaris.KvStatus_Ok, r.Response.Results[1].Status)
+	}
+}
+
+// B4 for a batch: the batch call's attempts are its sub-requests, one entry each, numbered
+// from 1 in the order they ended, and Stats.SubRequests counts them.
+func TestBatches_B4_OneAttemptPerSubRequest(t *testing.T) {
+	var calls atomic.Int32
+	transport := func(_ context.Context, call *runtime.Call) (runtime.Response, error) {
+		first := calls.Add(1) <= 2
+		a := call.StartAttempt()
+		a.Node, a.Sent, a.Answered, a.Status = call.Target.Node, true, true, runtime.Status(zaris.KvStatus_Ok)
+		resp := &zaris.MultiGetResponse{Status: zaris.KvStatus_Ok}
+		for range call.Request.(*zaris.MultiGetRequest).Items {
+			st := zaris.KvStatus_Ok
+			if first && call.Target.Node == 1 {
+				st = zaris.KvStatus_Unavailable
+			}
+			resp.Results = append(resp.Results, &zaris.GetOutcome{Status: st})
+		}
+		return resp, nil
+	}
+	var last *runtime.Call
+	record := func(next middleware.Handler) middleware.Handler {
+		return func(ctx context.Context, call *runtime.Call) (runtime.Response, error) {
+			last = call
+			return next(ctx, call)
+		}
+	}
+	batches := middleware.Batches(runtime.DefaultRetryPolicy, mwt.NewClock(), nil, ownerByLastByte{}, nil)
+	_, err := zarisclient.New(record(batches(transport))).MultiGet(context.Background(), getsOf("a0", "a1"))
+	require.NoError(t, err)
+	assert.Equal(t, 3, last.Batch.Stats.SubRequests, "two in the first round, one in the second")
+	require.Len(t, last.Attempts, 3)
+	for k, a := range last.Attempts {
+		assert.Equal(t, k+1, a.N)
+	}
+}
+
+// R5 in a batch: with no backoff (Backoff 0) a retry round waits not at all: no sleep.
+func TestBatches_R5_ZeroDelayTakesNoSleep(t *testing.T) {
+	var calls atomic.Int32
+	transport := func(_ context.Context, call *runtime.Call) (runtime.Response, error) {
+		st := zaris.KvStatus_Ok
+		if calls.Add(1) == 1 {
+			st = zaris.KvStatus_Unavailable
+		}
+		a := call.StartAttempt()
+		a.Node, a.Sent, a.Answered, a.Status = call.Target.Node, true, true, runtime.Status(st)
+		return &zaris.MultiGetResponse{Status: zaris.KvStatus_Ok, Results: []*zaris.GetOutcome{{Status: st}}}, nil
+	}
+	clock := &sleepCounter{Clock: mwt.NewClock()}
+	p := policy(func(p *runtime.RetryPolicy) { p.Backoff = 0 })
+	batches := middleware.Batches(p, clock, nil, ownerByLastByte{}, nil)
+	r, err := zarisclient.New(batches(transport)).MultiGet(context.Background(), getsOf("a0"))
+	require.NoError(t, err)
+	require.NoError(t, r.Err(0))
+	assert.EqualValues(t, 2, calls.Load(), "retried once")
+	assert.Zero(t, clock.calls.Load())
+}

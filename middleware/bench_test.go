@@ -6,7 +6,7 @@ import (
 	"time"
 
 	"github.com/clustron/zaris-go/gen/zaris"
-	zt "github.com/clustron/zaris-go/internal/zaristest"
+	zt "github.com/clustron/zaris-go/internal/testsupport/zaristest"
 	"github.com/clustron/zaris-go/middleware"
 	mwt "github.com/clustron/zaris-go/middleware/middlewaretest"
 	"github.com/clustron/zaris-go/runtime"
@@ -46,7 +46,7 @@ func BenchmarkTransportOnly(b *testing.B) {
 func BenchmarkDefault(b *testing.B) {
 	cfg := runtime.Config{Retry: runtime.DefaultRetryPolicy, Clock: runtime.SystemClock}
 	refresher := mwt.NewRefresher(1)
-	budget, err := middleware.NewRetryBudget(middleware.DefaultBudgetPolicy, nil)
+	budget, err := middleware.NewTokenBudget(middleware.DefaultBudgetPolicy, nil)
 	if err != nil {
 		b.Fatal(err)
 	}

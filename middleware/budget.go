@@ -1,6 +1,7 @@
 package middleware
 
 import (
+	"cmp"
 	"context"
 	"fmt"
 	"math"
@@ -30,13 +31,14 @@ type BudgetPolicy struct {
 // retries per second, with at most 100 tokens banked.
 var DefaultBudgetPolicy = BudgetPolicy{Ratio: 0.2, MinPerSecond: 10, MaxBanked: 100}
 
-// RetryBudget is a token bucket shared by all the calls of one client (rule B3): each call
+// TokenBudget is a token bucket shared by all the calls of one client (rule B3): each call
 // deposits BudgetPolicy.Ratio tokens, and each retry takes one from them or from the floor
 // of MinPerSecond per second, measured on the injected clock. When both are empty, a call
 // that wanted to retry ends with its last outcome instead, so an outage cannot multiply the
-// load on the store. Build one with NewRetryBudget; the zero value allows no retries. A
-// RetryBudget is safe for concurrent use; a call that is not retried takes no lock.
-type RetryBudget struct {
+// load on the store. It is the built-in runtime.RetryBudget (runtime.WithRetryBudget).
+// Build one with NewTokenBudget; the zero value allows no retries. A TokenBudget is safe
+// for concurrent use; a call that is not retried takes no lock.
+type TokenBudget struct {
 	policy    BudgetPolicy
 	clock     runtime.Clock
 	maxBanked int64 // MaxBanked in thousandths of a token
@@ -49,10 +51,10 @@ type RetryBudget struct {
 	refilled time.Time  // when floor was last refilled
 }
 
-// NewRetryBudget returns a budget with policy p, reading time on clock (runtime.SystemClock
+// NewTokenBudget returns a budget with policy p, reading time on clock (runtime.SystemClock
 // when nil). Its floor starts full; nothing is banked. It returns an error naming the field
 // when p is out of range.
-func NewRetryBudget(p BudgetPolicy, clock runtime.Clock) (*RetryBudget, error) {
+func NewTokenBudget(p BudgetPolicy, clock runtime.Clock) (*TokenBudget, error) {
 	// Written so that NaN, which every comparison rejects, fails each check.
 	switch {
 	case !(p.Ratio >= 0 && p.Ratio <= 1):
@@ -62,10 +64,8 @@ func NewRetryBudget(p BudgetPolicy, clock runtime.Clock) (*RetryBudget, error) {
 	case !(p.MaxBanked >= 0 && p.MaxBanked*1000 < math.MaxInt64):
 		return nil, fmt.Errorf("middleware: retry budget MaxBanked %v is not a number in [0, %.0f)", p.MaxBanked, math.MaxInt64/1000.0)
 	}
-	if clock == nil {
-		clock = runtime.SystemClock
-	}
-	return &RetryBudget{
+	clock = cmp.Or(clock, runtime.SystemClock)
+	return &TokenBudget{
 		policy:    p,
 		clock:     clock,
 		floor:     p.MinPerSecond,
@@ -76,7 +76,7 @@ func NewRetryBudget(p BudgetPolicy, clock runtime.Clock) (*RetryBudget, error) {
 }
 
 // Deposit records one call: it banks Ratio tokens, up to MaxBanked.
-func (b *RetryBudget) Deposit() {
+func (b *TokenBudget) Deposit() {
 	if b.deposit == 0 {
 		return
 	}
@@ -93,7 +93,7 @@ func (b *RetryBudget) Deposit() {
 
 // Withdraw takes one token for a retry and reports whether there was one: first from the
 // tokens calls banked, then from the per-second floor.
-func (b *RetryBudget) Withdraw() bool {
+func (b *TokenBudget) Withdraw() bool {
 	for {
 		old := b.banked.Load()
 		if old < 1000 {

@@ -10,18 +10,20 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/clustron/zaris-go/gen/zaris"
-	zt "github.com/clustron/zaris-go/internal/zaristest"
+	zt "github.com/clustron/zaris-go/internal/testsupport/zaristest"
 	"github.com/clustron/zaris-go/middleware"
 	mwt "github.com/clustron/zaris-go/middleware/middlewaretest"
 	"github.com/clustron/zaris-go/runtime"
 )
+
+var _ runtime.RetryBudget = (*middleware.TokenBudget)(nil)
 
 // TestB3_RetryBudget: retries are capped to a ratio of calls plus a floor per second, on
 // the injected clock; a call that finds the budget empty ends with its last outcome and an
 // error saying so.
 func TestB3_RetryBudget(t *testing.T) {
 	t.Run("ratio of calls", func(t *testing.T) {
-		b, err := middleware.NewRetryBudget(middleware.BudgetPolicy{Ratio: 0.2, MaxBanked: 100}, mwt.NewClock())
+		b, err := middleware.NewTokenBudget(middleware.BudgetPolicy{Ratio: 0.2, MaxBanked: 100}, mwt.NewClock())
 		require.NoError(t, err)
 		for range 10 {
 			b.Deposit()
@@ -32,7 +34,7 @@ func TestB3_RetryBudget(t *testing.T) {
 	})
 
 	t.Run("banked tokens are capped", func(t *testing.T) {
-		b, err := middleware.NewRetryBudget(middleware.BudgetPolicy{Ratio: 1, MaxBanked: 3}, mwt.NewClock())
+		b, err := middleware.NewTokenBudget(middleware.BudgetPolicy{Ratio: 1, MaxBanked: 3}, mwt.NewClock())
 		require.NoError(t, err)
 		for range 100 {
 			b.Deposit()
@@ -45,7 +47,7 @@ func TestB3_RetryBudget(t *testing.T) {
 
 	t.Run("floor per second", func(t *testing.T) {
 		clock := mwt.NewClock()
-		b, err := middleware.NewRetryBudget(middleware.BudgetPolicy{MinPerSecond: 10}, clock)
+		b, err := middleware.NewTokenBudget(middleware.BudgetPolicy{MinPerSecond: 10}, clock)
 		require.NoError(t, err)
 		for range 10 {
 			assert.True(t, b.Withdraw())
@@ -69,7 +71,7 @@ func TestB3_RetryBudget(t *testing.T) {
 		nan, inf := math.NaN(), math.Inf(1)
 		for _, p := range []middleware.BudgetPolicy{{Ratio: -0.1}, {Ratio: 1.5}, {MinPerSecond: -1}, {MaxBanked: -1},
 			{Ratio: nan}, {MinPerSecond: nan}, {MaxBanked: nan}, {MinPerSecond: inf}, {MaxBanked: inf}, {MaxBanked: 1e300}} {
-			_, err := middleware.NewRetryBudget(p, nil)
+			_, err := middleware.NewTokenBudget(p, nil)
 			assert.Error(t, err, "%+v", p)
 		}
 	})
@@ -88,14 +90,14 @@ func TestB3_RetryBudget(t *testing.T) {
 			{middleware.BudgetPolicy{MaxBanked: banked}, false},
 			{middleware.BudgetPolicy{MaxBanked: 1e16}, false},
 		} {
-			_, err := middleware.NewRetryBudget(c.p, nil)
+			_, err := middleware.NewTokenBudget(c.p, nil)
 			assert.Equal(t, c.ok, err == nil, "%+v: %v", c.p, err)
 		}
 	})
 
 	t.Run("an outage does not multiply the load", func(t *testing.T) {
 		clock := mwt.NewClock()
-		b, err := middleware.NewRetryBudget(middleware.BudgetPolicy{Ratio: 0.2, MaxBanked: 100}, clock)
+		b, err := middleware.NewTokenBudget(middleware.BudgetPolicy{Ratio: 0.2, MaxBanked: 100}, clock)
 		require.NoError(t, err)
 		s := newStack(t, runtime.DefaultRetryPolicy, []mwt.Outcome{mwt.Answer(zaris.KvStatus_Unavailable)}, withBudget(b))
 		const calls = 100
@@ -120,7 +122,7 @@ func TestB3_RetryBudget(t *testing.T) {
 	})
 
 	t.Run("empty budget: no backoff, no refresh", func(t *testing.T) {
-		b, err := middleware.NewRetryBudget(middleware.BudgetPolicy{}, mwt.NewClock())
+		b, err := middleware.NewTokenBudget(middleware.BudgetPolicy{}, mwt.NewClock())
 		require.NoError(t, err)
 		s := newStack(t, runtime.DefaultRetryPolicy, []mwt.Outcome{mwt.Answer(zaris.KvStatus_Moved)}, withBudget(b))
 		call := zt.GetCall("k")
@@ -135,7 +137,7 @@ func TestB3_RetryBudget(t *testing.T) {
 	})
 
 	t.Run("concurrent use", func(t *testing.T) {
-		b, err := middleware.NewRetryBudget(middleware.BudgetPolicy{Ratio: 0.5, MinPerSecond: 0, MaxBanked: 1000}, mwt.NewClock())
+		b, err := middleware.NewTokenBudget(middleware.BudgetPolicy{Ratio: 0.5, MinPerSecond: 0, MaxBanked: 1000}, mwt.NewClock())
 		require.NoError(t, err)
 		var wg sync.WaitGroup
 		var mu sync.Mutex
@@ -155,4 +157,10 @@ func TestB3_RetryBudget(t *testing.T) {
 		wg.Wait()
 		assert.LessOrEqual(t, granted, 400, "never more than half of 800 calls")
 	})
+}
+
+// B3: the error of a policy whose MaxBanked is out of range names the range.
+func TestNewTokenBudget_B3_ErrorNamesMaxBankedRange(t *testing.T) {
+	_, err := middleware.NewTokenBudget(middleware.BudgetPolicy{MaxBanked: -1}, mwt.NewClock())
+	assert.ErrorContains(t, err, "[0, 9223372036854776)")
 }

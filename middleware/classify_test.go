@@ -15,7 +15,7 @@ import (
 	"github.com/clustron/zaris-go/gen/zaris"
 	"github.com/clustron/zaris-go/gen/zarisclient"
 	"github.com/clustron/zaris-go/gen/zarismock"
-	zt "github.com/clustron/zaris-go/internal/zaristest"
+	zt "github.com/clustron/zaris-go/internal/testsupport/zaristest"
 	"github.com/clustron/zaris-go/middleware"
 	mwt "github.com/clustron/zaris-go/middleware/middlewaretest"
 	"github.com/clustron/zaris-go/runtime"
@@ -416,4 +416,26 @@ func TestStatusClassesComeFromTheTable(t *testing.T) {
 	_, err = s.do(call)
 	require.Error(t, err, "the generated table does not hold 9: Fatal")
 	assert.Equal(t, 1, s.transport.Attempts())
+}
+
+// B2: an idempotent operation (Get) sent without a reply is not in doubt: it is retried.
+func TestClassify_B2_IdempotentSentWithoutReplyIsRetried(t *testing.T) {
+	s := newStack(t, runtime.DefaultRetryPolicy, []mwt.Outcome{
+		mwt.Fail(runtime.ErrTransport, true), mwt.Answer(zaris.KvStatus_Ok),
+	})
+	call := zt.GetCall("k")
+	resp, err := s.do(call)
+	require.NoError(t, err)
+	assert.Equal(t, zaris.KvStatus_Ok, kvStatus(resp))
+	assert.Len(t, call.Attempts, 2)
+}
+
+// B2 and R3: a non-idempotent write sent that failed with an error that is not retried
+// (fatal) is returned as that error, not as in doubt: in doubt is for a replay refused.
+func TestClassify_B2_FatalFailureIsNotInDoubt(t *testing.T) {
+	bug := errors.New("a bug")
+	s := newStack(t, runtime.DefaultRetryPolicy, []mwt.Outcome{mwt.Fail(bug, true)})
+	_, err := s.do(zt.IncrementCall("k", 1))
+	require.ErrorIs(t, err, bug)
+	assert.NotErrorIs(t, err, runtime.ErrInDoubt)
 }

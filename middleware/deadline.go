@@ -1,6 +1,7 @@
 package middleware
 
 import (
+	"cmp"
 	"context"
 	"time"
 
@@ -13,9 +14,7 @@ import (
 // zero means no bound, a negative call timeout no time at all). Every layer that waits
 // stops at call.Deadline itself (README.md in this directory, Time).
 func Deadline(p runtime.RetryPolicy, clock runtime.Clock) Middleware {
-	if clock == nil {
-		clock = runtime.SystemClock
-	}
+	clock = cmp.Or(clock, runtime.SystemClock)
 	// On the system clock the context's deadline is already on clock: it is taken as it is,
 	// to the nanosecond, so a layer below can tell the two deadlines apart.
 	system := clock == runtime.SystemClock

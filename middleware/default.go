@@ -1,6 +1,8 @@
 package middleware
 
 import (
+	"cmp"
+
 	"github.com/clustron/zaris-go/runtime"
 )
 
@@ -15,10 +17,7 @@ func Default(invoke Handler, refresher MapRefresher, cfg runtime.Config) Handler
 	if invoke == nil || refresher == nil {
 		panic("middleware: Default needs a transport and a map refresher")
 	}
-	clock := cfg.Clock
-	if clock == nil {
-		clock = runtime.SystemClock
-	}
+	clock := cmp.Or(cfg.Clock, runtime.SystemClock)
 	return stack(cfg, clock, refresher)(invoke)
 }
 

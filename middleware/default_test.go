@@ -11,7 +11,7 @@ import (
 
 	"github.com/clustron/zaris-go/gen/zaris"
 	"github.com/clustron/zaris-go/gen/zarisclient"
-	zt "github.com/clustron/zaris-go/internal/zaristest"
+	zt "github.com/clustron/zaris-go/internal/testsupport/zaristest"
 	"github.com/clustron/zaris-go/middleware"
 	mwt "github.com/clustron/zaris-go/middleware/middlewaretest"
 	"github.com/clustron/zaris-go/runtime"
@@ -108,7 +108,7 @@ func TestDefault_Order(t *testing.T) {
 // TestDefault_BudgetIsOutermostAttemptLayer: with a retry budget, a refused retry neither
 // backs off, refreshes, nor reaches the attempt-level middleware.
 func TestDefault_BudgetIsOutermostAttemptLayer(t *testing.T) {
-	b, err := middleware.NewRetryBudget(middleware.BudgetPolicy{}, nil)
+	b, err := middleware.NewTokenBudget(middleware.BudgetPolicy{}, nil)
 	require.NoError(t, err)
 	attempts := 0
 	counter := func(next middleware.Handler) middleware.Handler {
@@ -131,7 +131,7 @@ var _ middleware.MapRefresher = (*runtime.Refresher)(nil)
 
 // TestDefault_Concurrent runs one stack from many goroutines (for the race detector).
 func TestDefault_Concurrent(t *testing.T) {
-	b, err := middleware.NewRetryBudget(middleware.DefaultBudgetPolicy, nil)
+	b, err := middleware.NewTokenBudget(middleware.DefaultBudgetPolicy, nil)
 	require.NoError(t, err)
 	s := newStack(t, runtime.DefaultRetryPolicy, []mwt.Outcome{
 		mwt.AnswerAt(zaris.KvStatus_Moved, 2), mwt.AnswerAt(zaris.KvStatus_Ok, 3),

@@ -82,7 +82,7 @@
 //     non-idempotent unguarded operation returns an in-doubt error (errors.Is(err,
 //     runtime.ErrInDoubt)).
 //   - B3 retry budget: an opt-in token bucket per client: retries capped to a fraction of
-//     calls plus a floor per second (runtime.WithRetryBudget, NewRetryBudget).
+//     calls plus a floor per second (runtime.WithRetryBudget, NewTokenBudget).
 //   - B4 terminal error: a call that runs out of attempts or time returns an error naming
 //     the bound that tripped and each attempt's node, status or error, and map epoch
 //     (runtime.CallError).

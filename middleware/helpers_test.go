@@ -4,6 +4,11 @@ import (
 	"context"
 	"testing"
 
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/clustron/zaris-go/gen/zaris"
+	zt "github.com/clustron/zaris-go/internal/testsupport/zaristest"
 	"github.com/clustron/zaris-go/middleware"
 	mwt "github.com/clustron/zaris-go/middleware/middlewaretest"
 	"github.com/clustron/zaris-go/runtime"
@@ -65,4 +70,14 @@ func withBudget(b runtime.RetryBudget) func(*runtime.Config) {
 // withAttemptMW adds attempt-level middleware to the stack.
 func withAttemptMW(mw ...middleware.Middleware) func(*runtime.Config) {
 	return func(c *runtime.Config) { c.AttemptMiddleware = append(c.AttemptMiddleware, mw...) }
+}
+
+// The scripted transport records each attempt's operation, which the tests of R1 to R9
+// read back.
+func TestTransport_SeesTheOperation(t *testing.T) {
+	s := newStack(t, runtime.DefaultRetryPolicy, []mwt.Outcome{mwt.Answer(zaris.KvStatus_Ok)})
+	_, err := s.do(zt.GetCall("k"))
+	require.NoError(t, err)
+	require.Len(t, s.transport.Seen(), 1)
+	assert.Equal(t, "Get", s.transport.Seen()[0].Op)
 }

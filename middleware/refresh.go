@@ -1,6 +1,7 @@
 package middleware
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"time"
@@ -36,9 +37,7 @@ type MapRefresher interface {
 // r.Observe without waiting. It sits above Classify, so it reads the class of the
 // attempt it ran.
 func RefreshOnMoved(r MapRefresher, p runtime.RetryPolicy, clock runtime.Clock) Middleware {
-	if clock == nil {
-		clock = runtime.SystemClock
-	}
+	clock = cmp.Or(clock, runtime.SystemClock)
 	return func(next Handler) Handler {
 		return func(ctx context.Context, call *runtime.Call) (runtime.Response, error) {
 			if n := len(call.Attempts); n > 1 {

@@ -10,7 +10,8 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/clustron/zaris-go/gen/zaris"
-	zt "github.com/clustron/zaris-go/internal/zaristest"
+	zt "github.com/clustron/zaris-go/internal/testsupport/zaristest"
+	"github.com/clustron/zaris-go/middleware"
 	mwt "github.com/clustron/zaris-go/middleware/middlewaretest"
 	"github.com/clustron/zaris-go/runtime"
 )
@@ -252,4 +253,36 @@ func TestB7_AWaitThatReachesTheDeadlineEndsTheCall(t *testing.T) {
 	assert.Equal(t, 1, s.transport.Attempts(), "no attempt after the deadline")
 	assert.Equal(t, mwt.Epoch.Add(time.Second), s.refresher.OwnerWaits()[0].Until)
 	assert.ErrorIs(t, err, runtime.ErrNodeUnavailable, "the last attempt's cause")
+}
+
+// R2 and R6: the refresh before a retry waits at most the time left before the call's
+// deadline, read on the clock the layer was given.
+func TestRefreshOnMoved_R6_WaitIsBoundByTheDeadlineOnItsClock(t *testing.T) {
+	clock := mwt.NewClock()
+	refresher := mwt.NewRefresher(1)
+	var left time.Duration
+	refresher.OnRefresh = func(ctx context.Context, _ runtime.Evidence) runtime.RefreshResult {
+		d, ok := ctx.Deadline()
+		require.True(t, ok, "the wait is bounded")
+		left = time.Until(d)
+		return runtime.RefreshResult{Performed: true, Epoch: 1}
+	}
+	next := func(context.Context, *runtime.Call) (runtime.Response, error) {
+		return &mwt.Response{Status: runtime.Status(zaris.KvStatus_Ok)}, nil
+	}
+	h := middleware.RefreshOnMoved(refresher, runtime.DefaultRetryPolicy, clock)(next)
+	call := zt.GetCall("k")
+	call.StartAttempt().Class = runtime.RefreshRetry
+	call.StartAttempt()
+	call.Deadline = clock.Now().Add(time.Hour)
+	_, err := h(context.Background(), call)
+	require.NoError(t, err)
+	assert.InDelta(t, float64(time.Hour), float64(left), float64(time.Minute))
+
+	// A context that ends later does not lift the bound.
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Hour)
+	defer cancel()
+	_, err = h(ctx, call)
+	require.NoError(t, err)
+	assert.InDelta(t, float64(time.Hour), float64(left), float64(time.Minute))
 }

@@ -14,7 +14,7 @@ import (
 
 	"github.com/clustron/zaris-go/gen/zaris"
 	"github.com/clustron/zaris-go/gen/zarismock"
-	zt "github.com/clustron/zaris-go/internal/zaristest"
+	zt "github.com/clustron/zaris-go/internal/testsupport/zaristest"
 	"github.com/clustron/zaris-go/middleware"
 	mwt "github.com/clustron/zaris-go/middleware/middlewaretest"
 	"github.com/clustron/zaris-go/runtime"
@@ -261,4 +261,44 @@ func TestRetry_WithoutClassify(t *testing.T) {
 	_, err = h(context.Background(), zt.GetCall("k"))
 	assert.ErrorIs(t, err, runtime.ErrTransport)
 	assert.Equal(t, 1, tr.Attempts())
+}
+
+// R4: when the deadline passes with attempts left, the call ends with BoundDeadline, not
+// BoundAttempts.
+func TestRetry_R4_DeadlineBeforeTheLastAttemptIsTheDeadlineBound(t *testing.T) {
+	slow := mwt.Outcome{Status: runtime.Status(zaris.KvStatus_Unavailable), Node: 1, Took: 30 * time.Second}
+	s := newStack(t, policy(func(p *runtime.RetryPolicy) { p.Backoff = 0 }), repeat(slow, 3))
+	call := zt.GetCall("k", runtime.WithTimeout(time.Minute))
+	_, err := s.do(call)
+	ce, ok := errors.AsType[*runtime.CallError](err)
+	require.True(t, ok, "%T: %v", err, err)
+	assert.Equal(t, runtime.BoundDeadline, ce.Bound)
+	assert.Len(t, call.Attempts, 2, "the deadline passed after two attempts of 30 s")
+}
+
+// B4: the CallError carries each attempt with its own error. A layer that fails an attempt
+// without recording why gets the loop's error recorded on it; an attempt that recorded its
+// error keeps it, whatever the layers above returned.
+func TestRetry_B4_FailedAttemptRecordsItsError(t *testing.T) {
+	recorded := errors.New("recorded by the attempt")
+	for _, tc := range []struct {
+		name                       string
+		attemptErr, returned, want error
+	}{
+		{"not recorded", nil, assert.AnError, assert.AnError},
+		{"recorded", recorded, assert.AnError, recorded},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			next := func(_ context.Context, call *runtime.Call) (runtime.Response, error) {
+				call.Last().Err = tc.attemptErr
+				return nil, tc.returned
+			}
+			call := zt.GetCall("k")
+			_, err := middleware.Retry(runtime.DefaultRetryPolicy, mwt.NewClock())(next)(context.Background(), call)
+			ce, ok := errors.AsType[*runtime.CallError](err)
+			require.True(t, ok, "%T: %v", err, err)
+			require.Len(t, ce.Attempts, 1, "an unclassified error is fatal")
+			assert.Equal(t, tc.want, ce.Attempts[0].Err)
+		})
+	}
 }

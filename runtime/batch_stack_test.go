@@ -436,7 +436,7 @@ func TestBatch_DeadlineBoundsTheRetries(t *testing.T) {
 // end with the budget's bound after one attempt, and the others keep their answers.
 func TestB3_BatchRetriesTakeFromTheBudget(t *testing.T) {
 	r := newBatchRig(t)
-	budget, err := middleware.NewRetryBudget(middleware.BudgetPolicy{}, r.clock)
+	budget, err := middleware.NewTokenBudget(middleware.BudgetPolicy{}, r.clock)
 	require.NoError(t, err)
 	client := r.stack(func(cfg *runtime.Config) { cfg.RetryBudget = budget })
 	even := keysIn(false, 2)
@@ -454,7 +454,7 @@ func TestB3_BatchRetriesTakeFromTheBudget(t *testing.T) {
 	// Each call deposits one token: the batch call's lets one retry round go, and the
 	// next is refused. Were its sub-requests depositing too, the item would have run out of
 	// attempts instead.
-	budget, err = middleware.NewRetryBudget(middleware.BudgetPolicy{Ratio: 1, MaxBanked: 100}, r.clock)
+	budget, err = middleware.NewTokenBudget(middleware.BudgetPolicy{Ratio: 1, MaxBanked: 100}, r.clock)
 	require.NoError(t, err)
 	client = r.stack(func(cfg *runtime.Config) { cfg.RetryBudget = budget })
 	odd := keysIn(true, 2)

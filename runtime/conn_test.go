@@ -152,3 +152,71 @@ func TestArmKeepsTheWatchOfARepeatedContext(t *testing.T) {
 	assert.True(t, raw.last().Equal(aLongTimeAgo))
 	assert.False(t, stop())
 }
+
+// arm keeps the watch on a context only while calls repeat it: the watch of a context
+// that one call used ends with that call, so a connection does not keep a request's
+// context registered (context.AfterFunc) until its next call.
+func TestArm_WatchOfAContextUsedOnceEndsWithItsCall(t *testing.T) {
+	cfg, err := NewConfig(WithService(testService), WithEnv(env(nil)), WithSeeds("127.0.0.1:1"))
+	require.NoError(t, err)
+	c, err := newThriftConn(&deadlineConn{}, cfg.Protocol, cfg.Transport, thriftConfig(cfg), nil, testService.NewClient)
+	require.NoError(t, err)
+	watching := func() bool {
+		c.watchMu.Lock()
+		defer c.watchMu.Unlock()
+		return c.watchDone != nil
+	}
+	deadline := time.Now().Add(time.Minute)
+	call := func(ctx context.Context) { require.True(t, c.arm(ctx, deadline, time.Now(), time.Second)()) }
+	once, cancelOnce := context.WithCancel(context.Background())
+	defer cancelOnce()
+	call(once)
+	assert.False(t, watching(), "a context used by one call")
+	repeated, cancelRepeated := context.WithCancel(context.Background())
+	defer cancelRepeated()
+	call(repeated)
+	call(repeated)
+	assert.True(t, watching(), "a context repeated")
+	call(once)
+	assert.False(t, watching(), "the repeated context's watch ended with the next context's call")
+}
+
+// loopbackPair returns both ends of a TCP connection on loopback; both close when the test
+// ends.
+func loopbackPair(t *testing.T) (client, server net.Conn) {
+	t.Helper()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	require.NoError(t, err)
+	defer ln.Close()
+	accepted := make(chan net.Conn, 1)
+	go func() {
+		c, _ := ln.Accept()
+		accepted <- c
+	}()
+	client, err = net.DialTimeout("tcp", ln.Addr().String(), 10*time.Second)
+	require.NoError(t, err)
+	select {
+	case server = <-accepted:
+	case <-time.After(10 * time.Second):
+		t.Fatal("no connection accepted within 10s")
+	}
+	require.NotNil(t, server)
+	t.Cleanup(func() { client.Close(); server.Close() })
+	return client, server
+}
+
+// The pool lends a connection used within the last 100 ms without peeking at its socket;
+// one idle for 100 ms or more is peeked at first, and not lent if its node closed it.
+func TestUsable_PeeksAfter100msIdle(t *testing.T) {
+	client, server := loopbackPair(t)
+	cfg, err := NewConfig(WithService(testService), WithEnv(env(nil)), WithSeeds("127.0.0.1:1"))
+	require.NoError(t, err)
+	c, err := newThriftConn(client, cfg.Protocol, cfg.Transport, thriftConfig(cfg), nil, testService.NewClient)
+	require.NoError(t, err)
+	server.Close()
+	eventually(t, func() bool { return !idleConnOK(client) })
+	used := time.Now()
+	c.lastUsed = used
+	assert.True(t, c.usable(used.Add(100*time.Millisecond-time.Nanosecond)), "used within 100 ms: no peek")
+	assert.False(t, c.usable(used.Add(100*time.Millisecond)), "idle for 100 ms: the peek finds it closed")
+}

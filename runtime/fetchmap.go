@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"time"
 )
 
@@ -21,7 +22,7 @@ func (c *Engine) fetchMap(ctx context.Context, minEpoch int64) (*ClusterMap, err
 		}
 	}
 	for _, s := range c.cfg.Seeds {
-		if !contains(addrs, s) {
+		if !slices.Contains(addrs, s) {
 			addrs = append(addrs, s)
 		}
 	}
@@ -98,51 +99,28 @@ func stopTimer(t Timer) {
 	}
 }
 
-func contains(s []string, v string) bool {
-	for _, x := range s {
-		if x == v {
-			return true
-		}
-	}
-	return false
-}
-
 // fetchFrom asks the node at addr for its cluster map within one attempt timeout, over a
 // pooled connection if the node is in the map, else over a connection of its own. An
 // error after ctx ended matches ctx's error; one after the attempt timeout passed matches
 // ErrAttemptTimeout.
-func (c *Engine) fetchFrom(ctx context.Context, addr string) (m *ClusterMap, err error) {
+func (c *Engine) fetchFrom(ctx context.Context, addr string) (*ClusterMap, error) {
 	parent := ctx
 	ctx, cancel := context.WithTimeout(ctx, c.cfg.AttemptTimeout)
 	defer cancel()
-	defer func() {
-		if err == nil {
-			return
-		}
-		if perr := parent.Err(); perr != nil {
-			if !errors.Is(err, perr) {
-				err = fmt.Errorf("%w: %w", perr, err)
-			}
-			return
-		}
-		// The socket's deadline may fire before the context's timer does: tell the
-		// deadline that passed by the clock, not by the contexts' errors.
-		dl, _ := ctx.Deadline()
-		if time.Now().Before(dl) {
-			return
-		}
-		switch pdl, ok := parent.Deadline(); {
-		case ok && !pdl.After(dl):
-			err = fmt.Errorf("%w: %w", context.DeadlineExceeded, err)
-		case errors.Is(err, context.DeadlineExceeded):
-			// The attempt's own deadline, not the caller's: keep it out of the chain.
-			err = fmt.Errorf("%w: no map within %s: %s", ErrAttemptTimeout, c.cfg.AttemptTimeout, err)
-		default:
-			err = fmt.Errorf("%w: no map within %s: %w", ErrAttemptTimeout, c.cfg.AttemptTimeout, err)
-		}
-	}()
+	m, err := c.fetchOnce(ctx, addr)
+	if err != nil {
+		err = c.fetchError(parent, ctx, err)
+	}
+	return m, err
+}
+
+// fetchOnce asks the node at addr for its cluster map within ctx, over a connection from
+// its pool if it has one (given back, or discarded after an error or a spent deadline),
+// else over a connection of its own, closed after.
+func (c *Engine) fetchOnce(ctx context.Context, addr string) (*ClusterMap, error) {
 	p := c.poolFor(addr)
 	var conn Conn
+	var err error
 	if p != nil {
 		conn, err = p.get(ctx)
 	} else {
@@ -151,7 +129,23 @@ func (c *Engine) fetchFrom(ctx context.Context, addr string) (m *ClusterMap, err
 	if err != nil {
 		return nil, err
 	}
-	spent := false
+	m, spent, err := c.fetchOver(ctx, conn)
+	switch {
+	case p == nil:
+		conn.Close()
+	case err != nil || spent:
+		p.discard(conn)
+	default:
+		p.put(conn)
+	}
+	return m, err
+}
+
+// fetchOver sends the map request on conn within ctx. On a built-in connection the
+// socket's own deadline bounds it; spent reports that ctx ended first, which leaves that
+// deadline spent and the connection not to be reused. No map and no error is
+// ErrNoResponse.
+func (c *Engine) fetchOver(ctx context.Context, conn Conn) (m *ClusterMap, spent bool, err error) {
 	if sc, ok := conn.(*thriftConn); ok {
 		dl, _ := ctx.Deadline()
 		stop := sc.arm(ctx, dl, time.Now(), 0)
@@ -163,13 +157,33 @@ func (c *Engine) fetchFrom(ctx context.Context, addr string) (m *ClusterMap, err
 	if err == nil && m == nil {
 		err = ErrNoResponse
 	}
-	switch {
-	case p == nil:
-		conn.Close()
-	case err != nil || spent:
-		p.discard(conn)
-	default:
-		p.put(conn)
+	return m, spent, err
+}
+
+// fetchError says why the fetch of one attempt (ctx, a child of parent bounded by the
+// attempt timeout) failed with err: an error after parent ended matches parent's error;
+// one after ctx's deadline passed matches context.DeadlineExceeded when that deadline is
+// parent's own, else ErrAttemptTimeout; any other is err as it is.
+func (c *Engine) fetchError(parent, ctx context.Context, err error) error {
+	if perr := parent.Err(); perr != nil {
+		if !errors.Is(err, perr) {
+			err = fmt.Errorf("%w: %w", perr, err)
+		}
+		return err
 	}
-	return m, err
+	// The socket's deadline may fire before the context's timer does: tell the
+	// deadline that passed by the clock, not by the contexts' errors.
+	dl, _ := ctx.Deadline()
+	if time.Now().Before(dl) {
+		return err
+	}
+	switch pdl, ok := parent.Deadline(); {
+	case ok && !pdl.After(dl):
+		return fmt.Errorf("%w: %w", context.DeadlineExceeded, err)
+	case errors.Is(err, context.DeadlineExceeded):
+		// The attempt's own deadline, not the caller's: keep it out of the chain.
+		return fmt.Errorf("%w: no map within %s: %s", ErrAttemptTimeout, c.cfg.AttemptTimeout, err)
+	default:
+		return fmt.Errorf("%w: no map within %s: %w", ErrAttemptTimeout, c.cfg.AttemptTimeout, err)
+	}
 }

@@ -41,3 +41,25 @@ func TestB6_AStalledNodeCostsAMapFetchItsSilenceThreshold(t *testing.T) {
 		}
 	}
 }
+
+// A node that answers the map request with no map is a node without an answer
+// (ErrNoResponse); a node whose map request fails is reported with its own error.
+func TestFetchMap_NoMapIsNoResponse(t *testing.T) {
+	for _, tc := range []struct {
+		name    string
+		fetched error
+		want    error
+	}{{"no map", nil, ErrNoResponse}, {"failed", assert.AnError, assert.AnError}} {
+		t.Run(tc.name, func(t *testing.T) {
+			svc := *testService
+			svc.FetchMap = func(context.Context, any) (*ClusterMap, error) { return nil, tc.fetched }
+			dial := func(context.Context, string) (Conn, error) { return &fakeConn{}, nil }
+			_, err := Dial(context.Background(), WithService(&svc), WithEnv(env(nil)), WithSeeds("127.0.0.1:1"), WithDialer(dial))
+			require.ErrorIs(t, err, ErrNoSeeds)
+			assert.ErrorIs(t, err, tc.want)
+			if tc.fetched != nil {
+				assert.NotErrorIs(t, err, ErrNoResponse)
+			}
+		})
+	}
+}

@@ -85,10 +85,39 @@ func genDeps(t *testing.T, pkgs ...string) []string {
 
 // The engine knows no IDL: runtime and the middleware packages, their test fakes included,
 // build without any generated package (gen/...), which reaches them only as runtime.Service
-// and runtime.Op values. internal/zaristest, which binds the fakes to the generated Zaris
-// service, shows the listing finds such an import.
+// and runtime.Op values. internal/testsupport/zaristest, which binds the fakes to the
+// generated Zaris service, shows the listing finds such an import.
 func TestEngineImportsNoGeneratedPackage(t *testing.T) {
 	assert.Empty(t, genDeps(t, "./runtime/...", "./middleware/..."),
 		"runtime or middleware imports a generated package")
-	assert.Contains(t, genDeps(t, "./internal/zaristest"), "github.com/clustron/zaris-go/gen/zaris")
+	assert.Contains(t, genDeps(t, "./internal/testsupport/zaristest"), "github.com/clustron/zaris-go/gen/zaris")
+}
+
+// The packages of internal/ outside internal/testsupport are what the engine and the store
+// stand on: none depends on gen, runtime or middleware, so none sits above the engine.
+// internal/testsupport, which does, is for tests alone.
+func TestInternalPackagesSitBelowTheEngine(t *testing.T) {
+	const module = "github.com/clustron/zaris-go/"
+	gobin, err := exec.LookPath("go")
+	require.NoError(t, err, "the go command is needed to list dependencies")
+	list := func(args ...string) []string {
+		cmd := exec.Command(gobin, args...)
+		cmd.Dir = ".." // the client module's root
+		cmd.Env = clientModuleEnv()
+		out, err := cmd.Output()
+		require.NoError(t, err, "go %s", strings.Join(args, " "))
+		return strings.Fields(string(out))
+	}
+	var below []string
+	for _, p := range list("list", "./internal/...") {
+		if !strings.HasPrefix(p, module+"internal/testsupport/") {
+			below = append(below, p)
+		}
+	}
+	require.Contains(t, below, module+"internal/thriftbuf", "the listing must hold the engine's internal packages")
+	for _, p := range list(append([]string{"list", "-deps"}, below...)...) {
+		for _, engine := range []string{"gen/", "runtime", "middleware"} {
+			assert.False(t, strings.HasPrefix(p, module+engine), "an internal package below the engine depends on %s", p)
+		}
+	}
 }

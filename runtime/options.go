@@ -172,7 +172,7 @@ func WithAttemptMiddleware(mw ...Middleware) Option {
 }
 
 // WithRetryBudget charges every call of the client to budget (rule B3), normally one made
-// by middleware.NewRetryBudget. Share one budget between the stacks of one client.
+// by middleware.NewTokenBudget. Share one budget between the stacks of one client.
 func WithRetryBudget(budget RetryBudget) Option {
 	return optionFunc(func(b *configBuilder) { b.cfg.RetryBudget = budget })
 }

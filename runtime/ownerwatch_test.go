@@ -245,3 +245,180 @@ func warm(t *testing.T, cl *Engine) {
 	_, err := cl.Invoke(context.Background(), getCall("warm"))
 	require.NoError(t, err)
 }
+
+// keyIn returns a key of segment seg among count.
+func keyIn(t *testing.T, seg, count int32) string {
+	t.Helper()
+	for i := range 10000 {
+		if k := "k" + strconv.Itoa(i); Segment([]byte(k), count) == seg {
+			return k
+		}
+	}
+	t.Fatalf("no key of segment %d/%d", seg, count)
+	return ""
+}
+
+// ownedAs is ownedBy with segment s owned by owners[s], over len(owners) segments.
+func ownedAs(epoch int64, addrs []string, owners ...int32) *zaris.ClusterMap {
+	m := ownedBy(epoch, 1, addrs...)
+	m.SegmentCount, m.Segments = int32(len(owners)), nil
+	for s := range owners {
+		m.Segments = append(m.Segments, &zaris.SegmentInfo{ID: int32(s), Owner: &owners[s], Replicas: []int32{1, 2}})
+	}
+	return m
+}
+
+// waitEnded returns the error of the call done reports, failing after 10 s.
+func waitEnded(t *testing.T, done <-chan error) error {
+	t.Helper()
+	select {
+	case err := <-done:
+		return err
+	case <-time.After(10 * time.Second):
+		t.Fatal("the attempt still waits on the stalled node")
+		return nil
+	}
+}
+
+// B6 on a pooled connection is per segment: a map that moves the call's segment alone
+// away ends the call, although its node still owns the other segments.
+func TestB6_PooledCallEndsWhenItsSegmentAloneMoves(t *testing.T) {
+	cl, n1, _, addrs := stallCluster(t, false)
+	n1.stall.Store(true)
+	call := getCall(keyIn(t, 1, 4)) // the segment two above it (3) stays with node 1
+	done := invokeOnStalled(t, cl, n1, call)
+	require.NoError(t, cl.refresher.install(fromIDL(ownedAs(2, addrs, 1, 2, 1, 1))))
+	require.ErrorIs(t, waitEnded(t, done), ErrOwnerMoved)
+}
+
+// B6 for a multi-key sub-request (Call.Target) on a pooled connection is per node: a map
+// that moves its segment away while its node keeps other segments lets it wait for its
+// answer (the node answers each item from its own map).
+func TestB6_PooledSubRequestWaitsWhileItsNodeOwnsASegment(t *testing.T) {
+	cl, n1, _, addrs := stallCluster(t, false)
+	n1.stall.Store(true)
+	call := getCall(keyIn(t, 1, 4))
+	r, err := cl.Route(call.Key)
+	require.NoError(t, err)
+	call.Target = &r
+	done := invokeOnStalled(t, cl, n1, call)
+	require.NoError(t, cl.refresher.install(fromIDL(ownedAs(2, addrs, 1, 2, 1, 1))))
+	n1.stall.Store(false)
+	select {
+	case err := <-done:
+		t.Fatalf("the sub-request ended although its node owns segments: %v", err)
+	case n1.release <- struct{}{}:
+	}
+	require.NoError(t, waitEnded(t, done), "the node answered")
+}
+
+// stallClusterUnclosed is stallCluster pooled, for a test that closes the engine itself:
+// one whose install may panic with a lock held, which a Close at cleanup would wait for.
+func stallClusterUnclosed(t *testing.T) (cl *Engine, n1 *stallNode, addrs []string) {
+	cmap := &atomic.Pointer[zaris.ClusterMap]{}
+	n1 = &stallNode{cmap: cmap, arrived: make(chan struct{}, 16), release: make(chan struct{})}
+	n2 := &stallNode{cmap: cmap, arrived: make(chan struct{}, 16), release: make(chan struct{})}
+	k1, k2 := StartKillableNode(t, n1), StartKillableNode(t, n2)
+	t.Cleanup(func() { close(n1.release); close(n2.release) })
+	addrs = []string{k1.Addr, k2.Addr}
+	cmap.Store(ownedBy(1, 1, addrs...))
+	cl, err := Dial(context.Background(), WithService(testService), WithEnv(env(nil)), WithSeeds(k1.Addr), WithPipelining(false),
+		WithAttemptTimeout(time.Minute), WithRefreshDebounce(time.Nanosecond))
+	require.NoError(t, err)
+	return cl, n1, addrs
+}
+
+// installNoPanic installs m on cl's refresher and fails the test, within 10 s, if the
+// install panics or does not return.
+func installNoPanic(t *testing.T, cl *Engine, m *zaris.ClusterMap) {
+	t.Helper()
+	done := make(chan any, 1)
+	go func() {
+		defer func() { done <- recover() }()
+		assert.NoError(t, cl.refresher.install(fromIDL(m)))
+	}()
+	select {
+	case p := <-done:
+		if p != nil {
+			t.Fatalf("the install panicked: %v", p)
+		}
+	case <-time.After(10 * time.Second):
+		t.Fatal("the install did not return")
+	}
+}
+
+// B6 with a map of fewer segments: a pooled call on a segment the map no longer has ends.
+func TestB6_PooledCallOnASegmentTheMapDropsEnds(t *testing.T) {
+	cl, n1, addrs := stallClusterUnclosed(t)
+	n1.stall.Store(true)
+	done := invokeOnStalled(t, cl, n1, getCall(keyIn(t, 1, 4)))
+	installNoPanic(t, cl, ownedAs(2, addrs, 1))
+	defer cl.Close()
+	require.ErrorIs(t, waitEnded(t, done), ErrOwnerMoved)
+}
+
+// B6 for a stalled pipelined writer: a map that gives a node no segment fails its busy
+// connections whose writer is held (a caller blocked writing does not see the install's
+// signal), and leaves the idle ones and those whose writer is free alone.
+func TestB6_UnownedNodesBlockedPipeIsFailed(t *testing.T) {
+	cl, _, _, addrs := stallCluster(t, true)
+	warm(t, cl)
+	conn := pipeConnsOf(cl, addrs[0])[0]
+	unowned, err := NewRoutingTable(fromIDL(ownedBy(2, 2, addrs...)))
+	require.NoError(t, err)
+
+	cl.endUnownedPipes(unowned)
+	assert.False(t, conn.failed.Load(), "no call on it")
+	conn.pending.Add(1) // a call on it
+	defer conn.pending.Add(-1)
+	cl.endUnownedPipes(unowned)
+	assert.False(t, conn.failed.Load(), "its writer is free: the caller waits on the signal")
+	conn.writeMu.Lock()
+	cl.endUnownedPipes(unowned)
+	conn.writeMu.Unlock()
+	assert.True(t, conn.failed.Load(), "its writer is held")
+}
+
+// An attempt that finds its segment's owner moved before sending is retried at once
+// (ErrOwnerMoved), unless the caller's context has ended: then it ends with the context's
+// error, and no retry follows.
+func TestOwnerMovedUnsent_AnEndedContextEndsTheCall(t *testing.T) {
+	cl, _, _ := stallClusterUnclosed(t)
+	defer cl.Close()
+	call := getCall("k")
+	r, err := cl.Route(call.Key)
+	require.NoError(t, err)
+	require.ErrorIs(t, cl.ownerMovedUnsent(context.Background(), call, r), ErrOwnerMoved)
+
+	ctx, cancel := context.WithCancel(context.Background())
+	cancel()
+	err = cl.ownerMovedUnsent(ctx, call, r)
+	require.ErrorIs(t, err, context.Canceled)
+	assert.NotErrorIs(t, err, ErrOwnerMoved)
+}
+
+// B6 for a pipelined call on a connection failed because a newer map gives its node no
+// segment (its writer was held, so the install's signal might not reach its callers): the
+// call ends with ErrOwnerMoved, as the signal would end it, not as a transport failure that
+// a backoff and a refresh follow.
+func TestB6_CallOnAnUnownedNodesFailedPipeEndsWithOwnerMoved(t *testing.T) {
+	cl, n1, _, addrs := stallCluster(t, true)
+	warm(t, cl)
+	n1.stall.Store(true)
+	call := getCall("k")
+	done := invokeOnStalled(t, cl, n1, call)
+	unowned, err := NewRoutingTable(fromIDL(ownedBy(2, 2, addrs...)))
+	require.NoError(t, err)
+	conns := pipeConnsOf(cl, addrs[0])
+	for _, pc := range conns {
+		pc.writeMu.Lock()
+	}
+	cl.endUnownedPipes(unowned)
+	for _, pc := range conns {
+		pc.writeMu.Unlock()
+	}
+	err = waitEnded(t, done)
+	require.ErrorIs(t, err, ErrOwnerMoved)
+	assert.NotErrorIs(t, err, ErrTransport)
+	assert.True(t, call.Attempts[0].Sent)
+}

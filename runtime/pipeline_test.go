@@ -1092,3 +1092,58 @@ func TestPipelined_ReplyOverTheFrameLimitFailsTheConnectionAtOnce(t *testing.T) 
 		}
 	}
 }
+
+// A pipelined connection's dial that the attempt's deadline cut short is an attempt that
+// found no connection in time (errNoConnInTime); a dial that failed on its own, or because
+// the caller left, keeps its own error.
+func TestPipeDial_CutByTheAttemptDeadlineSaysSo(t *testing.T) {
+	cfg, err := NewConfig(WithService(testService), WithEnv(env(nil)), WithSeeds("127.0.0.1:1"))
+	require.NoError(t, err)
+	ps := newPipelines(cfg)
+	refused := errors.New("connection refused")
+	dialInto := func(ctx context.Context, deadline time.Time, dialErr error) error {
+		ps.dialSocket = func(ctx context.Context, _ string) (net.Conn, error) {
+			if err := ctx.Err(); err != nil {
+				return nil, err
+			}
+			return nil, dialErr
+		}
+		g := &pipeGroup{ps: ps, addr: "127.0.0.1:1", slots: make([]pipeSlot, 1)}
+		g.slots[0].mu.Lock()
+		defer g.slots[0].mu.Unlock()
+		_, err := g.dialInto(ctx, &g.slots[0], deadline)
+		return err
+	}
+	later, earlier := time.Now().Add(time.Hour), time.Now().Add(-time.Second)
+	assert.Equal(t, refused, dialInto(context.Background(), later, refused), "refused in time")
+	assert.Equal(t, errNoConnInTime, dialInto(context.Background(), earlier, refused), "the attempt's deadline passed")
+	left, cancel := context.WithCancel(context.Background())
+	cancel()
+	assert.ErrorIs(t, dialInto(left, later, refused), context.Canceled, "the caller left")
+}
+
+// A caller that finds every free slot being dialed waits for that dial to end (within its
+// deadline) rather than looking again at once; a slot whose dial has not yet begun, or has
+// just ended, sends it to look again.
+func TestPipeGroup_WaitDialWaitsForTheDialInProgress(t *testing.T) {
+	g := &pipeGroup{slots: make([]pipeSlot, 1)}
+	far := time.Now().Add(time.Hour)
+	require.NoError(t, g.waitDial(context.Background(), far), "no dial runs: look again")
+
+	dialing := make(chan struct{})
+	g.slots[0].dialed.Store(&dialing)
+	done := make(chan error, 1)
+	go func() { done <- g.waitDial(context.Background(), far) }()
+	select {
+	case err := <-done:
+		t.Fatalf("waitDial returned (%v) while the dial still ran", err)
+	case <-time.After(50 * time.Millisecond):
+	}
+	close(dialing)
+	select {
+	case err := <-done:
+		require.NoError(t, err)
+	case <-time.After(10 * time.Second):
+		t.Fatal("waitDial still waits after the dial ended")
+	}
+}

@@ -1,6 +1,7 @@
 package runtime
 
 import (
+	"cmp"
 	"context"
 	"sync"
 	"sync/atomic"
@@ -117,10 +118,7 @@ type Refresher struct {
 // AttemptTimeout as the least time a fetch gets). An Engine makes its own; this is for
 // using the rules with another map source. Close it when done.
 func NewRefresher(cfg Config, router *Router, fetch FetchFunc) *Refresher {
-	clock := cfg.Clock
-	if clock == nil {
-		clock = SystemClock
-	}
+	clock := cmp.Or(cfg.Clock, SystemClock)
 	ft := cfg.RefreshWait
 	if least := cfg.DialTimeout + cfg.AttemptTimeout; ft < least {
 		ft = least

@@ -351,3 +351,43 @@ func TestB1_FetchPassesOverANodeWithAnOlderMap(t *testing.T) {
 	require.NoError(t, res.Err)
 	assert.Equal(t, int64(7), res.Epoch, "no node has epoch 9 yet: the newest map is installed")
 }
+
+// A refresher's fetch gets RefreshWait, but never less than DialTimeout plus
+// AttemptTimeout (a connection to dial, then one attempt), and DefaultRefreshWait when
+// the Config (built by hand) gives neither.
+func TestNewRefresher_FetchTimeout(t *testing.T) {
+	for _, tc := range []struct {
+		name                string
+		wait, dial, attempt time.Duration
+		want                time.Duration
+	}{
+		{"at least a dial and an attempt", 0, time.Second, 5 * time.Second, 6 * time.Second},
+		{"a longer wait", 10 * time.Second, time.Second, 5 * time.Second, 10 * time.Second},
+		{"nothing set", 0, 0, 0, DefaultRefreshWait},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			r := NewRefresher(Config{RefreshWait: tc.wait, DialTimeout: tc.dial, AttemptTimeout: tc.attempt}, &Router{}, nil)
+			defer r.Close()
+			assert.Equal(t, tc.want, r.fetchTimeout)
+		})
+	}
+}
+
+// A refresh asks for a map at least as new as its evidence only when the evidence is
+// newer than the current map (B1); otherwise for any map (minEpoch 0), which the first
+// node to answer gives.
+func TestRefresh_MinEpochOnlyForNewerEvidence(t *testing.T) {
+	var mins []int64
+	fetch := func(_ context.Context, minEpoch int64) (*ClusterMap, error) {
+		mins = append(mins, minEpoch)
+		return fromIDL(testMap(5, 4, 1)), nil
+	}
+	router := &Router{}
+	r := NewRefresher(Config{Clock: newFakeClock(), RefreshWait: time.Hour, DialTimeout: time.Second, AttemptTimeout: time.Second}, router, fetch)
+	defer r.Close()
+	require.NoError(t, r.Refresh(context.Background(), Evidence{Epoch: 5}).Err)
+	require.Equal(t, int64(5), router.Epoch())
+	require.NoError(t, r.Refresh(context.Background(), Evidence{Epoch: 5}).Err, "evidence of the current map")
+	require.NoError(t, r.Refresh(context.Background(), Evidence{Epoch: 7}).Err, "evidence of a newer map")
+	assert.Equal(t, []int64{5, 0, 7}, mins)
+}

@@ -1,6 +1,7 @@
 package runtime
 
 import (
+	"strconv"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
@@ -49,4 +50,29 @@ func TestStatusTable_RefusesAMalformedTable(t *testing.T) {
 	assert.Panics(t, func() { NewStatusTable("Code", nil, []StatusInfo{fine, {Value: 1, Name: "Fine", Class: Retry}}) }, "name twice")
 	assert.Panics(t, func() { NewStatusTable("Code", nil, []StatusInfo{{Value: 0, Name: "Fine", Class: Fatal}}) }, "class")
 	assert.Panics(t, func() { NewStatusTable("Code", &StatusRoles{Ok: 7}, []StatusInfo{fine}) }, "role not in the table")
+}
+
+// A status table indexes the values 0..63 it holds in a dense slice sized by the largest
+// of them, and looks any other value up by search: a large value (Thrift enums are i32)
+// does not size the index.
+func TestStatusTable_DenseIndexSpansTheSmallValues(t *testing.T) {
+	for _, tc := range []struct {
+		values []int64
+		dense  int
+	}{
+		{[]int64{0, 64, 1 << 20}, 1},
+		{[]int64{3, 0, 63, -1}, 64},
+		{[]int64{64, 1000}, 0},
+	} {
+		var statuses []StatusInfo
+		for _, v := range tc.values {
+			statuses = append(statuses, StatusInfo{Name: "S" + strconv.FormatInt(v, 10), Value: v, Class: Answer})
+		}
+		table := NewStatusTable("E", nil, statuses)
+		assert.Len(t, table.dense, tc.dense, "%v", tc.values)
+		for _, v := range tc.values {
+			assert.Equal(t, "S"+strconv.FormatInt(v, 10), table.Name(v))
+		}
+		assert.Equal(t, "E(5)", table.Name(5))
+	}
 }

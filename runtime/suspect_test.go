@@ -97,3 +97,42 @@ func TestB6_SilenceThresholdFollowsReplyTimes(t *testing.T) {
 	short.node("a").recent.Store(int64(time.Second))
 	assert.Equal(t, 300*time.Millisecond, short.threshold(short.node("a")), "never past the attempt timeout")
 }
+
+// B6: a node's recent reply time moves an eighth of the way to each new reply time, and
+// a request's end pays off the reply its begin made the node owe.
+func TestB6_RecentReplyTimeIsAMovingAverage(t *testing.T) {
+	clock := newFakeClock()
+	h := newHealth(clock, 5*time.Second, func(string) {})
+	defer h.close()
+	n := h.node("a")
+	for _, tc := range []struct{ reply, recent time.Duration }{
+		{80 * time.Millisecond, 80 * time.Millisecond}, // the first reply sets it
+		{160 * time.Millisecond, 90 * time.Millisecond},
+		{10 * time.Millisecond, 80 * time.Millisecond},
+	} {
+		h.begin(n)
+		assert.Equal(t, int64(1), n.owed.Load(), "owed while in flight")
+		h.end(n, clock.Now(), tc.reply, true)
+		assert.Equal(t, tc.recent, time.Duration(n.recent.Load()), "after a reply of %s", tc.reply)
+		assert.Zero(t, n.owed.Load(), "paid off")
+	}
+}
+
+// B6: only a node that owes replies can be silent, and only once its threshold has passed
+// since it started owing; one that owes nothing is asked for the map in its place however
+// long ago it last answered.
+func TestB6_ANodeOwingNothingIsNotSilent(t *testing.T) {
+	clock := newFakeClock()
+	h := newHealth(clock, 5*time.Second, func(string) {})
+	defer h.close()
+	a := h.node("a")
+	h.begin(a)
+	h.end(a, clock.Now(), time.Millisecond, true)
+	clock.Advance(time.Hour)
+	assert.Equal(t, []string{"a", "b"}, h.last([]string{"a", "b"}), "a owes nothing")
+	h.begin(a)
+	clock.Advance(100 * time.Millisecond)
+	assert.Equal(t, []string{"a", "b"}, h.last([]string{"a", "b"}), "a owes a reply since 100 ms, within its threshold")
+	clock.Advance(time.Hour)
+	assert.Equal(t, []string{"b", "a"}, h.last([]string{"a", "b"}), "a owes a reply and is silent")
+}

@@ -12,7 +12,7 @@ import (
 
 	"github.com/clustron/zaris-go/gen/zaris"
 	"github.com/clustron/zaris-go/gen/zarismock"
-	zt "github.com/clustron/zaris-go/internal/zaristest"
+	zt "github.com/clustron/zaris-go/internal/testsupport/zaristest"
 	mwt "github.com/clustron/zaris-go/middleware/middlewaretest"
 	"github.com/clustron/zaris-go/runtime"
 )
@@ -116,4 +116,14 @@ func TestClientTransport(t *testing.T) {
 	assert.ErrorIs(t, err, boom)
 	assert.Nil(t, resp)
 	assert.False(t, call.Current().Answered)
+}
+
+// The fake clock behind the R4-R6 tests: a timer of zero fires at once, as a real one does.
+func TestClock_ZeroTimerFiresAtOnce(t *testing.T) {
+	timer := mwt.NewClock().NewTimer(0)
+	select {
+	case <-timer.C():
+	default:
+		t.Fatal("a timer of zero has not fired")
+	}
 }

@@ -1,6 +1,7 @@
 package zarisotel
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -97,9 +98,7 @@ func WithMeterProvider(mp metric.MeterProvider) Option {
 // clock the stack runs on (runtime.Config.Clock) when that is not the system's. Nil means
 // runtime.SystemClock.
 func WithClock(clock runtime.Clock) Option {
-	if clock == nil {
-		clock = runtime.SystemClock
-	}
+	clock = cmp.Or(clock, runtime.SystemClock)
 	return optionFunc(func(c *config) { c.clock = clock })
 }
 

@@ -2,7 +2,7 @@ package zarisslog_test
 
 import (
 	"github.com/clustron/zaris-go/gen/zaris"
-	zt "github.com/clustron/zaris-go/internal/zaristest"
+	zt "github.com/clustron/zaris-go/internal/testsupport/zaristest"
 	"github.com/clustron/zaris-go/runtime"
 )
 

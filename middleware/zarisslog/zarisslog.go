@@ -1,6 +1,7 @@
 package zarisslog
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"log/slog"
@@ -61,9 +62,7 @@ func WithoutKeys() Option {
 // it the clock the stack runs on (runtime.Config.Clock) when that is not the system's.
 // Nil means runtime.SystemClock.
 func WithClock(clock runtime.Clock) Option {
-	if clock == nil {
-		clock = runtime.SystemClock
-	}
+	clock = cmp.Or(clock, runtime.SystemClock)
 	return optionFunc(func(c *config) { c.clock = clock })
 }
 

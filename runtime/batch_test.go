@@ -1,8 +1,5 @@
 package runtime_test
 
-// Tests that kill mutants make mutate found alive in runtime/: each names the rule it
-// protects.
-
 import (
 	"context"
 	"errors"
@@ -79,47 +76,4 @@ func TestRunBatch_ItemsKnowTheirSizes(t *testing.T) {
 	require.Len(t, sizes, 2)
 	assert.Positive(t, sizes[0])
 	assert.Greater(t, sizes[1], sizes[0], "a longer key makes a larger item")
-}
-
-// Attempts are numbered from 1 (Attempt.N), in the order they start.
-func TestCall_AttemptsAreNumberedFromOne(t *testing.T) {
-	call := runtime.NewCall(&runtime.Op{Name: "Get"}, []byte("k"), nil, false)
-	assert.Equal(t, 1, call.StartAttempt().N)
-	assert.Equal(t, 2, call.StartAttempt().N)
-	assert.Equal(t, 2, call.Current().N)
-}
-
-// Clock.Sleep of zero on a context already done returns the context's error, every time:
-// a zero wait does not race a timer against the context.
-func TestSystemClock_ZeroSleepOnAnEndedContextReportsIt(t *testing.T) {
-	ctx, cancel := context.WithCancel(context.Background())
-	cancel()
-	for range 200 {
-		require.ErrorIs(t, runtime.SystemClock.Sleep(ctx, 0), context.Canceled)
-	}
-	assert.NoError(t, runtime.SystemClock.Sleep(context.Background(), 0))
-}
-
-// Before any map, a key has no segment: the Router's error is a *PartitionError with
-// Segment -1 (not a segment a map could have) and epoch 0, on a route to NoNode.
-func TestRouter_WithoutAMapNoSegment(t *testing.T) {
-	var r runtime.Router
-	rt, err := r.Route([]byte("k"))
-	require.ErrorIs(t, err, runtime.ErrPartitionUnavailable)
-	pe, ok := errors.AsType[*runtime.PartitionError](err)
-	require.True(t, ok, "%T", err)
-	assert.Equal(t, int32(-1), pe.Segment)
-	assert.Zero(t, pe.Epoch)
-	assert.Equal(t, runtime.NoNode, rt.Node)
-}
-
-// An operation's kind is "read" or "write" as the IDL annotates it; the zero OpKind, an Op
-// whose kind nobody set, is neither.
-func TestOpKind_ZeroIsNeitherReadNorWrite(t *testing.T) {
-	assert.Equal(t, "read", runtime.Read.String())
-	assert.Equal(t, "write", runtime.Write.String())
-	var unset runtime.OpKind
-	assert.Equal(t, "unknown", unset.String())
-	assert.NotEqual(t, runtime.Read, unset)
-	assert.NotEqual(t, runtime.Write, unset)
 }

@@ -1,6 +1,7 @@
-// Package zaristest binds the generated Zaris service to the scripted fakes of
-// middleware/middlewaretest: its operations are the generated ones made Scripted, and its
-// calls build the generated requests. Tests of the engine use it; the engine never imports it.
+// Package zaristest is test support: it binds the generated Zaris service to the scripted
+// fakes of middleware/middlewaretest. Its operations are the generated ones made Scripted,
+// and its calls build the generated requests. Tests of the engine use it; the engine never
+// imports it.
 package zaristest
 
 import (

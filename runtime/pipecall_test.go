@@ -1,0 +1,23 @@
+package runtime
+
+import (
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/clustron/zaris-go/internal/thriftbuf"
+)
+
+// A pipelined request is encoded through thriftbuf.Frames on a framed binary connection,
+// the default, and through the protocol as it is on every other.
+func TestPipelinedCall_FramedBinaryEncodesThroughFrames(t *testing.T) {
+	for _, p := range []Protocol{ProtocolBinary, ProtocolCompact, ProtocolJSON, ProtocolHeader} {
+		for _, tr := range []Transport{TransportFramed, TransportBuffered} {
+			cfg, err := NewConfig(WithService(testService), WithEnv(env(nil)), WithSeeds("127.0.0.1:1"), WithProtocol(p), WithTransport(tr))
+			require.NoError(t, err)
+			_, frames := newPipelines(cfg).getCall().out.(*thriftbuf.Frames)
+			assert.Equal(t, p == ProtocolBinary && tr == TransportFramed, frames, "%s over %s", p, tr)
+		}
+	}
+}
