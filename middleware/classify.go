@@ -11,12 +11,6 @@ import (
 	"github.com/clustron/zaris-go/runtime"
 )
 
-// Outcome is what one attempt produced, as a Classifier sees it; see runtime.Outcome.
-type Outcome = runtime.Outcome
-
-// Classifier judges one attempt's outcome; see runtime.Classifier.
-type Classifier = runtime.Classifier
-
 // DefaultClassifiers is the chain Classify uses when given none: the caller's context, a
 // closed client and a request too large to send first, then statuses (R1, R2, R8), Thrift
 // application exceptions, an owner moved away (B6), the runtime's transport sentinels and Thrift transport and

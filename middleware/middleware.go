@@ -7,12 +7,6 @@ import (
 	"github.com/clustron/zaris-go/runtime"
 )
 
-// Handler handles one call; see runtime.Handler.
-type Handler = runtime.Handler
-
-// Middleware wraps a Handler in one concern; see runtime.Middleware.
-type Middleware = runtime.Middleware
-
 // Chain composes mw into one Middleware, the first listed outermost; see runtime.Chain.
 func Chain(mw ...Middleware) Middleware { return runtime.Chain(mw...) }
 
