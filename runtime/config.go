@@ -218,27 +218,46 @@ func NewConfig(opts ...Option) (Config, error) {
 
 // validate appends a *ConfigError for every field that makes no sense.
 func (b *configBuilder) validate() {
-	c := &b.cfg
-	if len(c.Seeds) == 0 {
+	b.validateSeeds()
+	b.validateWire()
+	b.validateNumbers()
+	b.validateHooks()
+	b.validatePipeline()
+}
+
+// validateSeeds refuses an empty seed list and every seed that is not a host:port address.
+func (b *configBuilder) validateSeeds() {
+	if len(b.cfg.Seeds) == 0 {
 		b.fail("Seeds", "[]", "at least one seed address is required")
 	}
-	for _, s := range c.Seeds {
-		host, port, err := net.SplitHostPort(s)
-		switch {
-		case strings.ContainsFunc(s, unicode.IsSpace):
-			err = errors.New("contains a space")
-		case err == nil && host == "":
-			err = errors.New("missing host")
-		}
-		if err == nil {
-			if n, perr := strconv.Atoi(port); perr != nil || n < 1 || n > 65535 {
-				err = errors.New("port must be 1..65535")
-			}
-		}
-		if err != nil {
+	for _, s := range b.cfg.Seeds {
+		if err := seedAddrError(s); err != nil {
 			b.fail("Seeds", strconv.Quote(s), "not a host:port address: "+err.Error())
 		}
 	}
+}
+
+// seedAddrError says why s is not a host:port address with a host and a port of 1..65535
+// and no space, or is nil when it is one.
+func seedAddrError(s string) error {
+	host, port, err := net.SplitHostPort(s)
+	switch {
+	case strings.ContainsFunc(s, unicode.IsSpace):
+		err = errors.New("contains a space")
+	case err == nil && host == "":
+		err = errors.New("missing host")
+	}
+	if err == nil {
+		if n, perr := strconv.Atoi(port); perr != nil || n < 1 || n > 65535 {
+			err = errors.New("port must be 1..65535")
+		}
+	}
+	return err
+}
+
+// validateWire refuses a protocol or a transport the client does not know.
+func (b *configBuilder) validateWire() {
+	c := &b.cfg
 	switch c.Protocol {
 	case ProtocolBinary, ProtocolCompact, ProtocolJSON, ProtocolHeader:
 	default:
@@ -249,6 +268,13 @@ func (b *configBuilder) validate() {
 	default:
 		b.fail("Transport", strconv.Quote(string(c.Transport)), "unknown transport (framed, buffered)")
 	}
+}
+
+// validateNumbers refuses sizes, counts and durations out of their ranges: a pool or an
+// attempt count below 1, a timeout of the dial or of an attempt that is not positive, and
+// any other duration or the slow factor below zero.
+func (b *configBuilder) validateNumbers() {
+	c := &b.cfg
 	if c.PoolSize < 1 {
 		b.fail("PoolSize", strconv.Itoa(c.PoolSize), "must be at least 1")
 	}
@@ -276,15 +302,18 @@ func (b *configBuilder) validate() {
 	if c.Retry.SlowFactor < 0 {
 		b.fail("Retry.SlowFactor", strconv.Itoa(c.Retry.SlowFactor), "must not be negative")
 	}
-	if c.Clock == nil {
+}
+
+// validateHooks refuses a nil clock and a nil classifier.
+func (b *configBuilder) validateHooks() {
+	if b.cfg.Clock == nil {
 		b.fail("Clock", "nil", "a clock is required")
 	}
-	for i, cl := range c.Classifiers {
+	for i, cl := range b.cfg.Classifiers {
 		if cl == nil {
 			b.fail("Classifiers", fmt.Sprintf("[%d] nil", i), "a classifier must not be nil")
 		}
 	}
-	b.validatePipeline()
 }
 
 // Pipelining configures the pipelined connection mode. In it, the calls to one node share

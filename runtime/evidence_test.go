@@ -122,16 +122,23 @@ func movedTo(epoch int64, key []byte, node int32) *zaris.ClusterMap {
 	return m
 }
 
+// servingOwnerOfKey is an engine on testMap(1, 16, 2) whose node 1 answers GetClusterMap
+// with the map in served, testMap(1, 16, 2) until the test stores another, counting the
+// fetches in calls; key is a key node 1 owns.
+func servingOwnerOfKey(t *testing.T) (mc *mockEngine, key []byte, served *atomic.Pointer[zaris.ClusterMap], calls *atomic.Int32) {
+	mc = newMockEngine(t, testMap(1, 16, 2))
+	key = keyOwnedBy(t, mc, 1)
+	served = new(atomic.Pointer[zaris.ClusterMap])
+	served.Store(testMap(1, 16, 2))
+	return mc, key, served, mc.servedMaps(served.Load)
+}
+
 // TestB7_AwaitOwnerWaitsForAMapThatMovesTheOwner: after an attempt could not reach node 1,
 // the wait takes the first fetch the debounce window allows; while the map it brings still
 // names node 1 for the key it waits for the next window's fetch, and returns as soon as a
 // map names another owner. One fetch per window, never a storm.
 func TestB7_AwaitOwnerWaitsForAMapThatMovesTheOwner(t *testing.T) {
-	mc := newMockEngine(t, testMap(1, 16, 2))
-	key := keyOwnedBy(t, mc, 1)
-	var served atomic.Pointer[zaris.ClusterMap]
-	served.Store(testMap(1, 16, 2))
-	calls := mc.servedMaps(served.Load)
+	mc, key, served, calls := servingOwnerOfKey(t)
 	r := mc.Refresher()
 	mc.clock.Advance(time.Second)
 	require.True(t, r.Refresh(context.Background(), Evidence{}).Performed) // fetch 1 at 1s
@@ -239,11 +246,7 @@ func TestB7_WaitersShareTheFetches(t *testing.T) {
 // one deferred to the end of the debounce window (B7) and an owner wait's fetches after its
 // first are. So Performed - Background never exceeds the calls of Refresh and AwaitOwner.
 func TestRefreshStats_BackgroundCountsTheFetchesNoCallStarted(t *testing.T) {
-	mc := newMockEngine(t, testMap(1, 16, 2))
-	key := keyOwnedBy(t, mc, 1)
-	var served atomic.Pointer[zaris.ClusterMap]
-	served.Store(testMap(1, 16, 2))
-	calls := mc.servedMaps(served.Load)
+	mc, key, served, calls := servingOwnerOfKey(t)
 	r := mc.Refresher()
 	mc.clock.Advance(time.Second)
 

@@ -15,6 +15,17 @@ import (
 // answered within its silence threshold (rule B6: a stalled node costs a fetch no more),
 // leaving the slow one to answer if it can; the fetches still out end when it returns.
 func (c *Engine) fetchMap(ctx context.Context, minEpoch int64) (*ClusterMap, error) {
+	addrs := c.health.last(c.fetchAddrs()) // a node silent past its threshold is asked last (B6)
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	f := &mapFetch{c: c, ctx: ctx, addrs: addrs, results: make(chan fetchedMap, len(addrs))}
+	defer func() { stopTimer(f.hedge) }()
+	return f.run(minEpoch)
+}
+
+// fetchAddrs is the addresses fetchMap asks: the current map's nodes, by id, then the seeds
+// that are not among them.
+func (c *Engine) fetchAddrs() []string {
 	var addrs []string
 	if t := c.router.Table(); t != nil {
 		for _, n := range t.Nodes() {
@@ -26,70 +37,89 @@ func (c *Engine) fetchMap(ctx context.Context, minEpoch int64) (*ClusterMap, err
 			addrs = append(addrs, s)
 		}
 	}
-	addrs = c.health.last(addrs) // a node silent past its threshold is asked last (B6)
-	ctx, cancel := context.WithCancel(ctx)
-	defer cancel()
-	type fetched struct {
-		addr string
-		m    *ClusterMap
-		err  error
-	}
-	results := make(chan fetched, len(addrs)) // never blocks a fetch left behind
-	var (
-		newest  *ClusterMap
-		errs    []error
-		next    int   // addrs[next] is the next node to ask
-		pending int   // fetches asked and not yet answered
-		hedge   Timer // fires when the last node asked has been silent past its threshold
-	)
-	ask := func() {
-		addr := addrs[next]
-		next++
-		pending++
-		go func() {
-			m, err := c.fetchFrom(ctx, addr)
-			results <- fetched{addr, m, err}
-		}()
-		stopTimer(hedge)
-		hedge = c.clock.NewTimer(c.health.threshold(c.health.node(addr)))
-	}
-	defer func() { stopTimer(hedge) }()
-	if len(addrs) > 0 {
-		ask()
-	}
-	for pending > 0 {
+	return addrs
+}
+
+// fetchedMap is one node's answer to a fetch.
+type fetchedMap struct {
+	addr string
+	m    *ClusterMap
+	err  error
+}
+
+// mapFetch is one fetchMap under way: the nodes to ask, in order, and what it has got.
+type mapFetch struct {
+	c       *Engine
+	ctx     context.Context // ends the fetches still out when fetchMap returns
+	addrs   []string
+	results chan fetchedMap // room for every node's: never blocks a fetch left behind
+	newest  *ClusterMap
+	errs    []error
+	next    int   // addrs[next] is the next node to ask
+	pending int   // fetches asked and not yet answered
+	hedge   Timer // fires when the last node asked has been silent past its threshold
+}
+
+// run asks the first node, then the next one each time the last fails or outstays its
+// silence threshold, until a map of at least minEpoch comes back, every node asked has
+// answered, or ctx ends; then it returns fetchMap's result.
+func (f *mapFetch) run(minEpoch int64) (*ClusterMap, error) {
+	f.askNext()
+	for f.pending > 0 {
 		var hedged <-chan time.Time
-		if hedge != nil {
-			hedged = hedge.C()
+		if f.hedge != nil {
+			hedged = f.hedge.C()
 		}
 		select {
-		case r := <-results:
-			pending--
-			switch {
-			case r.err != nil:
-				errs = append(errs, fmt.Errorf("%s: %w", r.addr, r.err))
-			case r.m.Epoch >= minEpoch:
+		case r := <-f.results:
+			f.pending--
+			if f.take(r, minEpoch) {
 				return r.m, nil
-			case newest == nil || r.m.Epoch > newest.Epoch:
-				newest = r.m
 			}
-			if next < len(addrs) {
-				ask()
-			}
+			f.askNext()
 		case <-hedged:
-			hedge = nil
-			if next < len(addrs) {
-				ask()
-			}
-		case <-ctx.Done():
-			errs = append(errs, ctx.Err())
-			pending = 0
+			f.hedge = nil
+			f.askNext()
+		case <-f.ctx.Done():
+			f.errs = append(f.errs, f.ctx.Err())
+			f.pending = 0
 		}
 	}
-	if newest != nil {
-		return newest, nil
+	if f.newest != nil {
+		return f.newest, nil
 	}
-	return nil, fmt.Errorf("zaris: no node answered with a cluster map: %w", errors.Join(errs...))
+	return nil, fmt.Errorf("zaris: no node answered with a cluster map: %w", errors.Join(f.errs...))
+}
+
+// take notes the answer r: its error, or its map if it is the newest yet. It reports
+// whether the map's epoch is at least minEpoch, which ends the fetch.
+func (f *mapFetch) take(r fetchedMap, minEpoch int64) bool {
+	switch {
+	case r.err != nil:
+		f.errs = append(f.errs, fmt.Errorf("%s: %w", r.addr, r.err))
+	case r.m.Epoch >= minEpoch:
+		return true
+	case f.newest == nil || r.m.Epoch > f.newest.Epoch:
+		f.newest = r.m
+	}
+	return false
+}
+
+// askNext asks the next node, if one is left, for its map, and starts the timer of its
+// silence threshold in place of the last one's.
+func (f *mapFetch) askNext() {
+	if f.next >= len(f.addrs) {
+		return
+	}
+	addr := f.addrs[f.next]
+	f.next++
+	f.pending++
+	go func() {
+		m, err := f.c.fetchFrom(f.ctx, addr)
+		f.results <- fetchedMap{addr, m, err}
+	}()
+	stopTimer(f.hedge)
+	f.hedge = f.c.clock.NewTimer(f.c.health.threshold(f.c.health.node(addr)))
 }
 
 // stopTimer stops t, if there is one.

@@ -28,6 +28,14 @@ func (c *fakeConn) Client() any  { return c.kv }
 func (c *fakeConn) Close() error { c.closes.Add(1); return nil }
 func (c *fakeConn) closed() bool { return c.closes.Load() > 0 }
 
+// mustGet borrows a connection of p, failing the test if it cannot.
+func mustGet(t *testing.T, p *pool) Conn {
+	t.Helper()
+	c, err := p.get(context.Background())
+	require.NoError(t, err)
+	return c
+}
+
 // fakeDialer dials fakeConns whose client is kv(addr), or fails with fail(addr).
 type fakeDialer struct {
 	mu    sync.Mutex
@@ -71,11 +79,9 @@ func (d *fakeDialer) openConns() int {
 func TestPoolReusesIdleConnection(t *testing.T) {
 	d := &fakeDialer{}
 	p := newPool("n:1", 4, d.dial)
-	c1, err := p.get(context.Background())
-	require.NoError(t, err)
+	c1 := mustGet(t, p)
 	p.put(c1)
-	c2, err := p.get(context.Background())
-	require.NoError(t, err)
+	c2 := mustGet(t, p)
 	assert.Same(t, c1, c2)
 	assert.Equal(t, int32(1), d.dials.Load())
 	p.put(c2)
@@ -87,16 +93,14 @@ func TestPoolIsBounded(t *testing.T) {
 	d := &fakeDialer{}
 	p := newPool("n:1", 2, d.dial)
 	defer p.close(true)
-	a, err := p.get(context.Background())
-	require.NoError(t, err)
-	b, err := p.get(context.Background())
-	require.NoError(t, err)
+	a := mustGet(t, p)
+	b := mustGet(t, p)
 	assert.NotSame(t, a, b)
 
 	// A third borrower waits: here until its context ends.
 	ctx, cancel := context.WithCancel(context.Background())
 	cancel()
-	_, err = p.get(ctx)
+	_, err := p.get(ctx)
 	require.ErrorIs(t, err, context.Canceled)
 
 	// Or until a connection comes back, which it then reuses.
@@ -116,8 +120,7 @@ func TestPoolClosesConnectionOnError(t *testing.T) {
 	d := &fakeDialer{}
 	p := newPool("n:1", 1, d.dial)
 	defer p.close(true)
-	a, err := p.get(context.Background())
-	require.NoError(t, err)
+	a := mustGet(t, p)
 
 	// A waiter blocked on the full pool dials a fresh connection once the bad one is
 	// discarded; the discarded one is closed, never handed out again.
@@ -151,8 +154,7 @@ func TestPoolDialErrorFreesTheSlot(t *testing.T) {
 	_, err := p.get(context.Background())
 	require.ErrorIs(t, err, boom)
 	fail.Store(false)
-	c, err := p.get(context.Background())
-	require.NoError(t, err)
+	c := mustGet(t, p)
 	assert.NotNil(t, c)
 }
 
@@ -161,8 +163,7 @@ func TestPoolClose(t *testing.T) {
 
 	// A borrower waiting on a full pool is woken by close.
 	p1 := newPool("n:1", 1, d.dial)
-	held, err := p1.get(context.Background())
-	require.NoError(t, err)
+	held := mustGet(t, p1)
 	waiting := make(chan error)
 	go func() {
 		_, err := p1.get(context.Background())
@@ -175,24 +176,21 @@ func TestPoolClose(t *testing.T) {
 
 	// Idle connections are closed at once, borrowed ones when they come back.
 	p := newPool("n:1", 2, d.dial)
-	idle, err := p.get(context.Background())
-	require.NoError(t, err)
-	borrowed, err := p.get(context.Background())
-	require.NoError(t, err)
+	idle := mustGet(t, p)
+	borrowed := mustGet(t, p)
 	p.put(idle)
 	p.close(false)
 	assert.True(t, idle.(*fakeConn).closed(), "idle closed at once")
 	assert.False(t, borrowed.(*fakeConn).closed(), "borrowed closed when it comes back")
 	p.put(borrowed)
 	assert.True(t, borrowed.(*fakeConn).closed())
-	_, err = p.get(context.Background())
+	_, err := p.get(context.Background())
 	assert.ErrorIs(t, err, errPoolClosed)
 	assert.Zero(t, d.openConns())
 
 	// Forced, borrowed connections are closed at once.
 	p2 := newPool("n:1", 2, d.dial)
-	c, err := p2.get(context.Background())
-	require.NoError(t, err)
+	c := mustGet(t, p2)
 	p2.close(true)
 	p2.close(true) // idempotent
 	assert.True(t, c.(*fakeConn).closed())
@@ -238,16 +236,13 @@ func TestPoolDiscardsAnIdleConnectionTheNodeClosed(t *testing.T) {
 	d := &fakeDialer{}
 	p := newPool("n:1", 2, d.dial)
 	defer p.close(true)
-	a, err := p.get(context.Background())
-	require.NoError(t, err)
-	b, err := p.get(context.Background())
-	require.NoError(t, err)
+	a := mustGet(t, p)
+	b := mustGet(t, p)
 	p.put(a)
 	p.put(b)
 	a.(*fakeConn).broken.Store(true)
 	b.(*fakeConn).broken.Store(true)
-	c, err := p.get(context.Background())
-	require.NoError(t, err)
+	c := mustGet(t, p)
 	assert.NotSame(t, a, c)
 	assert.NotSame(t, b, c)
 	assert.True(t, a.(*fakeConn).closed())

@@ -3,32 +3,22 @@ package runtime
 import (
 	"maps"
 	"slices"
+	"sync"
 	"sync/atomic"
 )
 
 // poolFor returns the pool of the node at addr, making it on first use, or nil when no
 // node of the current map listens there (it left the map) or the Engine is closed.
 func (c *Engine) poolFor(addr string) *pool {
-	if p := (*c.pools.Load())[addr]; p != nil {
-		return p
-	}
-	c.poolMu.Lock()
-	defer c.poolMu.Unlock()
-	// retirePools runs under poolMu after a new map is installed, so either it sees the
-	// pool made here, or this check sees the new map.
-	m := *c.pools.Load()
-	if p := m[addr]; p != nil {
-		return p
-	}
-	t := c.router.Table()
-	if c.closed.Load() || t == nil || !t.HasAddr(addr) {
-		return nil
-	}
-	p := newPool(addr, c.cfg.PoolSize, c.dial)
-	nm := maps.Clone(m)
-	nm[addr] = p
-	c.pools.Store(&nm)
-	return p
+	return getOrAdd(&c.pools, &c.poolMu, addr, func() (*pool, bool) {
+		// retirePools runs under poolMu after a new map is installed, so either it sees the
+		// pool made here, or this check sees the new map.
+		t := c.router.Table()
+		if c.closed.Load() || t == nil || !t.HasAddr(addr) {
+			return nil, false
+		}
+		return newPool(addr, c.cfg.PoolSize, c.dial), true
+	})
 }
 
 // retirePools closes the pools of nodes that are not in the newly installed map cur:
@@ -66,4 +56,29 @@ func retireAbsent[T any](reg *atomic.Pointer[map[string]T], cur *RoutingTable, r
 	if nm != nil {
 		reg.Store(&nm)
 	}
+}
+
+// getOrAdd returns the entry for addr of the registry reg (by node address, replaced
+// copy-on-write under mu). When there is none it calls create under mu and adds the entry
+// it makes, unless create reports false: then it adds nothing and returns the zero T. An
+// entry already there costs one atomic load and no lock.
+func getOrAdd[T any](reg *atomic.Pointer[map[string]T], mu *sync.Mutex, addr string, create func() (T, bool)) T {
+	if v, ok := (*reg.Load())[addr]; ok {
+		return v
+	}
+	mu.Lock()
+	defer mu.Unlock()
+	m := *reg.Load()
+	if v, ok := m[addr]; ok {
+		return v
+	}
+	v, ok := create()
+	if !ok {
+		var zero T
+		return zero
+	}
+	nm := maps.Clone(m)
+	nm[addr] = v
+	reg.Store(&nm)
+	return v
 }

@@ -55,16 +55,32 @@ func NewRoutingTable(m *ClusterMap) (*RoutingTable, error) {
 	if m == nil {
 		return nil, fmt.Errorf("zaris: invalid cluster map: nil")
 	}
-	bad := func(format string, args ...any) error {
-		return fmt.Errorf("zaris: invalid cluster map (epoch %d): %s", m.Epoch, fmt.Sprintf(format, args...))
-	}
 	if m.SegmentCount <= 0 {
-		return nil, bad("segmentCount %d is not positive", m.SegmentCount)
+		return nil, invalidMap(m, "segmentCount %d is not positive", m.SegmentCount)
 	}
 	// Checked before allocating per segment, so a map claiming a huge count costs nothing.
 	if n := len(m.Segments); n != int(m.SegmentCount) {
-		return nil, bad("%d segments listed for segmentCount %d", n, m.SegmentCount)
+		return nil, invalidMap(m, "%d segments listed for segmentCount %d", n, m.SegmentCount)
 	}
+	t := newRoutingTable(m)
+	byID, err := t.addNodes(m)
+	if err != nil {
+		return nil, err
+	}
+	if err := t.addOwners(m, byID); err != nil {
+		return nil, err
+	}
+	return t, nil
+}
+
+// invalidMap is the error of NewRoutingTable refusing m, for the reason format and args say.
+func invalidMap(m *ClusterMap, format string, args ...any) error {
+	return fmt.Errorf("zaris: invalid cluster map (epoch %d): %s", m.Epoch, fmt.Sprintf(format, args...))
+}
+
+// newRoutingTable is the table of m before its nodes and owners are added: its epoch, its
+// segment count, its limits and a copy of m.
+func newRoutingTable(m *ClusterMap) *RoutingTable {
 	t := &RoutingTable{
 		epoch: m.Epoch,
 		count: m.SegmentCount,
@@ -78,44 +94,56 @@ func NewRoutingTable(m *ClusterMap) (*RoutingTable, error) {
 	if m.DedupWindowMs > 0 && m.DedupWindowMs < math.MaxInt64/int64(time.Millisecond) {
 		t.dedupWindow = time.Duration(m.DedupWindowMs) * time.Millisecond
 	}
+	return t
+}
+
+// addNodes checks m's nodes (none nil, ids unique, each address a host and a port of
+// 1..65535), adds them to t ordered by id, and returns their host:port addresses by id.
+func (t *RoutingTable) addNodes(m *ClusterMap) (map[int32]string, error) {
 	byID := make(map[int32]string, len(m.Nodes))
 	for _, n := range m.Nodes {
 		if n == nil {
-			return nil, bad("nil node")
+			return nil, invalidMap(m, "nil node")
 		}
 		if _, dup := byID[n.ID]; dup {
-			return nil, bad("node id %d appears twice", n.ID)
+			return nil, invalidMap(m, "node id %d appears twice", n.ID)
 		}
 		if n.Host == "" || n.Port <= 0 || n.Port > 65535 {
-			return nil, bad("node %d has address %q port %d", n.ID, n.Host, n.Port)
+			return nil, invalidMap(m, "node %d has address %q port %d", n.ID, n.Host, n.Port)
 		}
 		addr := net.JoinHostPort(n.Host, strconv.Itoa(int(n.Port)))
 		byID[n.ID] = addr
 		t.nodes = append(t.nodes, NodeAddr{ID: n.ID, Addr: addr})
 	}
 	slices.SortFunc(t.nodes, func(a, b NodeAddr) int { return int(a.ID) - int(b.ID) })
+	return byID, nil
+}
+
+// addOwners checks m's segments (none nil, each id in range and listed once, each owner a
+// node of byID) and records each one's owner and its address in t, or NoNode for none.
+func (t *RoutingTable) addOwners(m *ClusterMap, byID map[int32]string) error {
 	seen := make([]bool, m.SegmentCount)
 	for _, s := range m.Segments {
 		if s == nil {
-			return nil, bad("nil segment")
+			return invalidMap(m, "nil segment")
 		}
 		if s.ID < 0 || s.ID >= m.SegmentCount {
-			return nil, bad("segment id %d outside 0..%d", s.ID, m.SegmentCount-1)
+			return invalidMap(m, "segment id %d outside 0..%d", s.ID, m.SegmentCount-1)
 		}
 		if seen[s.ID] {
-			return nil, bad("segment %d appears twice", s.ID)
+			return invalidMap(m, "segment %d appears twice", s.ID)
 		}
 		seen[s.ID] = true
 		t.owner[s.ID] = NoNode
 		if s.Owner != nil {
 			addr, ok := byID[*s.Owner]
 			if !ok {
-				return nil, bad("segment %d is owned by unknown node %d", s.ID, *s.Owner)
+				return invalidMap(m, "segment %d is owned by unknown node %d", s.ID, *s.Owner)
 			}
 			t.owner[s.ID], t.addr[s.ID] = *s.Owner, addr
 		}
 	}
-	return t, nil
+	return nil
 }
 
 // Epoch returns the map's epoch.

@@ -1,7 +1,6 @@
 package runtime
 
 import (
-	"maps"
 	"slices"
 	"sync"
 	"sync/atomic"
@@ -65,20 +64,7 @@ func newHealth(clock Clock, attemptTimeout time.Duration, suspect func(string)) 
 
 // node returns addr's record, making it on first use.
 func (h *health) node(addr string) *nodeHealth {
-	if n := (*h.nodes.Load())[addr]; n != nil {
-		return n
-	}
-	h.mu.Lock()
-	defer h.mu.Unlock()
-	m := *h.nodes.Load()
-	if n := m[addr]; n != nil {
-		return n
-	}
-	n := &nodeHealth{}
-	nm := maps.Clone(m)
-	nm[addr] = n
-	h.nodes.Store(&nm)
-	return n
+	return getOrAdd(&h.nodes, &h.mu, addr, func() (*nodeHealth, bool) { return &nodeHealth{}, true })
 }
 
 // begin notes a request written to n's node.

@@ -41,50 +41,79 @@ func buildBatch(p *program, fn function, req, resp *structType, statusEnum strin
 		return nil, field, msg
 	}
 	b = &batchModel{ItemsField: goName(list), Item: goTypeName(item.Name)}
+	if b.KeyExpr, field, msg = routingKeyExpr(item, list, keyName); msg != "" {
+		return nil, field, msg
+	}
+	if field, msg = b.addResults(p, fn, resp, statusEnum); msg != "" {
+		return nil, field, msg
+	}
+	if field, msg = b.addGuards(fn, item, list); msg != "" {
+		return nil, field, msg
+	}
+	b.SizeExpr = sizeExpr("it", item)
+	return b, "", ""
+}
+
+// routingKeyExpr is the Go expression of the routing key of an item named it, the item
+// struct's field keyName, which must be binary or string and not optional; list is the
+// request's field of items. On failure it returns the field at fault and why.
+func routingKeyExpr(item *structType, list, keyName string) (expr, field, msg string) {
 	kf := item.fieldByName(keyName)
 	switch {
 	case kf == nil:
-		return nil, "field " + list + "[]." + keyName, fmt.Sprintf("routing-key field not found in item struct %s", item.Name)
+		return "", "field " + list + "[]." + keyName, fmt.Sprintf("routing-key field not found in item struct %s", item.Name)
 	case kf.Required == "optional":
-		return nil, "field " + list + "[]." + keyName, fmt.Sprintf("the routing-key field of %s must not be optional", item.Name)
+		return "", "field " + list + "[]." + keyName, fmt.Sprintf("the routing-key field of %s must not be optional", item.Name)
 	case kf.TypeID == "binary":
-		b.KeyExpr = "it." + goName(keyName)
+		return "it." + goName(keyName), "", ""
 	case kf.TypeID == "string":
-		b.KeyExpr = "[]byte(it." + goName(keyName) + ")"
+		return "[]byte(it." + goName(keyName) + ")", "", ""
 	default:
-		return nil, "field " + list + "[]." + keyName, fmt.Sprintf("the routing-key field must be binary or string, not %s", kf.TypeID)
+		return "", "field " + list + "[]." + keyName, fmt.Sprintf("the routing-key field must be binary or string, not %s", kf.TypeID)
 	}
+}
 
+// addResults checks the operation's zaris.results annotation, which must name a list of
+// per-item result structs in the response resp whose field 1 is the status, and records the
+// list and the struct in b. On failure it returns the field or annotation at fault and why.
+func (b *batchModel) addResults(p *program, fn function, resp *structType, statusEnum string) (field, msg string) {
 	results, ok := fn.Annotations[annResults]
 	if !ok || results == "" {
-		return nil, "annotation " + annResults, fmt.Sprintf("missing: a multi-key operation needs zaris.results naming the list of per-item results of %s", resp.Name)
+		return "annotation " + annResults, fmt.Sprintf("missing: a multi-key operation needs zaris.results naming the list of per-item results of %s", resp.Name)
 	}
 	if !token.IsIdentifier(results) {
-		return nil, "annotation " + annResults, fmt.Sprintf("%q is not a field name", results)
+		return "annotation " + annResults, fmt.Sprintf("%q is not a field name", results)
 	}
 	result, field, msg := listOfStructs(p, resp, results, "response")
 	if msg != "" {
-		return nil, field, msg
+		return field, msg
 	}
 	if msg := statusField(p, result, "result", statusEnum); msg != "" {
-		return nil, "field " + results + "[].status", msg
+		return "field " + results + "[].status", msg
 	}
 	b.ResultsField, b.Result = goName(results), goTypeName(result.Name)
+	return "", ""
+}
 
+// addGuards checks the operation's zaris.guards annotation, a comma-separated list of
+// optional fields of the item struct, each as "<list>[].<field>", and records them and the
+// Go expression that reports whether an item named it sets any ("false" for none) in b. On
+// failure it returns the field or annotation at fault and why.
+func (b *batchModel) addGuards(fn function, item *structType, list string) (field, msg string) {
 	var exprs []string
 	if g := fn.Annotations[annGuards]; g != "" {
 		for _, spec := range strings.Split(g, ",") {
 			spec = strings.TrimSpace(spec)
 			gl, name, ok := strings.Cut(spec, "[].")
 			if !ok || gl != list || !token.IsIdentifier(name) {
-				return nil, "annotation " + annGuards, fmt.Sprintf("%q is not %q followed by an item field", spec, list+"[].")
+				return "annotation " + annGuards, fmt.Sprintf("%q is not %q followed by an item field", spec, list+"[].")
 			}
 			gf := item.fieldByName(name)
 			if gf == nil {
-				return nil, "field " + spec, fmt.Sprintf("guard field not found in item struct %s", item.Name)
+				return "field " + spec, fmt.Sprintf("guard field not found in item struct %s", item.Name)
 			}
 			if gf.Required != "optional" {
-				return nil, "field " + spec, "a guard field must be optional, so that its absence means unguarded"
+				return "field " + spec, "a guard field must be optional, so that its absence means unguarded"
 			}
 			b.Guards = append(b.Guards, spec)
 			exprs = append(exprs, guardExpr("it", gf))
@@ -94,8 +123,7 @@ func buildBatch(p *program, fn function, req, resp *structType, statusEnum strin
 	if len(exprs) > 0 {
 		b.GuardExpr = strings.Join(exprs, " || ")
 	}
-	b.SizeExpr = sizeExpr("it", item)
-	return b, "", ""
+	return "", ""
 }
 
 // fieldOverhead is what sizeExpr counts for each field of an item, and for the item itself:

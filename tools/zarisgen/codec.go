@@ -96,24 +96,33 @@ func (f codecField) Encode() string {
 	return strings.TrimSuffix(b.String(), "\n")
 }
 
+// scalarKind is how the codec writes and reads a value of one scalar kind: appendFn is the
+// statement appending the value %s to b, read the decoder's method reading one, and set the
+// suffix of the function storing it (set<set>, or setPtr<set> into a pointer).
+type scalarKind struct {
+	appendFn, read, set string
+}
+
+// scalarKinds are the kinds encodeValue and decodeValue treat alike: all but binary, struct
+// and list.
+var scalarKinds = map[string]scalarKind{
+	"bool":   {"b = appendBool(b, bool(%s))\n", "bool", "Bool"},
+	"byte":   {"b = append(b, byte(%s))\n", "i8", "Int"},
+	"i16":    {"b = appendI16(b, int16(%s))\n", "i16", "Int"},
+	"i32":    {"b = appendI32(b, int32(%s))\n", "i32", "Int"},
+	"i64":    {"b = appendI64(b, int64(%s))\n", "i64", "Int"},
+	"double": {"b = appendDouble(b, float64(%s))\n", "double", "Float"},
+	"string": {"b = appendString(b, string(%s))\n", "string", "String"},
+}
+
 // encodeValue writes the statements that append the value v of type t to b; depth names the
 // loop variables of nested lists.
 func encodeValue(b *strings.Builder, t *codecType, v string, depth int) {
+	if k, ok := scalarKinds[t.Kind]; ok {
+		fmt.Fprintf(b, k.appendFn, v)
+		return
+	}
 	switch t.Kind {
-	case "bool":
-		fmt.Fprintf(b, "b = appendBool(b, bool(%s))\n", v)
-	case "byte":
-		fmt.Fprintf(b, "b = append(b, byte(%s))\n", v)
-	case "i16":
-		fmt.Fprintf(b, "b = appendI16(b, int16(%s))\n", v)
-	case "i32":
-		fmt.Fprintf(b, "b = appendI32(b, int32(%s))\n", v)
-	case "i64":
-		fmt.Fprintf(b, "b = appendI64(b, int64(%s))\n", v)
-	case "double":
-		fmt.Fprintf(b, "b = appendDouble(b, float64(%s))\n", v)
-	case "string":
-		fmt.Fprintf(b, "b = appendString(b, string(%s))\n", v)
 	case "binary":
 		fmt.Fprintf(b, "b = appendBinary(b, %s)\n", v)
 	case "struct":
@@ -141,24 +150,11 @@ func decodeValue(b *strings.Builder, t *codecType, dst string, ptr bool, depth i
 	if ptr {
 		set = "setPtr"
 	}
-	scalar := func(read, kind string) {
-		fmt.Fprintf(b, "x, err := d.%s()\nif err != nil {\nreturn err\n}\n%s%s(&%s, x)\n", read, set, kind, dst)
+	if k, ok := scalarKinds[t.Kind]; ok {
+		fmt.Fprintf(b, "x, err := d.%s()\nif err != nil {\nreturn err\n}\n%s%s(&%s, x)\n", k.read, set, k.set, dst)
+		return
 	}
 	switch t.Kind {
-	case "bool":
-		scalar("bool", "Bool")
-	case "byte":
-		scalar("i8", "Int")
-	case "i16":
-		scalar("i16", "Int")
-	case "i32":
-		scalar("i32", "Int")
-	case "i64":
-		scalar("i64", "Int")
-	case "double":
-		scalar("double", "Float")
-	case "string":
-		scalar("string", "String")
 	case "binary":
 		fmt.Fprintf(b, "x, err := d.binary()\nif err != nil {\nreturn err\n}\n%s = x\n", dst)
 	case "struct":

@@ -1,12 +1,9 @@
 package main
 
 import (
-	"context"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"testing"
-	"time"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
@@ -38,23 +35,7 @@ func TestGoldenCodec(t *testing.T) {
 // reads what the library reads: a module of its own is generated and its test run.
 func TestCodecOfEveryKind(t *testing.T) {
 	thriftBin := requireThrift(t)
-	if testing.Short() {
-		t.Skip("generates and tests a module of its own")
-	}
-	root := repoRoot(t)
-	dir := t.TempDir()
-	copyTree(t, filepath.Join("testdata", "codectypes"), dir)
-	gomod := "module example.com/kinds\n\ngo 1.26\n\nrequire github.com/clustron/zaris-go v0.0.0\n\nreplace github.com/clustron/zaris-go => " + root + "\n"
-	require.NoError(t, os.WriteFile(filepath.Join(dir, "go.mod"), []byte(gomod), 0o644))
-	sums, err := os.ReadFile(filepath.Join(root, "go.sum"))
-	require.NoError(t, err)
-	require.NoError(t, os.WriteFile(filepath.Join(dir, "go.sum"), sums, 0o644))
-
-	t.Chdir(dir)
-	require.NoError(t, os.Mkdir("gen", 0o755))
-	out, err := exec.Command(thriftBin, "--gen", "go:package_prefix=example.com/kinds/gen/,skip_remote",
-		"-out", "gen", "idl/kinds.thrift").CombinedOutput()
-	require.NoError(t, err, "thrift:\n%s", out)
+	newModule(t, thriftBin, "codectypes", "kinds")
 	p, err := loadIDL(thriftBin, "idl/kinds.thrift")
 	require.NoError(t, err)
 	m, err := buildCodec(p, "idl/kinds.thrift", "example.com/kinds/gen/kinds", "kindscodec")
@@ -64,13 +45,8 @@ func TestCodecOfEveryKind(t *testing.T) {
 	require.NoError(t, os.MkdirAll(filepath.Join("gen", "kindscodec"), 0o755))
 	require.NoError(t, os.WriteFile(filepath.Join("gen", "kindscodec", codecFile), src, 0o644))
 
-	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
-	defer cancel()
-	cmd := exec.CommandContext(ctx, "go", "test", "-count=1", "-v", "./...")
-	cmd.Env = append(os.Environ(), "GOFLAGS=-mod=mod", "GOWORK=off", "GOTOOLCHAIN=local")
-	out, err = cmd.CombinedOutput()
-	require.NoError(t, err, "go test in the kinds module:\n%s", out)
-	assert.Contains(t, string(out), "--- PASS: TestEveryKind")
+	out := goTestModule(t, "kinds")
+	assert.Contains(t, out, "--- PASS: TestEveryKind")
 }
 
 // What the codec cannot encode as the Thrift Go generator's code does is refused, naming

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"context"
 	"flag"
 	"io/fs"
 	"os"
@@ -8,6 +9,7 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
@@ -184,4 +186,44 @@ func copyTree(t *testing.T, src, dst string) {
 		return os.WriteFile(target, data, 0o644)
 	})
 	require.NoError(t, err)
+}
+
+// newModule makes the module example.com/<name> in a temporary directory from
+// testdata/<dir> (its IDL, idl/<name>.thrift, and its tests), requiring the client as this
+// checkout has it, changes into it and writes the Thrift compiler's code of the IDL under
+// gen/. It skips the test in -short mode.
+func newModule(t *testing.T, thriftBin, dir, name string) {
+	t.Helper()
+	if testing.Short() {
+		t.Skip("generates and tests a module of its own")
+	}
+	root := repoRoot(t)
+	tmp := t.TempDir()
+	copyTree(t, filepath.Join("testdata", dir), tmp)
+	gomod := "module example.com/" + name + "\n\ngo 1.26\n\nrequire github.com/clustron/zaris-go v0.0.0\n\nreplace github.com/clustron/zaris-go => " + root + "\n"
+	require.NoError(t, os.WriteFile(filepath.Join(tmp, "go.mod"), []byte(gomod), 0o644))
+	sums, err := os.ReadFile(filepath.Join(root, "go.sum"))
+	require.NoError(t, err)
+	require.NoError(t, os.WriteFile(filepath.Join(tmp, "go.sum"), sums, 0o644))
+
+	t.Chdir(tmp)
+	require.NoError(t, os.Mkdir("gen", 0o755))
+	out, err := exec.Command(thriftBin, "--gen", "go:package_prefix=example.com/"+name+"/gen/,skip_remote",
+		"-out", "gen", "idl/"+name+".thrift").CombinedOutput()
+	require.NoError(t, err, "thrift:\n%s", out)
+}
+
+// goTestModule runs the tests of the module in the working directory, the label module, and
+// returns their verbose output; it fails the test if they fail. -mod=mod completes the
+// module's requirements (the Thrift library the generated code imports) through the
+// configured proxy, with the checksums of this checkout's go.sum.
+func goTestModule(t *testing.T, label string) string {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
+	defer cancel()
+	cmd := exec.CommandContext(ctx, "go", "test", "-count=1", "-v", "./...")
+	cmd.Env = append(os.Environ(), "GOFLAGS=-mod=mod", "GOWORK=off", "GOTOOLCHAIN=local")
+	out, err := cmd.CombinedOutput()
+	require.NoError(t, err, "go test in the %s module:\n%s", label, out)
+	return string(out)
 }

@@ -125,37 +125,31 @@ func loadIDL(thriftBin, idlPath string) (*program, error) {
 	return p, nil
 }
 
+// structByName is p's struct, exception or union named name, or nil.
 func (p *program) structByName(name string) *structType {
-	for i := range p.Structs {
-		if p.Structs[i].Name == name {
-			return &p.Structs[i]
-		}
-	}
-	return nil
+	return firstWhere(p.Structs, func(s *structType) bool { return s.Name == name })
 }
 
+// enumByName is p's enum named name, or nil.
 func (p *program) enumByName(name string) *enum {
-	for i := range p.Enums {
-		if p.Enums[i].Name == name {
-			return &p.Enums[i]
-		}
-	}
-	return nil
+	return firstWhere(p.Enums, func(e *enum) bool { return e.Name == name })
 }
 
+// fieldByName is s's field named name, or nil.
 func (s *structType) fieldByName(name string) *field {
-	for i := range s.Fields {
-		if s.Fields[i].Name == name {
-			return &s.Fields[i]
-		}
-	}
-	return nil
+	return firstWhere(s.Fields, func(f *field) bool { return f.Name == name })
 }
 
+// fieldByKey is s's field of id key, or nil.
 func (s *structType) fieldByKey(key int) *field {
-	for i := range s.Fields {
-		if s.Fields[i].Key == key {
-			return &s.Fields[i]
+	return firstWhere(s.Fields, func(f *field) bool { return f.Key == key })
+}
+
+// firstWhere is the first element of list that match accepts, in place, or nil.
+func firstWhere[T any](list []T, match func(*T) bool) *T {
+	for i := range list {
+		if match(&list[i]) {
+			return &list[i]
 		}
 	}
 	return nil

@@ -98,7 +98,8 @@ func cli(args []string, stdout, stderr io.Writer) error {
 }
 
 // run generates the client for the IDL at c.idl into c.out and, when c.serverOut is not
-// empty, the Unimplemented base into c.serverOut. It writes nothing unless both rendered.
+// empty, the Unimplemented base into c.serverOut, and when c.codecOut is not empty the
+// codec into it. It writes nothing unless every one rendered.
 func run(c config) error {
 	if strings.ContainsAny(c.goGenerate, "\r\n") {
 		return fmt.Errorf("zarisgen: -go-generate %q: a directive is one line", c.goGenerate)
@@ -115,42 +116,61 @@ func run(c config) error {
 		}
 		zarisImport = defaultZarisImport
 	}
-	m, err := buildModel(p, source, zarisImport)
+	files, err := renderFiles(c, p, source, zarisImport)
 	if err != nil {
 		return err
+	}
+	return writeFiles(files)
+}
+
+// renderFiles renders the files of run c for the decoded IDL p, read from source, whose
+// Thrift-generated package is zarisImport: their contents by path.
+func renderFiles(c config, p *program, source, zarisImport string) (map[string][]byte, error) {
+	m, err := buildModel(p, source, zarisImport)
+	if err != nil {
+		return nil, err
 	}
 	m.GoGenerate = strings.TrimSpace(c.goGenerate)
 	if m.ClientPackage, err = packageName(c.out, "-out"); err != nil {
-		return err
+		return nil, err
 	}
 	files := map[string][]byte{}
 	if c.codecOut != "" {
-		pkg, err := packageName(c.codecOut, "-codec-out")
-		if err != nil {
-			return err
-		}
-		cm, err := buildCodec(p, source, zarisImport, pkg)
-		if err != nil {
-			return err
-		}
-		if files[filepath.Join(c.codecOut, codecFile)], err = renderCodec(cm); err != nil {
-			return err
+		if files[filepath.Join(c.codecOut, codecFile)], err = renderCodecFile(c, p, source, zarisImport); err != nil {
+			return nil, err
 		}
 		m.CodecImport = codecImport(zarisImport, c.codecOut)
 	}
-	src, err := render(m)
-	if err != nil {
-		return err
+	if files[filepath.Join(c.out, outputFile)], err = render(m); err != nil {
+		return nil, err
 	}
-	files[filepath.Join(c.out, outputFile)] = src
 	if c.serverOut != "" {
 		if m.ServerPackage, err = packageName(c.serverOut, "-server-out"); err != nil {
-			return err
+			return nil, err
 		}
 		if files[filepath.Join(c.serverOut, serverFile)], err = renderServer(m); err != nil {
-			return err
+			return nil, err
 		}
 	}
+	return files, nil
+}
+
+// renderCodecFile renders the codec of p, read from source, as the package c.codecOut
+// names.
+func renderCodecFile(c config, p *program, source, zarisImport string) ([]byte, error) {
+	pkg, err := packageName(c.codecOut, "-codec-out")
+	if err != nil {
+		return nil, err
+	}
+	cm, err := buildCodec(p, source, zarisImport, pkg)
+	if err != nil {
+		return nil, err
+	}
+	return renderCodec(cm)
+}
+
+// writeFiles writes each file's contents at its path, making the directories it needs.
+func writeFiles(files map[string][]byte) error {
 	for path, data := range files {
 		if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
 			return err

@@ -133,49 +133,14 @@ func (e *specError) Error() string {
 // buildModel checks the IDL against what the typed client needs and derives the model.
 func buildModel(p *program, source, zarisImport string) (*model, error) {
 	p.source = source
-	if len(p.Services) != 1 {
-		return nil, &specError{Pos: source, Msg: fmt.Sprintf("the IDL must declare exactly one service, found %d", len(p.Services))}
-	}
-	svc := p.Services[0]
-	if !token.IsIdentifier(svc.Name) {
-		return nil, &specError{Pos: source, Msg: fmt.Sprintf("service name %q is not an identifier", svc.Name)}
-	}
-	statusEnum, err := statusEnumOf(p, source)
+	svc, statusEnum, err := checkService(p, source)
 	if err != nil {
-		return nil, err
-	}
-	svcLine := p.declLine("service", svc.Name)
-	if svc.Extends != "" {
-		return nil, &specError{Pos: pos(source, svcLine), Field: "service " + svc.Name,
-			Msg: fmt.Sprintf("extends %s: inherited operations are not supported; declare them in %s", svc.Extends, svc.Name)}
-	}
-	if err := checkAnnotations(svc.Annotations, serviceAnnotations, func(key, msg string) error {
-		return &specError{Pos: pos(source, p.annotationLine(svcLine, key)), Field: "service " + svc.Name + ": annotation " + key, Msg: msg}
-	}); err != nil {
 		return nil, err
 	}
 	m := &model{Source: source, Service: goName(svc.Name), ZarisImport: zarisImport, ClientPackage: "zarisclient",
 		Version: version, VersionCheck: versionCheck()}
-	goNames := map[string]string{}
-	for _, fn := range svc.Functions {
-		op, data, err := buildOp(p, svc.Name, statusEnum.Name, fn)
-		if err != nil {
-			return nil, err
-		}
-		if prev, ok := goNames[goName(fn.Name)]; ok {
-			return nil, &specError{Pos: pos(source, p.functionLine(svc.Name, fn.Name)), Op: fn.Name,
-				Msg: fmt.Sprintf("operation %s and operation %s both become the Go method %s", prev, fn.Name, goName(fn.Name))}
-		}
-		goNames[goName(fn.Name)] = fn.Name
-		if data && clientMethods[op.Name] {
-			return nil, &specError{Pos: pos(source, p.functionLine(svc.Name, fn.Name)), Op: fn.Name, Msg: fmt.Sprintf("operation name %s is taken by the client's own method %s", op.Name, op.Name)}
-		}
-		switch {
-		case data && op.Batch != nil:
-			m.BatchOps = append(m.BatchOps, op)
-		case data:
-			m.Ops = append(m.Ops, op)
-		}
+	if err := addOps(p, source, svc, statusEnum.Name, m); err != nil {
+		return nil, err
 	}
 	if err := checkResultAliases(p, source, svc.Name, m); err != nil {
 		return nil, err
@@ -193,6 +158,61 @@ func buildModel(p *program, source, zarisImport string) (*model, error) {
 		return nil, err
 	}
 	return m, nil
+}
+
+// checkService returns the IDL's one service, whose name must be an identifier, which must
+// extend none and whose annotations must be known, and the status enum.
+func checkService(p *program, source string) (service, *enum, error) {
+	if len(p.Services) != 1 {
+		return service{}, nil, &specError{Pos: source, Msg: fmt.Sprintf("the IDL must declare exactly one service, found %d", len(p.Services))}
+	}
+	svc := p.Services[0]
+	if !token.IsIdentifier(svc.Name) {
+		return service{}, nil, &specError{Pos: source, Msg: fmt.Sprintf("service name %q is not an identifier", svc.Name)}
+	}
+	statusEnum, err := statusEnumOf(p, source)
+	if err != nil {
+		return service{}, nil, err
+	}
+	svcLine := p.declLine("service", svc.Name)
+	if svc.Extends != "" {
+		return service{}, nil, &specError{Pos: pos(source, svcLine), Field: "service " + svc.Name,
+			Msg: fmt.Sprintf("extends %s: inherited operations are not supported; declare them in %s", svc.Extends, svc.Name)}
+	}
+	if err := checkAnnotations(svc.Annotations, serviceAnnotations, func(key, msg string) error {
+		return &specError{Pos: pos(source, p.annotationLine(svcLine, key)), Field: "service " + svc.Name + ": annotation " + key, Msg: msg}
+	}); err != nil {
+		return service{}, nil, err
+	}
+	return svc, statusEnum, nil
+}
+
+// addOps builds the operations of svc and adds its data operations to m, the multi-key ones
+// to m.BatchOps and the others to m.Ops, in the IDL's order. It refuses two operations that
+// become the same Go method and a data operation named as a method of the client's own.
+func addOps(p *program, source string, svc service, statusEnum string, m *model) error {
+	goNames := map[string]string{}
+	for _, fn := range svc.Functions {
+		op, data, err := buildOp(p, svc.Name, statusEnum, fn)
+		if err != nil {
+			return err
+		}
+		if prev, ok := goNames[goName(fn.Name)]; ok {
+			return &specError{Pos: pos(source, p.functionLine(svc.Name, fn.Name)), Op: fn.Name,
+				Msg: fmt.Sprintf("operation %s and operation %s both become the Go method %s", prev, fn.Name, goName(fn.Name))}
+		}
+		goNames[goName(fn.Name)] = fn.Name
+		if data && clientMethods[op.Name] {
+			return &specError{Pos: pos(source, p.functionLine(svc.Name, fn.Name)), Op: fn.Name, Msg: fmt.Sprintf("operation name %s is taken by the client's own method %s", op.Name, op.Name)}
+		}
+		switch {
+		case data && op.Batch != nil:
+			m.BatchOps = append(m.BatchOps, op)
+		case data:
+			m.Ops = append(m.Ops, op)
+		}
+	}
+	return nil
 }
 
 // checkResultAliases refuses a multi-key operation whose result alias (ResultAlias) is the

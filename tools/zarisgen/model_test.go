@@ -12,7 +12,13 @@ import (
 // each test to break in one way.
 func minimalProgram(t *testing.T) *program {
 	t.Helper()
-	data, err := os.ReadFile("testdata/minimal.json")
+	return decodedProgram(t, "testdata/minimal.json")
+}
+
+// decodedProgram returns the program decoded from the thrift JSON in the file path.
+func decodedProgram(t *testing.T, path string) *program {
+	t.Helper()
+	data, err := os.ReadFile(path)
 	require.NoError(t, err)
 	p, err := parseProgram(data)
 	require.NoError(t, err)

@@ -1,12 +1,9 @@
 package main
 
 import (
-	"context"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"testing"
-	"time"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
@@ -21,23 +18,7 @@ import (
 // retried, and both bounds hold.
 func TestSecondService(t *testing.T) {
 	thriftBin := requireThrift(t)
-	if testing.Short() {
-		t.Skip("generates and tests a module of its own")
-	}
-	root := repoRoot(t)
-	dir := t.TempDir()
-	copyTree(t, filepath.Join("testdata", "profiles"), dir)
-	gomod := "module example.com/profiles\n\ngo 1.26\n\nrequire github.com/clustron/zaris-go v0.0.0\n\nreplace github.com/clustron/zaris-go => " + root + "\n"
-	require.NoError(t, os.WriteFile(filepath.Join(dir, "go.mod"), []byte(gomod), 0o644))
-	sums, err := os.ReadFile(filepath.Join(root, "go.sum"))
-	require.NoError(t, err)
-	require.NoError(t, os.WriteFile(filepath.Join(dir, "go.sum"), sums, 0o644))
-
-	t.Chdir(dir)
-	require.NoError(t, os.Mkdir("gen", 0o755))
-	out, err := exec.Command(thriftBin, "--gen", "go:package_prefix=example.com/profiles/gen/,skip_remote",
-		"-out", "gen", "idl/profiles.thrift").CombinedOutput()
-	require.NoError(t, err, "thrift:\n%s", out)
+	newModule(t, thriftBin, "profiles", "profiles")
 	require.NoError(t, run(config{thrift: thriftBin, idl: "idl/profiles.thrift", out: "gen/profilesclient", serverOut: "gen/profilesserver",
 		zarisImport: "example.com/profiles/gen/profiles"}))
 	client, err := os.ReadFile(filepath.Join("gen", "profilesclient", outputFile))
@@ -49,17 +30,10 @@ func TestSecondService(t *testing.T) {
 	assert.Contains(t, string(client), "type KV interface {\n\t// Lookup is Client.Lookup.\n\tLookup(ctx context.Context, req *zaris.LookupRequest, opts ...runtime.CallOption) (*zaris.LookupResponse, error)\n\t// Save is Client.Save.\n")
 	assert.Contains(t, string(client), "var _ KV = (*Client)(nil)")
 
-	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
-	defer cancel()
-	cmd := exec.CommandContext(ctx, "go", "test", "-count=1", "-v", "./...")
-	// -mod=mod completes the module's requirements (the Thrift library the generated code
-	// imports) through the configured proxy, with the checksums of this checkout's go.sum.
-	cmd.Env = append(os.Environ(), "GOFLAGS=-mod=mod", "GOWORK=off", "GOTOOLCHAIN=local")
-	out, err = cmd.CombinedOutput()
-	require.NoError(t, err, "go test in the Profiles module:\n%s", out)
+	out := goTestModule(t, "Profiles")
 	for _, name := range []string{"TestWrongShardMeansOneSharedRefreshThenTheNewOwner", "TestSlowStatusBacksOffByItsFactor",
 		"TestAnswerIsNeverRetried", "TestBothBoundsHold"} {
-		assert.Contains(t, string(out), "--- PASS: "+name, "the Profiles module's rule tests:\n%s", out)
+		assert.Contains(t, out, "--- PASS: "+name, "the Profiles module's rule tests:\n%s", out)
 	}
 }
 

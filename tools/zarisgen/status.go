@@ -76,65 +76,122 @@ func statusEnumOf(p *program, source string) (*enum, error) {
 // Every value must be in exactly one of answer, retry and refresh; a slow value is a
 // retried one with an integer factor of at least 2; each role names a value of its class.
 func buildStatus(p *program, source string, e *enum, batch bool) (*statusModel, error) {
-	declLine := p.declLine("enum", e.Name)
-	fail := func(key, format string, args ...any) error {
-		l := declLine
-		if key != "" {
-			l = p.annotationLine(declLine, key)
-		}
-		field := "enum " + e.Name
-		if key != "" {
-			field += ": annotation " + key
-		}
-		return &specError{Pos: pos(source, l), Field: field, Msg: fmt.Sprintf(format, args...)}
-	}
-	if err := checkAnnotations(e.Annotations, enumAnnotations, func(key, msg string) error { return fail(key, "%s", msg) }); err != nil {
+	sc := newStatusCheck(p, source, e)
+	if err := checkAnnotations(e.Annotations, enumAnnotations, func(key, msg string) error { return sc.fail(key, "%s", msg) }); err != nil {
 		return nil, err
 	}
 	m := &statusModel{Enum: e.Name, GoType: goTypeName(e.Name)}
-	class := map[string]string{}
-	byName := map[string]bool{}
-	for _, v := range e.Members {
-		byName[v.Name] = true
+	if err := sc.classify(); err != nil {
+		return nil, err
 	}
+	slow, err := sc.slowFactors()
+	if err != nil {
+		return nil, err
+	}
+	if m.Values, err = sc.values(m.GoType, slow); err != nil {
+		return nil, err
+	}
+	if err := sc.roles(m, batch); err != nil {
+		return nil, err
+	}
+	return m, nil
+}
+
+// statusCheck is buildStatus's view of the status enum e, read from source: the names of
+// its values and, once classify has read the class annotations, each value's class.
+type statusCheck struct {
+	p        *program
+	source   string
+	e        *enum
+	declLine int
+	byName   map[string]bool   // the enum's value names
+	class    map[string]string // value name: its runtime class (runtime.Answer, ...)
+}
+
+// newStatusCheck is the check of e with its value names read and no class yet.
+func newStatusCheck(p *program, source string, e *enum) *statusCheck {
+	sc := &statusCheck{p: p, source: source, e: e, declLine: p.declLine("enum", e.Name),
+		byName: map[string]bool{}, class: map[string]string{}}
+	for _, v := range e.Members {
+		sc.byName[v.Name] = true
+	}
+	return sc
+}
+
+// fail is the error refusing the enum's annotation key (the enum itself when key is empty)
+// for the reason format and args say.
+func (sc *statusCheck) fail(key, format string, args ...any) error {
+	l := sc.declLine
+	if key != "" {
+		l = sc.p.annotationLine(sc.declLine, key)
+	}
+	field := "enum " + sc.e.Name
+	if key != "" {
+		field += ": annotation " + key
+	}
+	return &specError{Pos: pos(sc.source, l), Field: field, Msg: fmt.Sprintf(format, args...)}
+}
+
+// classify reads the class annotations (answer, retry, refresh) into sc.class: each names
+// values of the enum, and no value is in two classes.
+func (sc *statusCheck) classify() error {
 	for _, c := range []struct{ key, class string }{{annAnswer, "runtime.Answer"}, {annRetry, "runtime.Retry"}, {annRefresh, "runtime.RefreshRetry"}} {
-		for _, name := range splitList(e.Annotations[c.key]) {
-			if !byName[name] {
-				return nil, fail(c.key, "%q is not a value of %s", name, e.Name)
+		for _, name := range splitList(sc.e.Annotations[c.key]) {
+			if !sc.byName[name] {
+				return sc.fail(c.key, "%q is not a value of %s", name, sc.e.Name)
 			}
-			if prev, ok := class[name]; ok {
-				return nil, fail(c.key, "%s is in two classes (%s and %s): a value is in exactly one", name, annOf(prev), c.key)
+			if prev, ok := sc.class[name]; ok {
+				return sc.fail(c.key, "%s is in two classes (%s and %s): a value is in exactly one", name, annOf(prev), c.key)
 			}
-			class[name] = c.class
+			sc.class[name] = c.class
 		}
 	}
+	return nil
+}
+
+// slowFactors reads the slow-backoff annotation ("<value>:<factor>", comma-separated): the
+// factor of each value it names, a retried value named once with an integer of at least 2.
+func (sc *statusCheck) slowFactors() (map[string]int, error) {
 	slow := map[string]int{}
-	for _, spec := range splitList(e.Annotations[annSlow]) {
+	for _, spec := range splitList(sc.e.Annotations[annSlow]) {
 		name, f, ok := strings.Cut(spec, ":")
 		name = strings.TrimSpace(name)
 		factor, err := strconv.Atoi(strings.TrimSpace(f))
 		if !ok || err != nil || factor < 2 {
-			return nil, fail(annSlow, `%q is not "<value>:<factor>" with an integer factor of at least 2`, spec)
+			return nil, sc.fail(annSlow, `%q is not "<value>:<factor>" with an integer factor of at least 2`, spec)
 		}
-		if !byName[name] {
-			return nil, fail(annSlow, "%q is not a value of %s", name, e.Name)
+		if !sc.byName[name] {
+			return nil, sc.fail(annSlow, "%q is not a value of %s", name, sc.e.Name)
 		}
-		if c := class[name]; c != "runtime.Retry" && c != "runtime.RefreshRetry" {
-			return nil, fail(annSlow, "%s is not retried (%s or %s), so it never backs off", name, annRetry, annRefresh)
+		if c := sc.class[name]; c != "runtime.Retry" && c != "runtime.RefreshRetry" {
+			return nil, sc.fail(annSlow, "%s is not retried (%s or %s), so it never backs off", name, annRetry, annRefresh)
 		}
 		if _, dup := slow[name]; dup {
-			return nil, fail(annSlow, "%s is named twice", name)
+			return nil, sc.fail(annSlow, "%s is named twice", name)
 		}
 		slow[name] = factor
 	}
-	for _, v := range e.Members {
-		c, ok := class[v.Name]
+	return slow, nil
+}
+
+// values is the table's row of every value of the enum, in the IDL's order, with its Go
+// constant (goType_name), its class and its slow factor; it refuses a value in no class.
+func (sc *statusCheck) values(goType string, slow map[string]int) ([]statusValue, error) {
+	var values []statusValue
+	for _, v := range sc.e.Members {
+		c, ok := sc.class[v.Name]
 		if !ok {
-			return nil, &specError{Pos: pos(source, p.memberLine(e.Name, v.Name)), Field: "enum " + e.Name + ": value " + v.Name,
+			return nil, &specError{Pos: pos(sc.source, sc.p.memberLine(sc.e.Name, v.Name)), Field: "enum " + sc.e.Name + ": value " + v.Name,
 				Msg: fmt.Sprintf("not classified: add it to %s, %s or %s on the enum", annAnswer, annRetry, annRefresh)}
 		}
-		m.Values = append(m.Values, statusValue{Name: v.Name, Const: m.GoType + "_" + v.Name, Class: c, SlowFactor: slow[v.Name]})
+		values = append(values, statusValue{Name: v.Name, Const: goType + "_" + v.Name, Class: c, SlowFactor: slow[v.Name]})
 	}
+	return values, nil
+}
+
+// roles reads the role annotations (ok, invalid, unanswered) into m's Go constants: each
+// names a value of its class. A service with multi-key operations (batch) needs all three.
+func (sc *statusCheck) roles(m *statusModel, batch bool) error {
 	roles := []struct {
 		key     string
 		dst     *string
@@ -146,23 +203,23 @@ func buildStatus(p *program, source string, e *enum, batch bool) (*statusModel, 
 		{annUnanswered, &m.Unanswered, []string{"runtime.Retry", "runtime.RefreshRetry"}, "a retried value"},
 	}
 	for _, r := range roles {
-		name, ok := e.Annotations[r.key]
+		name, ok := sc.e.Annotations[r.key]
 		if !ok {
 			if batch {
-				return nil, fail("", "missing %s: a service with multi-key operations needs %s, %s and %s on its status enum", r.key, annOk, annInvalid, annUnanswered)
+				return sc.fail("", "missing %s: a service with multi-key operations needs %s, %s and %s on its status enum", r.key, annOk, annInvalid, annUnanswered)
 			}
 			continue
 		}
 		name = strings.TrimSpace(name)
-		if !byName[name] {
-			return nil, fail(r.key, "%q is not a value of %s", name, e.Name)
+		if !sc.byName[name] {
+			return sc.fail(r.key, "%q is not a value of %s", name, sc.e.Name)
 		}
-		if !slices.Contains(r.classes, class[name]) {
-			return nil, fail(r.key, "%s must be %s", name, r.want)
+		if !slices.Contains(r.classes, sc.class[name]) {
+			return sc.fail(r.key, "%s must be %s", name, r.want)
 		}
 		*r.dst = m.GoType + "_" + name
 	}
-	return m, nil
+	return nil
 }
 
 func annOf(class string) string {
