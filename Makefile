@@ -100,6 +100,10 @@ FUZZ_TARGETS := runtime:FuzzNewConfigEnv runtime:FuzzMalformedReply internal/thr
 	tools/store:FuzzNodeHeaderPort tools/store:FuzzNodeJSONPort tools/store:FuzzMemMultiGet
 FUZZTIME      ?= 3s
 SOAK_FUZZTIME ?= 60s
+# CODEC_FUZZ is the generated codec's fuzz target, which `make soak` runs for CODEC_SOAK_FUZZTIME
+# more: the codec carries every pipelined call, so it gets the longest look.
+CODEC_FUZZ          := internal/codeccheck:FuzzCodec
+CODEC_SOAK_FUZZTIME ?= 10m
 SOAK_COUNT    ?= 20
 
 # Go 1.26's fuzz coordinator can fail a target at the end of -fuzztime with a bare "context
@@ -125,8 +129,9 @@ fuzz: ## run each fuzz target for FUZZTIME (3s) beyond its committed seeds
 # soak` repeats with the proof tests; `make test` runs them once with everything else.
 STORE_FAULT_TESTS := ^(TestCutover_|TestTombstone_|TestSegment_AppliesOnlyNewerEntries|TestCoordinator_Revoke)
 
-soak: ## long run: each fuzz target for SOAK_FUZZTIME (60s), the proof tests and the store's fault tests SOAK_COUNT (20) times with -race, then make mutate
+soak: ## long run: each fuzz target for SOAK_FUZZTIME (60s) and the codec's for CODEC_SOAK_FUZZTIME (10m) more, the proof tests and the store's fault tests SOAK_COUNT (20) times with -race, then make mutate
 	$(MAKE) fuzz FUZZTIME=$(SOAK_FUZZTIME)
+	$(MAKE) fuzz FUZZ_TARGETS=$(CODEC_FUZZ) FUZZTIME=$(CODEC_SOAK_FUZZTIME)
 	$(GO) -C $(TOOLS) test -race -count=$(SOAK_COUNT) -timeout 60m ./proof
 	$(GO) -C $(TOOLS) test -race -count=$(SOAK_COUNT) -timeout 30m -run '$(STORE_FAULT_TESTS)' ./store
 	$(MAKE) mutate
