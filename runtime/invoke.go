@@ -21,12 +21,11 @@ func (c *Engine) Invoke(ctx context.Context, call *Call) (Response, error) {
 		call.attemptStart = time.Now()
 	}
 	resp, err := c.invoke(ctx, call, a, start)
-	a.Duration = c.since(start) // the attempt's one reading at its end
+	d := c.since(start) // the attempt's one reading at its end
 	if call.debt.owed {
-		call.debt.settle(start, a.Duration, a.Answered)
+		call.debt.settle(start, d, a.Answered)
 	}
-	a.End = start.Add(a.Duration)
-	a.Err = err
+	a.finish(start, d, err)
 	return resp, err
 }
 
@@ -38,7 +37,7 @@ func (c *Engine) invoke(ctx context.Context, call *Call, a *Attempt, start time.
 		return nil, ErrClosed
 	}
 	r, err := c.routeCall(call)
-	a.Node, a.Addr, a.MapEpoch = r.Node, r.Addr, r.Epoch
+	a.begin(r)
 	if err != nil {
 		return nil, err
 	}
@@ -125,7 +124,7 @@ func (c *Engine) invokePooled(ctx context.Context, call *Call, a *Attempt, r Rou
 		} else {
 			p.put(conn)
 		}
-		a.Answered, a.Status, a.AnswerEpoch = true, call.Op.Status(resp), resp.GetMapEpoch()
+		a.RecordAnswer(call.Op.Status(resp), resp.GetMapEpoch())
 		return resp, nil
 	}
 	p.discard(conn)

@@ -96,7 +96,7 @@ func (c *Engine) invokePipelined(ctx context.Context, call *Call, a *Attempt, r 
 	o := outcome{err: err, attemptTimeout: p.timedOut, ownerMoved: p.ownerMoved || errors.Is(err, errOwnsNothing)}
 	ps.putCall(p)
 	if err == nil {
-		a.Answered, a.Status, a.AnswerEpoch = true, call.Op.Status(resp), resp.GetMapEpoch()
+		a.RecordAnswer(call.Op.Status(resp), resp.GetMapEpoch())
 		return resp, nil
 	}
 	return nil, c.callError(ctx, call, r, o)
