@@ -37,6 +37,10 @@ type thriftConn struct {
 	once       sync.Once
 	err        error
 
+	// idleCheck is how long it may sit idle before usable peeks at its socket
+	// (Config.idleCheck).
+	idleCheck time.Duration
+
 	// owner is the segment+1 of the pooled call in flight, 0 between calls (ownerwatch.go).
 	owner atomic.Int64
 
@@ -153,19 +157,18 @@ func (c *thriftConn) unwatch() {
 
 func neverStopped() bool { return true }
 
-// idleCheckAfter is how long a connection may sit idle before the pool checks, when
-// lending it, that the node has not closed it meanwhile (a node's idle timeout, a restart).
-// Without the check the next call would fail after being written, which for a
-// non-idempotent operation is an in-doubt error although the node never saw it. In
-// nanoseconds; tests change it.
-var idleCheckAfter atomic.Int64
-
-func init() { idleCheckAfter.Store(int64(100 * time.Millisecond)) }
+// defaultIdleCheckAfter is how long a connection may sit idle before the pool checks, when
+// lending it, that the node has not closed it meanwhile (a node's idle timeout, a restart),
+// unless Config.idleCheckAfter says otherwise. Without the check the next call would fail
+// after being written, which for a non-idempotent operation is an in-doubt error although
+// the node never saw it.
+const defaultIdleCheckAfter = 100 * time.Millisecond
 
 // usable reports whether the pool may lend this idle connection at now: it was used
-// recently, or a peek at the socket finds it open with nothing unasked for waiting.
+// recently (within c.idleCheck), or a peek at the socket finds it open with nothing
+// unasked for waiting.
 func (c *thriftConn) usable(now time.Time) bool {
-	if now.Sub(c.lastUsed) < time.Duration(idleCheckAfter.Load()) {
+	if now.Sub(c.lastUsed) < c.idleCheck {
 		return true
 	}
 	return idleConnOK(c.raw)

@@ -19,7 +19,7 @@ import (
 type pipelines struct {
 	conns      int
 	timeout    time.Duration // the attempt timeout, also the longest a write may stall
-	soloPooled bool          // a call alone in flight to its node takes a pooled connection; tests turn it off
+	soloPooled bool          // a call alone in flight to its node takes a pooled connection (not Pipelining.everyCall)
 	dialSocket func(ctx context.Context, addr string) (net.Conn, error)
 	protocol   Protocol
 	transport  Transport
@@ -41,7 +41,7 @@ func newPipelines(cfg Config) *pipelines {
 	ps := &pipelines{
 		conns:      cfg.Pipeline.Conns,
 		timeout:    cfg.AttemptTimeout,
-		soloPooled: true,
+		soloPooled: !cfg.Pipeline.everyCall,
 		dialSocket: socketDialer(cfg),
 		protocol:   cfg.Protocol,
 		transport:  cfg.Transport,
