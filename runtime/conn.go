@@ -4,7 +4,6 @@ import (
 	"context"
 	"net"
 	"sync"
-	"sync/atomic"
 	"time"
 )
 
@@ -40,9 +39,6 @@ type thriftConn struct {
 	// idleCheck is how long it may sit idle before usable peeks at its socket
 	// (Config.idleCheck).
 	idleCheck time.Duration
-
-	// owner is the segment+1 of the pooled call in flight, 0 between calls (ownerwatch.go).
-	owner atomic.Int64
 
 	// The watch on the caller's context (see arm): a context.AfterFunc that aborts the
 	// call in flight, kept from call to call while they come with the same context.

@@ -475,7 +475,7 @@ func firstIdle(t *testing.T, cl *Engine) *thriftConn {
 		select {
 		case c := <-p.idle:
 			p.idle <- c
-			return c.(*thriftConn)
+			return c.Conn.(*thriftConn)
 		default:
 		}
 	}
