@@ -37,7 +37,7 @@ type thriftConn struct {
 	err        error
 
 	// idleCheck is how long it may sit idle before usable peeks at its socket
-	// (Config.idleCheck).
+	// (Config.idleCheckAfter).
 	idleCheck time.Duration
 
 	// The watch on the caller's context (see arm): a context.AfterFunc that aborts the

@@ -130,8 +130,10 @@ func watching(k watchKind, seg int32) watchState {
 	return watchState(uint64(k)<<32 | uint64(uint32(seg)))
 }
 
+// kind is s's kind.
 func (s watchState) kind() watchKind { return watchKind(s >> 32) }
 
+// segment is the segment of a watchSegment state.
 func (s watchState) segment() int32 { return int32(uint32(s)) }
 
 // watchFor is the state of a pooled connection carrying call's attempt, routed to r.
