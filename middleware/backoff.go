@@ -73,13 +73,12 @@ func Backoff(p runtime.RetryPolicy, clock runtime.Clock) Middleware {
 	clock = cmp.Or(clock, runtime.SystemClock)
 	return func(next Handler) Handler {
 		return func(ctx context.Context, call *runtime.Call) (runtime.Response, error) {
-			n := len(call.Attempts)
-			if n < 2 {
+			last := call.Previous()
+			if last == nil {
 				return next(ctx, call)
 			}
 			now := clock.Now()
-			last := &call.Attempts[n-2]
-			if d := Delay(p, n-1, SlowFactor(p, call, last), now, call.Deadline); d > 0 && !AtOnce(last) && !awaitsOwner(p, call, now) {
+			if d := Delay(p, len(call.Earlier()), SlowFactor(p, call, last), now, call.Deadline); d > 0 && !AtOnce(last) && !awaitsOwner(p, call, now) {
 				err := clock.Sleep(ctx, d)
 				call.Stats.Backoff += clock.Now().Sub(now)
 				if err != nil {
@@ -97,7 +96,7 @@ func Backoff(p runtime.RetryPolicy, clock runtime.Clock) Middleware {
 // awaitsOwner reports whether the refresh layer waits for a new owner before the attempt
 // in flight, in place of the backoff (rule B7).
 func awaitsOwner(p runtime.RetryPolicy, call *runtime.Call, now time.Time) bool {
-	_, ok := OwnerWaitUntil(p, call.Attempts[:len(call.Attempts)-1], call.Deadline, now)
+	_, ok := OwnerWaitUntil(p, call.Earlier(), call.Deadline, now)
 	return ok && call.Target == nil
 }
 

@@ -161,7 +161,7 @@ func Classify(classifiers ...Classifier) Middleware {
 				err = errNoOutcome
 				o.Err = err
 			case !a.Answered:
-				a.Answered, a.Status, a.AnswerEpoch = true, call.Op.Status(resp), resp.GetMapEpoch()
+				a.RecordAnswer(call.Op.Status(resp), resp.GetMapEpoch())
 			}
 			class := runtime.Fatal
 			for _, c := range classifiers {

@@ -40,8 +40,8 @@ func RefreshOnMoved(r MapRefresher, p runtime.RetryPolicy, clock runtime.Clock) 
 	clock = cmp.Or(clock, runtime.SystemClock)
 	return func(next Handler) Handler {
 		return func(ctx context.Context, call *runtime.Call) (runtime.Response, error) {
-			if n := len(call.Attempts); n > 1 {
-				if err := refreshBeforeRetry(ctx, call, r, p, clock, call.Attempts[:n-1]); err != nil {
+			if prior := call.Earlier(); len(prior) > 0 {
+				if err := refreshBeforeRetry(ctx, call, r, p, clock, prior); err != nil {
 					return nil, err
 				}
 			}
@@ -62,7 +62,7 @@ func RefreshOnMoved(r MapRefresher, p runtime.RetryPolicy, clock runtime.Clock) 
 // B7 wait, or one shared refresh, or nothing. It returns the StopError of a call whose
 // context ended, or whose deadline passed in the wait, meanwhile.
 func refreshBeforeRetry(ctx context.Context, call *runtime.Call, r MapRefresher, p runtime.RetryPolicy, clock runtime.Clock, prior []runtime.Attempt) error {
-	prev := &prior[len(prior)-1]
+	prev := call.Previous()
 	if until, ok := OwnerWaitUntil(p, prior, call.Deadline, clock.Now()); ok && call.Target == nil {
 		res := awaitOwner(ctx, clock, r, &call.Stats, call.Key, prev, until)
 		if err := ctx.Err(); err != nil {

@@ -60,7 +60,7 @@ func retryLoop(ctx context.Context, call *runtime.Call, h Handler, p runtime.Ret
 		if err != nil {
 			if stop, ok := errors.AsType[*StopError](err); ok {
 				// The attempt was never made: forget it and end with the last outcome.
-				call.Attempts = call.Attempts[:len(call.Attempts)-1]
+				call.DropAttempt()
 				return resp, endCall(call, clock, start, limit, stop, nil)
 			}
 		}

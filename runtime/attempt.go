@@ -45,6 +45,22 @@ type Attempt struct {
 	End time.Time
 }
 
+// begin records where the attempt is routed: r's node and address, and the epoch of the map
+// it was routed with.
+func (a *Attempt) begin(r Route) { a.Node, a.Addr, a.MapEpoch = r.Node, r.Addr, r.Epoch }
+
+// RecordAnswer records that a response arrived, with status s and epoch, the answering
+// node's map epoch (rule B1): it sets Answered, Status and AnswerEpoch together.
+func (a *Attempt) RecordAnswer(s Status, epoch int64) {
+	a.Answered, a.Status, a.AnswerEpoch = true, s, epoch
+}
+
+// finish records the attempt's end: it took d from start, on the client's Clock, and ended
+// with err (nil for a response).
+func (a *Attempt) finish(start time.Time, d time.Duration, err error) {
+	a.Duration, a.End, a.Err = d, start.Add(d), err
+}
+
 // Class is the verdict on one attempt's outcome, which the retry layer acts on.
 type Class int
 

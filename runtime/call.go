@@ -78,6 +78,28 @@ func (c *Call) Last() *Attempt {
 	return &c.Attempts[len(c.Attempts)-1]
 }
 
+// Previous returns the attempt before the current one, or nil before the second attempt.
+func (c *Call) Previous() *Attempt {
+	if len(c.Attempts) < 2 {
+		return nil
+	}
+	return &c.Attempts[len(c.Attempts)-2]
+}
+
+// Earlier returns the attempts before the current one, oldest first: empty before the
+// second attempt. The slice shares the call's record.
+func (c *Call) Earlier() []Attempt {
+	return c.Attempts[:max(len(c.Attempts)-1, 0)]
+}
+
+// DropAttempt forgets the current attempt, one that was never made (an attempt-level layer
+// stopped the call before it was sent); it does nothing before the first attempt.
+func (c *Call) DropAttempt() {
+	if len(c.Attempts) > 0 {
+		c.Attempts = c.Attempts[:len(c.Attempts)-1]
+	}
+}
+
 // CallStats counts the work a call caused besides its attempts.
 type CallStats struct {
 	// RefreshesRequested counts map refreshes the call asked for.

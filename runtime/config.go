@@ -123,6 +123,22 @@ type Config struct {
 	// requestLimit, set by Dial, is the engine's current map's MaxMessageBytes, which the
 	// built-in dialer's connections hold every request to (0: the map says none).
 	requestLimit *atomic.Int64
+	// idleCheckAfter is how long a pooled connection of the built-in dialer may sit idle
+	// before the pool checks, when lending it, that the node has not closed it meanwhile:
+	// zero means defaultIdleCheckAfter, negative means at every lend.
+	idleCheckAfter time.Duration
+}
+
+// idleCheck is how long a connection of the built-in dialer may sit idle before the pool
+// checks it when lending it (Config.idleCheckAfter; 0: at every lend).
+func (cfg *Config) idleCheck() time.Duration {
+	switch {
+	case cfg.idleCheckAfter == 0:
+		return defaultIdleCheckAfter
+	case cfg.idleCheckAfter < 0:
+		return 0
+	}
+	return cfg.idleCheckAfter
 }
 
 // Defaults of the Config fields outside RetryPolicy (which has DefaultRetryPolicy).
@@ -330,6 +346,10 @@ type Pipelining struct {
 	// the connections open until each carries 8 calls queued or in flight; the next call
 	// then opens another, up to Conns.
 	Conns int
+
+	// everyCall sends every call over a pipelined connection, even one with no other call
+	// in flight to its node, which otherwise takes a pooled connection.
+	everyCall bool
 }
 
 // DefaultPipelining is the mode a client starts from before the environment and options:

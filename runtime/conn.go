@@ -4,7 +4,6 @@ import (
 	"context"
 	"net"
 	"sync"
-	"sync/atomic"
 	"time"
 )
 
@@ -37,8 +36,9 @@ type thriftConn struct {
 	once       sync.Once
 	err        error
 
-	// owner is the segment+1 of the pooled call in flight, 0 between calls (ownerwatch.go).
-	owner atomic.Int64
+	// idleCheck is how long it may sit idle before usable peeks at its socket
+	// (Config.idleCheckAfter).
+	idleCheck time.Duration
 
 	// The watch on the caller's context (see arm): a context.AfterFunc that aborts the
 	// call in flight, kept from call to call while they come with the same context.
@@ -153,19 +153,18 @@ func (c *thriftConn) unwatch() {
 
 func neverStopped() bool { return true }
 
-// idleCheckAfter is how long a connection may sit idle before the pool checks, when
-// lending it, that the node has not closed it meanwhile (a node's idle timeout, a restart).
-// Without the check the next call would fail after being written, which for a
-// non-idempotent operation is an in-doubt error although the node never saw it. In
-// nanoseconds; tests change it.
-var idleCheckAfter atomic.Int64
-
-func init() { idleCheckAfter.Store(int64(100 * time.Millisecond)) }
+// defaultIdleCheckAfter is how long a connection may sit idle before the pool checks, when
+// lending it, that the node has not closed it meanwhile (a node's idle timeout, a restart),
+// unless Config.idleCheckAfter says otherwise. Without the check the next call would fail
+// after being written, which for a non-idempotent operation is an in-doubt error although
+// the node never saw it.
+const defaultIdleCheckAfter = 100 * time.Millisecond
 
 // usable reports whether the pool may lend this idle connection at now: it was used
-// recently, or a peek at the socket finds it open with nothing unasked for waiting.
+// recently (within c.idleCheck), or a peek at the socket finds it open with nothing
+// unasked for waiting.
 func (c *thriftConn) usable(now time.Time) bool {
-	if now.Sub(c.lastUsed) < time.Duration(idleCheckAfter.Load()) {
+	if now.Sub(c.lastUsed) < c.idleCheck {
 		return true
 	}
 	return idleConnOK(c.raw)

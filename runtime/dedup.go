@@ -79,7 +79,7 @@ type replayWindow struct {
 // mayHaveApplied reports whether an attempt before the current one was sent and got no
 // reply, so the store may have applied it.
 func (c *Call) mayHaveApplied() bool {
-	for _, a := range c.Attempts[:max(len(c.Attempts)-1, 0)] {
+	for _, a := range c.Earlier() {
 		if a.Sent && !a.Answered {
 			return true
 		}

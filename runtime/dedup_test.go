@@ -64,14 +64,13 @@ func startDedupNode(t *testing.T, window time.Duration, clock runtime.Clock) (*d
 		h.cmap.DedupWindowMs = &ms
 	}
 	opts := []runtime.Option{runtime.WithEnv(func(string) (string, bool) { return "", false }),
-		runtime.WithSeeds(node.Addr), runtime.WithPipelining(true), runtime.WithPipelineConns(1), runtime.WithBackoff(0)}
+		runtime.WithSeeds(node.Addr), runtime.WithPipelining(true), runtime.WithPipelineConns(1), runtime.WithBackoff(0), runtime.PipelineEveryCall()}
 	if clock != nil {
 		opts = append(opts, runtime.WithClock(clock))
 	}
 	kv, err := zarisclient.Dial(context.Background(), opts...)
 	require.NoError(t, err)
 	t.Cleanup(func() { kv.Close() })
-	runtime.PipelineEveryCall(kv.Engine())
 	return h, node, kv
 }
 

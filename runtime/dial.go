@@ -51,6 +51,7 @@ func DefaultDialer(cfg Config) Dialer {
 	newClient := cfg.Service.NewClient
 	dialSocket := socketDialer(cfg)
 	protocol, transport := cfg.Protocol, cfg.Transport
+	idleCheck := cfg.idleCheck()
 	return func(ctx context.Context, addr string) (Conn, error) {
 		raw, err := dialSocket(ctx, addr)
 		if err != nil {
@@ -61,6 +62,7 @@ func DefaultDialer(cfg Config) Dialer {
 			raw.Close()
 			return nil, err
 		}
+		c.idleCheck = idleCheck
 		return c, nil
 	}
 }
@@ -110,9 +112,10 @@ func newThriftConn(raw net.Conn, p Protocol, t Transport, tcfg *thrift.TConfigur
 		proto = thriftbuf.NewFrames(proto, tcfg).ShareBinaries().LimitWrites(limit)
 	}
 	c := &thriftConn{
-		raw:    raw,
-		sock:   sock,
-		client: newClient(thrift.NewTStandardClient(proto, proto)),
+		raw:       raw,
+		sock:      sock,
+		client:    newClient(thrift.NewTStandardClient(proto, proto)),
+		idleCheck: defaultIdleCheckAfter,
 	}
 	c.stopCall, c.abortCall = c.endCall, c.abort
 	return c, nil

@@ -149,10 +149,15 @@ func (c *Engine) fetchFrom(ctx context.Context, addr string) (*ClusterMap, error
 // else over a connection of its own, closed after.
 func (c *Engine) fetchOnce(ctx context.Context, addr string) (*ClusterMap, error) {
 	p := c.poolFor(addr)
-	var conn Conn
-	var err error
+	var (
+		conn   Conn
+		pooled *pooledConn
+		err    error
+	)
 	if p != nil {
-		conn, err = p.get(ctx)
+		if pooled, err = p.get(ctx); err == nil {
+			conn = pooled.Conn
+		}
 	} else {
 		conn, err = c.dial(ctx, addr)
 	}
@@ -164,9 +169,9 @@ func (c *Engine) fetchOnce(ctx context.Context, addr string) (*ClusterMap, error
 	case p == nil:
 		conn.Close()
 	case err != nil || spent:
-		p.discard(conn)
+		p.discard(pooled)
 	default:
-		p.put(conn)
+		p.put(pooled)
 	}
 	return m, err
 }

@@ -21,12 +21,11 @@ func (c *Engine) Invoke(ctx context.Context, call *Call) (Response, error) {
 		call.attemptStart = time.Now()
 	}
 	resp, err := c.invoke(ctx, call, a, start)
-	a.Duration = c.since(start) // the attempt's one reading at its end
+	d := c.since(start) // the attempt's one reading at its end
 	if call.debt.owed {
-		call.debt.settle(start, a.Duration, a.Answered)
+		call.debt.settle(start, d, a.Answered)
 	}
-	a.End = start.Add(a.Duration)
-	a.Err = err
+	a.finish(start, d, err)
 	return resp, err
 }
 
@@ -38,7 +37,7 @@ func (c *Engine) invoke(ctx context.Context, call *Call, a *Attempt, start time.
 		return nil, ErrClosed
 	}
 	r, err := c.routeCall(call)
-	a.Node, a.Addr, a.MapEpoch = r.Node, r.Addr, r.Epoch
+	a.begin(r)
 	if err != nil {
 		return nil, err
 	}
@@ -85,47 +84,37 @@ func (c *Engine) invokePooled(ctx context.Context, call *Call, a *Attempt, r Rou
 	if err != nil {
 		return nil, c.noConnError(ctx, call, r, err)
 	}
-	a.Sent = true
+	if ok, ended := c.watchOwner(conn, call, r); !ok {
+		if ended {
+			p.discard(conn) // an install closed it meanwhile
+		} else {
+			p.put(conn)
+		}
+		return nil, c.ownerMovedUnsent(ctx, call, r)
+	}
 	var (
 		resp Response
 		o    outcome
 	)
-	if sc, ok := conn.(*thriftConn); ok {
-		if !c.watchOwner(sc, call, r) {
-			p.put(conn)
-			a.Sent = false
-			return nil, c.ownerMovedUnsent(ctx, call, r)
-		}
+	if sc, ok := conn.Conn.(*thriftConn); ok {
 		sc.sock.debt = &call.debt
 		resp, o = callSocket(ctx, sc, call, deadline, callBound, call.attemptStart, c.lateTimeout)
 		sc.sock.debt = nil
-		if unwatchOwner(sc) {
-			// The install closed the connection; a reply that came first is kept.
-			o.spent, o.ownerMoved = true, o.err != nil
-		}
 	} else {
-		if !c.watchCustom(p, conn, call, r) {
-			p.put(conn)
-			a.Sent = false
-			return nil, c.ownerMovedUnsent(ctx, call, r)
-		}
-		resp, o = callConn(ctx, conn, call, deadline, callBound)
-		if p.calls.CompareAndDelete(conn, int64(ownerEnded)) {
-			o.spent, o.ownerMoved = true, o.err != nil
-		} else {
-			p.calls.Delete(conn)
-		}
+		resp, o = callConn(ctx, conn.Conn, call, deadline, callBound)
 	}
-	if o.unsent {
-		a.Sent = false
+	if conn.inFlight.finish() {
+		// The install closed the connection; a reply that came first is kept.
+		o.spent, o.ownerMoved = true, o.err != nil
 	}
+	a.Sent = !o.unsent
 	if o.err == nil {
 		if o.spent {
 			p.discard(conn)
 		} else {
 			p.put(conn)
 		}
-		a.Answered, a.Status, a.AnswerEpoch = true, call.Op.Status(resp), resp.GetMapEpoch()
+		a.RecordAnswer(call.Op.Status(resp), resp.GetMapEpoch())
 		return resp, nil
 	}
 	p.discard(conn)
@@ -162,7 +151,7 @@ func (c *Engine) attemptDeadline(call *Call, start time.Time) (deadline time.Tim
 
 // borrow gets a connection from p, an idle one at once if it can, else waiting or dialing
 // until deadline; a nil p (the node is not in the map) has none. now is the wall-clock time.
-func (c *Engine) borrow(ctx context.Context, p *pool, deadline, now time.Time) (Conn, error) {
+func (c *Engine) borrow(ctx context.Context, p *pool, deadline, now time.Time) (*pooledConn, error) {
 	if p == nil {
 		return nil, errPoolClosed
 	}

@@ -94,15 +94,83 @@ func (c *Engine) ownerGone(call *Call, r Route) bool {
 	return err != nil || nr.Addr != r.Addr
 }
 
-// byNode marks a pooled sub-request in flight: it ends when its node owns nothing.
-const byNode = int64(1) << 40
+// inFlight is rule B6's record of one pooled connection (pooledConn), whatever dialed it:
+// idle, or carrying a call that a newer map ends by moving it away from the connection's
+// node, or carrying one that an install ended (and closed the connection). It is one
+// atomic word, so the call and an install race on it without a lock; the zero value is idle.
+type inFlight struct{ state atomic.Uint64 }
 
-// watchMark is what a pooled call in flight is marked with: its segment+1, or byNode.
-func watchMark(call *Call, r Route) int64 {
+// watchState is what an inFlight holds: its kind and, for watchSegment, the segment.
+type watchState uint64
+
+// watchKind names the states of an inFlight.
+type watchKind uint32
+
+const (
+	// watchIdle: no call in flight. The zero watchState.
+	watchIdle watchKind = iota
+	// watchSegment: a call in flight, which a newer map ends when it names another owner
+	// for the call's segment (or has fewer segments).
+	watchSegment
+	// watchNode: a multi-key sub-request in flight, which a newer map ends when it gives
+	// the node no segment at all.
+	watchNode
+	// watchEnded: an install ended the call in flight and closed the connection.
+	watchEnded
+)
+
+// The states of kinds that carry no segment.
+const (
+	stateIdle  = watchState(watchIdle) << 32
+	stateEnded = watchState(watchEnded) << 32
+)
+
+// watching returns the state of a connection carrying kind k's call on segment seg.
+func watching(k watchKind, seg int32) watchState {
+	return watchState(uint64(k)<<32 | uint64(uint32(seg)))
+}
+
+// kind is s's kind.
+func (s watchState) kind() watchKind { return watchKind(s >> 32) }
+
+// segment is the segment of a watchSegment state.
+func (s watchState) segment() int32 { return int32(uint32(s)) }
+
+// watchFor is the state of a pooled connection carrying call's attempt, routed to r.
+func watchFor(call *Call, r Route) watchState {
 	if call.Target != nil {
-		return byNode
+		return watching(watchNode, 0) // no segment: any of the node's
 	}
-	return int64(r.Segment) + 1
+	return watching(watchSegment, r.Segment)
+}
+
+// movedBy reports whether cur, a newer map, ends the call s watches on a connection to the
+// node at addr.
+func (s watchState) movedBy(cur *RoutingTable, addr string) bool {
+	switch s.kind() {
+	case watchNode:
+		return !slices.Contains(cur.addr, addr)
+	case watchSegment:
+		seg := s.segment()
+		return seg >= cur.count || cur.addr[seg] != addr
+	}
+	return false
+}
+
+// start records a call in flight, in state s.
+func (f *inFlight) start(s watchState) { f.state.Store(uint64(s)) }
+
+// finish records the end of the call in flight and reports whether an install ended it
+// first (the connection is then closed).
+func (f *inFlight) finish() (ended bool) {
+	return watchState(f.state.Swap(uint64(stateIdle))) == stateEnded
+}
+
+// endIfMoved ends the call in flight, if any, when cur moves it away from the node at addr
+// (watchState.movedBy), and reports whether it did: the caller then closes the connection.
+func (f *inFlight) endIfMoved(cur *RoutingTable, addr string) bool {
+	s := watchState(f.state.Load())
+	return s.movedBy(cur, addr) && f.state.CompareAndSwap(uint64(s), uint64(stateEnded))
 }
 
 // ownerMovedError is the error of an attempt ended because the map moved its segment
@@ -122,42 +190,21 @@ func (ownerMovedCause) Error() string {
 	return "a newer cluster map names another owner for the segment"
 }
 
-// In a pooled call on a built-in connection, thriftConn.owner holds the call's segment
-// plus one while the call is in flight and 0 otherwise; the install that ends the call
-// swaps in ownerEnded and closes the connection.
-const ownerEnded = -1
-
-// watchOwner marks sc as carrying call's attempt to r's node for r's segment, and reports
-// false (unmarking it) if the map already moved that segment away: the call is then not
-// sent. An install after the mark finds the connection (endMovedPooled).
-func (c *Engine) watchOwner(sc *thriftConn, call *Call, r Route) bool {
-	seg := watchMark(call, r)
-	sc.owner.Store(seg)
+// watchOwner marks pc as carrying call's attempt, routed to r, and reports false (ending
+// the mark) if the map already moved the call away from r's node: the call is then not
+// sent, and ended reports that an install closed the connection meanwhile. An install
+// after the mark finds the connection (endMovedPooled).
+func (c *Engine) watchOwner(pc *pooledConn, call *Call, r Route) (ok, ended bool) {
+	pc.inFlight.start(watchFor(call, r))
 	if c.ownerGone(call, r) {
-		sc.owner.CompareAndSwap(seg, 0)
-		return false
+		return false, pc.inFlight.finish()
 	}
-	return true
+	return true, false
 }
 
-// watchCustom is watchOwner for a connection of a custom Dialer, marked in p.calls.
-func (c *Engine) watchCustom(p *pool, conn Conn, call *Call, r Route) bool {
-	p.calls.Store(conn, watchMark(call, r))
-	if c.ownerGone(call, r) {
-		p.calls.Delete(conn)
-		return false
-	}
-	return true
-}
-
-// unwatchOwner ends the mark of watchOwner and reports whether an install ended the call
-// (the connection is then closed).
-func unwatchOwner(sc *thriftConn) (ended bool) {
-	return sc.owner.Swap(0) == ownerEnded
-}
-
-// endMovedPooled closes every pooled connection in a call whose segment cur gives to
-// another node.
+// endMovedPooled closes every pooled connection whose call in flight cur moves away from
+// its node. The connections are closed outside the pools' locks: a custom Dialer's Close
+// may take its time.
 func (c *Engine) endMovedPooled(cur *RoutingTable) {
 	c.poolMu.Lock()
 	pools := make([]*pool, 0, len(*c.pools.Load())+len(c.retired))
@@ -166,35 +213,18 @@ func (c *Engine) endMovedPooled(cur *RoutingTable) {
 	}
 	pools = append(pools, c.retired...)
 	c.poolMu.Unlock()
-	moved := func(p *pool, seg int64) bool {
-		if seg == byNode {
-			return !slices.Contains(cur.addr, p.addr)
-		}
-		s := seg - 1
-		return s >= int64(cur.count) || cur.addr[s] != p.addr
-	}
+	var ended []Conn
 	for _, p := range pools {
-		p.calls.Range(func(k, v any) bool {
-			if seg := v.(int64); seg > 0 && moved(p, seg) && p.calls.CompareAndSwap(k, v, int64(ownerEnded)) {
-				k.(Conn).Close()
-			}
-			return true
-		})
 		p.mu.Lock()
-		for conn := range p.open {
-			sc, ok := conn.(*thriftConn)
-			if !ok {
-				continue
-			}
-			seg := sc.owner.Load()
-			if seg <= 0 || !moved(p, seg) {
-				continue
-			}
-			if sc.owner.CompareAndSwap(seg, ownerEnded) {
-				sc.Close()
+		for pc := range p.open {
+			if pc.inFlight.endIfMoved(cur, p.addr) {
+				ended = append(ended, pc)
 			}
 		}
 		p.mu.Unlock()
+	}
+	for _, conn := range ended {
+		conn.Close()
 	}
 }
 

@@ -422,3 +422,34 @@ func TestB6_CallOnAnUnownedNodesFailedPipeEndsWithOwnerMoved(t *testing.T) {
 	assert.NotErrorIs(t, err, ErrTransport)
 	assert.True(t, call.Attempts[0].Sent)
 }
+
+// TestB6_InFlightRecord: a pooled connection's record is idle until a call starts on it; an
+// install ends the call only when it moves the call away from the node (its segment to
+// another owner or out of the map, or, for a sub-request, every segment), and the call's
+// finish then reports the end and leaves the record idle.
+func TestB6_InFlightRecord(t *testing.T) {
+	cur := &RoutingTable{count: 2, addr: []string{"a:1", "b:1"}}
+	var f inFlight
+	assert.False(t, f.endIfMoved(cur, "c:1"), "idle: no call to end")
+	assert.False(t, f.finish())
+
+	f.start(watching(watchSegment, 0))
+	assert.False(t, f.endIfMoved(cur, "a:1"), "the segment's owner is still a:1")
+	assert.True(t, f.endIfMoved(cur, "b:1"), "segment 0 is a:1's now")
+	assert.False(t, f.endIfMoved(cur, "b:1"), "ended once")
+	assert.True(t, f.finish(), "the call learns the install ended it")
+	assert.False(t, f.finish(), "idle again")
+
+	f.start(watching(watchSegment, 2))
+	assert.True(t, f.endIfMoved(cur, "a:1"), "the map has no segment 2")
+	f.finish()
+
+	f.start(watchFor(&Call{Target: &Route{}}, Route{Segment: 1}))
+	assert.False(t, f.endIfMoved(cur, "b:1"), "a sub-request's node still owns a segment")
+	assert.True(t, f.endIfMoved(cur, "c:1"), "the map gives c:1 no segment")
+	assert.True(t, f.finish())
+
+	assert.Equal(t, watching(watchSegment, 1), watchFor(&Call{}, Route{Segment: 1}))
+	assert.Equal(t, int32(7), watching(watchSegment, 7).segment())
+	assert.Equal(t, watchSegment, watching(watchSegment, 7).kind())
+}

@@ -77,10 +77,6 @@ type pipeConn struct {
 	kick    chan struct{} // wakes the writer goroutine
 
 	wg sync.WaitGroup // the reader, writer and sweep goroutines
-
-	// failClaimed, set by tests only, runs when the connection's failure has claimed a call
-	// and not yet told it.
-	failClaimed func(p *pcall)
 }
 
 func newPipeConn(raw net.Conn, ps *pipelines) (*pipeConn, error) {
@@ -229,7 +225,7 @@ func (c *pipeConn) flushOnce(limit int) bool {
 		c.mu.Unlock()
 		// Failed while the batch was assembled: none of it was written.
 		for _, p := range batch {
-			c.failCall(p, stWritten, err, false)
+			c.failCall(p, stWritten, err, false, (*pcall).deliver)
 			c.release()
 		}
 		return true
@@ -386,7 +382,11 @@ func (c *pipeConn) stillReading(p *pcall) bool {
 
 // fail closes the connection for err (the first failure wins) and fails every request on
 // it: those queued were never sent, those written are in doubt.
-func (c *pipeConn) fail(err error) {
+func (c *pipeConn) fail(err error) { c.failTelling(err, (*pcall).deliver) }
+
+// failTelling is fail, with tell telling each call the failure claimed its outcome:
+// pcall.deliver, or a test's pause in front of it.
+func (c *pipeConn) failTelling(err error, tell func(p *pcall, err error, sent bool)) {
 	c.mu.Lock()
 	if c.err != nil {
 		c.mu.Unlock()
@@ -403,24 +403,21 @@ func (c *pipeConn) fail(err error) {
 	c.mu.Unlock()
 	c.raw.Close()
 	for _, p := range queued {
-		c.failCall(p, stQueued, err, false)
+		c.failCall(p, stQueued, err, false, tell)
 		c.pending.Add(-1)
 	}
 	for _, p := range inflight {
-		c.failCall(p, stWritten, err, true)
+		c.failCall(p, stWritten, err, true, tell)
 		c.pending.Add(-1)
 	}
 }
 
-// failCall tells p, in state from, the connection's failure err, unless its caller or the
-// sweep ended it first; sent says whether its request was written. A caller that leaves
-// meanwhile waits for it, so that its attempt's Sent is exact.
-func (c *pipeConn) failCall(p *pcall, from int32, err error, sent bool) {
+// failCall tells p, in state from, the connection's failure err through tell, unless its
+// caller or the sweep ended it first; sent says whether its request was written. A caller
+// that leaves meanwhile waits for it, so that its attempt's Sent is exact.
+func (c *pipeConn) failCall(p *pcall, from int32, err error, sent bool, tell func(p *pcall, err error, sent bool)) {
 	if p.state.CompareAndSwap(from, stFailing) {
-		if c.failClaimed != nil {
-			c.failClaimed(p)
-		}
-		p.deliver(err, sent)
+		tell(p, err, sent)
 	}
 }
 

@@ -19,7 +19,7 @@ import (
 type pipelines struct {
 	conns      int
 	timeout    time.Duration // the attempt timeout, also the longest a write may stall
-	soloPooled bool          // a call alone in flight to its node takes a pooled connection; tests turn it off
+	soloPooled bool          // a call alone in flight to its node takes a pooled connection (not Pipelining.everyCall)
 	dialSocket func(ctx context.Context, addr string) (net.Conn, error)
 	protocol   Protocol
 	transport  Transport
@@ -41,7 +41,7 @@ func newPipelines(cfg Config) *pipelines {
 	ps := &pipelines{
 		conns:      cfg.Pipeline.Conns,
 		timeout:    cfg.AttemptTimeout,
-		soloPooled: true,
+		soloPooled: !cfg.Pipeline.everyCall,
 		dialSocket: socketDialer(cfg),
 		protocol:   cfg.Protocol,
 		transport:  cfg.Transport,
@@ -96,7 +96,7 @@ func (c *Engine) invokePipelined(ctx context.Context, call *Call, a *Attempt, r 
 	o := outcome{err: err, attemptTimeout: p.timedOut, ownerMoved: p.ownerMoved || errors.Is(err, errOwnsNothing)}
 	ps.putCall(p)
 	if err == nil {
-		a.Answered, a.Status, a.AnswerEpoch = true, call.Op.Status(resp), resp.GetMapEpoch()
+		a.RecordAnswer(call.Op.Status(resp), resp.GetMapEpoch())
 		return resp, nil
 	}
 	return nil, c.callError(ctx, call, r, o)

@@ -63,10 +63,9 @@ func dialIncrementNode(t *testing.T, h *incrementNode) (*runtime.KillableNode, *
 	h.cmap = runtime.OneNodeMap(node.Addr)
 	kv, err := zarisclient.Dial(context.Background(), runtime.WithEnv(func(string) (string, bool) { return "", false }),
 		runtime.WithSeeds(node.Addr), runtime.WithPipelining(true), runtime.WithPipelineConns(1),
-		runtime.WithBackoff(time.Millisecond))
+		runtime.WithBackoff(time.Millisecond), runtime.PipelineEveryCall())
 	require.NoError(t, err)
 	t.Cleanup(func() { kv.Close() })
-	runtime.PipelineEveryCall(kv.Engine())
 	return node, kv
 }
 

@@ -27,18 +27,13 @@ import (
 // dialPipelined dials the test server at addr in pipelined mode with conns connections.
 func dialPipelined(t *testing.T, addr string, conns int, opts ...Option) *Engine {
 	t.Helper()
-	all := append([]Option{WithService(testService), WithEnv(env(nil)), WithSeeds(addr), WithPipelining(true), WithPipelineConns(conns)}, opts...)
+	all := append([]Option{WithService(testService), WithEnv(env(nil)), WithSeeds(addr), WithPipelining(true), WithPipelineConns(conns), PipelineEveryCall()}, opts...)
 	cl, err := Dial(context.Background(), all...)
 	require.NoError(t, err)
 	require.NotNil(t, cl.pipes, "pipelined mode is on")
-	cl.pipes.soloPooled = false
 	t.Cleanup(func() { cl.Close() })
 	return cl
 }
-
-// PipelineEveryCall makes c send every call over a pipelined connection, even one alone in
-// flight to its node. Exported for the runtime_test package.
-func PipelineEveryCall(c *Engine) { c.pipes.soloPooled = false }
 
 // HoldPipelinedWrites holds the writes of every pipelined connection open to addr (there
 // must be one), so that the requests queued on them stay queued, and returns how many are
@@ -894,15 +889,14 @@ func TestPipelined_CallerLeavingAsItsConnectionFailsWhileQueued(t *testing.T) {
 	p, ended := putOnConn(ctx, ps, conn, []byte("v"))
 	eventually(t, func() bool { return conn.queued() == 1 })
 
-	conn.failClaimed = func(claimed *pcall) {
-		if claimed != p {
-			return
+	conn.failTelling(errConnClosed, func(claimed *pcall, err error, sent bool) {
+		if claimed == p {
+			cancel() // the caller leaves now
+			// Until it has given up on its request (it may wait for the failure to be told).
+			eventually(t, func() bool { return p.state.Load() == stAbandoned })
 		}
-		cancel() // the caller leaves now
-		// Until it has given up on its request (it may wait for the failure to be told).
-		eventually(t, func() bool { return p.state.Load() == stAbandoned })
-	}
-	conn.fail(errConnClosed)
+		claimed.deliver(err, sent)
+	})
 	select {
 	case err := <-ended:
 		require.Error(t, err)

@@ -24,35 +24,38 @@ type pool struct {
 	addr string
 	dial Dialer
 
-	idle  chan Conn     // idle connections; capacity size, so a put never blocks
-	slots chan struct{} // one token per open or dialing connection; capacity size
-	done  chan struct{} // closed by close, wakes every waiting borrower
+	idle  chan *pooledConn // idle connections; capacity size, so a put never blocks
+	slots chan struct{}    // one token per open or dialing connection; capacity size
+	done  chan struct{}    // closed by close, wakes every waiting borrower
 
 	closed atomic.Bool
 
-	mu   sync.Mutex        // protects open
-	open map[Conn]struct{} // every open connection, idle or borrowed
+	mu   sync.Mutex               // protects open
+	open map[*pooledConn]struct{} // every open connection, idle or borrowed
+}
 
-	// calls maps a connection of a custom Dialer with a call in flight to its segment+1,
-	// or ownerEnded once a newer map ended the call (ownerwatch.go).
-	calls sync.Map
+// pooledConn is a connection a pool opened, with rule B6's record of the call in flight on
+// it (ownerwatch.go), made once per connection whatever dialed it.
+type pooledConn struct {
+	Conn
+	inFlight inFlight
 }
 
 func newPool(addr string, size int, dial Dialer) *pool {
 	return &pool{
 		addr:  addr,
 		dial:  dial,
-		idle:  make(chan Conn, size),
+		idle:  make(chan *pooledConn, size),
 		slots: make(chan struct{}, size),
 		done:  make(chan struct{}),
-		open:  make(map[Conn]struct{}),
+		open:  make(map[*pooledConn]struct{}),
 	}
 }
 
 // get borrows a connection: an idle one, else a new one while fewer than size are open,
 // else the first to come back. A dial error is returned as is, a closed pool as
 // errPoolClosed, an ended ctx as ctx.Err().
-func (p *pool) get(ctx context.Context) (Conn, error) {
+func (p *pool) get(ctx context.Context) (*pooledConn, error) {
 	if p.closed.Load() {
 		return nil, errPoolClosed
 	}
@@ -77,8 +80,8 @@ func (p *pool) get(ctx context.Context) (Conn, error) {
 
 // lendable reports whether an idle connection may be lent at now (wall clock); one the
 // node closed while it sat idle is discarded.
-func (p *pool) lendable(c Conn, now time.Time) bool {
-	if cc, ok := c.(checkedConn); ok && !cc.usable(now) {
+func (p *pool) lendable(c *pooledConn, now time.Time) bool {
+	if cc, ok := c.Conn.(checkedConn); ok && !cc.usable(now) {
 		p.discard(c)
 		return false
 	}
@@ -87,7 +90,7 @@ func (p *pool) lendable(c Conn, now time.Time) bool {
 
 // tryIdle borrows an idle connection if there is one, without waiting; now is the
 // wall-clock time.
-func (p *pool) tryIdle(now time.Time) (Conn, bool) {
+func (p *pool) tryIdle(now time.Time) (*pooledConn, bool) {
 	if p.closed.Load() {
 		return nil, false
 	}
@@ -104,8 +107,8 @@ func (p *pool) tryIdle(now time.Time) (Conn, bool) {
 }
 
 // dialNew opens a connection in the slot its caller took.
-func (p *pool) dialNew(ctx context.Context) (Conn, error) {
-	c, err := p.dial(ctx, p.addr)
+func (p *pool) dialNew(ctx context.Context) (*pooledConn, error) {
+	conn, err := p.dial(ctx, p.addr)
 	if err != nil {
 		<-p.slots
 		return nil, err
@@ -113,17 +116,18 @@ func (p *pool) dialNew(ctx context.Context) (Conn, error) {
 	p.mu.Lock()
 	if p.closed.Load() {
 		p.mu.Unlock()
-		c.Close()
+		conn.Close()
 		<-p.slots
 		return nil, errPoolClosed
 	}
+	c := &pooledConn{Conn: conn}
 	p.open[c] = struct{}{}
 	p.mu.Unlock()
 	return c, nil
 }
 
 // put returns a healthy connection for reuse. On a closed pool it is closed instead.
-func (p *pool) put(c Conn) {
+func (p *pool) put(c *pooledConn) {
 	p.idle <- c
 	// close stores closed before draining; whichever of the two runs last sees the
 	// connection in idle and closes it.
@@ -133,7 +137,7 @@ func (p *pool) put(c Conn) {
 }
 
 // discard closes a connection that saw an error and frees its slot for a new dial.
-func (p *pool) discard(c Conn) {
+func (p *pool) discard(c *pooledConn) {
 	c.Close()
 	p.mu.Lock()
 	delete(p.open, c)

@@ -29,7 +29,7 @@ func (c *fakeConn) Close() error { c.closes.Add(1); return nil }
 func (c *fakeConn) closed() bool { return c.closes.Load() > 0 }
 
 // mustGet borrows a connection of p, failing the test if it cannot.
-func mustGet(t *testing.T, p *pool) Conn {
+func mustGet(t *testing.T, p *pool) *pooledConn {
 	t.Helper()
 	c, err := p.get(context.Background())
 	require.NoError(t, err)
@@ -86,7 +86,7 @@ func TestPoolReusesIdleConnection(t *testing.T) {
 	assert.Equal(t, int32(1), d.dials.Load())
 	p.put(c2)
 	p.close(false)
-	assert.True(t, c1.(*fakeConn).closed())
+	assert.True(t, c1.Conn.(*fakeConn).closed())
 }
 
 func TestPoolIsBounded(t *testing.T) {
@@ -104,7 +104,7 @@ func TestPoolIsBounded(t *testing.T) {
 	require.ErrorIs(t, err, context.Canceled)
 
 	// Or until a connection comes back, which it then reuses.
-	got := make(chan Conn)
+	got := make(chan *pooledConn)
 	go func() {
 		c, err := p.get(context.Background())
 		assert.NoError(t, err)
@@ -124,7 +124,7 @@ func TestPoolClosesConnectionOnError(t *testing.T) {
 
 	// A waiter blocked on the full pool dials a fresh connection once the bad one is
 	// discarded; the discarded one is closed, never handed out again.
-	got := make(chan Conn)
+	got := make(chan *pooledConn)
 	go func() {
 		c, err := p.get(context.Background())
 		assert.NoError(t, err)
@@ -133,8 +133,8 @@ func TestPoolClosesConnectionOnError(t *testing.T) {
 	p.discard(a)
 	b := <-got
 	assert.NotSame(t, a, b)
-	assert.True(t, a.(*fakeConn).closed())
-	assert.False(t, b.(*fakeConn).closed())
+	assert.True(t, a.Conn.(*fakeConn).closed())
+	assert.False(t, b.Conn.(*fakeConn).closed())
 	assert.Equal(t, int32(2), d.dials.Load())
 	assert.Equal(t, 1, p.openCount())
 }
@@ -172,7 +172,7 @@ func TestPoolClose(t *testing.T) {
 	p1.close(false)
 	assert.ErrorIs(t, <-waiting, errPoolClosed)
 	p1.put(held)
-	assert.True(t, held.(*fakeConn).closed())
+	assert.True(t, held.Conn.(*fakeConn).closed())
 
 	// Idle connections are closed at once, borrowed ones when they come back.
 	p := newPool("n:1", 2, d.dial)
@@ -180,10 +180,10 @@ func TestPoolClose(t *testing.T) {
 	borrowed := mustGet(t, p)
 	p.put(idle)
 	p.close(false)
-	assert.True(t, idle.(*fakeConn).closed(), "idle closed at once")
-	assert.False(t, borrowed.(*fakeConn).closed(), "borrowed closed when it comes back")
+	assert.True(t, idle.Conn.(*fakeConn).closed(), "idle closed at once")
+	assert.False(t, borrowed.Conn.(*fakeConn).closed(), "borrowed closed when it comes back")
 	p.put(borrowed)
-	assert.True(t, borrowed.(*fakeConn).closed())
+	assert.True(t, borrowed.Conn.(*fakeConn).closed())
 	_, err := p.get(context.Background())
 	assert.ErrorIs(t, err, errPoolClosed)
 	assert.Zero(t, d.openConns())
@@ -193,7 +193,7 @@ func TestPoolClose(t *testing.T) {
 	c := mustGet(t, p2)
 	p2.close(true)
 	p2.close(true) // idempotent
-	assert.True(t, c.(*fakeConn).closed())
+	assert.True(t, c.Conn.(*fakeConn).closed())
 	p2.discard(c)
 	assert.Zero(t, p2.openCount())
 }
@@ -240,13 +240,13 @@ func TestPoolDiscardsAnIdleConnectionTheNodeClosed(t *testing.T) {
 	b := mustGet(t, p)
 	p.put(a)
 	p.put(b)
-	a.(*fakeConn).broken.Store(true)
-	b.(*fakeConn).broken.Store(true)
+	a.Conn.(*fakeConn).broken.Store(true)
+	b.Conn.(*fakeConn).broken.Store(true)
 	c := mustGet(t, p)
 	assert.NotSame(t, a, c)
 	assert.NotSame(t, b, c)
-	assert.True(t, a.(*fakeConn).closed())
-	assert.True(t, b.(*fakeConn).closed())
+	assert.True(t, a.Conn.(*fakeConn).closed())
+	assert.True(t, b.Conn.(*fakeConn).closed())
 	assert.Equal(t, int32(3), d.dials.Load())
 	assert.Equal(t, 1, p.openCount())
 }

@@ -155,14 +155,11 @@ func checkMalformedReply(t *testing.T, node *replyNode, proto runtime.Protocol, 
 	}
 	kv, err := zarisclient.Dial(ctx, runtime.WithSeeds(node.ln.Addr().String()), runtime.WithProtocol(proto),
 		runtime.WithTransport(transport), runtime.WithRetriesDisabled(), runtime.WithAttemptTimeout(2*time.Second),
-		runtime.WithPipelining(pipelined))
+		runtime.WithPipelining(pipelined), runtime.PipelineEveryCall())
 	if err != nil {
 		t.Fatalf("dial: %v", err)
 	}
 	defer kv.Close()
-	if pipelined {
-		runtime.PipelineEveryCall(kv.Engine())
-	}
 	resp, err := kv.Get(ctx, &zaris.GetRequest{Key: []byte("k")})
 	if err == nil {
 		if resp == nil {

@@ -409,9 +409,10 @@ func (p *proxy) resetConns() {
 	p.conns = nil
 }
 
-func setIdleCheckAfter(t *testing.T, d time.Duration) {
-	old := idleCheckAfter.Swap(int64(d))
-	t.Cleanup(func() { idleCheckAfter.Store(old) })
+// withIdleCheckAfter is an Option that sets Config.idleCheckAfter: negative checks a pooled
+// connection at every lend.
+func withIdleCheckAfter(d time.Duration) Option {
+	return optionFunc(func(b *configBuilder) { b.cfg.idleCheckAfter = d })
 }
 
 // TestIdleConnectionClosedByTheNodeIsNotLent: a node that closed a pooled connection
@@ -419,7 +420,6 @@ func setIdleCheckAfter(t *testing.T, d time.Duration) {
 // finds the connection closed before lending it, so the call is not failed after being
 // written (which would make a non-idempotent write in doubt).
 func TestIdleConnectionClosedByTheNodeIsNotLent(t *testing.T) {
-	setIdleCheckAfter(t, 0)
 	for _, tc := range []struct {
 		name string
 		tls  bool
@@ -427,7 +427,7 @@ func TestIdleConnectionClosedByTheNodeIsNotLent(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			serverTLS, clientTLS := selfSignedTLS(t)
 			var srv *testServer
-			opts := []Option{WithService(testService), WithEnv(env(nil))}
+			opts := []Option{WithService(testService), WithEnv(env(nil)), withIdleCheckAfter(-1)}
 			if tc.tls {
 				srv = startServer(t, headerServer, serverTLS)
 				opts = append(opts, WithTLS(clientTLS))
@@ -475,7 +475,7 @@ func firstIdle(t *testing.T, cl *Engine) *thriftConn {
 		select {
 		case c := <-p.idle:
 			p.idle <- c
-			return c.(*thriftConn)
+			return c.Conn.(*thriftConn)
 		default:
 		}
 	}
@@ -487,8 +487,6 @@ func firstIdle(t *testing.T, cl *Engine) *thriftConn {
 // the dead connection is ErrTransport (a TTransportException by type, whatever the OS
 // said, JSON included), and the next one, which cannot dial, is ErrNodeUnavailable.
 func TestNodeDeathIsClassifiedByType(t *testing.T) {
-	// Lend the dead connection without checking it first, whatever the test's pace.
-	setIdleCheckAfter(t, time.Hour)
 	for _, tc := range []struct {
 		p    Protocol
 		kind serverKind
@@ -505,7 +503,9 @@ func TestNodeDeathIsClassifiedByType(t *testing.T) {
 			srv.kv.mu.Lock()
 			srv.kv.cmap.Nodes[0] = &zaris.NodeInfo{ID: 1, Host: host, Port: int32(p)}
 			srv.kv.mu.Unlock()
-			cl, err := Dial(context.Background(), WithService(testService), WithEnv(env(nil)), WithSeeds(px.ln.Addr().String()), WithProtocol(tc.p))
+			// Lend the dead connection without checking it first, whatever the test's pace.
+			cl, err := Dial(context.Background(), WithService(testService), WithEnv(env(nil)), WithSeeds(px.ln.Addr().String()), WithProtocol(tc.p),
+				withIdleCheckAfter(time.Hour))
 			require.NoError(t, err)
 			defer cl.Close()
 			roundTrip(t, cl, "before")

@@ -33,10 +33,7 @@ func TestRequestTooLargeIsRefusedUnsent(t *testing.T) {
 	for _, p := range []runtime.Protocol{runtime.ProtocolBinary, runtime.ProtocolHeader} {
 		for _, pipelined := range []bool{false, true} {
 			t.Run(fmt.Sprintf("%s pipelined %v", p, pipelined), func(t *testing.T) {
-				kv, h := oneNodeClient(t, runtime.WithProtocol(p), runtime.WithPipelining(pipelined))
-				if pipelined {
-					runtime.PipelineEveryCall(kv.Engine())
-				}
+				kv, h := oneNodeClient(t, runtime.WithProtocol(p), runtime.WithPipelining(pipelined), runtime.PipelineEveryCall())
 
 				_, err := kv.Increment(context.Background(), &zaris.IncrementRequest{Key: huge, Delta: 1})
 				requireTooLarge(t, err)
@@ -124,12 +121,9 @@ func TestRequestOverTheMapsLimitIsRefusedUnsent(t *testing.T) {
 			h.cmap = runtime.OneNodeMap(proxy.addr)
 			h.cmap.MaxMessageBytes = thrift.Int64Ptr(1 << 20)
 			kv, err := zarisclient.Dial(context.Background(), runtime.WithEnv(nil), runtime.WithSeeds(proxy.addr),
-				runtime.WithProtocol(tc.protocol), runtime.WithPipelining(tc.pipelined))
+				runtime.WithProtocol(tc.protocol), runtime.WithPipelining(tc.pipelined), runtime.PipelineEveryCall())
 			require.NoError(t, err)
 			t.Cleanup(func() { kv.Close() })
-			if tc.pipelined {
-				runtime.PipelineEveryCall(kv.Engine())
-			}
 			require.Equal(t, int64(1<<20), kv.Engine().Map().MaxMessageBytes)
 			_, err = kv.Get(context.Background(), &zaris.GetRequest{Key: []byte("k")}) // the data connection is open
 			require.NoError(t, err)

@@ -131,7 +131,8 @@ func (t *Transport) Invoke(ctx context.Context, call *runtime.Call) (runtime.Res
 		a.Sent = o.Sent
 		return nil, o.Err
 	}
-	a.Sent, a.Answered, a.Status, a.AnswerEpoch = true, true, o.Status, o.Epoch
+	a.Sent = true
+	a.RecordAnswer(o.Status, o.Epoch)
 	return &Response{Status: o.Status, MapEpoch: o.Epoch}, nil
 }
 
@@ -161,7 +162,7 @@ func ClientTransport(client any) func(ctx context.Context, call *runtime.Call) (
 		if err != nil {
 			return nil, err
 		}
-		a.Answered, a.Status, a.AnswerEpoch = true, call.Op.Status(resp), resp.GetMapEpoch()
+		a.RecordAnswer(call.Op.Status(resp), resp.GetMapEpoch())
 		return resp, nil
 	}
 }

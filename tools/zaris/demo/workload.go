@@ -83,7 +83,7 @@ func captureCallInfo(next middleware.Handler) middleware.Handler {
 				ci.batch = newBatchRecord(call.Batch)
 			} else if len(call.Attempts) > 1 {
 				ci.history = slices.Clone(call.Attempts)
-				for _, a := range call.Attempts[:len(call.Attempts)-1] {
+				for _, a := range call.Earlier() {
 					ci.retries = append(ci.retries, attemptCause(a))
 				}
 			}
