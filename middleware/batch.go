@@ -205,8 +205,13 @@ func (e *batchRun) between(ctx context.Context, round, limit int, pending []int)
 		return &StopError{Bound: runtime.BoundDeadline}
 	}
 	if len(waits) > 0 && e.r != nil {
-		if e.awaitOwners(ctx, waits) {
+		if at, timedOut := e.awaitOwners(ctx, waits); timedOut {
+			// As after a single call's wait that ran out: the refresh carries the failures'
+			// end as its evidence (B7).
 			refresh = true
+			if at.After(ev.At) {
+				ev.At = at
+			}
 		}
 		if err := ctx.Err(); err != nil {
 			return stopForContext(ctx, err)
@@ -251,14 +256,20 @@ type ownerWait struct {
 // awaitOwners waits (rule B7) until the map moves every item of waits away from the node
 // its last attempt could not reach, or its bound passes, counted as one wait and one
 // refresh in the call's stats; the items share the fetches, so once one item's map is in,
-// the others' waits are a look at it. It reports whether any wait ran out.
-func (e *batchRun) awaitOwners(ctx context.Context, waits []ownerWait) (timedOut bool) {
+// the others' waits are a look at it. It reports whether any wait ran out, and the latest
+// end of the attempts whose wait did.
+func (e *batchRun) awaitOwners(ctx context.Context, waits []ownerWait) (at time.Time, timedOut bool) {
 	stats := &e.call.Stats
 	start := e.clock.Now()
 	performed := false
 	for _, w := range waits {
 		res := e.r.AwaitOwner(ctx, w.key, w.prev.Node, w.until)
-		timedOut = timedOut || res.TimedOut
+		if res.TimedOut {
+			timedOut = true
+			if w.prev.End.After(at) {
+				at = w.prev.End
+			}
+		}
 		performed = performed || res.Performed
 		if ctx.Err() != nil {
 			break
@@ -270,5 +281,5 @@ func (e *batchRun) awaitOwners(ctx context.Context, waits []ownerWait) (timedOut
 	if performed {
 		stats.RefreshesPerformed++
 	}
-	return timedOut
+	return at, timedOut
 }

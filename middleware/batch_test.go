@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"sync/atomic"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
@@ -334,4 +335,47 @@ func TestBatches_R5_ZeroDelayTakesNoSleep(t *testing.T) {
 	require.NoError(t, r.Err(0))
 	assert.EqualValues(t, 2, calls.Load(), "retried once")
 	assert.Zero(t, clock.calls.Load())
+}
+
+// TestB7_TheRefreshAfterAWaitThatRanOutCarriesTheFailuresEnd: when B7's wait for a new
+// owner runs out, the refresh R3 asks for carries the end of the attempt that could not
+// reach its node as its evidence's time, for a multi-key call's item as for a single call,
+// so that a refresh the debounce holds back is deferred, not dropped.
+func TestB7_TheRefreshAfterAWaitThatRanOutCarriesTheFailuresEnd(t *testing.T) {
+	for _, batch := range []bool{false, true} {
+		t.Run(fmt.Sprintf("batch=%v", batch), func(t *testing.T) {
+			clock := mwt.NewClock()
+			var n atomic.Int32
+			transport := func(_ context.Context, call *runtime.Call) (runtime.Response, error) {
+				a := call.Current()
+				clock.Advance(30 * time.Millisecond)
+				a.Node, a.End = 2, clock.Now()
+				if n.Add(1) == 1 {
+					return nil, fmt.Errorf("dial node2: connection refused: %w", runtime.ErrNodeUnavailable)
+				}
+				a.Sent, a.Answered, a.Status = true, true, runtime.Status(zaris.KvStatus_Ok)
+				if batch {
+					return &zaris.MultiGetResponse{Status: zaris.KvStatus_Ok, Results: []*zaris.GetOutcome{{Status: zaris.KvStatus_Ok}}}, nil
+				}
+				return &zaris.GetResponse{Status: zaris.KvStatus_Ok}, nil
+			}
+			refresher := mwt.NewRefresher(1)
+			refresher.OnAwaitOwner = func(_ context.Context, w mwt.OwnerWait) runtime.RefreshResult {
+				clock.Advance(w.Until.Sub(clock.Now())) // nothing moves the owner
+				return runtime.RefreshResult{TimedOut: true, Epoch: 1}
+			}
+			h := middleware.Default(transport, refresher, runtime.Config{Retry: runtime.DefaultRetryPolicy, Clock: clock})
+			client := zarisclient.New(h)
+			if batch {
+				res, err := client.MultiGet(context.Background(), multiGetOf(1))
+				require.NoError(t, err)
+				require.NoError(t, res.Err(0))
+			} else {
+				_, err := client.Get(context.Background(), &zaris.GetRequest{Key: []byte("k0")})
+				require.NoError(t, err)
+			}
+			require.Len(t, refresher.OwnerWaits(), 1)
+			assert.Equal(t, []time.Time{mwt.Epoch.Add(30 * time.Millisecond)}, refresher.RequestTimes(), "the evidence is the failure's end")
+		})
+	}
 }
