@@ -212,11 +212,12 @@ type countingBudget struct{ deposits, withdrawals atomic.Int32 }
 func (b *countingBudget) Deposit()       { b.deposits.Add(1) }
 func (b *countingBudget) Withdraw() bool { b.withdrawals.Add(1); return true }
 
-// B3 in a batch: the batch call deposits once; a sub-request of the first round takes no
-// token, each one of a later round takes one.
-func TestBatches_B3_OnlyRetryRoundsWithdraw(t *testing.T) {
+// node1UnavailableInTheFirstRound returns a MultiGet transport for a batch of two owners
+// (ownerByLastByte): it answers every item Ok, except the items of node 1's sub-request in
+// the first round (its first two sub-requests, one per owner), which it answers Unavailable.
+func node1UnavailableInTheFirstRound() middleware.Handler {
 	var calls atomic.Int32
-	transport := func(_ context.Context, call *runtime.Call) (runtime.Response, error) {
+	return func(_ context.Context, call *runtime.Call) (runtime.Response, error) {
 		first := calls.Add(1) <= 2 // the first round: one sub-request per owner
 		a := call.StartAttempt()
 		a.Node, a.Sent, a.Answered, a.Status = call.Target.Node, true, true, runtime.Status(zaris.KvStatus_Ok)
@@ -230,9 +231,14 @@ func TestBatches_B3_OnlyRetryRoundsWithdraw(t *testing.T) {
 		}
 		return resp, nil
 	}
+}
+
+// B3 in a batch: the batch call deposits once; a sub-request of the first round takes no
+// token, each one of a later round takes one.
+func TestBatches_B3_OnlyRetryRoundsWithdraw(t *testing.T) {
 	budget := &countingBudget{}
 	batches := middleware.Batches(runtime.DefaultRetryPolicy, mwt.NewClock(), nil, ownerByLastByte{}, budget)
-	client := zarisclient.New(batches(transport))
+	client := zarisclient.New(batches(node1UnavailableInTheFirstRound()))
 	// "a0" to node 1 ('0' % 3 == 0), "a1" to node 2.
 	r, err := client.MultiGet(context.Background(), getsOf("a0", "a1"))
 	require.NoError(t, err)
@@ -283,21 +289,7 @@ func TestBatches_InvalidItemsCountAsAnswered(t *testing.T) {
 // B4 for a batch: the batch call's attempts are its sub-requests, one entry each, numbered
 // from 1 in the order they ended, and Stats.SubRequests counts them.
 func TestBatches_B4_OneAttemptPerSubRequest(t *testing.T) {
-	var calls atomic.Int32
-	transport := func(_ context.Context, call *runtime.Call) (runtime.Response, error) {
-		first := calls.Add(1) <= 2
-		a := call.StartAttempt()
-		a.Node, a.Sent, a.Answered, a.Status = call.Target.Node, true, true, runtime.Status(zaris.KvStatus_Ok)
-		resp := &zaris.MultiGetResponse{Status: zaris.KvStatus_Ok}
-		for range call.Request.(*zaris.MultiGetRequest).Items {
-			st := zaris.KvStatus_Ok
-			if first && call.Target.Node == 1 {
-				st = zaris.KvStatus_Unavailable
-			}
-			resp.Results = append(resp.Results, &zaris.GetOutcome{Status: st})
-		}
-		return resp, nil
-	}
+	transport := node1UnavailableInTheFirstRound()
 	var last *runtime.Call
 	record := func(next middleware.Handler) middleware.Handler {
 		return func(ctx context.Context, call *runtime.Call) (runtime.Response, error) {
