@@ -14,8 +14,8 @@ import (
 // takes its pending items' between rounds, together (batchRun.step).
 type retryStep struct {
 	backoff time.Duration    // how long to back off (R5)
-	refresh bool             // whether to refresh the map first (R2, R3)
-	ev      runtime.Evidence // the refresh's evidence: the attempt's (evidenceOf)
+	refresh bool             // whether to refresh the map before the retry (R2, R3)
+	ev      runtime.Evidence // the refresh's evidence (evidenceOf the attempt; the newest, merged)
 	awaits  bool             // whether wait stands in for backoff and refresh (B7)
 	wait    ownerWait
 }
