@@ -73,31 +73,33 @@ func Backoff(p runtime.RetryPolicy, clock runtime.Clock) Middleware {
 	clock = cmp.Or(clock, runtime.SystemClock)
 	return func(next Handler) Handler {
 		return func(ctx context.Context, call *runtime.Call) (runtime.Response, error) {
-			last := call.Previous()
-			if last == nil {
+			if call.Previous() == nil {
 				return next(ctx, call)
 			}
 			now := clock.Now()
-			if d := Delay(p, len(call.Earlier()), SlowFactor(p, call, last), now, call.Deadline); d > 0 && !AtOnce(last) && !awaitsOwner(p, call, now) {
-				err := clock.Sleep(ctx, d)
-				call.Stats.Backoff += clock.Now().Sub(now)
-				if err != nil {
-					return nil, stopForContext(ctx, err)
-				}
-			}
-			if !call.Deadline.IsZero() && !clock.Now().Before(call.Deadline) {
-				return nil, &StopError{Bound: runtime.BoundDeadline}
+			if stop := sleepBackoff(ctx, clock, call, callStep(p, call, now).backoff, now); stop != nil {
+				return nil, stop
 			}
 			return next(ctx, call)
 		}
 	}
 }
 
-// awaitsOwner reports whether the refresh layer waits for a new owner before the attempt
-// in flight, in place of the backoff (rule B7).
-func awaitsOwner(p runtime.RetryPolicy, call *runtime.Call, now time.Time) bool {
-	_, ok := OwnerWaitUntil(p, call.Earlier(), call.Deadline, now)
-	return ok && call.Target == nil
+// sleepBackoff sleeps d on clock (not at all when d is zero), adds the time since now to
+// call.Stats.Backoff, and returns the StopError of a sleep that ctx ended, or of a call
+// whose deadline has passed by then; nil to go on.
+func sleepBackoff(ctx context.Context, clock runtime.Clock, call *runtime.Call, d time.Duration, now time.Time) *StopError {
+	if d > 0 {
+		err := clock.Sleep(ctx, d)
+		call.Stats.Backoff += clock.Now().Sub(now)
+		if err != nil {
+			return stopForContext(ctx, err)
+		}
+	}
+	if !beforeDeadline(clock, call.Deadline) {
+		return &StopError{Bound: runtime.BoundDeadline}
+	}
+	return nil
 }
 
 // stopForContext is the StopError for a wait ended by ctx: the deadline bound when the

@@ -66,13 +66,46 @@ type batchRun struct {
 	// had its last attempt refused by an unreachable owner (Uncounted, rule B7).
 	uncounted int
 
+	start    time.Time // when the call began, for its items' terminal errors
+	limit    int       // the attempt cap of each item (MaxAttempts)
+	answered int       // the items answered so far, those RunBatch answered included
+
 	// shared holds first attempts that items share (see first); sharedFrom is where the
 	// records of the group being judged begin.
 	shared     []runtime.Attempt
 	sharedFrom int
 }
 
+// run runs the call's rounds until no item is pending, or until the call may make no further
+// round (between): then the items still pending end with the bound that stopped it. The
+// call's error is a *runtime.BatchError only when no item got an answer.
 func (e *batchRun) run(ctx context.Context) (runtime.Response, error) {
+	pending := e.begin()
+	stats := &e.call.Batch.Stats
+	for round := 1; len(pending) > 0; round++ {
+		stats.Rounds = round
+		if pending = e.round(ctx, pending, round > 1); len(pending) == 0 {
+			break
+		}
+		if stop := e.between(ctx, round, pending); stop != nil {
+			for _, i := range pending {
+				e.endItem(i, stop, nil)
+			}
+			break
+		}
+		stats.ItemsRetried += len(pending)
+	}
+	resp := e.call.Batch.Items.Response(e.epoch)
+	if e.answered == 0 {
+		return resp, &runtime.BatchError{Op: opName(e.call), Errs: e.errs}
+	}
+	return resp, nil
+}
+
+// begin sets the call up for its first round: the items' histories and errors on
+// call.Batch, the start and attempt cap, the retry budget's deposit (B3). It returns the
+// items to send, in order, and counts as answered those RunBatch answered InvalidRequest.
+func (e *batchRun) begin() (pending []int) {
 	items := e.call.Batch.Items
 	n := items.Len()
 	e.hist = make([][]runtime.Attempt, n)
@@ -80,195 +113,135 @@ func (e *batchRun) run(ctx context.Context) (runtime.Response, error) {
 	e.call.Batch.Errs = e.errs
 	e.call.Batch.Attempts = e.hist
 	e.call.Batch.Ran = true
-	stats := &e.call.Batch.Stats
-	start := e.clock.Now()
-	limit := MaxAttempts(e.p, e.call)
-	answered := 0
+	e.start = e.clock.Now()
+	e.limit = MaxAttempts(e.p, e.call)
 	if e.budget != nil {
 		e.budget.Deposit()
 	}
-
-	pending := make([]int, 0, n)
+	pending = make([]int, 0, n)
 	for i := range n {
 		if items.Invalid(i) {
-			answered++ // RunBatch answered it InvalidRequest
+			e.answered++ // RunBatch answered it InvalidRequest
 			continue
 		}
 		pending = append(pending, i)
 	}
-	for round := 1; len(pending) > 0; round++ {
-		stats.Rounds = round
-		groups := e.split(pending)
-		outs := e.send(ctx, groups, round > 1)
-		var again []int
-		for gi, g := range groups {
-			o := &outs[gi]
-			e.sharedFrom = len(e.shared)
-			if sa := o.sub.lastAttempt(); sa != nil && sa.Answered && o.resp != nil {
-				o.statuses, o.recordErr = items.Record(o.resp, g.idx)
-			}
-			halve := len(g.idx) > 1 && failedOnItsConnection(o.sub.lastAttempt())
-			for j, i := range g.idx {
-				class, final := e.judge(g, o, j, i)
-				switch {
-				case final == nil && class == runtime.Answer:
-					answered++
-				case final != nil:
-					stop := &StopError{Bound: runtime.BoundNone}
-					if se, ok := errors.AsType[*StopError](final); ok {
-						stop, final = se, nil // ended before it was sent: the last attempt's cause
-					}
-					e.errs[i] = endCall(e.itemCall(i), e.clock, start, limit, stop, final)
-				default:
-					again = append(again, i)
-					if halve {
-						e.bound(i, (len(g.idx)+1)/2)
-					}
-				}
-			}
-		}
-		if len(again) == 0 {
-			break
-		}
-		slices.Sort(again)
-		pending = again
-		if stop := e.between(ctx, round, limit, pending); stop != nil {
-			for _, i := range pending {
-				e.errs[i] = endCall(e.itemCall(i), e.clock, start, limit, stop, nil)
-			}
-			break
-		}
-		stats.ItemsRetried += len(pending)
-	}
-	resp := items.Response(e.epoch)
-	if answered == 0 {
-		return resp, &runtime.BatchError{Op: opName(e.call), Errs: e.errs}
-	}
-	return resp, nil
+	return pending
 }
 
-// itemCall is a call holding item i's attempts, for building its terminal error.
-func (e *batchRun) itemCall(i int) *runtime.Call {
-	return &runtime.Call{Op: e.call.Op, Attempts: e.hist[i]}
+// round sends the pending items, split by owner, one sub-request per group, judges each item
+// by its sub-request's outcome (settle) and returns the items to retry, in order.
+func (e *batchRun) round(ctx context.Context, pending []int, retry bool) []int {
+	groups := e.split(pending)
+	outs := e.send(ctx, groups, retry)
+	var again []int
+	for gi, g := range groups {
+		again = e.settle(g, &outs[gi], again)
+	}
+	slices.Sort(again)
+	return again
 }
 
-// between applies the single-key rules between rounds to the pending items: the bounds,
-// one backoff, the wait for a new owner of the items whose owner could not be reached
-// (rule B7: in place of their backoff, one wait per such node), one shared refresh. It
-// returns why the call stops, or nil to go on.
-func (e *batchRun) between(ctx context.Context, round, limit int, pending []int) *StopError {
+// settle judges the items of group g, whose sub-request ended as o: an answered item is
+// counted, one that ends without an answer gets its error, and the others are appended to
+// again, which it returns. After a sub-request that failed on its connection, those items
+// go in sub-requests of at most half as many items from then on.
+func (e *batchRun) settle(g group, o *subOutcome, again []int) []int {
+	e.sharedFrom = len(e.shared)
+	if sa := o.sub.lastAttempt(); sa != nil && sa.Answered && o.resp != nil {
+		o.statuses, o.recordErr = e.call.Batch.Items.Record(o.resp, g.idx)
+	}
+	halve := len(g.idx) > 1 && failedOnItsConnection(o.sub.lastAttempt())
+	for j, i := range g.idx {
+		class, final := e.judge(g, o, j, i)
+		switch {
+		case final == nil && class == runtime.Answer:
+			e.answered++
+		case final != nil:
+			stop := &StopError{Bound: runtime.BoundNone}
+			if se, ok := errors.AsType[*StopError](final); ok {
+				stop, final = se, nil // ended before it was sent: the last attempt's cause
+			}
+			e.endItem(i, stop, final)
+		default:
+			again = append(again, i)
+			if halve {
+				e.bound(i, (len(g.idx)+1)/2)
+			}
+		}
+	}
+	return again
+}
+
+// endItem ends item i without an answer: its error is the terminal error that stop and cause
+// make of its attempts (endCall).
+func (e *batchRun) endItem(i int, stop *StopError, cause error) {
+	itemCall := &runtime.Call{Op: e.call.Op, Attempts: e.hist[i]}
+	e.errs[i] = endCall(itemCall, e.clock, e.start, e.limit, stop, cause)
+}
+
+// between applies the single-key rules to the pending items after round: the bounds
+// (stopAfter), then the retry step a single call takes before a retry, for all of them
+// (step). It returns why the call stops, or nil to go on.
+func (e *batchRun) between(ctx context.Context, round int, pending []int) *StopError {
+	if stop := e.stopAfter(ctx, round, pending); stop != nil {
+		return stop
+	}
+	now := e.clock.Now()
+	step, waits := e.step(pending, now)
+	if stop := sleepBackoff(ctx, e.clock, e.call, step.backoff, now); stop != nil || e.r == nil {
+		return stop
+	}
+	return awaitThenRefresh(ctx, e.clock, e.r, e.call, waits, step.refresh, step.ev)
+}
+
+// step returns the retry step between rounds, made of the pending items' (stepAfter) at
+// now: the longest backoff any of them needs, and one refresh with the newest evidence of
+// those that ask for it; and the waits for a new owner of the items whose owner could not
+// be reached (rule B7), which stand in for their backoff and refresh.
+func (e *batchRun) step(pending []int, now time.Time) (step retryStep, waits []ownerWait) {
+	for _, i := range pending {
+		s := stepAfter(e.p, e.call, e.hist[i], e.call.Batch.Items.Key(i), true, now)
+		if s.awaits {
+			waits = append(waits, s.wait)
+			continue
+		}
+		step.backoff = max(step.backoff, s.backoff)
+		if s.refresh {
+			step.refresh, step.ev = true, newer(step.ev, s.ev)
+		}
+	}
+	return step, waits
+}
+
+// stopAfter returns why the call makes no round after round, or nil: its context ended, its
+// items are out of attempts (R4; a round after which every pending item's last attempt is
+// Uncounted does not count, rule B7, and is counted in e.uncounted here), or its deadline
+// passed.
+func (e *batchRun) stopAfter(ctx context.Context, round int, pending []int) *StopError {
 	if err := ctx.Err(); err != nil {
 		return stopForContext(ctx, err)
 	}
-	deadline := e.call.Deadline
-	if e.uncountedRound(limit, pending, deadline) {
-		e.uncounted++ // every pending item's last attempt never left an unreachable owner (B7)
+	if e.uncountedRound(pending) {
+		e.uncounted++
 	}
-	if round-e.uncounted >= limit {
+	if round-e.uncounted >= e.limit {
 		return &StopError{Bound: runtime.BoundAttempts}
 	}
-	if !beforeDeadline(e.clock, deadline) {
+	if !beforeDeadline(e.clock, e.call.Deadline) {
 		return &StopError{Bound: runtime.BoundDeadline}
-	}
-	now := e.clock.Now()
-	var refresh bool
-	var d time.Duration
-	var ev runtime.Evidence
-	var waits []ownerWait
-	for _, i := range pending {
-		last := &e.hist[i][len(e.hist[i])-1]
-		if until, ok := OwnerWaitUntil(e.p, e.hist[i], deadline, now); ok {
-			waits = append(waits, ownerWait{key: e.call.Batch.Items.Key(i), prev: last, until: until})
-			continue
-		}
-		if !AtOnce(last) {
-			d = max(d, Delay(e.p, round, SlowFactor(e.p, e.call, last), now, deadline))
-		}
-		if last.Class == runtime.RefreshRetry {
-			refresh = true
-			if last.Answered {
-				ev.Epoch = max(ev.Epoch, last.AnswerEpoch)
-			}
-			if last.End.After(ev.At) {
-				ev.At = last.End
-			}
-		}
-	}
-	if d > 0 {
-		err := e.clock.Sleep(ctx, d)
-		e.call.Stats.Backoff += e.clock.Now().Sub(now)
-		if err != nil {
-			return stopForContext(ctx, err)
-		}
-	}
-	if !beforeDeadline(e.clock, deadline) {
-		return &StopError{Bound: runtime.BoundDeadline}
-	}
-	if len(waits) > 0 && e.r != nil {
-		if e.awaitOwners(ctx, waits) {
-			refresh = true
-		}
-		if err := ctx.Err(); err != nil {
-			return stopForContext(ctx, err)
-		}
-		if !beforeDeadline(e.clock, deadline) {
-			return &StopError{Bound: runtime.BoundDeadline}
-		}
-	}
-	if refresh && e.r != nil {
-		res := refreshBefore(ctx, e.clock, deadline, e.r, ev)
-		e.call.Stats.RefreshesRequested++
-		if res.Performed {
-			e.call.Stats.RefreshesPerformed++
-		}
-		if err := ctx.Err(); err != nil {
-			return stopForContext(ctx, err)
-		}
 	}
 	return nil
 }
 
 // uncountedRound reports whether the round just ended does not count toward the call's
 // attempts: the last attempt of every pending item is Uncounted.
-func (e *batchRun) uncountedRound(limit int, pending []int, deadline time.Time) bool {
+func (e *batchRun) uncountedRound(pending []int) bool {
 	now := e.clock.Now()
 	for _, i := range pending {
-		if !Uncounted(e.p, limit, e.hist[i], deadline, now) {
+		if !Uncounted(e.p, e.limit, e.hist[i], e.call.Deadline, now) {
 			return false
 		}
 	}
 	return len(pending) > 0
-}
-
-// ownerWait is one wait of rule B7 between rounds: for a map that moves key's segment away
-// from the node prev could not reach, until until.
-type ownerWait struct {
-	key   []byte
-	prev  *runtime.Attempt
-	until time.Time
-}
-
-// awaitOwners waits (rule B7) until the map moves every item of waits away from the node
-// its last attempt could not reach, or its bound passes, counted as one wait and one
-// refresh in the call's stats; the items share the fetches, so once one item's map is in,
-// the others' waits are a look at it. It reports whether any wait ran out.
-func (e *batchRun) awaitOwners(ctx context.Context, waits []ownerWait) (timedOut bool) {
-	stats := &e.call.Stats
-	start := e.clock.Now()
-	performed := false
-	for _, w := range waits {
-		res := e.r.AwaitOwner(ctx, w.key, w.prev.Node, w.until)
-		timedOut = timedOut || res.TimedOut
-		performed = performed || res.Performed
-		if ctx.Err() != nil {
-			break
-		}
-	}
-	stats.OwnerWaits++
-	stats.OwnerWait += e.clock.Now().Sub(start)
-	stats.RefreshesRequested++
-	if performed {
-		stats.RefreshesPerformed++
-	}
-	return timedOut
 }

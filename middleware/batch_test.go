@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"sync/atomic"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
@@ -211,11 +212,12 @@ type countingBudget struct{ deposits, withdrawals atomic.Int32 }
 func (b *countingBudget) Deposit()       { b.deposits.Add(1) }
 func (b *countingBudget) Withdraw() bool { b.withdrawals.Add(1); return true }
 
-// B3 in a batch: the batch call deposits once; a sub-request of the first round takes no
-// token, each one of a later round takes one.
-func TestBatches_B3_OnlyRetryRoundsWithdraw(t *testing.T) {
+// node1UnavailableInTheFirstRound returns a MultiGet transport for a batch of two owners
+// (ownerByLastByte): it answers every item Ok, except the items of node 1's sub-request in
+// the first round (its first two sub-requests, one per owner), which it answers Unavailable.
+func node1UnavailableInTheFirstRound() middleware.Handler {
 	var calls atomic.Int32
-	transport := func(_ context.Context, call *runtime.Call) (runtime.Response, error) {
+	return func(_ context.Context, call *runtime.Call) (runtime.Response, error) {
 		first := calls.Add(1) <= 2 // the first round: one sub-request per owner
 		a := call.StartAttempt()
 		a.Node, a.Sent, a.Answered, a.Status = call.Target.Node, true, true, runtime.Status(zaris.KvStatus_Ok)
@@ -229,9 +231,14 @@ func TestBatches_B3_OnlyRetryRoundsWithdraw(t *testing.T) {
 		}
 		return resp, nil
 	}
+}
+
+// B3 in a batch: the batch call deposits once; a sub-request of the first round takes no
+// token, each one of a later round takes one.
+func TestBatches_B3_OnlyRetryRoundsWithdraw(t *testing.T) {
 	budget := &countingBudget{}
 	batches := middleware.Batches(runtime.DefaultRetryPolicy, mwt.NewClock(), nil, ownerByLastByte{}, budget)
-	client := zarisclient.New(batches(transport))
+	client := zarisclient.New(batches(node1UnavailableInTheFirstRound()))
 	// "a0" to node 1 ('0' % 3 == 0), "a1" to node 2.
 	r, err := client.MultiGet(context.Background(), getsOf("a0", "a1"))
 	require.NoError(t, err)
@@ -282,21 +289,7 @@ func TestBatches_InvalidItemsCountAsAnswered(t *testing.T) {
 // B4 for a batch: the batch call's attempts are its sub-requests, one entry each, numbered
 // from 1 in the order they ended, and Stats.SubRequests counts them.
 func TestBatches_B4_OneAttemptPerSubRequest(t *testing.T) {
-	var calls atomic.Int32
-	transport := func(_ context.Context, call *runtime.Call) (runtime.Response, error) {
-		first := calls.Add(1) <= 2
-		a := call.StartAttempt()
-		a.Node, a.Sent, a.Answered, a.Status = call.Target.Node, true, true, runtime.Status(zaris.KvStatus_Ok)
-		resp := &zaris.MultiGetResponse{Status: zaris.KvStatus_Ok}
-		for range call.Request.(*zaris.MultiGetRequest).Items {
-			st := zaris.KvStatus_Ok
-			if first && call.Target.Node == 1 {
-				st = zaris.KvStatus_Unavailable
-			}
-			resp.Results = append(resp.Results, &zaris.GetOutcome{Status: st})
-		}
-		return resp, nil
-	}
+	transport := node1UnavailableInTheFirstRound()
 	var last *runtime.Call
 	record := func(next middleware.Handler) middleware.Handler {
 		return func(ctx context.Context, call *runtime.Call) (runtime.Response, error) {
@@ -334,4 +327,47 @@ func TestBatches_R5_ZeroDelayTakesNoSleep(t *testing.T) {
 	require.NoError(t, r.Err(0))
 	assert.EqualValues(t, 2, calls.Load(), "retried once")
 	assert.Zero(t, clock.calls.Load())
+}
+
+// TestB7_TheRefreshAfterAWaitThatRanOutCarriesTheFailuresEnd: when B7's wait for a new
+// owner runs out, the refresh R3 asks for carries the end of the attempt that could not
+// reach its node as its evidence's time, for a multi-key call's item as for a single call,
+// so that a refresh the debounce holds back is deferred, not dropped.
+func TestB7_TheRefreshAfterAWaitThatRanOutCarriesTheFailuresEnd(t *testing.T) {
+	for _, batch := range []bool{false, true} {
+		t.Run(fmt.Sprintf("batch=%v", batch), func(t *testing.T) {
+			clock := mwt.NewClock()
+			var n atomic.Int32
+			transport := func(_ context.Context, call *runtime.Call) (runtime.Response, error) {
+				a := call.Current()
+				clock.Advance(30 * time.Millisecond)
+				a.Node, a.End = 2, clock.Now()
+				if n.Add(1) == 1 {
+					return nil, fmt.Errorf("dial node2: connection refused: %w", runtime.ErrNodeUnavailable)
+				}
+				a.Sent, a.Answered, a.Status = true, true, runtime.Status(zaris.KvStatus_Ok)
+				if batch {
+					return &zaris.MultiGetResponse{Status: zaris.KvStatus_Ok, Results: []*zaris.GetOutcome{{Status: zaris.KvStatus_Ok}}}, nil
+				}
+				return &zaris.GetResponse{Status: zaris.KvStatus_Ok}, nil
+			}
+			refresher := mwt.NewRefresher(1)
+			refresher.OnAwaitOwner = func(_ context.Context, w mwt.OwnerWait) runtime.RefreshResult {
+				clock.Advance(w.Until.Sub(clock.Now())) // nothing moves the owner
+				return runtime.RefreshResult{TimedOut: true, Epoch: 1}
+			}
+			h := middleware.Default(transport, refresher, runtime.Config{Retry: runtime.DefaultRetryPolicy, Clock: clock})
+			client := zarisclient.New(h)
+			if batch {
+				res, err := client.MultiGet(context.Background(), multiGetOf(1))
+				require.NoError(t, err)
+				require.NoError(t, res.Err(0))
+			} else {
+				_, err := client.Get(context.Background(), &zaris.GetRequest{Key: []byte("k0")})
+				require.NoError(t, err)
+			}
+			require.Len(t, refresher.OwnerWaits(), 1)
+			assert.Equal(t, []time.Time{mwt.Epoch.Add(30 * time.Millisecond)}, refresher.RequestTimes(), "the evidence is the failure's end")
+		})
+	}
 }

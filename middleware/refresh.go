@@ -40,9 +40,14 @@ func RefreshOnMoved(r MapRefresher, p runtime.RetryPolicy, clock runtime.Clock) 
 	clock = cmp.Or(clock, runtime.SystemClock)
 	return func(next Handler) Handler {
 		return func(ctx context.Context, call *runtime.Call) (runtime.Response, error) {
-			if prior := call.Earlier(); len(prior) > 0 {
-				if err := refreshBeforeRetry(ctx, call, r, p, clock, prior); err != nil {
-					return nil, err
+			if call.Previous() != nil {
+				step := callStep(p, call, clock.Now())
+				var waits []ownerWait
+				if step.awaits {
+					waits = []ownerWait{step.wait}
+				}
+				if stop := awaitThenRefresh(ctx, clock, r, call, waits, step.refresh, step.ev); stop != nil {
+					return nil, stop
 				}
 			}
 			resp, err := next(ctx, call)
@@ -58,28 +63,26 @@ func RefreshOnMoved(r MapRefresher, p runtime.RetryPolicy, clock runtime.Clock) 
 	}
 }
 
-// refreshBeforeRetry is what RefreshOnMoved does before the attempt that follows prior: the
-// B7 wait, or one shared refresh, or nothing. It returns the StopError of a call whose
-// context ended, or whose deadline passed in the wait, meanwhile.
-func refreshBeforeRetry(ctx context.Context, call *runtime.Call, r MapRefresher, p runtime.RetryPolicy, clock runtime.Clock, prior []runtime.Attempt) error {
-	prev := call.Previous()
-	if until, ok := OwnerWaitUntil(p, prior, call.Deadline, clock.Now()); ok && call.Target == nil {
-		res := awaitOwner(ctx, clock, r, &call.Stats, call.Key, prev, until)
+// awaitThenRefresh takes what follows the backoff in a retry step of call: its waits for a
+// new owner (B7), then one shared refresh (R2, R3) when the step asks for one (refresh,
+// with evidence ev) or a wait ran out (with the evidence of the attempts whose wait did);
+// both are counted in call.Stats. It returns the StopError of a call whose context ended
+// meanwhile, or whose deadline passed in the waits; nil to go on.
+func awaitThenRefresh(ctx context.Context, clock runtime.Clock, r MapRefresher, call *runtime.Call, waits []ownerWait, refresh bool, ev runtime.Evidence) *StopError {
+	if len(waits) > 0 {
+		waited, timedOut := awaitOwners(ctx, clock, r, &call.Stats, waits)
 		if err := ctx.Err(); err != nil {
 			return stopForContext(ctx, err)
 		}
 		if !beforeDeadline(clock, call.Deadline) {
 			return &StopError{Bound: runtime.BoundDeadline}
 		}
-		if !res.TimedOut {
-			return nil
+		if timedOut {
+			refresh, ev = true, newer(ev, waited)
 		}
-	} else if prev.Class != runtime.RefreshRetry {
-		return nil
 	}
-	ev := runtime.Evidence{At: prev.End}
-	if prev.Answered {
-		ev.Epoch = prev.AnswerEpoch
+	if !refresh {
+		return nil
 	}
 	res := refreshBefore(ctx, clock, call.Deadline, r, ev)
 	call.Stats.RefreshesRequested++
@@ -92,18 +95,30 @@ func refreshBeforeRetry(ctx context.Context, call *runtime.Call, r MapRefresher,
 	return nil
 }
 
-// awaitOwner waits, by rule B7, for a map that moves key's segment away from the node prev
-// could not reach, until until, and counts the wait in stats.
-func awaitOwner(ctx context.Context, clock runtime.Clock, r MapRefresher, stats *runtime.CallStats, key []byte, prev *runtime.Attempt, until time.Time) runtime.RefreshResult {
+// awaitOwners waits (B7) for each of waits in turn until its map is in or its bound passes,
+// stopping early when ctx ends; the waits share the fetches, so once one's map is in, the
+// next is a look at it. It counts them in stats as one wait and one refresh request, and
+// reports whether any ran out, with the newest evidence of those that did.
+func awaitOwners(ctx context.Context, clock runtime.Clock, r MapRefresher, stats *runtime.CallStats, waits []ownerWait) (ev runtime.Evidence, timedOut bool) {
 	start := clock.Now()
-	res := r.AwaitOwner(ctx, key, prev.Node, until)
+	performed := false
+	for _, w := range waits {
+		res := r.AwaitOwner(ctx, w.key, w.gone, w.until)
+		performed = performed || res.Performed
+		if res.TimedOut {
+			timedOut, ev = true, newer(ev, w.ev)
+		}
+		if ctx.Err() != nil {
+			break
+		}
+	}
 	stats.OwnerWaits++
 	stats.OwnerWait += clock.Now().Sub(start)
 	stats.RefreshesRequested++
-	if res.Performed {
+	if performed {
 		stats.RefreshesPerformed++
 	}
-	return res
+	return ev, timedOut
 }
 
 // Unreachable reports whether attempt a could not reach its node at all (rule B7): no

@@ -266,18 +266,33 @@ func (t *Telemetry) Middleware() middleware.Middleware {
 	}
 }
 
-// record adds the call's outcome to its span and to the metrics.
+// record adds the call's outcome to the metrics (recordCall, recordAttempts, the batch's
+// and the refreshes' counters) and, when the span is recording, to its span (recordSpan).
 func (t *Telemetry) record(ctx context.Context, span trace.Span, op string, call *runtime.Call, resp runtime.Response, err error, elapsed time.Duration) {
 	opAttr := KeyOp.String(op)
-	n := len(call.Attempts)
+	t.recordCall(ctx, opAttr, call, resp, err, elapsed)
+	t.recordAttempts(ctx, opAttr, call)
+	t.batch.record(ctx, span, opAttr, call.Batch)
+	if r := call.Stats.RefreshesRequested; r > 0 {
+		t.refreshesReq.Add(ctx, int64(r), metric.WithAttributes(opAttr))
+	}
+	if r := call.Stats.RefreshesPerformed; r > 0 {
+		t.refreshesPerf.Add(ctx, int64(r), metric.WithAttributes(opAttr))
+	}
+	if span.IsRecording() {
+		recordSpan(span, call, resp, err)
+	}
+}
 
-	// The metrics.
+// recordCall counts the call and records its duration, by operation (opAttr) and outcome:
+// the answer's status, or error with the error's kind and, for a *runtime.CallError, the
+// bound that ended it.
+func (t *Telemetry) recordCall(ctx context.Context, opAttr attribute.KeyValue, call *runtime.Call, resp runtime.Response, err error, elapsed time.Duration) {
 	callAttrs := []attribute.KeyValue{opAttr}
-	var ce *runtime.CallError
 	switch {
 	case err != nil:
 		callAttrs = append(callAttrs, KeyOutcome.String("error"), KeyErrorType.String(ErrorKind(err)))
-		if errors.As(err, &ce) {
+		if ce, ok := errors.AsType[*runtime.CallError](err); ok {
 			callAttrs = append(callAttrs, KeyBound.String(ce.Bound.String()))
 		}
 	case resp != nil:
@@ -286,6 +301,13 @@ func (t *Telemetry) record(ctx context.Context, span trace.Span, op string, call
 	callSet := metric.WithAttributeSet(attribute.NewSet(callAttrs...))
 	t.calls.Add(ctx, 1, callSet)
 	t.duration.Record(ctx, elapsed.Seconds(), callSet)
+}
+
+// recordAttempts counts each of the call's attempts by operation (opAttr) and outcome (its
+// status, or error with the error's kind), and each but the last of a single-key call as a
+// retry of its status or error kind.
+func (t *Telemetry) recordAttempts(ctx context.Context, opAttr attribute.KeyValue, call *runtime.Call) {
+	n := len(call.Attempts)
 	for i := range call.Attempts {
 		a := &call.Attempts[i]
 		outcome := attemptOutcome(statusesOf(call), a)
@@ -298,23 +320,17 @@ func (t *Telemetry) record(ctx context.Context, span trace.Span, op string, call
 			t.retries.Add(ctx, 1, metric.WithAttributes(opAttr, KeyStatus.String(outcome)))
 		}
 	}
-	t.batch.record(ctx, span, opAttr, call.Batch)
-	if r := call.Stats.RefreshesRequested; r > 0 {
-		t.refreshesReq.Add(ctx, int64(r), metric.WithAttributes(opAttr))
-	}
-	if r := call.Stats.RefreshesPerformed; r > 0 {
-		t.refreshesPerf.Add(ctx, int64(r), metric.WithAttributes(opAttr))
-	}
+}
 
-	// The span.
-	if !span.IsRecording() {
-		return
-	}
+// recordSpan adds one event per attempt to the call's span, and its end attributes: the
+// attempts, refreshes and backoff, and the answer's status or the error (recorded, with
+// the span's status set to Error).
+func recordSpan(span trace.Span, call *runtime.Call, resp runtime.Response, err error) {
 	for i := range call.Attempts {
 		span.AddEvent(AttemptEvent, trace.WithAttributes(attemptAttrs(statusesOf(call), &call.Attempts[i])...))
 	}
 	endAttrs := []attribute.KeyValue{
-		KeyAttempts.Int(n),
+		KeyAttempts.Int(len(call.Attempts)),
 		attribute.Int("zaris.refreshes.requested", call.Stats.RefreshesRequested),
 		attribute.Int("zaris.refreshes.performed", call.Stats.RefreshesPerformed),
 		attribute.Float64("zaris.backoff_ms", float64(call.Stats.Backoff)/float64(time.Millisecond)),
@@ -322,7 +338,7 @@ func (t *Telemetry) record(ctx context.Context, span trace.Span, op string, call
 	switch {
 	case err != nil:
 		endAttrs = append(endAttrs, KeyErrorType.String(ErrorKind(err)))
-		if ce != nil {
+		if ce, ok := errors.AsType[*runtime.CallError](err); ok {
 			endAttrs = append(endAttrs, KeyBound.String(ce.Bound.String()))
 		}
 		span.SetAttributes(endAttrs...)
