@@ -216,7 +216,10 @@ func TestAPI_BatchOverTheNodesMessageLimit(t *testing.T) {
 		}
 	}
 	kv, err := zarisclient.Dial(ctx, runtime.WithEnv(nil), runtime.WithSeeds(cluster.Seeds()...),
-		runtime.WithDefaultMaxAttempts(2), runtime.WithBackoff(time.Millisecond), runtime.WithCallMiddleware(record))
+		runtime.WithDefaultMaxAttempts(2), runtime.WithBackoff(time.Millisecond), runtime.WithCallMiddleware(record),
+		// The rounds are counted: megabytes under the race detector on a busy machine may
+		// take longer than the default attempt timeout, which would add a round.
+		runtime.WithAttemptTimeout(time.Minute))
 	require.NoError(t, err)
 	defer kv.Close()
 
