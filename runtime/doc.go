@@ -5,19 +5,36 @@
 // package makes attempts and records the facts. Most programs use neither directly: the
 // generated zarisclient.Dial builds an Engine and the default stack from runtime options.
 //
-// Where to start:
+// # For users
 //
-//   - Dial builds an Engine from Options (options.go), over the defaults and the
-//     environment (config.go, env.go); NewConfig alone validates a configuration.
-//   - Engine.Invoke (invoke.go) makes one attempt of a Call (call.go) and records it on an
-//     Attempt (attempt.go); its errors are in errors.go and nodeerror.go.
-//   - ClusterMap (clustermap.go) is a node's map; RoutingTable and Router (routing.go) route a
-//     key to its segment's owner (Segment, segment.go).
-//   - Refresher (refresher.go) fetches a newer map on request, one fetch for all callers.
-//   - Connections: pool.go and conn.go (pooled), pipeline.go, pipecall.go and pipeconn.go
-//     (pipelined); ownerwatch.go and suspect.go end attempts on a stalled owner (rule B6).
-//   - RunBatch (batch.go) runs a multi-key operation; Service and Op (service.go, op.go) are
-//     what generated code hands the engine; StatusTable (status.go) is the IDL's classes.
+// A program passes Options to zarisclient.Dial: WithSeeds and the other With… functions,
+// whose defaults come from the environment (EnvRequestTimeout, EnvPipeline, …) and whose
+// values NewConfig validates, returning a *ConfigError that names what is wrong. A call
+// takes CallOptions (WithMaxAttempts, WithTimeout). A call that gets no answer returns a
+// *CallError (the Bound that ended it and every Attempt); its causes match the sentinels
+// (ErrNodeUnavailable, ErrInDoubt, …) with errors.Is, and *NodeError, *PartitionError and
+// *StatusError with errors.As. Engine (Client.Engine) reports the map it routes with,
+// its Refresher's RefreshStats and a key's Route. Clock and Timer are what a test injects
+// with WithClock; Dialer and Conn, a connection of the program's own.
+//
+// # For middleware
+//
+// A Middleware wraps a Handler; each call is a *Call with its Attempts (Call.Last,
+// Call.Previous) and CallStats; the classify layer sets each Attempt's Class from its
+// Status or error. RetryPolicy holds the retry rules' numbers, Refresher the shared map
+// refresh (Evidence is what a refresh request carries), RetryBudget the retry budget.
+//
+// # For generated code
+//
+// zarisgen's output hands the engine a Service and one Op per operation (OpKind, its
+// Codec, the StatusTable built with NewStatusTable from StatusInfo and StatusRoles), builds
+// each call with NewCall, sets request tokens from Tokens, runs multi-key operations with
+// RunBatch (BatchSpec, BatchItems, BatchItemSizes, BatchResult, BatchError), and converts
+// the IDL's map into a ClusterMap (NodeInfo, SegmentInfo). IsAtLeastVersion0_1_0 is its
+// compile-time check of this package's version. Segment is the key-to-segment function
+// that the client and the store share.
+//
+// # Guarantees
 //
 // Engine, Router, RoutingTable and Refresher are safe for concurrent use; a Call belongs to
 // one goroutine at a time. Time is read through Config.Clock, so tests inject a fake
