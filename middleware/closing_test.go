@@ -85,19 +85,3 @@ func TestDefault_CloseEndsABatchInBackoff(t *testing.T) {
 	require.ErrorIs(t, err, runtime.ErrClosed)
 	require.Equal(t, 1, sent, "the batch was sent again after the client closed")
 }
-
-// runtime.Refresher says when its client closes, so the default stack of every client
-// built on an Engine ends its backoffs on Close.
-func TestDefault_RuntimeRefresherSaysWhenItCloses(t *testing.T) {
-	r := runtime.NewRefresher(runtime.Config{}, &runtime.Router{}, func(context.Context, int64) (*runtime.ClusterMap, error) {
-		return nil, runtime.ErrNoSeeds
-	})
-	var c interface{ Done() <-chan struct{} } = r
-	select {
-	case <-c.Done():
-		t.Fatal("Done is closed before Close")
-	default:
-	}
-	r.Close()
-	<-c.Done()
-}

@@ -46,11 +46,11 @@ func splitAddr(addr string) (string, int32, error) {
 
 func TestRoutingTableRoutes(t *testing.T) {
 	m := testMap(7, 64, 3)
-	tbl, err := NewRoutingTable(fromIDL(m))
+	tbl, err := newRoutingTable(fromIDL(m))
 	require.NoError(t, err)
 	assert.Equal(t, int64(7), tbl.Epoch())
 	assert.Equal(t, int32(64), tbl.SegmentCount())
-	assert.Equal(t, []NodeAddr{{1, "127.0.0.1:7001"}, {2, "127.0.0.1:7002"}, {3, "127.0.0.1:7003"}}, tbl.Nodes())
+	assert.Equal(t, []nodeAddr{{1, "127.0.0.1:7001"}, {2, "127.0.0.1:7002"}, {3, "127.0.0.1:7003"}}, tbl.Nodes())
 	assert.True(t, tbl.HasAddr("127.0.0.1:7002"))
 	assert.False(t, tbl.HasAddr("127.0.0.1:7009"))
 	for _, key := range []string{"", "a", "user:42", "123456789"} {
@@ -74,7 +74,7 @@ func TestRoutingTableRoutes(t *testing.T) {
 func TestRoutingTableNoOwnerIsPartitionUnavailable(t *testing.T) {
 	m := testMap(3, 4, 2)
 	m.Segments[Segment([]byte("k"), 4)].Owner = nil
-	tbl, err := NewRoutingTable(fromIDL(m))
+	tbl, err := newRoutingTable(fromIDL(m))
 	require.NoError(t, err)
 	r, err := tbl.Route([]byte("k"))
 	require.ErrorIs(t, err, ErrPartitionUnavailable)
@@ -85,7 +85,7 @@ func TestRoutingTableNoOwnerIsPartitionUnavailable(t *testing.T) {
 	assert.Equal(t, NoNode, r.Node)
 	assert.Equal(t, int64(3), r.Epoch)
 
-	var empty Router
+	var empty currentTable
 	_, err = empty.Route([]byte("k"))
 	assert.ErrorIs(t, err, ErrPartitionUnavailable)
 }
@@ -112,7 +112,7 @@ func TestRoutingTableRejectsBadMaps(t *testing.T) {
 		{"nil node", func(m *zaris.ClusterMap) *zaris.ClusterMap { m.Nodes[0] = nil; return m }, "nil node"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			_, err := NewRoutingTable(fromIDL(tc.mutate(testMap(1, 4, 2))))
+			_, err := newRoutingTable(fromIDL(tc.mutate(testMap(1, 4, 2))))
 			require.Error(t, err)
 			assert.Contains(t, err.Error(), tc.want)
 		})
@@ -120,11 +120,11 @@ func TestRoutingTableRejectsBadMaps(t *testing.T) {
 }
 
 func TestRouterOlderEpochNeverReplacesNewer(t *testing.T) {
-	var r Router
+	var r currentTable
 	assert.Nil(t, r.Table())
 	assert.Zero(t, r.Epoch())
-	mk := func(epoch int64) *RoutingTable {
-		tbl, err := NewRoutingTable(fromIDL(testMap(epoch, 8, 2)))
+	mk := func(epoch int64) *routingTable {
+		tbl, err := newRoutingTable(fromIDL(testMap(epoch, 8, 2)))
 		require.NoError(t, err)
 		return tbl
 	}
@@ -144,7 +144,7 @@ func TestRouterOlderEpochNeverReplacesNewer(t *testing.T) {
 	assert.Equal(t, int64(6), r.Epoch())
 
 	// Racing installs of many epochs end on the newest.
-	tables := make([]*RoutingTable, 200)
+	tables := make([]*routingTable, 200)
 	for i := range tables {
 		tables[i] = mk(int64(i + 7))
 	}
@@ -160,8 +160,8 @@ func TestRouterOlderEpochNeverReplacesNewer(t *testing.T) {
 }
 
 func TestRouteDoesNotAllocate(t *testing.T) {
-	var r Router
-	tbl, err := NewRoutingTable(fromIDL(testMap(1, 1024, 5)))
+	var r currentTable
+	tbl, err := newRoutingTable(fromIDL(testMap(1, 1024, 5)))
 	require.NoError(t, err)
 	r.Install(tbl)
 	key := []byte("user:1234567")
@@ -174,8 +174,8 @@ func TestRouteDoesNotAllocate(t *testing.T) {
 }
 
 func BenchmarkRoute(b *testing.B) {
-	var r Router
-	tbl, err := NewRoutingTable(fromIDL(testMap(1, 1024, 5)))
+	var r currentTable
+	tbl, err := newRoutingTable(fromIDL(testMap(1, 1024, 5)))
 	require.NoError(b, err)
 	r.Install(tbl)
 	keys := make([][]byte, 256)

@@ -36,7 +36,7 @@ func TestDefaultsAreTheNumbersTheDocsGive(t *testing.T) {
 		{readme, fmt.Sprintf("longest wait for a shared map refresh [%s]", spoken(cfg.RefreshWait))},
 		{readme, fmt.Sprintf("debounce window [%s]", spoken(cfg.RefreshDebounce))},
 		{rules, fmt.Sprintf("capped at %s", spoken(cfg.Retry.MaxBackoff))},
-		{rules, fmt.Sprintf("(at least %s, at most %s", spoken(SilenceFloor), spoken(SilenceCeiling))},
+		{rules, fmt.Sprintf("(at least %s, at most %s", spoken(silenceFloor), spoken(silenceCeiling))},
 		{rules, fmt.Sprintf("ZARIS_CLIENT_MAP_REFRESH_WAIT_MS (%d)", cfg.RefreshWait.Milliseconds())},
 		{rules, fmt.Sprintf("RetryPolicy.OwnerWait (%s, the default attempt timeout)", spoken(cfg.Retry.OwnerWait))},
 		{readme, fmt.Sprintf("a wait for a new owner [%s]", spoken(cfg.Retry.OwnerWait))},

@@ -36,8 +36,8 @@
 //
 // # Guarantees
 //
-// Engine, Router, RoutingTable and Refresher are safe for concurrent use; a Call belongs to
-// one goroutine at a time. Time is read through Config.Clock, so tests inject a fake
-// clock; socket deadlines are wall-clock time. README.md in this directory explains the
-// design: routing, connections, pipelining, the refresher, errors and multi-key calls.
+// Engine and Refresher are safe for concurrent use; a Call belongs to one goroutine at a
+// time. Time is read through Config.Clock, so tests inject a fake clock; socket deadlines
+// are wall-clock time. README.md in this directory explains the design: routing,
+// connections, pipelining, the refresher, errors and multi-key calls.
 package runtime

@@ -24,7 +24,7 @@ type Engine struct {
 	// lateTimeout is how late a pooled connection's socket may fire an attempt timeout
 	// (see lateAttemptTimeout).
 	lateTimeout time.Duration
-	router      Router
+	router      currentTable
 	refresher   *Refresher
 	closed      atomic.Bool
 
@@ -63,7 +63,7 @@ func Dial(ctx context.Context, opts ...Option) (*Engine, error) {
 	if cfg.Pipeline.Enabled && cfg.Dialer == nil {
 		c.pipes = newPipelines(cfg)
 	}
-	c.refresher = NewRefresher(cfg, &c.router, c.fetchMap)
+	c.refresher = newRefresher(cfg, &c.router, c.fetchMap)
 	c.refresher.onInstall = c.mapInstalled
 	c.health = newHealth(c.clock, cfg.AttemptTimeout, c.suspected)
 
@@ -71,8 +71,8 @@ func Dial(ctx context.Context, opts ...Option) (*Engine, error) {
 	for _, seed := range cfg.Seeds {
 		m, err := c.fetchFrom(ctx, seed)
 		if err == nil {
-			var t *RoutingTable
-			if t, err = NewRoutingTable(m); err == nil {
+			var t *routingTable
+			if t, err = newRoutingTable(m); err == nil {
 				// The bootstrap is not a refresh: it opens no debounce window (R6), so a
 				// client whose first calls meet a stale map (started just after a node
 				// died) refreshes at once instead of retrying into the dead node.

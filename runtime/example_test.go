@@ -47,32 +47,16 @@ func ExampleNewConfig() {
 	// ZARIS_REQUEST_TIMEOUT soon
 }
 
-// A routing table maps a key to its segment's active owner without allocating; a segment
-// with no owner is ErrPartitionUnavailable.
-func ExampleRoutingTable_Route() {
-	one, two := int32(1), int32(2)
-	table, err := runtime.NewRoutingTable(&runtime.ClusterMap{
-		Epoch:        7,
-		SegmentCount: 4,
-		Nodes: []*runtime.NodeInfo{
-			{ID: 1, Host: "10.0.0.1", Port: 7000},
-			{ID: 2, Host: "10.0.0.2", Port: 7000},
-		},
-		Segments: []*runtime.SegmentInfo{
-			{ID: 0, Owner: &one}, {ID: 1, Owner: &two}, {ID: 2, Owner: &one}, {ID: 3}, // 3 has no owner
-		},
-	})
-	if err != nil {
-		panic(err)
-	}
+// Segment is where a key lives: the CRC-32 (IEEE) of its bytes modulo the map's segment
+// count, the same function the store places keys with.
+func ExampleSegment() {
 	for _, key := range []string{"user:0", "user:4", "user:5"} {
-		r, err := table.Route([]byte(key))
-		fmt.Println(key, r.Segment, r.Node, r.Addr, r.Epoch, errors.Is(err, runtime.ErrPartitionUnavailable))
+		fmt.Println(key, runtime.Segment([]byte(key), 4))
 	}
 	// Output:
-	// user:0 0 1 10.0.0.1:7000 7 false
-	// user:4 1 2 10.0.0.2:7000 7 false
-	// user:5 3 -1  7 true
+	// user:0 0
+	// user:4 1
+	// user:5 3
 }
 
 // Dial fetches the first map from a seed; the middleware stack (middleware.Default) sits

@@ -32,12 +32,12 @@ func TestB6_AStalledNodeCostsAMapFetchItsSilenceThreshold(t *testing.T) {
 			require.NoError(t, res.Err)
 			assert.False(t, res.TimedOut, "the caller gave up waiting")
 			assert.Equal(t, int64(2), res.Epoch, "node 2's map")
-			assert.LessOrEqual(t, mc.clock.Now().Sub(start), SilenceCeiling)
+			assert.LessOrEqual(t, mc.clock.Now().Sub(start), silenceCeiling)
 			return
 		case <-deadline:
 			t.Fatal("the refresh did not end")
 		case <-time.After(time.Millisecond):
-			mc.clock.Advance(SilenceFloor / 4)
+			mc.clock.Advance(silenceFloor / 4)
 		}
 	}
 }

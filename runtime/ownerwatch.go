@@ -40,7 +40,7 @@ func (s *mapSignal) notify() {
 // mapInstalled runs after the refresher installs a newer map cur: it retires the pools of
 // nodes that left the map, wakes the pipelined calls waiting for replies, and ends the
 // pooled calls whose segment's owner changed (B6).
-func (c *Engine) mapInstalled(old, cur *RoutingTable) {
+func (c *Engine) mapInstalled(old, cur *routingTable) {
 	c.retirePools(old, cur)
 	c.moved.notify()
 	c.endMovedPooled(cur)
@@ -54,7 +54,7 @@ func (c *Engine) mapInstalled(old, cur *RoutingTable) {
 var errOwnsNothing = thrift.NewTTransportException(thrift.NOT_OPEN, "zaris: a newer cluster map gives the node no segment")
 
 // endUnownedPipes fails the busy pipelined connections of the nodes cur gives no segment.
-func (c *Engine) endUnownedPipes(cur *RoutingTable) {
+func (c *Engine) endUnownedPipes(cur *routingTable) {
 	if c.pipes == nil {
 		return
 	}
@@ -146,7 +146,7 @@ func watchFor(call *Call, r Route) watchState {
 
 // movedBy reports whether cur, a newer map, ends the call s watches on a connection to the
 // node at addr.
-func (s watchState) movedBy(cur *RoutingTable, addr string) bool {
+func (s watchState) movedBy(cur *routingTable, addr string) bool {
 	switch s.kind() {
 	case watchNode:
 		return !slices.Contains(cur.addr, addr)
@@ -168,7 +168,7 @@ func (f *inFlight) finish() (ended bool) {
 
 // endIfMoved ends the call in flight, if any, when cur moves it away from the node at addr
 // (watchState.movedBy), and reports whether it did: the caller then closes the connection.
-func (f *inFlight) endIfMoved(cur *RoutingTable, addr string) bool {
+func (f *inFlight) endIfMoved(cur *routingTable, addr string) bool {
 	s := watchState(f.state.Load())
 	return s.movedBy(cur, addr) && f.state.CompareAndSwap(uint64(s), uint64(stateEnded))
 }
@@ -205,7 +205,7 @@ func (c *Engine) watchOwner(pc *pooledConn, call *Call, r Route) (ok, ended bool
 // endMovedPooled closes every pooled connection whose call in flight cur moves away from
 // its node. The connections are closed outside the pools' locks: a custom Dialer's Close
 // may take its time.
-func (c *Engine) endMovedPooled(cur *RoutingTable) {
+func (c *Engine) endMovedPooled(cur *routingTable) {
 	c.poolMu.Lock()
 	pools := make([]*pool, 0, len(*c.pools.Load())+len(c.retired))
 	for _, p := range *c.pools.Load() {

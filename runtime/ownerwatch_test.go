@@ -364,7 +364,7 @@ func TestB6_UnownedNodesBlockedPipeIsFailed(t *testing.T) {
 	cl, _, _, addrs := stallCluster(t, true)
 	warm(t, cl)
 	conn := pipeConnsOf(cl, addrs[0])[0]
-	unowned, err := NewRoutingTable(fromIDL(ownedBy(2, 2, addrs...)))
+	unowned, err := newRoutingTable(fromIDL(ownedBy(2, 2, addrs...)))
 	require.NoError(t, err)
 
 	cl.endUnownedPipes(unowned)
@@ -407,7 +407,7 @@ func TestB6_CallOnAnUnownedNodesFailedPipeEndsWithOwnerMoved(t *testing.T) {
 	n1.stall.Store(true)
 	call := getCall("k")
 	done := invokeOnStalled(t, cl, n1, call)
-	unowned, err := NewRoutingTable(fromIDL(ownedBy(2, 2, addrs...)))
+	unowned, err := newRoutingTable(fromIDL(ownedBy(2, 2, addrs...)))
 	require.NoError(t, err)
 	conns := pipeConnsOf(cl, addrs[0])
 	for _, pc := range conns {
@@ -428,7 +428,7 @@ func TestB6_CallOnAnUnownedNodesFailedPipeEndsWithOwnerMoved(t *testing.T) {
 // another owner or out of the map, or, for a sub-request, every segment), and the call's
 // finish then reports the end and leaves the record idle.
 func TestB6_InFlightRecord(t *testing.T) {
-	cur := &RoutingTable{count: 2, addr: []string{"a:1", "b:1"}}
+	cur := &routingTable{count: 2, addr: []string{"a:1", "b:1"}}
 	var f inFlight
 	assert.False(t, f.endIfMoved(cur, "c:1"), "idle: no call to end")
 	assert.False(t, f.finish())

@@ -104,7 +104,7 @@ func (c *Engine) invokePipelined(ctx context.Context, call *Call, a *Attempt, r 
 
 // group returns the group of the node at addr, making it on first use; a node not in
 // table (it left the map) has none: errPoolClosed, nothing sent.
-func (ps *pipelines) group(addr string, table *RoutingTable) (*pipeGroup, error) {
+func (ps *pipelines) group(addr string, table *routingTable) (*pipeGroup, error) {
 	if g := (*ps.groups.Load())[addr]; g != nil {
 		return g, nil
 	}
@@ -126,7 +126,7 @@ func (ps *pipelines) group(addr string, table *RoutingTable) (*pipeGroup, error)
 
 // retire closes the groups of nodes not in the newly installed map cur: each connection
 // once its calls in flight have ended.
-func (ps *pipelines) retire(cur *RoutingTable) {
+func (ps *pipelines) retire(cur *routingTable) {
 	ps.mu.Lock()
 	defer ps.mu.Unlock()
 	retireAbsent(&ps.groups, cur, func(g *pipeGroup) {

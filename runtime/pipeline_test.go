@@ -525,7 +525,7 @@ func TestPipelined_CloseLeavesNoGoroutineOrSocket(t *testing.T) {
 		}
 		return false
 	}, 5*time.Second, time.Millisecond)
-	empty, err := NewRoutingTable(&ClusterMap{Epoch: 2, SegmentCount: 4, Segments: []*SegmentInfo{{ID: 0}, {ID: 1}, {ID: 2}, {ID: 3}}})
+	empty, err := newRoutingTable(&ClusterMap{Epoch: 2, SegmentCount: 4, Segments: []*SegmentInfo{{ID: 0}, {ID: 1}, {ID: 2}, {ID: 3}}})
 	require.NoError(t, err)
 	cl.pipes.retire(empty)
 	require.NotEmpty(t, cl.pipes.retired)

@@ -24,7 +24,7 @@ func (c *Engine) poolFor(addr string) *pool {
 // retirePools closes the pools of nodes that are not in the newly installed map cur:
 // idle connections now, borrowed ones when they come back. It does the same for the
 // pipelined connections.
-func (c *Engine) retirePools(_, cur *RoutingTable) {
+func (c *Engine) retirePools(_, cur *routingTable) {
 	if c.pipes != nil {
 		c.pipes.retire(cur)
 	}
@@ -40,7 +40,7 @@ func (c *Engine) retirePools(_, cur *RoutingTable) {
 // retireAbsent removes from the registry reg (by node address, replaced copy-on-write)
 // the entries of nodes not in cur and hands each to retire. The caller holds the lock
 // that serialises reg's writers.
-func retireAbsent[T any](reg *atomic.Pointer[map[string]T], cur *RoutingTable, retire func(T)) {
+func retireAbsent[T any](reg *atomic.Pointer[map[string]T], cur *routingTable, retire func(T)) {
 	m := *reg.Load()
 	var nm map[string]T
 	for addr, v := range m {

@@ -65,11 +65,11 @@ type RefreshStats struct {
 	Background uint64
 }
 
-// FetchFunc fetches a cluster map from the cluster; ctx bounds it. minEpoch is the epoch
+// fetchFunc fetches a cluster map from the cluster; ctx bounds it. minEpoch is the epoch
 // an answer has shown to exist (0 when none): nodes learn a new map one by one, so a fetch
 // should keep asking until a node has one at least that new, and otherwise return the
 // newest it got. The Engine's asks the nodes of its current map, then its seeds.
-type FetchFunc func(ctx context.Context, minEpoch int64) (*ClusterMap, error)
+type fetchFunc func(ctx context.Context, minEpoch int64) (*ClusterMap, error)
 
 // flightKey is the one singleflight key: there is one map per client.
 const flightKey = "map"
@@ -82,13 +82,13 @@ const flightKey = "map"
 // installed. It is safe for concurrent use; README.md says how it avoids holding locks
 // across a fetch.
 type Refresher struct {
-	router       *Router
-	fetch        FetchFunc
+	router       *currentTable
+	fetch        fetchFunc
 	clock        Clock
 	wait         time.Duration
 	debounce     time.Duration
 	fetchTimeout time.Duration
-	onInstall    func(old, cur *RoutingTable) // called after a newer map is installed
+	onInstall    func(old, cur *routingTable) // called after a newer map is installed
 
 	group    singleflight.Group
 	inflight atomic.Bool  // a fetch is running
@@ -113,11 +113,11 @@ type Refresher struct {
 	requested, performed, coalesced, debounced, deferred, ownerWaits, timedOut, failed, background atomic.Uint64
 }
 
-// NewRefresher returns a refresher that fetches maps with fetch and installs them in
+// newRefresher returns a refresher that fetches maps with fetch and installs them in
 // router, with cfg's RefreshWait, RefreshDebounce and Clock (and DialTimeout plus
 // AttemptTimeout as the least time a fetch gets). An Engine makes its own; this is for
 // using the rules with another map source. Close it when done.
-func NewRefresher(cfg Config, router *Router, fetch FetchFunc) *Refresher {
+func newRefresher(cfg Config, router *currentTable, fetch fetchFunc) *Refresher {
 	clock := cmp.Or(cfg.Clock, SystemClock)
 	ft := cfg.RefreshWait
 	if least := cfg.DialTimeout + cfg.AttemptTimeout; ft < least {
@@ -372,7 +372,7 @@ func (r *Refresher) flight(tok *flightToken, background bool) func() (any, error
 
 // install validates m and installs it if it is newer than the current map.
 func (r *Refresher) install(m *ClusterMap) error {
-	t, err := NewRoutingTable(m)
+	t, err := newRoutingTable(m)
 	if err != nil {
 		return err
 	}

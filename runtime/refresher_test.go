@@ -366,7 +366,7 @@ func TestNewRefresher_FetchTimeout(t *testing.T) {
 		{"nothing set", 0, 0, 0, DefaultRefreshWait},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			r := NewRefresher(Config{RefreshWait: tc.wait, DialTimeout: tc.dial, AttemptTimeout: tc.attempt}, &Router{}, nil)
+			r := newRefresher(Config{RefreshWait: tc.wait, DialTimeout: tc.dial, AttemptTimeout: tc.attempt}, &currentTable{}, nil)
 			defer r.Close()
 			assert.Equal(t, tc.want, r.fetchTimeout)
 		})
@@ -382,12 +382,29 @@ func TestRefresh_MinEpochOnlyForNewerEvidence(t *testing.T) {
 		mins = append(mins, minEpoch)
 		return fromIDL(testMap(5, 4, 1)), nil
 	}
-	router := &Router{}
-	r := NewRefresher(Config{Clock: newFakeClock(), RefreshWait: time.Hour, DialTimeout: time.Second, AttemptTimeout: time.Second}, router, fetch)
+	router := &currentTable{}
+	r := newRefresher(Config{Clock: newFakeClock(), RefreshWait: time.Hour, DialTimeout: time.Second, AttemptTimeout: time.Second}, router, fetch)
 	defer r.Close()
 	require.NoError(t, r.Refresh(context.Background(), Evidence{Epoch: 5}).Err)
 	require.Equal(t, int64(5), router.Epoch())
 	require.NoError(t, r.Refresh(context.Background(), Evidence{Epoch: 5}).Err, "evidence of the current map")
 	require.NoError(t, r.Refresh(context.Background(), Evidence{Epoch: 7}).Err, "evidence of a newer map")
 	assert.Equal(t, []int64{5, 0, 7}, mins)
+}
+
+// A Refresher says when its client closes (Done, the interface the middleware package's
+// default stack looks for), so the stack of every client built on an Engine ends its
+// backoffs on Close.
+func TestRefresher_DoneClosesOnClose(t *testing.T) {
+	r := newRefresher(Config{}, &currentTable{}, func(context.Context, int64) (*ClusterMap, error) {
+		return nil, ErrNoSeeds
+	})
+	var c interface{ Done() <-chan struct{} } = r
+	select {
+	case <-c.Done():
+		t.Fatal("Done is closed before Close")
+	default:
+	}
+	r.Close()
+	<-c.Done()
 }

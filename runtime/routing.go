@@ -10,15 +10,15 @@ import (
 	"time"
 )
 
-// RoutingTable is an immutable routing table built from one cluster map: for each segment,
-// its active owner's node id and address. Build one with NewRoutingTable; it is never
+// routingTable is an immutable routing table built from one cluster map: for each segment,
+// its active owner's node id and address. Build one with newRoutingTable; it is never
 // changed afterwards, so any number of goroutines may read it without locks.
-type RoutingTable struct {
+type routingTable struct {
 	epoch int64
 	count int32
 	owner []int32  // per segment: the active owner's id, or NoNode
 	addr  []string // per segment: the active owner's host:port, or ""
-	nodes []NodeAddr
+	nodes []nodeAddr
 	src   *ClusterMap // a private deep copy of the map
 	// maxRequest is the map's MaxMessageBytes, or 0 when it says none.
 	maxRequest int64
@@ -26,8 +26,8 @@ type RoutingTable struct {
 	dedupWindow time.Duration
 }
 
-// NodeAddr is one node of a map: its id and host:port.
-type NodeAddr struct {
+// nodeAddr is one node of a map: its id and host:port.
+type nodeAddr struct {
 	// ID is the node's id.
 	ID int32
 	// Addr is the node's host:port.
@@ -46,12 +46,12 @@ type Route struct {
 	Epoch int64
 }
 
-// NewRoutingTable validates m and builds its routing table. It rejects a map whose
+// newRoutingTable validates m and builds its routing table. It rejects a map whose
 // segmentCount is not positive, whose segments do not cover 0..segmentCount-1 exactly once,
 // whose nodes have duplicate ids or bad addresses, or whose owners name unknown nodes. A
 // segment without an owner is valid: routing a key to it is ErrPartitionUnavailable. The
 // table keeps a copy of m, so the caller may reuse m.
-func NewRoutingTable(m *ClusterMap) (*RoutingTable, error) {
+func newRoutingTable(m *ClusterMap) (*routingTable, error) {
 	if m == nil {
 		return nil, fmt.Errorf("zaris: invalid cluster map: nil")
 	}
@@ -62,7 +62,7 @@ func NewRoutingTable(m *ClusterMap) (*RoutingTable, error) {
 	if n := len(m.Segments); n != int(m.SegmentCount) {
 		return nil, invalidMap(m, "%d segments listed for segmentCount %d", n, m.SegmentCount)
 	}
-	t := newRoutingTable(m)
+	t := blankTable(m)
 	byID, err := t.addNodes(m)
 	if err != nil {
 		return nil, err
@@ -73,15 +73,15 @@ func NewRoutingTable(m *ClusterMap) (*RoutingTable, error) {
 	return t, nil
 }
 
-// invalidMap is the error of NewRoutingTable refusing m, for the reason format and args say.
+// invalidMap is the error of newRoutingTable refusing m, for the reason format and args say.
 func invalidMap(m *ClusterMap, format string, args ...any) error {
 	return fmt.Errorf("zaris: invalid cluster map (epoch %d): %s", m.Epoch, fmt.Sprintf(format, args...))
 }
 
-// newRoutingTable is the table of m before its nodes and owners are added: its epoch, its
+// blankTable is the table of m before its nodes and owners are added: its epoch, its
 // segment count, its limits and a copy of m.
-func newRoutingTable(m *ClusterMap) *RoutingTable {
-	t := &RoutingTable{
+func blankTable(m *ClusterMap) *routingTable {
+	t := &routingTable{
 		epoch: m.Epoch,
 		count: m.SegmentCount,
 		owner: make([]int32, m.SegmentCount),
@@ -99,7 +99,7 @@ func newRoutingTable(m *ClusterMap) *RoutingTable {
 
 // addNodes checks m's nodes (none nil, ids unique, each address a host and a port of
 // 1..65535), adds them to t ordered by id, and returns their host:port addresses by id.
-func (t *RoutingTable) addNodes(m *ClusterMap) (map[int32]string, error) {
+func (t *routingTable) addNodes(m *ClusterMap) (map[int32]string, error) {
 	byID := make(map[int32]string, len(m.Nodes))
 	for _, n := range m.Nodes {
 		if n == nil {
@@ -113,15 +113,15 @@ func (t *RoutingTable) addNodes(m *ClusterMap) (map[int32]string, error) {
 		}
 		addr := net.JoinHostPort(n.Host, strconv.Itoa(int(n.Port)))
 		byID[n.ID] = addr
-		t.nodes = append(t.nodes, NodeAddr{ID: n.ID, Addr: addr})
+		t.nodes = append(t.nodes, nodeAddr{ID: n.ID, Addr: addr})
 	}
-	slices.SortFunc(t.nodes, func(a, b NodeAddr) int { return int(a.ID) - int(b.ID) })
+	slices.SortFunc(t.nodes, func(a, b nodeAddr) int { return int(a.ID) - int(b.ID) })
 	return byID, nil
 }
 
 // addOwners checks m's segments (none nil, each id in range and listed once, each owner a
 // node of byID) and records each one's owner and its address in t, or NoNode for none.
-func (t *RoutingTable) addOwners(m *ClusterMap, byID map[int32]string) error {
+func (t *routingTable) addOwners(m *ClusterMap, byID map[int32]string) error {
 	seen := make([]bool, m.SegmentCount)
 	for _, s := range m.Segments {
 		if s == nil {
@@ -147,15 +147,15 @@ func (t *RoutingTable) addOwners(m *ClusterMap, byID map[int32]string) error {
 }
 
 // Epoch returns the map's epoch.
-func (t *RoutingTable) Epoch() int64 { return t.epoch }
+func (t *routingTable) Epoch() int64 { return t.epoch }
 
 // SegmentCount returns the map's segment count.
-func (t *RoutingTable) SegmentCount() int32 { return t.count }
+func (t *routingTable) SegmentCount() int32 { return t.count }
 
 // Route returns where key goes: its segment's active owner. It does not allocate. A segment
 // with no owner is an error wrapping ErrPartitionUnavailable (the Route still carries the
 // segment and epoch).
-func (t *RoutingTable) Route(key []byte) (Route, error) {
+func (t *routingTable) Route(key []byte) (Route, error) {
 	seg := Segment(key, t.count)
 	r := Route{Segment: seg, Node: t.owner[seg], Addr: t.addr[seg], Epoch: t.epoch}
 	if r.Node == NoNode {
@@ -165,10 +165,10 @@ func (t *RoutingTable) Route(key []byte) (Route, error) {
 }
 
 // Nodes returns the map's nodes, ordered by id. The slice is shared: do not modify it.
-func (t *RoutingTable) Nodes() []NodeAddr { return t.nodes }
+func (t *routingTable) Nodes() []nodeAddr { return t.nodes }
 
 // HasAddr reports whether a node of the map listens at addr.
-func (t *RoutingTable) HasAddr(addr string) bool {
+func (t *routingTable) HasAddr(addr string) bool {
 	for _, n := range t.nodes {
 		if n.Addr == addr {
 			return true
@@ -178,7 +178,7 @@ func (t *RoutingTable) HasAddr(addr string) bool {
 }
 
 // Map returns a deep copy of the cluster map the table was built from.
-func (t *RoutingTable) Map() *ClusterMap { return copyMap(t.src) }
+func (t *routingTable) Map() *ClusterMap { return copyMap(t.src) }
 
 // PartitionError is the error of routing a key whose segment has no active owner in the
 // client's map. It matches ErrPartitionUnavailable with errors.Is.
@@ -197,22 +197,22 @@ func (e *PartitionError) Error() string {
 // Unwrap returns ErrPartitionUnavailable.
 func (e *PartitionError) Unwrap() error { return ErrPartitionUnavailable }
 
-// Router holds the client's current routing table. Readers load it with one atomic load
+// currentTable holds the client's current routing table. Readers load it with one atomic load
 // and never lock; Install swaps in a table only if its epoch is newer, so an older map
 // (a slow fetch, a lagging node) never replaces a newer one. The zero value holds no map.
-// A Router is safe for concurrent use.
-type Router struct {
-	cur atomic.Pointer[RoutingTable]
+// A currentTable is safe for concurrent use.
+type currentTable struct {
+	cur atomic.Pointer[routingTable]
 	// maxRequest is the current map's MaxMessageBytes (0: none), which the client's
 	// connections read for every request they encode.
 	maxRequest atomic.Int64
 }
 
 // Table returns the current routing table, or nil before the first Install.
-func (r *Router) Table() *RoutingTable { return r.cur.Load() }
+func (r *currentTable) Table() *routingTable { return r.cur.Load() }
 
 // Epoch returns the current map's epoch, or 0 before the first Install.
-func (r *Router) Epoch() int64 {
+func (r *currentTable) Epoch() int64 {
 	if t := r.cur.Load(); t != nil {
 		return t.epoch
 	}
@@ -221,7 +221,7 @@ func (r *Router) Epoch() int64 {
 
 // Route routes key with the current table. Without one it returns an error wrapping
 // ErrPartitionUnavailable.
-func (r *Router) Route(key []byte) (Route, error) {
+func (r *currentTable) Route(key []byte) (Route, error) {
 	t := r.cur.Load()
 	if t == nil {
 		return Route{Node: NoNode}, &PartitionError{Segment: -1}
@@ -231,7 +231,7 @@ func (r *Router) Route(key []byte) (Route, error) {
 
 // Install makes t the current table if there is none or t's epoch is newer than the
 // current one's, and reports whether it did; it returns the table it replaced.
-func (r *Router) Install(t *RoutingTable) (old *RoutingTable, installed bool) {
+func (r *currentTable) Install(t *routingTable) (old *routingTable, installed bool) {
 	for {
 		cur := r.cur.Load()
 		if cur != nil && t.epoch <= cur.epoch {
@@ -258,5 +258,7 @@ func (c *Engine) routeCall(call *Call) (Route, error) {
 	return c.router.Route(call.Key)
 }
 
-// Route returns where key goes under the current map (see RoutingTable.Route).
+// Route returns where key goes under the current map: its segment's active owner. It does
+// not allocate. A segment with no owner is an error wrapping ErrPartitionUnavailable (the
+// Route still carries the segment and epoch); before any map, the segment is -1.
 func (c *Engine) Route(key []byte) (Route, error) { return c.router.Route(key) }

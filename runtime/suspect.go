@@ -14,12 +14,12 @@ import (
 // the map last.
 
 const (
-	// SilenceFloor is the least silence (rule B6) after which a node that owes replies is
+	// silenceFloor is the least silence (rule B6) after which a node that owes replies is
 	// suspected, however fast its recent replies were.
-	SilenceFloor = 200 * time.Millisecond
-	// SilenceCeiling is the most: a node silent this long while it owes replies is
+	silenceFloor = 200 * time.Millisecond
+	// silenceCeiling is the most: a node silent this long while it owes replies is
 	// suspected however slow its recent replies were (the attempt timeout, if shorter).
-	SilenceCeiling = time.Second
+	silenceCeiling = time.Second
 	// silenceFactor times a node's recent reply time (a moving average) is its threshold,
 	// between the floor and the ceiling.
 	silenceFactor = 8
@@ -35,7 +35,7 @@ type nodeHealth struct {
 }
 
 // health is an engine's nodeHealth per node address, and the watcher that suspects the
-// silent ones: a goroutine that runs every SilenceFloor/4 while any node owes a reply and
+// silent ones: a goroutine that runs every silenceFloor/4 while any node owes a reply and
 // sleeps on kick otherwise.
 type health struct {
 	clock   Clock
@@ -53,9 +53,9 @@ type health struct {
 }
 
 func newHealth(clock Clock, attemptTimeout time.Duration, suspect func(string)) *health {
-	h := &health{clock: clock, base: clock.Now(), ceiling: min(SilenceCeiling, attemptTimeout),
+	h := &health{clock: clock, base: clock.Now(), ceiling: min(silenceCeiling, attemptTimeout),
 		kick: make(chan struct{}, 1), done: make(chan struct{}), suspect: suspect}
-	h.ceiling = max(h.ceiling, SilenceFloor)
+	h.ceiling = max(h.ceiling, silenceFloor)
 	h.nodes.Store(&map[string]*nodeHealth{})
 	h.stopped.Add(1)
 	go h.watch()
@@ -118,7 +118,7 @@ func (d *debt) settle(start time.Time, took time.Duration, answered bool) {
 
 // threshold is how long n may owe replies and answer nothing before it is suspected.
 func (h *health) threshold(n *nodeHealth) time.Duration {
-	return min(max(silenceFactor*time.Duration(n.recent.Load()), SilenceFloor), h.ceiling)
+	return min(max(silenceFactor*time.Duration(n.recent.Load()), silenceFloor), h.ceiling)
 }
 
 // silent reports whether n owes replies and has been silent past its threshold at now.
@@ -126,7 +126,7 @@ func (h *health) silent(n *nodeHealth, now time.Time) bool {
 	return n.owed.Load() > 0 && now.Sub(h.base)-time.Duration(n.since.Load()) > h.threshold(n)
 }
 
-// watch suspects, every SilenceFloor/4 while any node owes a reply, the silent nodes.
+// watch suspects, every silenceFloor/4 while any node owes a reply, the silent nodes.
 func (h *health) watch() {
 	defer h.stopped.Done()
 	owing := false
@@ -138,7 +138,7 @@ func (h *health) watch() {
 				return
 			}
 		}
-		t := h.clock.NewTimer(SilenceFloor / 4)
+		t := h.clock.NewTimer(silenceFloor / 4)
 		select {
 		case <-t.C():
 		case <-h.done:

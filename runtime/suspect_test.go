@@ -29,7 +29,7 @@ func TestB6_SilentOwnerIsSuspected(t *testing.T) {
 	step := func(pending int) {
 		t.Helper()
 		clock.waitPending(t, pending) // the watcher has scanned and waits for its next tick
-		clock.Advance(SilenceFloor / 4)
+		clock.Advance(silenceFloor / 4)
 	}
 	for range 4 { // up to the floor: silent, not yet suspect
 		step(1)
@@ -78,14 +78,14 @@ func TestB6_SilenceThresholdFollowsReplyTimes(t *testing.T) {
 	h := newHealth(clock, 5*time.Second, func(string) {})
 	defer h.close()
 	n := h.node("a")
-	assert.Equal(t, SilenceFloor, h.threshold(n), "no reply yet")
+	assert.Equal(t, silenceFloor, h.threshold(n), "no reply yet")
 	for _, tc := range []struct {
 		reply time.Duration
 		want  time.Duration
 	}{
-		{time.Millisecond, SilenceFloor},
+		{time.Millisecond, silenceFloor},
 		{50 * time.Millisecond, 400 * time.Millisecond},
-		{time.Second, SilenceCeiling},
+		{time.Second, silenceCeiling},
 	} {
 		n.recent.Store(0)
 		h.begin(n)
