@@ -7,32 +7,41 @@
 //
 // # For users
 //
-// A program passes Options to zarisclient.Dial: WithSeeds and the other With… functions,
-// whose defaults come from the environment (EnvRequestTimeout, EnvPipeline, …) and whose
-// values NewConfig validates, returning a *ConfigError that names what is wrong. A call
-// takes CallOptions (WithMaxAttempts, WithTimeout). A call that gets no answer returns a
-// *CallError (the Bound that ended it and every Attempt); its causes match the sentinels
-// (ErrNodeUnavailable, ErrInDoubt, …) with errors.Is, and *NodeError, *PartitionError and
-// *StatusError with errors.As. Engine (Client.Engine) reports the map it routes with,
-// its Refresher's RefreshStats and a key's Route. Clock and Timer are what a test injects
-// with WithClock; Dialer and Conn, a connection of the program's own.
+// A program passes Option values to zarisclient.Dial: WithSeeds and the other With… functions,
+// over defaults (DefaultPoolSize, DefaultRetryPolicy, DefaultPipelining) and the
+// environment (EnvRequestTimeout, EnvPipeline, …); NewConfig validates them and returns a
+// *ConfigError that names what is wrong. Protocol (ProtocolBinary, …) and Transport
+// (TransportFramed, …) choose the wire,
+// Pipelining the shared connections, RetryPolicy the retry rules' numbers and RetryBudget
+// the retry budget. A call takes CallOptions through CallOption values (WithMaxAttempts,
+// WithTimeout). A call that gets no answer returns a *CallError: the Bound that ended it (BoundAttempts,
+// BoundDeadline, …) and every Attempt; its causes match the sentinels (ErrNodeUnavailable, ErrInDoubt, …)
+// with errors.Is, and *NodeError, *PartitionError and *StatusError with errors.As. The
+// Engine (Client.Engine) reports the map it routes with, its Refresher's RefreshStats and
+// a key's Route. A test injects a Clock (its Timer; SystemClock is the real one) with
+// WithClock; a program's own connections come from a Dialer of Conn values (DefaultDialer
+// is the built-in one). Version is this module's version.
 //
 // # For middleware
 //
-// A Middleware wraps a Handler; each call is a *Call with its Attempts (Call.Last,
-// Call.Previous) and CallStats; the classify layer sets each Attempt's Class from its
-// Status or error. RetryPolicy holds the retry rules' numbers, Refresher the shared map
-// refresh (Evidence is what a refresh request carries), RetryBudget the retry budget.
+// A Middleware wraps a Handler, and Chain composes them; a handler returns a Response.
+// Each call is a *Call with its Attempts (Call.Last, Call.Previous; NoNode for an attempt
+// that chose no node) and CallStats. A Classifier judges an attempt's Outcome, and the
+// classify layer sets the attempt's Class (Answer, Retry, RefreshRetry,
+// Fatal) from its Status or error. Refresher is the
+// shared map refresh: a request carries Evidence and gets a RefreshResult.
 //
 // # For generated code
 //
-// zarisgen's output hands the engine a Service and one Op per operation (OpKind, its
-// Codec, the StatusTable built with NewStatusTable from StatusInfo and StatusRoles), builds
-// each call with NewCall, sets request tokens from Tokens, runs multi-key operations with
-// RunBatch (BatchSpec, BatchItems, BatchItemSizes, BatchResult, BatchError), and converts
-// the IDL's map into a ClusterMap (NodeInfo, SegmentInfo). IsAtLeastVersion0_1_0 is its
-// compile-time check of this package's version. Segment is the key-to-segment function
-// that the client and the store share.
+// zarisgen's output hands the engine a Service and one Op per operation (its OpKind: Read or Write;
+// its Codec and the StatusTable built with NewStatusTable from StatusInfo and StatusRoles,
+// which NewStatusError names statuses by), builds each call with NewCall, sets each
+// request's Token from Tokens (NewTokens), runs multi-key operations with RunBatch
+// (BatchSpec, BatchItems, BatchItemSizes; a Batch of at most MaxBatchItems items, else
+// ErrInvalidBatch; its BatchResult, BatchError and BatchStats), and converts the IDL's map
+// into a ClusterMap (NodeInfo, SegmentInfo). IsAtLeastVersion0_1_0 is its compile-time
+// check of this package's version. Segment is the key-to-segment function that the
+// client and the store share.
 //
 // # Guarantees
 //

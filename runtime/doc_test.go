@@ -1,0 +1,61 @@
+package runtime
+
+import (
+	"go/ast"
+	"go/doc"
+	"go/parser"
+	"go/token"
+	iofs "io/fs"
+	"regexp"
+	"strings"
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+)
+
+// The package doc says who each exported name is for: every exported type, function and
+// group of constants or variables is named in it (a group by one of its names; the
+// With… options as a family).
+func TestPackageDocNamesEveryExportedName(t *testing.T) {
+	fset := token.NewFileSet()
+	pkgs, err := parser.ParseDir(fset, ".", func(fi iofs.FileInfo) bool { return !strings.HasSuffix(fi.Name(), "_test.go") }, parser.ParseComments)
+	require.NoError(t, err)
+	p := doc.New(pkgs["runtime"], "github.com/clustron/zaris-go/runtime", 0)
+	named := func(name string) bool {
+		return regexp.MustCompile(`\b` + regexp.QuoteMeta(name) + `\b`).MatchString(p.Doc)
+	}
+	anyNamed := func(specs []ast.Spec) bool {
+		for _, s := range specs {
+			for _, n := range s.(*ast.ValueSpec).Names {
+				if n.IsExported() && named(n.Name) {
+					return true
+				}
+			}
+		}
+		return false
+	}
+	checkValues := func(vs []*doc.Value) {
+		for _, v := range vs {
+			assert.True(t, anyNamed(v.Decl.Specs), "the package doc names none of %v", v.Names)
+		}
+	}
+	checkFuncs := func(fs []*doc.Func) {
+		for _, f := range fs {
+			if strings.HasPrefix(f.Name, "With") && f.Name != "WithMaxAttempts" && f.Name != "WithTimeout" {
+				continue // the options, named as a family
+			}
+			assert.True(t, named(f.Name), "the package doc does not name %s", f.Name)
+		}
+	}
+	checkValues(p.Consts)
+	checkValues(p.Vars)
+	checkFuncs(p.Funcs)
+	for _, typ := range p.Types {
+		assert.True(t, named(typ.Name), "the package doc does not name %s", typ.Name)
+		checkValues(typ.Consts)
+		checkValues(typ.Vars)
+		checkFuncs(typ.Funcs)
+	}
+	assert.Contains(t, p.Doc, "With… functions", "the package doc names the options as a family")
+}
