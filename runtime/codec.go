@@ -5,10 +5,11 @@ import "github.com/apache/thrift/lib/go/thrift"
 // Codec is an operation's Thrift binary protocol, generated for its types (zarisgen
 // -codec-out, gen/zariscodec): the same bytes as the Thrift library's, written into and read
 // out of the connection's buffers with no protocol call per field. The engine's pipelined
-// connections use it for framed binary (the default): the call's arguments are appended to
-// the request's buffer after the message header, and the reply's result is decoded from the
-// body of its frame. Other protocols and transports, and operations without one, go through
-// Op.Invoke and the Thrift library.
+// and pooled connections use it for framed binary (the default): the call's arguments are
+// appended to the request's buffer after the message header, and the reply's result is
+// decoded from the body of its frame, read into a buffer of the reply's own. Other
+// protocols and transports, custom Dialers' connections, and operations without one, go
+// through Op.Invoke and the Thrift library.
 type Codec struct {
 	// AppendArgs appends the operation's argument struct carrying req (the operation's
 	// request type) to b, as the Thrift client writes it in a call message.

@@ -114,8 +114,8 @@ func memClients(t testing.TB) (zaris.ZarisKv, *zarisclient.Client) {
 }
 
 // TestStackAddsOneAllocation checks that a pooled call through the typed client and the
-// default stack allocates one object (its Call) more than the raw generated client's call,
-// with a context that cannot end and with a cancellable one its calls repeat (the
+// default stack allocates at most one object (its Call) more than the raw generated
+// client's call (the operation's Codec makes it fewer than that), with a context that cannot end and with a cancellable one its calls repeat (the
 // connection keeps its watch on it).
 func TestStackAddsOneAllocation(t *testing.T) {
 	if testing.Short() {
@@ -139,7 +139,7 @@ func TestStackAddsOneAllocation(t *testing.T) {
 				t.Fatal(err)
 			}
 		})
-		assert.Equal(t, rawAllocs+1, typed, "allocations of a typed call (raw: %v)", rawAllocs)
+		assert.LessOrEqual(t, typed, rawAllocs+1, "allocations of a typed call (raw: %v)", rawAllocs)
 	}
 }
 
