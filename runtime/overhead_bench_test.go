@@ -96,8 +96,9 @@ func (memServerSide) Open() error                   { return nil }
 func (memServerSide) IsOpen() bool                  { return true }
 
 // memClients returns the raw generated client on its own connection and the typed client
-// through the default stack on pooled connections, both over memSockets to one node.
-func memClients(t testing.TB) (zaris.ZarisKv, *zarisclient.Client) {
+// through the default stack (with opts) on pooled connections, both over memSockets to one
+// node.
+func memClients(t testing.TB, opts ...runtime.Option) (zaris.ZarisKv, *zarisclient.Client) {
 	owner := int32(1)
 	m := &zaris.ClusterMap{Epoch: 1, SegmentCount: 1, Nodes: []*zaris.NodeInfo{{ID: 1, Host: "127.0.0.1", Port: 1}},
 		Segments: []*zaris.SegmentInfo{{ID: 0, Owner: &owner}}}
@@ -105,9 +106,9 @@ func memClients(t testing.TB) (zaris.ZarisKv, *zarisclient.Client) {
 	conn, err := dial(context.Background(), "")
 	require.NoError(t, err)
 	t.Cleanup(func() { conn.Close() })
-	client, err := zarisclient.Dial(context.Background(), runtime.WithEnv(func(string) (string, bool) { return "", false }),
+	client, err := zarisclient.Dial(context.Background(), append([]runtime.Option{runtime.WithEnv(func(string) (string, bool) { return "", false }),
 		runtime.WithSeeds("127.0.0.1:1"), runtime.WithDialer(dial), runtime.WithPipelining(false),
-		runtime.WithProtocol(cfg.Protocol), runtime.WithTransport(cfg.Transport))
+		runtime.WithProtocol(cfg.Protocol), runtime.WithTransport(cfg.Transport)}, opts...)...)
 	require.NoError(t, err)
 	t.Cleanup(func() { client.Close() })
 	return conn.Client().(zaris.ZarisKv), client
