@@ -6,11 +6,15 @@ import (
 	"encoding/binary"
 	"fmt"
 	"io"
+	"slices"
 
 	"github.com/apache/thrift/lib/go/thrift"
 
 	"github.com/clustron/zaris-go/internal/thriftbuf"
 )
+
+// maxKeptReply is the largest reply buffer a pooled connection keeps for its next call.
+const maxKeptReply = 64 << 10
 
 // messageHeaderSize is the size of a strict binary message header without its name: the
 // version and type, the name's length and the sequence id.
@@ -19,8 +23,10 @@ const messageHeaderSize = 12
 // codecCall is Op.Invoke for an operation with a Codec on a pooled framed binary
 // connection (c.codec): the request's frame is encoded by op.Codec into the connection's
 // buffer and written in one write, and the reply's frame is read from the socket's buffer,
-// its header in place and its body into a buffer of its own that op.Codec decodes the
-// response from (its binaries are slices of it, so the buffer is the reply's). The
+// its header in place and its body into the connection's buffer, which
+// op.Codec.DecodeResultCopy decodes the response from, copying its binaries out (without
+// DecodeResultCopy, into a buffer of the reply's own that DecodeResult decodes it from,
+// its binaries slices of it). The
 // outcomes are the generated client's over the Thrift library: the same bytes on the
 // wire, a request over the map's message limit or the frame limit refused before any of
 // it is written, the same application exceptions for a reply to another method or
@@ -29,11 +35,15 @@ func (c *thriftConn) codecCall(op *Op, req any) (Response, error) {
 	if err := c.writeCodec(op, req); err != nil {
 		return nil, err
 	}
-	body, err := c.readReplyHeader(op)
+	decode, kept := op.Codec.DecodeResultCopy, true
+	if decode == nil {
+		decode, kept = op.Codec.DecodeResult, false
+	}
+	body, err := c.readReply(op, kept)
 	if err != nil {
 		return nil, err
 	}
-	resp, err := op.Codec.DecodeResult(body, c.tcfg)
+	resp, err := decode(body, c.tcfg)
 	if err != nil {
 		return nil, err
 	}
@@ -66,10 +76,11 @@ func (c *thriftConn) writeCodec(op *Op, req any) error {
 	return wrapTransport(err)
 }
 
-// readReplyHeader reads the frame of the reply to op's call, which c.writeCodec sent, up to
-// its body, and returns the body in a buffer of its own (nil when empty). A reply other
-// than op's result fails as the Thrift client fails it.
-func (c *thriftConn) readReplyHeader(op *Op) ([]byte, error) {
+// readReply reads the frame of the reply to op's call, which c.writeCodec sent, and returns
+// its body: in the connection's buffer c.body when kept, valid until the next call, else in
+// a buffer of its own (nil when empty). A reply other than op's result fails as the Thrift
+// client fails it.
+func (c *thriftConn) readReply(op *Op, kept bool) ([]byte, error) {
 	r := c.sock.r
 	p, err := r.Peek(4)
 	if err != nil {
@@ -114,7 +125,15 @@ func (c *thriftConn) readReplyHeader(op *Op) ([]byte, error) {
 	r.Discard(4 + messageHeaderSize + int(nameLen)) // peeked: cannot fail
 	var body []byte
 	if n := int(size) - messageHeaderSize - int(nameLen); n > 0 {
-		body = make([]byte, n)
+		if kept {
+			body = slices.Grow(c.body[:0], n)[:n]
+			c.body = body
+			if cap(body) > maxKeptReply {
+				c.body = nil
+			}
+		} else {
+			body = make([]byte, n)
+		}
 		if _, err := io.ReadFull(r, body); err != nil {
 			return nil, wrapTransport(err)
 		}

@@ -367,6 +367,13 @@ var codecGet = &runtime.Codec{
 		}
 		return r.Success, nil
 	},
+	DecodeResultCopy: func(b []byte, cfg *thrift.TConfiguration) (runtime.Response, error) {
+		var r zaris.ZarisKvGetResult
+		if _, err := zariscodec.DecodeZarisKvGetResultCopy(b, &r, cfg); err != nil || r.Success == nil {
+			return nil, err
+		}
+		return r.Success, nil
+	},
 }
 
 func statusPut(resp runtime.Response) runtime.Status {
@@ -393,6 +400,13 @@ var codecPut = &runtime.Codec{
 	DecodeResult: func(b []byte, cfg *thrift.TConfiguration) (runtime.Response, error) {
 		var r zaris.ZarisKvPutResult
 		if _, err := zariscodec.DecodeZarisKvPutResult(b, &r, cfg); err != nil || r.Success == nil {
+			return nil, err
+		}
+		return r.Success, nil
+	},
+	DecodeResultCopy: func(b []byte, cfg *thrift.TConfiguration) (runtime.Response, error) {
+		var r zaris.ZarisKvPutResult
+		if _, err := zariscodec.DecodeZarisKvPutResultCopy(b, &r, cfg); err != nil || r.Success == nil {
 			return nil, err
 		}
 		return r.Success, nil
@@ -427,6 +441,13 @@ var codecDelete = &runtime.Codec{
 		}
 		return r.Success, nil
 	},
+	DecodeResultCopy: func(b []byte, cfg *thrift.TConfiguration) (runtime.Response, error) {
+		var r zaris.ZarisKvDeleteResult
+		if _, err := zariscodec.DecodeZarisKvDeleteResultCopy(b, &r, cfg); err != nil || r.Success == nil {
+			return nil, err
+		}
+		return r.Success, nil
+	},
 }
 
 func statusIncrement(resp runtime.Response) runtime.Status {
@@ -453,6 +474,13 @@ var codecIncrement = &runtime.Codec{
 	DecodeResult: func(b []byte, cfg *thrift.TConfiguration) (runtime.Response, error) {
 		var r zaris.ZarisKvIncrementResult
 		if _, err := zariscodec.DecodeZarisKvIncrementResult(b, &r, cfg); err != nil || r.Success == nil {
+			return nil, err
+		}
+		return r.Success, nil
+	},
+	DecodeResultCopy: func(b []byte, cfg *thrift.TConfiguration) (runtime.Response, error) {
+		var r zaris.ZarisKvIncrementResult
+		if _, err := zariscodec.DecodeZarisKvIncrementResultCopy(b, &r, cfg); err != nil || r.Success == nil {
 			return nil, err
 		}
 		return r.Success, nil
@@ -588,6 +616,13 @@ var codecMultiGet = &runtime.Codec{
 		}
 		return r.Success, nil
 	},
+	DecodeResultCopy: func(b []byte, cfg *thrift.TConfiguration) (runtime.Response, error) {
+		var r zaris.ZarisKvMultiGetResult
+		if _, err := zariscodec.DecodeZarisKvMultiGetResultCopy(b, &r, cfg); err != nil || r.Success == nil {
+			return nil, err
+		}
+		return r.Success, nil
+	},
 }
 
 // MultiPut calls MultiPut through the client's stack: writes many keys, each optionally guarded by ifMatchVersion or ifAbsent; not atomic.
@@ -668,6 +703,13 @@ var codecMultiPut = &runtime.Codec{
 		}
 		return r.Success, nil
 	},
+	DecodeResultCopy: func(b []byte, cfg *thrift.TConfiguration) (runtime.Response, error) {
+		var r zaris.ZarisKvMultiPutResult
+		if _, err := zariscodec.DecodeZarisKvMultiPutResultCopy(b, &r, cfg); err != nil || r.Success == nil {
+			return nil, err
+		}
+		return r.Success, nil
+	},
 }
 
 // MultiDelete calls MultiDelete through the client's stack: deletes many keys, each optionally guarded by ifMatchVersion; not atomic.
@@ -744,6 +786,13 @@ var codecMultiDelete = &runtime.Codec{
 	DecodeResult: func(b []byte, cfg *thrift.TConfiguration) (runtime.Response, error) {
 		var r zaris.ZarisKvMultiDeleteResult
 		if _, err := zariscodec.DecodeZarisKvMultiDeleteResult(b, &r, cfg); err != nil || r.Success == nil {
+			return nil, err
+		}
+		return r.Success, nil
+	},
+	DecodeResultCopy: func(b []byte, cfg *thrift.TConfiguration) (runtime.Response, error) {
+		var r zaris.ZarisKvMultiDeleteResult
+		if _, err := zariscodec.DecodeZarisKvMultiDeleteResultCopy(b, &r, cfg); err != nil || r.Success == nil {
 			return nil, err
 		}
 		return r.Success, nil
