@@ -99,13 +99,13 @@ func newPipeConn(raw net.Conn, ps *pipelines) (*pipeConn, error) {
 
 // replyProtocol returns the protocol a pipelined connection's reader reads replies with.
 // Framed binary and compact replies are read a whole frame at a time (framing.Reader), and
-// a binary reply's body is decoded from memory (thriftbuf.Frames). JSON replies are read
-// through failedReads.
+// a binary reply's header with replyNames and its body from memory (thriftbuf.Frames). JSON
+// replies are read through failedReads.
 func replyProtocol(raw net.Conn, ps *pipelines) (thrift.TProtocol, error) {
 	if ps.transport == TransportFramed {
 		switch ps.protocol {
 		case ProtocolBinary:
-			return thriftbuf.NewFrames(thrift.NewTBinaryProtocolConf(replyFrames(raw, ps), ps.tcfg), ps.tcfg).ShareBinaries(), nil
+			return thriftbuf.NewFrames(newReplyNames(replyFrames(raw, ps), ps.tcfg), ps.tcfg).ShareBinaries(), nil
 		case ProtocolCompact:
 			return thrift.NewTCompactProtocolConf(replyFrames(raw, ps), ps.tcfg), nil
 		case ProtocolJSON:
