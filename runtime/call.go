@@ -1,10 +1,19 @@
 package runtime
 
-import "time"
+import (
+	"sync"
+	"time"
+)
 
 // Call is one application call on its way through the middleware stack: which operation, the
 // routing key, the typed request (never modified), and what has happened to it so far. A Call
 // belongs to one goroutine at a time; middleware may read and update it while it handles it.
+//
+// Middleware, classifiers and handlers must not keep a *Call, or a pointer into it (an
+// *Attempt, the Attempts slice), after the handler they were given it in returns: the typed
+// client of zarisclient.Dial reuses its Calls (CallPool) when its stack has no middleware
+// or classifier of the user's, and may reuse them in more cases later. Copy what you need
+// to keep, as CallError copies the attempts.
 type Call struct {
 	// Op describes the operation.
 	Op *Op
@@ -44,8 +53,9 @@ type Call struct {
 	debt debt
 }
 
-// NewCall returns a call of op for the request req routed by key. The typed client builds one
-// per application call.
+// NewCall returns a call of op for the request req routed by key, never reused. The typed
+// client takes one per application call from its CallPool, which makes them with NewCall
+// when it is nil.
 func NewCall(op *Op, key []byte, req any, guarded bool, opts ...CallOption) *Call {
 	c := &Call{Op: op, Key: key, Request: req, Guarded: guarded}
 	c.Attempts = c.attemptBuf[:0]
@@ -53,6 +63,51 @@ func NewCall(op *Op, key []byte, req any, guarded bool, opts ...CallOption) *Cal
 		o(&c.Options)
 	}
 	return c
+}
+
+// CallPool reuses the Calls of a typed client, whose methods take a Call with Get and give
+// it back with Put once the stack has returned, so that a call allocates none. Nothing may
+// keep a Call it gave out past Put (see Call). A nil *CallPool reuses nothing: Get is
+// NewCall and Put does nothing, for a client whose stack may keep its calls. Its methods
+// are safe for concurrent use.
+type CallPool struct{ calls sync.Pool }
+
+// NewCallPool returns the CallPool of a typed client whose stack is the default one around
+// an engine configured with cfg (middleware.ForEngine), or nil when middleware or
+// classifiers of the user's (cfg.CallMiddleware, cfg.AttemptMiddleware, cfg.Classifiers)
+// see its calls and so might keep them.
+func NewCallPool(cfg Config) *CallPool {
+	if len(cfg.CallMiddleware) > 0 || len(cfg.AttemptMiddleware) > 0 || len(cfg.Classifiers) > 0 {
+		return nil
+	}
+	return &CallPool{}
+}
+
+// Get returns a call as NewCall does, reusing one given back with Put if there is one.
+func (p *CallPool) Get(op *Op, key []byte, req any, guarded bool, opts ...CallOption) *Call {
+	if p == nil {
+		return NewCall(op, key, req, guarded, opts...)
+	}
+	c, _ := p.calls.Get().(*Call)
+	if c == nil {
+		c = new(Call)
+	}
+	c.Op, c.Key, c.Request, c.Guarded = op, key, req, guarded
+	c.Attempts = c.attemptBuf[:0]
+	for _, o := range opts {
+		o(&c.Options)
+	}
+	return c
+}
+
+// Put gives back c, which Get returned, once the handler it went through has returned;
+// everything it held is dropped. c must not be used after.
+func (p *CallPool) Put(c *Call) {
+	if p == nil {
+		return
+	}
+	*c = Call{}
+	p.calls.Put(c)
 }
 
 // StartAttempt records the start of a new attempt and returns it for the layers below to fill in.

@@ -7,46 +7,48 @@
 //
 // # For users
 //
-// A program passes Option values to zarisclient.Dial: WithSeeds and the other With… functions,
-// over defaults (DefaultPoolSize, DefaultRetryPolicy, DefaultPipelining) and the
+// A program passes Option values to zarisclient.Dial: WithSeeds and the other With…
+// functions, over defaults (DefaultPoolSize, DefaultRetryPolicy, DefaultPipelining) and the
 // environment (EnvRequestTimeout, EnvPipeline, …); NewConfig validates them and returns a
 // *ConfigError that names what is wrong. Protocol (ProtocolBinary, …) and Transport
-// (TransportFramed, …) choose the wire,
-// Pipelining the shared connections, RetryPolicy the retry rules' numbers and RetryBudget
-// the retry budget. A call takes CallOptions through CallOption values (WithMaxAttempts,
-// WithTimeout). A call that gets no answer returns a *CallError: the Bound that ended it (BoundAttempts,
-// BoundDeadline, …) and every Attempt; its causes match the sentinels (ErrNodeUnavailable, ErrInDoubt, …)
-// with errors.Is, and *NodeError, *PartitionError and *StatusError with errors.As. The
-// Engine (Client.Engine) reports the map it routes with, its Refresher's RefreshStats and
-// a key's Route. A test injects a Clock (its Timer; SystemClock is the real one) with
-// WithClock; a program's own connections come from a Dialer of Conn values (DefaultDialer
-// is the built-in one). Version is this module's version.
+// (TransportFramed, …) choose the wire, Pipelining the shared connections, RetryPolicy the
+// retry rules' numbers and RetryBudget the retry budget. A call takes CallOptions through
+// CallOption values (WithMaxAttempts, WithTimeout). A call that gets no answer returns a
+// *CallError: the Bound that ended it (BoundAttempts, BoundDeadline, …) and every Attempt;
+// its causes match the sentinels (ErrNodeUnavailable, ErrInDoubt, …) with errors.Is, and
+// *NodeError, *PartitionError and *StatusError with errors.As. The Engine (Client.Engine)
+// reports the map it routes with, its Refresher's RefreshStats and a key's Route. A test
+// injects a Clock (its Timer; SystemClock is the real one) with WithClock; a program's own
+// connections come from a Dialer of Conn values (DefaultDialer is the built-in one).
+// Version is this module's version.
 //
 // # For middleware
 //
-// A Middleware wraps a Handler, and Chain composes them; a handler returns a Response.
-// Each call is a *Call with its Attempts (Call.Last, Call.Previous; NoNode for an attempt
-// that chose no node) and CallStats. A Classifier judges an attempt's Outcome, and the
-// classify layer sets the attempt's Class (Answer, Retry, RefreshRetry,
-// Fatal) from its Status or error. Refresher is the
-// shared map refresh: a request carries Evidence and gets a RefreshResult.
+// A Middleware wraps a Handler, and Chain composes them; a handler returns a Response. Each
+// call is a *Call with its Attempts (Call.Last, Call.Previous; NoNode for an attempt that
+// chose no node) and CallStats. A Classifier judges an attempt's Outcome, and the classify
+// layer sets the attempt's Class (Answer, Retry, RefreshRetry, Fatal) from its Status or
+// error. Refresher is the shared map refresh: a request carries Evidence and gets a
+// RefreshResult.
 //
 // # For generated code
 //
-// zarisgen's output hands the engine a Service and one Op per operation (its OpKind: Read or Write;
-// its Codec and the StatusTable built with NewStatusTable from StatusInfo and StatusRoles,
-// which NewStatusError names statuses by), builds each call with NewCall, sets each
-// request's Token from Tokens (NewTokens), runs multi-key operations with RunBatch
+// zarisgen's output hands the engine a Service and one Op per operation (its OpKind: Read
+// or Write; its Codec and the StatusTable built with NewStatusTable from StatusInfo and
+// StatusRoles, which NewStatusError names statuses by), builds each call with NewCall (or
+// takes it from a CallPool, NewCallPool, which reuses it once the stack has returned), sets
+// each request's Token from Tokens (NewTokens), runs multi-key operations with RunBatch
 // (BatchSpec, BatchItems, BatchItemSizes; a Batch of at most MaxBatchItems items, else
 // ErrInvalidBatch; its BatchResult, BatchError and BatchStats), and converts the IDL's map
 // into a ClusterMap (NodeInfo, SegmentInfo). IsAtLeastVersion0_1_0 is its compile-time
-// check of this package's version. Segment is the key-to-segment function that the
-// client and the store share.
+// check of this package's version. Segment is the key-to-segment function that the client
+// and the store share.
 //
 // # Guarantees
 //
 // Engine and Refresher are safe for concurrent use; a Call belongs to one goroutine at a
-// time. Time is read through Config.Clock, so tests inject a fake clock; socket deadlines
+// time, and nothing may keep it after its handler returns (a client made by Dial reuses
+// it, see CallPool). Time is read through Config.Clock, so tests inject a fake clock; socket deadlines
 // are wall-clock time. README.md in this directory explains the design: routing,
 // connections, pipelining, the refresher, errors and multi-key calls.
 package runtime

@@ -57,5 +57,5 @@ func TestPackageDocNamesEveryExportedName(t *testing.T) {
 		checkValues(typ.Vars)
 		checkFuncs(typ.Funcs)
 	}
-	assert.Contains(t, p.Doc, "With… functions", "the package doc names the options as a family")
+	assert.Contains(t, strings.Join(strings.Fields(p.Doc), " "), "With… functions", "the package doc names the options as a family")
 }

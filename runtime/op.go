@@ -58,8 +58,8 @@ type Op struct {
 	// its response. It never returns a nil Response with a nil error.
 	Invoke func(ctx context.Context, client any, req any) (Response, error)
 	// Codec, when set, is the operation's generated binary protocol, which the engine's
-	// framed binary pipelined connections send the request and read the reply with instead
-	// of Invoke; nil: Invoke alone.
+	// framed binary connections (pipelined, and pooled ones of the built-in Dialer) send
+	// the request and read the reply with instead of Invoke; nil: Invoke alone.
 	Codec *Codec
 }
 

@@ -96,8 +96,9 @@ func (memServerSide) Open() error                   { return nil }
 func (memServerSide) IsOpen() bool                  { return true }
 
 // memClients returns the raw generated client on its own connection and the typed client
-// through the default stack on pooled connections, both over memSockets to one node.
-func memClients(t testing.TB) (zaris.ZarisKv, *zarisclient.Client) {
+// through the default stack (with opts) on pooled connections, both over memSockets to one
+// node.
+func memClients(t testing.TB, opts ...runtime.Option) (zaris.ZarisKv, *zarisclient.Client) {
 	owner := int32(1)
 	m := &zaris.ClusterMap{Epoch: 1, SegmentCount: 1, Nodes: []*zaris.NodeInfo{{ID: 1, Host: "127.0.0.1", Port: 1}},
 		Segments: []*zaris.SegmentInfo{{ID: 0, Owner: &owner}}}
@@ -105,17 +106,17 @@ func memClients(t testing.TB) (zaris.ZarisKv, *zarisclient.Client) {
 	conn, err := dial(context.Background(), "")
 	require.NoError(t, err)
 	t.Cleanup(func() { conn.Close() })
-	client, err := zarisclient.Dial(context.Background(), runtime.WithEnv(func(string) (string, bool) { return "", false }),
+	client, err := zarisclient.Dial(context.Background(), append([]runtime.Option{runtime.WithEnv(func(string) (string, bool) { return "", false }),
 		runtime.WithSeeds("127.0.0.1:1"), runtime.WithDialer(dial), runtime.WithPipelining(false),
-		runtime.WithProtocol(cfg.Protocol), runtime.WithTransport(cfg.Transport))
+		runtime.WithProtocol(cfg.Protocol), runtime.WithTransport(cfg.Transport)}, opts...)...)
 	require.NoError(t, err)
 	t.Cleanup(func() { client.Close() })
 	return conn.Client().(zaris.ZarisKv), client
 }
 
 // TestStackAddsOneAllocation checks that a pooled call through the typed client and the
-// default stack allocates one object (its Call) more than the raw generated client's call,
-// with a context that cannot end and with a cancellable one its calls repeat (the
+// default stack allocates at most one object (its Call) more than the raw generated
+// client's call (the operation's Codec makes it fewer than that), with a context that cannot end and with a cancellable one its calls repeat (the
 // connection keeps its watch on it).
 func TestStackAddsOneAllocation(t *testing.T) {
 	if testing.Short() {
@@ -139,7 +140,7 @@ func TestStackAddsOneAllocation(t *testing.T) {
 				t.Fatal(err)
 			}
 		})
-		assert.Equal(t, rawAllocs+1, typed, "allocations of a typed call (raw: %v)", rawAllocs)
+		assert.LessOrEqual(t, typed, rawAllocs+1, "allocations of a typed call (raw: %v)", rawAllocs)
 	}
 }
 

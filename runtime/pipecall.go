@@ -89,13 +89,16 @@ func (ps *pipelines) getCall() *pcall {
 	return p
 }
 
-// putCall makes p reusable unless its caller left it with the connection.
+// putCall makes p reusable unless its caller left it with the connection. Either way p
+// lets go of its Call (owner, debt): a pcall left with the connection outlives the attempt,
+// and the Call may be reused (CallPool) once its call returns.
 func (ps *pipelines) putCall(p *pcall) {
+	p.owner, p.debt = ownerWait{}, nil
 	if p.abandoned {
 		return
 	}
 	p.conn, p.result, p.err, p.sent, p.wasSent, p.timedOut = nil, nil, nil, false, false, false
-	p.owner, p.ownerMoved, p.debt = ownerWait{}, false, nil
+	p.ownerMoved = false
 	p.codec, p.resp, p.msg = nil, nil, nil
 	if cap(p.wire) > maxKeptRequest {
 		p.wire = nil

@@ -95,13 +95,13 @@ func newPipeConn(raw net.Conn, ps *pipelines) (*pipeConn, error) {
 
 // replyProtocol returns the protocol a pipelined connection's reader reads replies with.
 // Framed binary and compact replies are read a whole frame at a time (framing.Reader), and
-// a binary reply's body is decoded from memory (thriftbuf.Frames). JSON replies are read
-// through failedReads.
+// a binary reply's header with replyNames and its body from memory (thriftbuf.Frames). JSON
+// replies are read through failedReads.
 func replyProtocol(raw net.Conn, ps *pipelines) (thrift.TProtocol, error) {
 	if ps.transport == TransportFramed {
 		switch ps.protocol {
 		case ProtocolBinary:
-			return thriftbuf.NewFrames(thrift.NewTBinaryProtocolConf(replyFrames(raw, ps), ps.tcfg), ps.tcfg).ShareBinaries(), nil
+			return thriftbuf.NewFrames(newReplyNames(replyFrames(raw, ps), ps.tcfg), ps.tcfg).ShareBinaries(), nil
 		case ProtocolCompact:
 			return thrift.NewTCompactProtocolConf(replyFrames(raw, ps), ps.tcfg), nil
 		case ProtocolJSON:
@@ -361,14 +361,24 @@ func (c *pipeConn) readReply(ctx context.Context, p *pcall, claimed bool, name s
 }
 
 // decodeResult decodes the result of the reply to p, whose message header was read, with
-// p's Codec, from the reply's body in memory, which it takes from the reader (Detach) so
-// that the response may keep slices of it.
+// p's Codec, from the reply's body in memory: with DecodeResultCopy, which copies the
+// response's binaries out, in the reader's buffer, reused for the next reply; else taken
+// from the reader (Detach) so that the response may keep slices of it.
 func (c *pipeConn) decodeResult(p *pcall) (Response, error) {
-	var body []byte // no body in memory: none at all, which decodes as no result
+	var mem *thriftbuf.Protocol
 	if c.frames != nil {
-		if mem := c.frames.Memory(); mem != nil {
-			body = mem.Detach()
+		mem = c.frames.Memory()
+	}
+	if p.codec.DecodeResultCopy != nil {
+		var body []byte // no body in memory: none at all, which decodes as no result
+		if mem != nil {
+			body = mem.Unread()
 		}
+		return p.codec.DecodeResultCopy(body, c.tcfg)
+	}
+	var body []byte
+	if mem != nil {
+		body = mem.Detach()
 	}
 	return p.codec.DecodeResult(body, c.tcfg)
 }

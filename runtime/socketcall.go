@@ -37,9 +37,10 @@ func callConn(ctx context.Context, conn Conn, call *Call, deadline time.Time, ca
 // deadline (or the caller's, if earlier; callerDeadline says the deadline given is already
 // the call's) goes on the socket, up to late past it for an attempt timeout (see
 // thriftConn.arm), and the caller's cancel aborts the socket through the connection's
-// watch on its context: no timer or context is made per call. The generated code gets a
-// context without a deadline, because the Thrift protocols retry a timed-out read while
-// their context has a deadline that has not passed.
+// watch on its context: no timer or context is made per call. On a framed binary
+// connection an operation with a Codec goes through it (thriftConn.codecCall); else the
+// generated code gets a context without a deadline, because the Thrift protocols retry a
+// timed-out read while their context has a deadline that has not passed.
 func callSocket(ctx context.Context, sc *thriftConn, call *Call, deadline time.Time, callerDeadline bool, now time.Time, late time.Duration) (Response, outcome) {
 	octx := ctx
 	if cdl, ok := ctx.Deadline(); ok {
@@ -55,7 +56,15 @@ func callSocket(ctx context.Context, sc *thriftConn, call *Call, deadline time.T
 	}
 	stop := sc.arm(ctx, deadline, now, late)
 	sc.sock.wrote = false
-	resp, err := call.Op.Invoke(octx, sc.client, call.Request)
+	var (
+		resp Response
+		err  error
+	)
+	if sc.codec && call.Op.Codec != nil {
+		resp, err = sc.codecCall(call.Op, call.Request)
+	} else {
+		resp, err = call.Op.Invoke(octx, sc.client, call.Request)
+	}
 	sc.noDeadline.Context = nil
 	o := outcome{spent: !stop(), unsent: err != nil && !sc.sock.wrote}
 	if err == nil && resp == nil {

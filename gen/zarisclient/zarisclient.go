@@ -159,7 +159,10 @@ func clusterMap(m *zaris.ClusterMap) *runtime.ClusterMap {
 type Client struct {
 	handler runtime.Handler
 	engine  *runtime.Engine // nil for a client made with New
-	tokens  *runtime.Tokens // the request tokens of this client's calls (rule B8)
+	// calls reuses the calls of a client made by Dial whose stack keeps none (nil: a Call
+	// per call), see runtime.CallPool.
+	calls  *runtime.CallPool
+	tokens *runtime.Tokens // the request tokens of this client's calls (rule B8)
 }
 
 // Dial connects to the cluster and returns a ready client: it builds the engine of Service
@@ -171,7 +174,7 @@ func Dial(ctx context.Context, opts ...runtime.Option) (*Client, error) {
 	if err != nil {
 		return nil, err
 	}
-	return &Client{handler: middleware.ForEngine(engine), engine: engine, tokens: runtime.NewTokens()}, nil
+	return &Client{handler: middleware.ForEngine(engine), engine: engine, calls: runtime.NewCallPool(engine.Config()), tokens: runtime.NewTokens()}, nil
 }
 
 // New returns a client that sends every call through handler, a stack you built (for
@@ -240,7 +243,9 @@ func (c *Client) Get(ctx context.Context, req *zaris.GetRequest, opts ...runtime
 	if req == nil {
 		return nil, fmt.Errorf("zaris: Get: %w", runtime.ErrNilRequest)
 	}
-	resp, err := c.handler(ctx, runtime.NewCall(OpGet, req.Key, req, false, opts...))
+	call := c.calls.Get(OpGet, req.Key, req, false, opts...)
+	resp, err := c.handler(ctx, call)
+	c.calls.Put(call)
 	typed, ok := resp.(*zaris.GetResponse)
 	switch {
 	case resp != nil && !ok:
@@ -260,7 +265,9 @@ func (c *Client) Put(ctx context.Context, req *zaris.PutRequest, opts ...runtime
 	if req == nil {
 		return nil, fmt.Errorf("zaris: Put: %w", runtime.ErrNilRequest)
 	}
-	resp, err := c.handler(ctx, runtime.NewCall(OpPut, req.Key, req, req.IsSetIfMatchVersion() || req.GetIfAbsent(), opts...))
+	call := c.calls.Get(OpPut, req.Key, req, req.IsSetIfMatchVersion() || req.GetIfAbsent(), opts...)
+	resp, err := c.handler(ctx, call)
+	c.calls.Put(call)
 	typed, ok := resp.(*zaris.PutResponse)
 	switch {
 	case resp != nil && !ok:
@@ -280,7 +287,9 @@ func (c *Client) Delete(ctx context.Context, req *zaris.DeleteRequest, opts ...r
 	if req == nil {
 		return nil, fmt.Errorf("zaris: Delete: %w", runtime.ErrNilRequest)
 	}
-	resp, err := c.handler(ctx, runtime.NewCall(OpDelete, req.Key, req, req.IsSetIfMatchVersion(), opts...))
+	call := c.calls.Get(OpDelete, req.Key, req, req.IsSetIfMatchVersion(), opts...)
+	resp, err := c.handler(ctx, call)
+	c.calls.Put(call)
 	typed, ok := resp.(*zaris.DeleteResponse)
 	switch {
 	case resp != nil && !ok:
@@ -307,9 +316,10 @@ func (c *Client) Increment(ctx context.Context, req *zaris.IncrementRequest, opt
 		tokened.Token = &zaris.RequestToken{Client: t.Client, Sequence: t.Sequence}
 		req = &tokened
 	}
-	call := runtime.NewCall(OpIncrement, req.Key, req, false, opts...)
+	call := c.calls.Get(OpIncrement, req.Key, req, false, opts...)
 	call.Token = runtime.Token{Client: req.Token.Client, Sequence: req.Token.Sequence}
 	resp, err := c.handler(ctx, call)
+	c.calls.Put(call)
 	typed, ok := resp.(*zaris.IncrementResponse)
 	switch {
 	case resp != nil && !ok:
@@ -357,6 +367,13 @@ var codecGet = &runtime.Codec{
 		}
 		return r.Success, nil
 	},
+	DecodeResultCopy: func(b []byte, cfg *thrift.TConfiguration) (runtime.Response, error) {
+		var r zaris.ZarisKvGetResult
+		if _, err := zariscodec.DecodeZarisKvGetResultCopy(b, &r, cfg); err != nil || r.Success == nil {
+			return nil, err
+		}
+		return r.Success, nil
+	},
 }
 
 func statusPut(resp runtime.Response) runtime.Status {
@@ -383,6 +400,13 @@ var codecPut = &runtime.Codec{
 	DecodeResult: func(b []byte, cfg *thrift.TConfiguration) (runtime.Response, error) {
 		var r zaris.ZarisKvPutResult
 		if _, err := zariscodec.DecodeZarisKvPutResult(b, &r, cfg); err != nil || r.Success == nil {
+			return nil, err
+		}
+		return r.Success, nil
+	},
+	DecodeResultCopy: func(b []byte, cfg *thrift.TConfiguration) (runtime.Response, error) {
+		var r zaris.ZarisKvPutResult
+		if _, err := zariscodec.DecodeZarisKvPutResultCopy(b, &r, cfg); err != nil || r.Success == nil {
 			return nil, err
 		}
 		return r.Success, nil
@@ -417,6 +441,13 @@ var codecDelete = &runtime.Codec{
 		}
 		return r.Success, nil
 	},
+	DecodeResultCopy: func(b []byte, cfg *thrift.TConfiguration) (runtime.Response, error) {
+		var r zaris.ZarisKvDeleteResult
+		if _, err := zariscodec.DecodeZarisKvDeleteResultCopy(b, &r, cfg); err != nil || r.Success == nil {
+			return nil, err
+		}
+		return r.Success, nil
+	},
 }
 
 func statusIncrement(resp runtime.Response) runtime.Status {
@@ -443,6 +474,13 @@ var codecIncrement = &runtime.Codec{
 	DecodeResult: func(b []byte, cfg *thrift.TConfiguration) (runtime.Response, error) {
 		var r zaris.ZarisKvIncrementResult
 		if _, err := zariscodec.DecodeZarisKvIncrementResult(b, &r, cfg); err != nil || r.Success == nil {
+			return nil, err
+		}
+		return r.Success, nil
+	},
+	DecodeResultCopy: func(b []byte, cfg *thrift.TConfiguration) (runtime.Response, error) {
+		var r zaris.ZarisKvIncrementResult
+		if _, err := zariscodec.DecodeZarisKvIncrementResultCopy(b, &r, cfg); err != nil || r.Success == nil {
 			return nil, err
 		}
 		return r.Success, nil
@@ -578,6 +616,13 @@ var codecMultiGet = &runtime.Codec{
 		}
 		return r.Success, nil
 	},
+	DecodeResultCopy: func(b []byte, cfg *thrift.TConfiguration) (runtime.Response, error) {
+		var r zaris.ZarisKvMultiGetResult
+		if _, err := zariscodec.DecodeZarisKvMultiGetResultCopy(b, &r, cfg); err != nil || r.Success == nil {
+			return nil, err
+		}
+		return r.Success, nil
+	},
 }
 
 // MultiPut calls MultiPut through the client's stack: writes many keys, each optionally guarded by ifMatchVersion or ifAbsent; not atomic.
@@ -658,6 +703,13 @@ var codecMultiPut = &runtime.Codec{
 		}
 		return r.Success, nil
 	},
+	DecodeResultCopy: func(b []byte, cfg *thrift.TConfiguration) (runtime.Response, error) {
+		var r zaris.ZarisKvMultiPutResult
+		if _, err := zariscodec.DecodeZarisKvMultiPutResultCopy(b, &r, cfg); err != nil || r.Success == nil {
+			return nil, err
+		}
+		return r.Success, nil
+	},
 }
 
 // MultiDelete calls MultiDelete through the client's stack: deletes many keys, each optionally guarded by ifMatchVersion; not atomic.
@@ -734,6 +786,13 @@ var codecMultiDelete = &runtime.Codec{
 	DecodeResult: func(b []byte, cfg *thrift.TConfiguration) (runtime.Response, error) {
 		var r zaris.ZarisKvMultiDeleteResult
 		if _, err := zariscodec.DecodeZarisKvMultiDeleteResult(b, &r, cfg); err != nil || r.Success == nil {
+			return nil, err
+		}
+		return r.Success, nil
+	},
+	DecodeResultCopy: func(b []byte, cfg *thrift.TConfiguration) (runtime.Response, error) {
+		var r zaris.ZarisKvMultiDeleteResult
+		if _, err := zariscodec.DecodeZarisKvMultiDeleteResultCopy(b, &r, cfg); err != nil || r.Success == nil {
 			return nil, err
 		}
 		return r.Success, nil

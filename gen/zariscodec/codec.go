@@ -17,7 +17,11 @@
 //   - Aliasing: a binary decoded is a slice of b itself (its capacity cut at its length),
 //     not a copy. The value decoded holds on to b: change b, or reuse it, only when the
 //     value is no longer in use. Strings are copies. The structs of a list share one
-//     allocation, so one kept keeps the others.
+//     allocation, so one kept keeps the others. The Copy variant of each Decode function
+//     (DecodeXCopy) decodes the same values with their binaries copied out of b, so that b
+//     may be reused once it returns: the first binary is a copy of its own, and the ones
+//     after it are carved from one copy of the rest of b (one kept keeps the bytes of the
+//     binaries after it alive).
 //
 // The Thrift-generated types stay the types of the API; the codec is the hot path for them.
 // Other protocols (compact, JSON, THeader) go through the Thrift library.
@@ -71,6 +75,15 @@ func AppendGetRequest(b []byte, v *zaris.GetRequest) []byte {
 // slices of b. Fields the encoding does not carry keep their values in v, as with Read.
 func DecodeGetRequest(b []byte, v *zaris.GetRequest, cfg *thrift.TConfiguration) (int, error) {
 	d := newDecoder(b, cfg)
+	err := d.decodeGetRequest(v)
+	return d.pos, err
+}
+
+// DecodeGetRequestCopy is DecodeGetRequest with v's binaries copied out of b: b may be reused
+// once it returns.
+func DecodeGetRequestCopy(b []byte, v *zaris.GetRequest, cfg *thrift.TConfiguration) (int, error) {
+	d := newDecoder(b, cfg)
+	d.copies = true
 	err := d.decodeGetRequest(v)
 	return d.pos, err
 }
@@ -131,6 +144,15 @@ func AppendGetResponse(b []byte, v *zaris.GetResponse) []byte {
 // slices of b. Fields the encoding does not carry keep their values in v, as with Read.
 func DecodeGetResponse(b []byte, v *zaris.GetResponse, cfg *thrift.TConfiguration) (int, error) {
 	d := newDecoder(b, cfg)
+	err := d.decodeGetResponse(v)
+	return d.pos, err
+}
+
+// DecodeGetResponseCopy is DecodeGetResponse with v's binaries copied out of b: b may be reused
+// once it returns.
+func DecodeGetResponseCopy(b []byte, v *zaris.GetResponse, cfg *thrift.TConfiguration) (int, error) {
+	d := newDecoder(b, cfg)
+	d.copies = true
 	err := d.decodeGetResponse(v)
 	return d.pos, err
 }
@@ -234,6 +256,15 @@ func DecodePutRequest(b []byte, v *zaris.PutRequest, cfg *thrift.TConfiguration)
 	return d.pos, err
 }
 
+// DecodePutRequestCopy is DecodePutRequest with v's binaries copied out of b: b may be reused
+// once it returns.
+func DecodePutRequestCopy(b []byte, v *zaris.PutRequest, cfg *thrift.TConfiguration) (int, error) {
+	d := newDecoder(b, cfg)
+	d.copies = true
+	err := d.decodePutRequest(v)
+	return d.pos, err
+}
+
 func (d *decoder) decodePutRequest(v *zaris.PutRequest) error {
 	issetKey := false
 	issetValue := false
@@ -322,6 +353,15 @@ func DecodePutResponse(b []byte, v *zaris.PutResponse, cfg *thrift.TConfiguratio
 	return d.pos, err
 }
 
+// DecodePutResponseCopy is DecodePutResponse with v's binaries copied out of b: b may be reused
+// once it returns.
+func DecodePutResponseCopy(b []byte, v *zaris.PutResponse, cfg *thrift.TConfiguration) (int, error) {
+	d := newDecoder(b, cfg)
+	d.copies = true
+	err := d.decodePutResponse(v)
+	return d.pos, err
+}
+
 func (d *decoder) decodePutResponse(v *zaris.PutResponse) error {
 	issetStatus := false
 	issetVersion := false
@@ -406,6 +446,15 @@ func DecodeDeleteRequest(b []byte, v *zaris.DeleteRequest, cfg *thrift.TConfigur
 	return d.pos, err
 }
 
+// DecodeDeleteRequestCopy is DecodeDeleteRequest with v's binaries copied out of b: b may be reused
+// once it returns.
+func DecodeDeleteRequestCopy(b []byte, v *zaris.DeleteRequest, cfg *thrift.TConfiguration) (int, error) {
+	d := newDecoder(b, cfg)
+	d.copies = true
+	err := d.decodeDeleteRequest(v)
+	return d.pos, err
+}
+
 func (d *decoder) decodeDeleteRequest(v *zaris.DeleteRequest) error {
 	issetKey := false
 	for {
@@ -467,6 +516,15 @@ func AppendDeleteResponse(b []byte, v *zaris.DeleteResponse) []byte {
 // slices of b. Fields the encoding does not carry keep their values in v, as with Read.
 func DecodeDeleteResponse(b []byte, v *zaris.DeleteResponse, cfg *thrift.TConfiguration) (int, error) {
 	d := newDecoder(b, cfg)
+	err := d.decodeDeleteResponse(v)
+	return d.pos, err
+}
+
+// DecodeDeleteResponseCopy is DecodeDeleteResponse with v's binaries copied out of b: b may be reused
+// once it returns.
+func DecodeDeleteResponseCopy(b []byte, v *zaris.DeleteResponse, cfg *thrift.TConfiguration) (int, error) {
+	d := newDecoder(b, cfg)
+	d.copies = true
 	err := d.decodeDeleteResponse(v)
 	return d.pos, err
 }
@@ -553,6 +611,15 @@ func DecodeRequestToken(b []byte, v *zaris.RequestToken, cfg *thrift.TConfigurat
 	return d.pos, err
 }
 
+// DecodeRequestTokenCopy is DecodeRequestToken with v's binaries copied out of b: b may be reused
+// once it returns.
+func DecodeRequestTokenCopy(b []byte, v *zaris.RequestToken, cfg *thrift.TConfiguration) (int, error) {
+	d := newDecoder(b, cfg)
+	d.copies = true
+	err := d.decodeRequestToken(v)
+	return d.pos, err
+}
+
 func (d *decoder) decodeRequestToken(v *zaris.RequestToken) error {
 	issetClient := false
 	issetSequence := false
@@ -621,6 +688,15 @@ func AppendIncrementRequest(b []byte, v *zaris.IncrementRequest) []byte {
 // slices of b. Fields the encoding does not carry keep their values in v, as with Read.
 func DecodeIncrementRequest(b []byte, v *zaris.IncrementRequest, cfg *thrift.TConfiguration) (int, error) {
 	d := newDecoder(b, cfg)
+	err := d.decodeIncrementRequest(v)
+	return d.pos, err
+}
+
+// DecodeIncrementRequestCopy is DecodeIncrementRequest with v's binaries copied out of b: b may be reused
+// once it returns.
+func DecodeIncrementRequestCopy(b []byte, v *zaris.IncrementRequest, cfg *thrift.TConfiguration) (int, error) {
+	d := newDecoder(b, cfg)
+	d.copies = true
 	err := d.decodeIncrementRequest(v)
 	return d.pos, err
 }
@@ -701,6 +777,15 @@ func AppendIncrementResponse(b []byte, v *zaris.IncrementResponse) []byte {
 // slices of b. Fields the encoding does not carry keep their values in v, as with Read.
 func DecodeIncrementResponse(b []byte, v *zaris.IncrementResponse, cfg *thrift.TConfiguration) (int, error) {
 	d := newDecoder(b, cfg)
+	err := d.decodeIncrementResponse(v)
+	return d.pos, err
+}
+
+// DecodeIncrementResponseCopy is DecodeIncrementResponse with v's binaries copied out of b: b may be reused
+// once it returns.
+func DecodeIncrementResponseCopy(b []byte, v *zaris.IncrementResponse, cfg *thrift.TConfiguration) (int, error) {
+	d := newDecoder(b, cfg)
+	d.copies = true
 	err := d.decodeIncrementResponse(v)
 	return d.pos, err
 }
@@ -799,6 +884,15 @@ func DecodeGetItem(b []byte, v *zaris.GetItem, cfg *thrift.TConfiguration) (int,
 	return d.pos, err
 }
 
+// DecodeGetItemCopy is DecodeGetItem with v's binaries copied out of b: b may be reused
+// once it returns.
+func DecodeGetItemCopy(b []byte, v *zaris.GetItem, cfg *thrift.TConfiguration) (int, error) {
+	d := newDecoder(b, cfg)
+	d.copies = true
+	err := d.decodeGetItem(v)
+	return d.pos, err
+}
+
 func (d *decoder) decodeGetItem(v *zaris.GetItem) error {
 	issetKey := false
 	for {
@@ -850,6 +944,15 @@ func AppendMultiGetRequest(b []byte, v *zaris.MultiGetRequest) []byte {
 // slices of b. Fields the encoding does not carry keep their values in v, as with Read.
 func DecodeMultiGetRequest(b []byte, v *zaris.MultiGetRequest, cfg *thrift.TConfiguration) (int, error) {
 	d := newDecoder(b, cfg)
+	err := d.decodeMultiGetRequest(v)
+	return d.pos, err
+}
+
+// DecodeMultiGetRequestCopy is DecodeMultiGetRequest with v's binaries copied out of b: b may be reused
+// once it returns.
+func DecodeMultiGetRequestCopy(b []byte, v *zaris.MultiGetRequest, cfg *thrift.TConfiguration) (int, error) {
+	d := newDecoder(b, cfg)
+	d.copies = true
 	err := d.decodeMultiGetRequest(v)
 	return d.pos, err
 }
@@ -916,6 +1019,15 @@ func AppendGetOutcome(b []byte, v *zaris.GetOutcome) []byte {
 // slices of b. Fields the encoding does not carry keep their values in v, as with Read.
 func DecodeGetOutcome(b []byte, v *zaris.GetOutcome, cfg *thrift.TConfiguration) (int, error) {
 	d := newDecoder(b, cfg)
+	err := d.decodeGetOutcome(v)
+	return d.pos, err
+}
+
+// DecodeGetOutcomeCopy is DecodeGetOutcome with v's binaries copied out of b: b may be reused
+// once it returns.
+func DecodeGetOutcomeCopy(b []byte, v *zaris.GetOutcome, cfg *thrift.TConfiguration) (int, error) {
+	d := newDecoder(b, cfg)
+	d.copies = true
 	err := d.decodeGetOutcome(v)
 	return d.pos, err
 }
@@ -998,6 +1110,15 @@ func AppendMultiGetResponse(b []byte, v *zaris.MultiGetResponse) []byte {
 // slices of b. Fields the encoding does not carry keep their values in v, as with Read.
 func DecodeMultiGetResponse(b []byte, v *zaris.MultiGetResponse, cfg *thrift.TConfiguration) (int, error) {
 	d := newDecoder(b, cfg)
+	err := d.decodeMultiGetResponse(v)
+	return d.pos, err
+}
+
+// DecodeMultiGetResponseCopy is DecodeMultiGetResponse with v's binaries copied out of b: b may be reused
+// once it returns.
+func DecodeMultiGetResponseCopy(b []byte, v *zaris.MultiGetResponse, cfg *thrift.TConfiguration) (int, error) {
+	d := newDecoder(b, cfg)
+	d.copies = true
 	err := d.decodeMultiGetResponse(v)
 	return d.pos, err
 }
@@ -1100,6 +1221,15 @@ func DecodePutItem(b []byte, v *zaris.PutItem, cfg *thrift.TConfiguration) (int,
 	return d.pos, err
 }
 
+// DecodePutItemCopy is DecodePutItem with v's binaries copied out of b: b may be reused
+// once it returns.
+func DecodePutItemCopy(b []byte, v *zaris.PutItem, cfg *thrift.TConfiguration) (int, error) {
+	d := newDecoder(b, cfg)
+	d.copies = true
+	err := d.decodePutItem(v)
+	return d.pos, err
+}
+
 func (d *decoder) decodePutItem(v *zaris.PutItem) error {
 	issetKey := false
 	issetValue := false
@@ -1187,6 +1317,15 @@ func DecodeMultiPutRequest(b []byte, v *zaris.MultiPutRequest, cfg *thrift.TConf
 	return d.pos, err
 }
 
+// DecodeMultiPutRequestCopy is DecodeMultiPutRequest with v's binaries copied out of b: b may be reused
+// once it returns.
+func DecodeMultiPutRequestCopy(b []byte, v *zaris.MultiPutRequest, cfg *thrift.TConfiguration) (int, error) {
+	d := newDecoder(b, cfg)
+	d.copies = true
+	err := d.decodeMultiPutRequest(v)
+	return d.pos, err
+}
+
 func (d *decoder) decodeMultiPutRequest(v *zaris.MultiPutRequest) error {
 	issetItems := false
 	for {
@@ -1245,6 +1384,15 @@ func AppendPutOutcome(b []byte, v *zaris.PutOutcome) []byte {
 // slices of b. Fields the encoding does not carry keep their values in v, as with Read.
 func DecodePutOutcome(b []byte, v *zaris.PutOutcome, cfg *thrift.TConfiguration) (int, error) {
 	d := newDecoder(b, cfg)
+	err := d.decodePutOutcome(v)
+	return d.pos, err
+}
+
+// DecodePutOutcomeCopy is DecodePutOutcome with v's binaries copied out of b: b may be reused
+// once it returns.
+func DecodePutOutcomeCopy(b []byte, v *zaris.PutOutcome, cfg *thrift.TConfiguration) (int, error) {
+	d := newDecoder(b, cfg)
+	d.copies = true
 	err := d.decodePutOutcome(v)
 	return d.pos, err
 }
@@ -1318,6 +1466,15 @@ func AppendMultiPutResponse(b []byte, v *zaris.MultiPutResponse) []byte {
 // slices of b. Fields the encoding does not carry keep their values in v, as with Read.
 func DecodeMultiPutResponse(b []byte, v *zaris.MultiPutResponse, cfg *thrift.TConfiguration) (int, error) {
 	d := newDecoder(b, cfg)
+	err := d.decodeMultiPutResponse(v)
+	return d.pos, err
+}
+
+// DecodeMultiPutResponseCopy is DecodeMultiPutResponse with v's binaries copied out of b: b may be reused
+// once it returns.
+func DecodeMultiPutResponseCopy(b []byte, v *zaris.MultiPutResponse, cfg *thrift.TConfiguration) (int, error) {
+	d := newDecoder(b, cfg)
+	d.copies = true
 	err := d.decodeMultiPutResponse(v)
 	return d.pos, err
 }
@@ -1414,6 +1571,15 @@ func DecodeDeleteItem(b []byte, v *zaris.DeleteItem, cfg *thrift.TConfiguration)
 	return d.pos, err
 }
 
+// DecodeDeleteItemCopy is DecodeDeleteItem with v's binaries copied out of b: b may be reused
+// once it returns.
+func DecodeDeleteItemCopy(b []byte, v *zaris.DeleteItem, cfg *thrift.TConfiguration) (int, error) {
+	d := newDecoder(b, cfg)
+	d.copies = true
+	err := d.decodeDeleteItem(v)
+	return d.pos, err
+}
+
 func (d *decoder) decodeDeleteItem(v *zaris.DeleteItem) error {
 	issetKey := false
 	for {
@@ -1478,6 +1644,15 @@ func DecodeMultiDeleteRequest(b []byte, v *zaris.MultiDeleteRequest, cfg *thrift
 	return d.pos, err
 }
 
+// DecodeMultiDeleteRequestCopy is DecodeMultiDeleteRequest with v's binaries copied out of b: b may be reused
+// once it returns.
+func DecodeMultiDeleteRequestCopy(b []byte, v *zaris.MultiDeleteRequest, cfg *thrift.TConfiguration) (int, error) {
+	d := newDecoder(b, cfg)
+	d.copies = true
+	err := d.decodeMultiDeleteRequest(v)
+	return d.pos, err
+}
+
 func (d *decoder) decodeMultiDeleteRequest(v *zaris.MultiDeleteRequest) error {
 	issetItems := false
 	for {
@@ -1536,6 +1711,15 @@ func AppendDeleteOutcome(b []byte, v *zaris.DeleteOutcome) []byte {
 // slices of b. Fields the encoding does not carry keep their values in v, as with Read.
 func DecodeDeleteOutcome(b []byte, v *zaris.DeleteOutcome, cfg *thrift.TConfiguration) (int, error) {
 	d := newDecoder(b, cfg)
+	err := d.decodeDeleteOutcome(v)
+	return d.pos, err
+}
+
+// DecodeDeleteOutcomeCopy is DecodeDeleteOutcome with v's binaries copied out of b: b may be reused
+// once it returns.
+func DecodeDeleteOutcomeCopy(b []byte, v *zaris.DeleteOutcome, cfg *thrift.TConfiguration) (int, error) {
+	d := newDecoder(b, cfg)
+	d.copies = true
 	err := d.decodeDeleteOutcome(v)
 	return d.pos, err
 }
@@ -1609,6 +1793,15 @@ func AppendMultiDeleteResponse(b []byte, v *zaris.MultiDeleteResponse) []byte {
 // slices of b. Fields the encoding does not carry keep their values in v, as with Read.
 func DecodeMultiDeleteResponse(b []byte, v *zaris.MultiDeleteResponse, cfg *thrift.TConfiguration) (int, error) {
 	d := newDecoder(b, cfg)
+	err := d.decodeMultiDeleteResponse(v)
+	return d.pos, err
+}
+
+// DecodeMultiDeleteResponseCopy is DecodeMultiDeleteResponse with v's binaries copied out of b: b may be reused
+// once it returns.
+func DecodeMultiDeleteResponseCopy(b []byte, v *zaris.MultiDeleteResponse, cfg *thrift.TConfiguration) (int, error) {
+	d := newDecoder(b, cfg)
+	d.copies = true
 	err := d.decodeMultiDeleteResponse(v)
 	return d.pos, err
 }
@@ -1705,6 +1898,15 @@ func DecodeNodeInfo(b []byte, v *zaris.NodeInfo, cfg *thrift.TConfiguration) (in
 	return d.pos, err
 }
 
+// DecodeNodeInfoCopy is DecodeNodeInfo with v's binaries copied out of b: b may be reused
+// once it returns.
+func DecodeNodeInfoCopy(b []byte, v *zaris.NodeInfo, cfg *thrift.TConfiguration) (int, error) {
+	d := newDecoder(b, cfg)
+	d.copies = true
+	err := d.decodeNodeInfo(v)
+	return d.pos, err
+}
+
 func (d *decoder) decodeNodeInfo(v *zaris.NodeInfo) error {
 	issetID := false
 	issetHost := false
@@ -1794,6 +1996,15 @@ func AppendSegmentInfo(b []byte, v *zaris.SegmentInfo) []byte {
 // slices of b. Fields the encoding does not carry keep their values in v, as with Read.
 func DecodeSegmentInfo(b []byte, v *zaris.SegmentInfo, cfg *thrift.TConfiguration) (int, error) {
 	d := newDecoder(b, cfg)
+	err := d.decodeSegmentInfo(v)
+	return d.pos, err
+}
+
+// DecodeSegmentInfoCopy is DecodeSegmentInfo with v's binaries copied out of b: b may be reused
+// once it returns.
+func DecodeSegmentInfoCopy(b []byte, v *zaris.SegmentInfo, cfg *thrift.TConfiguration) (int, error) {
+	d := newDecoder(b, cfg)
+	d.copies = true
 	err := d.decodeSegmentInfo(v)
 	return d.pos, err
 }
@@ -1929,6 +2140,15 @@ func DecodeClusterMap(b []byte, v *zaris.ClusterMap, cfg *thrift.TConfiguration)
 	return d.pos, err
 }
 
+// DecodeClusterMapCopy is DecodeClusterMap with v's binaries copied out of b: b may be reused
+// once it returns.
+func DecodeClusterMapCopy(b []byte, v *zaris.ClusterMap, cfg *thrift.TConfiguration) (int, error) {
+	d := newDecoder(b, cfg)
+	d.copies = true
+	err := d.decodeClusterMap(v)
+	return d.pos, err
+}
+
 func (d *decoder) decodeClusterMap(v *zaris.ClusterMap) error {
 	issetEpoch := false
 	issetSegmentCount := false
@@ -2057,6 +2277,15 @@ func DecodeZarisKvGetArgs(b []byte, v *zaris.ZarisKvGetArgs, cfg *thrift.TConfig
 	return d.pos, err
 }
 
+// DecodeZarisKvGetArgsCopy is DecodeZarisKvGetArgs with v's binaries copied out of b: b may be reused
+// once it returns.
+func DecodeZarisKvGetArgsCopy(b []byte, v *zaris.ZarisKvGetArgs, cfg *thrift.TConfiguration) (int, error) {
+	d := newDecoder(b, cfg)
+	d.copies = true
+	err := d.decodeZarisKvGetArgs(v)
+	return d.pos, err
+}
+
 func (d *decoder) decodeZarisKvGetArgs(v *zaris.ZarisKvGetArgs) error {
 	for {
 		t, id, err := d.fieldBegin()
@@ -2105,6 +2334,15 @@ func DecodeZarisKvGetResult(b []byte, v *zaris.ZarisKvGetResult, cfg *thrift.TCo
 	return d.pos, err
 }
 
+// DecodeZarisKvGetResultCopy is DecodeZarisKvGetResult with v's binaries copied out of b: b may be reused
+// once it returns.
+func DecodeZarisKvGetResultCopy(b []byte, v *zaris.ZarisKvGetResult, cfg *thrift.TConfiguration) (int, error) {
+	d := newDecoder(b, cfg)
+	d.copies = true
+	err := d.decodeZarisKvGetResult(v)
+	return d.pos, err
+}
+
 func (d *decoder) decodeZarisKvGetResult(v *zaris.ZarisKvGetResult) error {
 	for {
 		t, id, err := d.fieldBegin()
@@ -2147,6 +2385,15 @@ func AppendZarisKvPutArgs(b []byte, v *zaris.ZarisKvPutArgs) []byte {
 // slices of b. Fields the encoding does not carry keep their values in v, as with Read.
 func DecodeZarisKvPutArgs(b []byte, v *zaris.ZarisKvPutArgs, cfg *thrift.TConfiguration) (int, error) {
 	d := newDecoder(b, cfg)
+	err := d.decodeZarisKvPutArgs(v)
+	return d.pos, err
+}
+
+// DecodeZarisKvPutArgsCopy is DecodeZarisKvPutArgs with v's binaries copied out of b: b may be reused
+// once it returns.
+func DecodeZarisKvPutArgsCopy(b []byte, v *zaris.ZarisKvPutArgs, cfg *thrift.TConfiguration) (int, error) {
+	d := newDecoder(b, cfg)
+	d.copies = true
 	err := d.decodeZarisKvPutArgs(v)
 	return d.pos, err
 }
@@ -2199,6 +2446,15 @@ func DecodeZarisKvPutResult(b []byte, v *zaris.ZarisKvPutResult, cfg *thrift.TCo
 	return d.pos, err
 }
 
+// DecodeZarisKvPutResultCopy is DecodeZarisKvPutResult with v's binaries copied out of b: b may be reused
+// once it returns.
+func DecodeZarisKvPutResultCopy(b []byte, v *zaris.ZarisKvPutResult, cfg *thrift.TConfiguration) (int, error) {
+	d := newDecoder(b, cfg)
+	d.copies = true
+	err := d.decodeZarisKvPutResult(v)
+	return d.pos, err
+}
+
 func (d *decoder) decodeZarisKvPutResult(v *zaris.ZarisKvPutResult) error {
 	for {
 		t, id, err := d.fieldBegin()
@@ -2241,6 +2497,15 @@ func AppendZarisKvDeleteArgs(b []byte, v *zaris.ZarisKvDeleteArgs) []byte {
 // slices of b. Fields the encoding does not carry keep their values in v, as with Read.
 func DecodeZarisKvDeleteArgs(b []byte, v *zaris.ZarisKvDeleteArgs, cfg *thrift.TConfiguration) (int, error) {
 	d := newDecoder(b, cfg)
+	err := d.decodeZarisKvDeleteArgs(v)
+	return d.pos, err
+}
+
+// DecodeZarisKvDeleteArgsCopy is DecodeZarisKvDeleteArgs with v's binaries copied out of b: b may be reused
+// once it returns.
+func DecodeZarisKvDeleteArgsCopy(b []byte, v *zaris.ZarisKvDeleteArgs, cfg *thrift.TConfiguration) (int, error) {
+	d := newDecoder(b, cfg)
+	d.copies = true
 	err := d.decodeZarisKvDeleteArgs(v)
 	return d.pos, err
 }
@@ -2293,6 +2558,15 @@ func DecodeZarisKvDeleteResult(b []byte, v *zaris.ZarisKvDeleteResult, cfg *thri
 	return d.pos, err
 }
 
+// DecodeZarisKvDeleteResultCopy is DecodeZarisKvDeleteResult with v's binaries copied out of b: b may be reused
+// once it returns.
+func DecodeZarisKvDeleteResultCopy(b []byte, v *zaris.ZarisKvDeleteResult, cfg *thrift.TConfiguration) (int, error) {
+	d := newDecoder(b, cfg)
+	d.copies = true
+	err := d.decodeZarisKvDeleteResult(v)
+	return d.pos, err
+}
+
 func (d *decoder) decodeZarisKvDeleteResult(v *zaris.ZarisKvDeleteResult) error {
 	for {
 		t, id, err := d.fieldBegin()
@@ -2335,6 +2609,15 @@ func AppendZarisKvIncrementArgs(b []byte, v *zaris.ZarisKvIncrementArgs) []byte 
 // slices of b. Fields the encoding does not carry keep their values in v, as with Read.
 func DecodeZarisKvIncrementArgs(b []byte, v *zaris.ZarisKvIncrementArgs, cfg *thrift.TConfiguration) (int, error) {
 	d := newDecoder(b, cfg)
+	err := d.decodeZarisKvIncrementArgs(v)
+	return d.pos, err
+}
+
+// DecodeZarisKvIncrementArgsCopy is DecodeZarisKvIncrementArgs with v's binaries copied out of b: b may be reused
+// once it returns.
+func DecodeZarisKvIncrementArgsCopy(b []byte, v *zaris.ZarisKvIncrementArgs, cfg *thrift.TConfiguration) (int, error) {
+	d := newDecoder(b, cfg)
+	d.copies = true
 	err := d.decodeZarisKvIncrementArgs(v)
 	return d.pos, err
 }
@@ -2387,6 +2670,15 @@ func DecodeZarisKvIncrementResult(b []byte, v *zaris.ZarisKvIncrementResult, cfg
 	return d.pos, err
 }
 
+// DecodeZarisKvIncrementResultCopy is DecodeZarisKvIncrementResult with v's binaries copied out of b: b may be reused
+// once it returns.
+func DecodeZarisKvIncrementResultCopy(b []byte, v *zaris.ZarisKvIncrementResult, cfg *thrift.TConfiguration) (int, error) {
+	d := newDecoder(b, cfg)
+	d.copies = true
+	err := d.decodeZarisKvIncrementResult(v)
+	return d.pos, err
+}
+
 func (d *decoder) decodeZarisKvIncrementResult(v *zaris.ZarisKvIncrementResult) error {
 	for {
 		t, id, err := d.fieldBegin()
@@ -2429,6 +2721,15 @@ func AppendZarisKvMultiGetArgs(b []byte, v *zaris.ZarisKvMultiGetArgs) []byte {
 // slices of b. Fields the encoding does not carry keep their values in v, as with Read.
 func DecodeZarisKvMultiGetArgs(b []byte, v *zaris.ZarisKvMultiGetArgs, cfg *thrift.TConfiguration) (int, error) {
 	d := newDecoder(b, cfg)
+	err := d.decodeZarisKvMultiGetArgs(v)
+	return d.pos, err
+}
+
+// DecodeZarisKvMultiGetArgsCopy is DecodeZarisKvMultiGetArgs with v's binaries copied out of b: b may be reused
+// once it returns.
+func DecodeZarisKvMultiGetArgsCopy(b []byte, v *zaris.ZarisKvMultiGetArgs, cfg *thrift.TConfiguration) (int, error) {
+	d := newDecoder(b, cfg)
+	d.copies = true
 	err := d.decodeZarisKvMultiGetArgs(v)
 	return d.pos, err
 }
@@ -2481,6 +2782,15 @@ func DecodeZarisKvMultiGetResult(b []byte, v *zaris.ZarisKvMultiGetResult, cfg *
 	return d.pos, err
 }
 
+// DecodeZarisKvMultiGetResultCopy is DecodeZarisKvMultiGetResult with v's binaries copied out of b: b may be reused
+// once it returns.
+func DecodeZarisKvMultiGetResultCopy(b []byte, v *zaris.ZarisKvMultiGetResult, cfg *thrift.TConfiguration) (int, error) {
+	d := newDecoder(b, cfg)
+	d.copies = true
+	err := d.decodeZarisKvMultiGetResult(v)
+	return d.pos, err
+}
+
 func (d *decoder) decodeZarisKvMultiGetResult(v *zaris.ZarisKvMultiGetResult) error {
 	for {
 		t, id, err := d.fieldBegin()
@@ -2523,6 +2833,15 @@ func AppendZarisKvMultiPutArgs(b []byte, v *zaris.ZarisKvMultiPutArgs) []byte {
 // slices of b. Fields the encoding does not carry keep their values in v, as with Read.
 func DecodeZarisKvMultiPutArgs(b []byte, v *zaris.ZarisKvMultiPutArgs, cfg *thrift.TConfiguration) (int, error) {
 	d := newDecoder(b, cfg)
+	err := d.decodeZarisKvMultiPutArgs(v)
+	return d.pos, err
+}
+
+// DecodeZarisKvMultiPutArgsCopy is DecodeZarisKvMultiPutArgs with v's binaries copied out of b: b may be reused
+// once it returns.
+func DecodeZarisKvMultiPutArgsCopy(b []byte, v *zaris.ZarisKvMultiPutArgs, cfg *thrift.TConfiguration) (int, error) {
+	d := newDecoder(b, cfg)
+	d.copies = true
 	err := d.decodeZarisKvMultiPutArgs(v)
 	return d.pos, err
 }
@@ -2575,6 +2894,15 @@ func DecodeZarisKvMultiPutResult(b []byte, v *zaris.ZarisKvMultiPutResult, cfg *
 	return d.pos, err
 }
 
+// DecodeZarisKvMultiPutResultCopy is DecodeZarisKvMultiPutResult with v's binaries copied out of b: b may be reused
+// once it returns.
+func DecodeZarisKvMultiPutResultCopy(b []byte, v *zaris.ZarisKvMultiPutResult, cfg *thrift.TConfiguration) (int, error) {
+	d := newDecoder(b, cfg)
+	d.copies = true
+	err := d.decodeZarisKvMultiPutResult(v)
+	return d.pos, err
+}
+
 func (d *decoder) decodeZarisKvMultiPutResult(v *zaris.ZarisKvMultiPutResult) error {
 	for {
 		t, id, err := d.fieldBegin()
@@ -2617,6 +2945,15 @@ func AppendZarisKvMultiDeleteArgs(b []byte, v *zaris.ZarisKvMultiDeleteArgs) []b
 // slices of b. Fields the encoding does not carry keep their values in v, as with Read.
 func DecodeZarisKvMultiDeleteArgs(b []byte, v *zaris.ZarisKvMultiDeleteArgs, cfg *thrift.TConfiguration) (int, error) {
 	d := newDecoder(b, cfg)
+	err := d.decodeZarisKvMultiDeleteArgs(v)
+	return d.pos, err
+}
+
+// DecodeZarisKvMultiDeleteArgsCopy is DecodeZarisKvMultiDeleteArgs with v's binaries copied out of b: b may be reused
+// once it returns.
+func DecodeZarisKvMultiDeleteArgsCopy(b []byte, v *zaris.ZarisKvMultiDeleteArgs, cfg *thrift.TConfiguration) (int, error) {
+	d := newDecoder(b, cfg)
+	d.copies = true
 	err := d.decodeZarisKvMultiDeleteArgs(v)
 	return d.pos, err
 }
@@ -2669,6 +3006,15 @@ func DecodeZarisKvMultiDeleteResult(b []byte, v *zaris.ZarisKvMultiDeleteResult,
 	return d.pos, err
 }
 
+// DecodeZarisKvMultiDeleteResultCopy is DecodeZarisKvMultiDeleteResult with v's binaries copied out of b: b may be reused
+// once it returns.
+func DecodeZarisKvMultiDeleteResultCopy(b []byte, v *zaris.ZarisKvMultiDeleteResult, cfg *thrift.TConfiguration) (int, error) {
+	d := newDecoder(b, cfg)
+	d.copies = true
+	err := d.decodeZarisKvMultiDeleteResult(v)
+	return d.pos, err
+}
+
 func (d *decoder) decodeZarisKvMultiDeleteResult(v *zaris.ZarisKvMultiDeleteResult) error {
 	for {
 		t, id, err := d.fieldBegin()
@@ -2710,6 +3056,15 @@ func DecodeZarisKvGetClusterMapArgs(b []byte, v *zaris.ZarisKvGetClusterMapArgs,
 	return d.pos, err
 }
 
+// DecodeZarisKvGetClusterMapArgsCopy is DecodeZarisKvGetClusterMapArgs with v's binaries copied out of b: b may be reused
+// once it returns.
+func DecodeZarisKvGetClusterMapArgsCopy(b []byte, v *zaris.ZarisKvGetClusterMapArgs, cfg *thrift.TConfiguration) (int, error) {
+	d := newDecoder(b, cfg)
+	d.copies = true
+	err := d.decodeZarisKvGetClusterMapArgs(v)
+	return d.pos, err
+}
+
 func (d *decoder) decodeZarisKvGetClusterMapArgs(v *zaris.ZarisKvGetClusterMapArgs) error {
 	for {
 		t, id, err := d.fieldBegin()
@@ -2745,6 +3100,15 @@ func AppendZarisKvGetClusterMapResult(b []byte, v *zaris.ZarisKvGetClusterMapRes
 // slices of b. Fields the encoding does not carry keep their values in v, as with Read.
 func DecodeZarisKvGetClusterMapResult(b []byte, v *zaris.ZarisKvGetClusterMapResult, cfg *thrift.TConfiguration) (int, error) {
 	d := newDecoder(b, cfg)
+	err := d.decodeZarisKvGetClusterMapResult(v)
+	return d.pos, err
+}
+
+// DecodeZarisKvGetClusterMapResultCopy is DecodeZarisKvGetClusterMapResult with v's binaries copied out of b: b may be reused
+// once it returns.
+func DecodeZarisKvGetClusterMapResultCopy(b []byte, v *zaris.ZarisKvGetClusterMapResult, cfg *thrift.TConfiguration) (int, error) {
+	d := newDecoder(b, cfg)
+	d.copies = true
 	err := d.decodeZarisKvGetClusterMapResult(v)
 	return d.pos, err
 }
@@ -2850,6 +3214,10 @@ type decoder struct {
 	pos      int
 	maxSize  int32 // the largest string, binary or container (by its least size) taken
 	maxElems int32 // the most elements a container may have
+
+	copies bool   // binaries are copies, not slices of b (the Copy variants)
+	copied bool   // a binary was copied: the next ones are carved from slab
+	slab   []byte // what is left of the copy of b's rest the binaries are carved from
 }
 
 func newDecoder(b []byte, cfg *thrift.TConfiguration) decoder {
@@ -2933,8 +3301,8 @@ func (d *decoder) double() (float64, error) {
 	return math.Float64frombits(binary.BigEndian.Uint64(b)), nil
 }
 
-// binary reads a string's or a binary's length and returns its bytes, a slice of b.
-func (d *decoder) binary() ([]byte, error) {
+// sized reads a string's or a binary's length and returns its bytes, a slice of b.
+func (d *decoder) sized() ([]byte, error) {
 	size, err := d.i32()
 	if err != nil {
 		return nil, err
@@ -2945,8 +3313,29 @@ func (d *decoder) binary() ([]byte, error) {
 	return d.next(int(size))
 }
 
+// binary reads a binary: a slice of b, or with copies a copy, the first one of its own and
+// the next ones carved from one copy of the rest of b.
+func (d *decoder) binary() ([]byte, error) {
+	v, err := d.sized()
+	if err != nil || !d.copies || len(v) == 0 {
+		return v, err
+	}
+	if !d.copied {
+		d.copied = true
+		return append(make([]byte, 0, len(v)), v...), nil
+	}
+	if len(d.slab) < len(v) {
+		// The rest of b holds every binary still to be read.
+		d.slab = make([]byte, len(v)+d.left())
+	}
+	c := d.slab[:len(v):len(v)]
+	copy(c, v)
+	d.slab = d.slab[len(v):]
+	return c, nil
+}
+
 func (d *decoder) string() (string, error) {
-	b, err := d.binary()
+	b, err := d.sized()
 	return string(b), err
 }
 
@@ -3035,7 +3424,7 @@ func (d *decoder) skip(t byte, depth int) error {
 		_, err := d.next(16)
 		return err
 	case tString:
-		_, err := d.binary()
+		_, err := d.sized()
 		return err
 	case tStruct:
 		for {

@@ -27,11 +27,12 @@ type codecCase struct {
 	encoding func(data []byte) []byte // the library's encoding of the value data fills
 }
 
-// caseOf is the case of the type *T, whose generated codec is app and dec.
+// caseOf is the case of the type *T, whose generated codec is app, dec and its Copy
+// variant decCopy.
 func caseOf[T any, P interface {
 	*T
 	thrift.TStruct
-}](app func([]byte, P) []byte, dec func([]byte, P, *thrift.TConfiguration) (int, error)) codecCase {
+}](app func([]byte, P) []byte, dec, decCopy func([]byte, P, *thrift.TConfiguration) (int, error)) codecCase {
 	name := reflect.TypeFor[T]().Name()
 	return codecCase{
 		name: name,
@@ -48,9 +49,11 @@ func caseOf[T any, P interface {
 				t.Fatalf("%s: appending to a non-empty slice wrote %x, want ab%x", name, again, want)
 			}
 			decodeBoth[T, P](t, name, want, app, dec, cfg, true)
+			decodeCopy[T, P](t, name, want, dec, decCopy, cfg)
 		},
 		wire: func(t *testing.T, cfg *thrift.TConfiguration, data []byte) {
 			decodeBoth[T, P](t, name, data, app, dec, cfg, false)
+			decodeCopy[T, P](t, name, data, dec, decCopy, cfg)
 		},
 		encoding: func(data []byte) []byte {
 			v := P(new(T))
@@ -62,46 +65,46 @@ func caseOf[T any, P interface {
 
 // cases are every type of gen/zariscodec (TestCases_CoverTheCodec).
 var cases = []codecCase{
-	caseOf(zariscodec.AppendGetRequest, zariscodec.DecodeGetRequest),
-	caseOf(zariscodec.AppendGetResponse, zariscodec.DecodeGetResponse),
-	caseOf(zariscodec.AppendPutRequest, zariscodec.DecodePutRequest),
-	caseOf(zariscodec.AppendPutResponse, zariscodec.DecodePutResponse),
-	caseOf(zariscodec.AppendDeleteRequest, zariscodec.DecodeDeleteRequest),
-	caseOf(zariscodec.AppendDeleteResponse, zariscodec.DecodeDeleteResponse),
-	caseOf(zariscodec.AppendRequestToken, zariscodec.DecodeRequestToken),
-	caseOf(zariscodec.AppendIncrementRequest, zariscodec.DecodeIncrementRequest),
-	caseOf(zariscodec.AppendIncrementResponse, zariscodec.DecodeIncrementResponse),
-	caseOf(zariscodec.AppendGetItem, zariscodec.DecodeGetItem),
-	caseOf(zariscodec.AppendMultiGetRequest, zariscodec.DecodeMultiGetRequest),
-	caseOf(zariscodec.AppendGetOutcome, zariscodec.DecodeGetOutcome),
-	caseOf(zariscodec.AppendMultiGetResponse, zariscodec.DecodeMultiGetResponse),
-	caseOf(zariscodec.AppendPutItem, zariscodec.DecodePutItem),
-	caseOf(zariscodec.AppendMultiPutRequest, zariscodec.DecodeMultiPutRequest),
-	caseOf(zariscodec.AppendPutOutcome, zariscodec.DecodePutOutcome),
-	caseOf(zariscodec.AppendMultiPutResponse, zariscodec.DecodeMultiPutResponse),
-	caseOf(zariscodec.AppendDeleteItem, zariscodec.DecodeDeleteItem),
-	caseOf(zariscodec.AppendMultiDeleteRequest, zariscodec.DecodeMultiDeleteRequest),
-	caseOf(zariscodec.AppendDeleteOutcome, zariscodec.DecodeDeleteOutcome),
-	caseOf(zariscodec.AppendMultiDeleteResponse, zariscodec.DecodeMultiDeleteResponse),
-	caseOf(zariscodec.AppendNodeInfo, zariscodec.DecodeNodeInfo),
-	caseOf(zariscodec.AppendSegmentInfo, zariscodec.DecodeSegmentInfo),
-	caseOf(zariscodec.AppendClusterMap, zariscodec.DecodeClusterMap),
-	caseOf(zariscodec.AppendZarisKvGetArgs, zariscodec.DecodeZarisKvGetArgs),
-	caseOf(zariscodec.AppendZarisKvGetResult, zariscodec.DecodeZarisKvGetResult),
-	caseOf(zariscodec.AppendZarisKvPutArgs, zariscodec.DecodeZarisKvPutArgs),
-	caseOf(zariscodec.AppendZarisKvPutResult, zariscodec.DecodeZarisKvPutResult),
-	caseOf(zariscodec.AppendZarisKvDeleteArgs, zariscodec.DecodeZarisKvDeleteArgs),
-	caseOf(zariscodec.AppendZarisKvDeleteResult, zariscodec.DecodeZarisKvDeleteResult),
-	caseOf(zariscodec.AppendZarisKvIncrementArgs, zariscodec.DecodeZarisKvIncrementArgs),
-	caseOf(zariscodec.AppendZarisKvIncrementResult, zariscodec.DecodeZarisKvIncrementResult),
-	caseOf(zariscodec.AppendZarisKvMultiGetArgs, zariscodec.DecodeZarisKvMultiGetArgs),
-	caseOf(zariscodec.AppendZarisKvMultiGetResult, zariscodec.DecodeZarisKvMultiGetResult),
-	caseOf(zariscodec.AppendZarisKvMultiPutArgs, zariscodec.DecodeZarisKvMultiPutArgs),
-	caseOf(zariscodec.AppendZarisKvMultiPutResult, zariscodec.DecodeZarisKvMultiPutResult),
-	caseOf(zariscodec.AppendZarisKvMultiDeleteArgs, zariscodec.DecodeZarisKvMultiDeleteArgs),
-	caseOf(zariscodec.AppendZarisKvMultiDeleteResult, zariscodec.DecodeZarisKvMultiDeleteResult),
-	caseOf(zariscodec.AppendZarisKvGetClusterMapArgs, zariscodec.DecodeZarisKvGetClusterMapArgs),
-	caseOf(zariscodec.AppendZarisKvGetClusterMapResult, zariscodec.DecodeZarisKvGetClusterMapResult),
+	caseOf(zariscodec.AppendGetRequest, zariscodec.DecodeGetRequest, zariscodec.DecodeGetRequestCopy),
+	caseOf(zariscodec.AppendGetResponse, zariscodec.DecodeGetResponse, zariscodec.DecodeGetResponseCopy),
+	caseOf(zariscodec.AppendPutRequest, zariscodec.DecodePutRequest, zariscodec.DecodePutRequestCopy),
+	caseOf(zariscodec.AppendPutResponse, zariscodec.DecodePutResponse, zariscodec.DecodePutResponseCopy),
+	caseOf(zariscodec.AppendDeleteRequest, zariscodec.DecodeDeleteRequest, zariscodec.DecodeDeleteRequestCopy),
+	caseOf(zariscodec.AppendDeleteResponse, zariscodec.DecodeDeleteResponse, zariscodec.DecodeDeleteResponseCopy),
+	caseOf(zariscodec.AppendRequestToken, zariscodec.DecodeRequestToken, zariscodec.DecodeRequestTokenCopy),
+	caseOf(zariscodec.AppendIncrementRequest, zariscodec.DecodeIncrementRequest, zariscodec.DecodeIncrementRequestCopy),
+	caseOf(zariscodec.AppendIncrementResponse, zariscodec.DecodeIncrementResponse, zariscodec.DecodeIncrementResponseCopy),
+	caseOf(zariscodec.AppendGetItem, zariscodec.DecodeGetItem, zariscodec.DecodeGetItemCopy),
+	caseOf(zariscodec.AppendMultiGetRequest, zariscodec.DecodeMultiGetRequest, zariscodec.DecodeMultiGetRequestCopy),
+	caseOf(zariscodec.AppendGetOutcome, zariscodec.DecodeGetOutcome, zariscodec.DecodeGetOutcomeCopy),
+	caseOf(zariscodec.AppendMultiGetResponse, zariscodec.DecodeMultiGetResponse, zariscodec.DecodeMultiGetResponseCopy),
+	caseOf(zariscodec.AppendPutItem, zariscodec.DecodePutItem, zariscodec.DecodePutItemCopy),
+	caseOf(zariscodec.AppendMultiPutRequest, zariscodec.DecodeMultiPutRequest, zariscodec.DecodeMultiPutRequestCopy),
+	caseOf(zariscodec.AppendPutOutcome, zariscodec.DecodePutOutcome, zariscodec.DecodePutOutcomeCopy),
+	caseOf(zariscodec.AppendMultiPutResponse, zariscodec.DecodeMultiPutResponse, zariscodec.DecodeMultiPutResponseCopy),
+	caseOf(zariscodec.AppendDeleteItem, zariscodec.DecodeDeleteItem, zariscodec.DecodeDeleteItemCopy),
+	caseOf(zariscodec.AppendMultiDeleteRequest, zariscodec.DecodeMultiDeleteRequest, zariscodec.DecodeMultiDeleteRequestCopy),
+	caseOf(zariscodec.AppendDeleteOutcome, zariscodec.DecodeDeleteOutcome, zariscodec.DecodeDeleteOutcomeCopy),
+	caseOf(zariscodec.AppendMultiDeleteResponse, zariscodec.DecodeMultiDeleteResponse, zariscodec.DecodeMultiDeleteResponseCopy),
+	caseOf(zariscodec.AppendNodeInfo, zariscodec.DecodeNodeInfo, zariscodec.DecodeNodeInfoCopy),
+	caseOf(zariscodec.AppendSegmentInfo, zariscodec.DecodeSegmentInfo, zariscodec.DecodeSegmentInfoCopy),
+	caseOf(zariscodec.AppendClusterMap, zariscodec.DecodeClusterMap, zariscodec.DecodeClusterMapCopy),
+	caseOf(zariscodec.AppendZarisKvGetArgs, zariscodec.DecodeZarisKvGetArgs, zariscodec.DecodeZarisKvGetArgsCopy),
+	caseOf(zariscodec.AppendZarisKvGetResult, zariscodec.DecodeZarisKvGetResult, zariscodec.DecodeZarisKvGetResultCopy),
+	caseOf(zariscodec.AppendZarisKvPutArgs, zariscodec.DecodeZarisKvPutArgs, zariscodec.DecodeZarisKvPutArgsCopy),
+	caseOf(zariscodec.AppendZarisKvPutResult, zariscodec.DecodeZarisKvPutResult, zariscodec.DecodeZarisKvPutResultCopy),
+	caseOf(zariscodec.AppendZarisKvDeleteArgs, zariscodec.DecodeZarisKvDeleteArgs, zariscodec.DecodeZarisKvDeleteArgsCopy),
+	caseOf(zariscodec.AppendZarisKvDeleteResult, zariscodec.DecodeZarisKvDeleteResult, zariscodec.DecodeZarisKvDeleteResultCopy),
+	caseOf(zariscodec.AppendZarisKvIncrementArgs, zariscodec.DecodeZarisKvIncrementArgs, zariscodec.DecodeZarisKvIncrementArgsCopy),
+	caseOf(zariscodec.AppendZarisKvIncrementResult, zariscodec.DecodeZarisKvIncrementResult, zariscodec.DecodeZarisKvIncrementResultCopy),
+	caseOf(zariscodec.AppendZarisKvMultiGetArgs, zariscodec.DecodeZarisKvMultiGetArgs, zariscodec.DecodeZarisKvMultiGetArgsCopy),
+	caseOf(zariscodec.AppendZarisKvMultiGetResult, zariscodec.DecodeZarisKvMultiGetResult, zariscodec.DecodeZarisKvMultiGetResultCopy),
+	caseOf(zariscodec.AppendZarisKvMultiPutArgs, zariscodec.DecodeZarisKvMultiPutArgs, zariscodec.DecodeZarisKvMultiPutArgsCopy),
+	caseOf(zariscodec.AppendZarisKvMultiPutResult, zariscodec.DecodeZarisKvMultiPutResult, zariscodec.DecodeZarisKvMultiPutResultCopy),
+	caseOf(zariscodec.AppendZarisKvMultiDeleteArgs, zariscodec.DecodeZarisKvMultiDeleteArgs, zariscodec.DecodeZarisKvMultiDeleteArgsCopy),
+	caseOf(zariscodec.AppendZarisKvMultiDeleteResult, zariscodec.DecodeZarisKvMultiDeleteResult, zariscodec.DecodeZarisKvMultiDeleteResultCopy),
+	caseOf(zariscodec.AppendZarisKvGetClusterMapArgs, zariscodec.DecodeZarisKvGetClusterMapArgs, zariscodec.DecodeZarisKvGetClusterMapArgsCopy),
+	caseOf(zariscodec.AppendZarisKvGetClusterMapResult, zariscodec.DecodeZarisKvGetClusterMapResult, zariscodec.DecodeZarisKvGetClusterMapResultCopy),
 }
 
 // configs are the bounds decodes run with: the client's, and tight ones that the fuzzer's
@@ -157,6 +160,37 @@ func decodeBoth[T any, P interface {
 	// Both values encode to the same bytes again.
 	if g, w := app(nil, got), libEncode(t, want, cfg); !bytes.Equal(g, w) {
 		t.Fatalf("%s: re-encoded %x, the library %x", name, g, w)
+	}
+}
+
+// decodeCopy decodes b with dec and with its Copy variant decCopy and fails unless both err
+// or both decode the same value, reading the same bytes, and the Copy's value stays the same
+// once its input is overwritten: its binaries are copies.
+func decodeCopy[T any, P interface {
+	*T
+	thrift.TStruct
+}](t *testing.T, name string, b []byte, dec, decCopy func([]byte, P, *thrift.TConfiguration) (int, error), cfg *thrift.TConfiguration) {
+	t.Helper()
+	want := P(new(T))
+	wantN, wantErr := dec(slices.Clone(b), want, cfg)
+	in := slices.Clone(b)
+	got := P(new(T))
+	n, gotErr := decCopy(in, got, cfg)
+	switch {
+	case (gotErr == nil) != (wantErr == nil):
+		t.Fatalf("%s from %x: Copy decode: %v, decode: %v", name, b, gotErr, wantErr)
+	case gotErr != nil:
+		return
+	case n != wantN:
+		t.Fatalf("%s from %x: Copy read %d bytes, decode %d", name, b, n, wantN)
+	case !reflect.DeepEqual(got, want):
+		t.Fatalf("%s from %x: Copy decode %+v, decode %+v", name, b, got, want)
+	}
+	for i := range in {
+		in[i] = ^in[i]
+	}
+	if !reflect.DeepEqual(got, want) {
+		t.Fatalf("%s from %x: the Copy decode changed with its input: %+v, want %+v", name, b, got, want)
 	}
 }
 
@@ -295,6 +329,23 @@ func TestCases_CoverTheCodec(t *testing.T) {
 	slices.Sort(checked)
 	if !slices.Equal(codec, checked) {
 		t.Fatalf("gen/zariscodec encodes %v; the cases check %v: add a caseOf for each new type", codec, checked)
+	}
+}
+
+// The Copy variant's binaries are copies: the first of its own, the next ones sharing one
+// copy of the rest of the input, each with its capacity cut at its length.
+func TestDecodeCopy_BinariesAreCopies(t *testing.T) {
+	in := zariscodec.AppendPutRequest(nil, &zaris.PutRequest{Key: []byte("key"), Value: []byte("value")})
+	var r zaris.PutRequest
+	n, err := zariscodec.DecodePutRequestCopy(in, &r, nil)
+	if err != nil || n != len(in) {
+		t.Fatalf("decode: %d of %d bytes, %v", n, len(in), err)
+	}
+	for i := range in {
+		in[i] = 0
+	}
+	if string(r.Key) != "key" || cap(r.Key) != len(r.Key) || string(r.Value) != "value" || cap(r.Value) != len(r.Value) {
+		t.Fatalf("key %q cap %d, value %q cap %d", r.Key, cap(r.Key), r.Value, cap(r.Value))
 	}
 }
 

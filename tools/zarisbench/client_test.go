@@ -40,7 +40,11 @@ func TestClientSectionSplitsClientAndNode(t *testing.T) {
 	assert.Empty(t, res.Stack.Error)
 	assert.Equal(t, 1, res.Stack.Counts)
 	assert.Positive(t, res.Stack.TypedNs)
-	assert.GreaterOrEqual(t, res.Stack.TypedAllocs, res.Stack.RawAllocs+1, "the Call at least")
+	assert.Positive(t, res.Stack.RawAllocs)
+	assert.Positive(t, res.Stack.TypedAllocs)
+	// The Call is reused and the generated codec decodes with fewer allocations than the raw
+	// client's Thrift library: at most the Call more (TestStackAddsOneAllocation).
+	assert.LessOrEqual(t, res.Stack.TypedAllocs, res.Stack.RawAllocs+1, "at most the Call more")
 }
 
 // Each client row keeps its target: a row over it is a MISS, and a stack benchmark that did

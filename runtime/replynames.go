@@ -1,0 +1,104 @@
+package runtime
+
+import (
+	"bytes"
+	"context"
+	"fmt"
+	"io"
+
+	"github.com/apache/thrift/lib/go/thrift"
+)
+
+// replyNames is the strict binary protocol a pipelined framed binary connection reads its
+// replies with, over trans. Its ReadMessageBegin returns the previous reply's name string
+// when the reply's name is the same bytes, where the binary protocol makes a new string per
+// reply; what it reads and its errors are the binary protocol's
+// (TestReplyNames_ReadsAsTheBinaryProtocol). The rest is the binary protocol.
+type replyNames struct {
+	*thrift.TBinaryProtocol
+	trans io.Reader
+	cfg   *thrift.TConfiguration
+	name  string   // the last name read
+	buf   [64]byte // a name read
+}
+
+// newReplyNames returns the binary protocol over trans for cfg: a replyNames when cfg reads
+// strictly (the client's always does), else the binary protocol itself.
+func newReplyNames(trans thrift.TTransport, cfg *thrift.TConfiguration) thrift.TProtocol {
+	p := thrift.NewTBinaryProtocolConf(trans, cfg)
+	if !cfg.GetTBinaryStrictRead() {
+		return p
+	}
+	return &replyNames{TBinaryProtocol: p, trans: trans, cfg: cfg}
+}
+
+func (p *replyNames) ReadMessageBegin(ctx context.Context) (name string, typeID thrift.TMessageType, seqID int32, err error) {
+	size, e := p.ReadI32(ctx)
+	if e != nil {
+		return "", typeID, 0, thrift.NewTProtocolException(e)
+	}
+	if size >= 0 {
+		return name, typeID, seqID, thrift.NewTProtocolExceptionWithType(thrift.BAD_VERSION, fmt.Errorf("Missing version in ReadMessageBegin"))
+	}
+	typeID = thrift.TMessageType(size & 0x0ff)
+	if int64(size)&thrift.VERSION_MASK != thrift.VERSION_1 {
+		return name, typeID, seqID, thrift.NewTProtocolExceptionWithType(thrift.BAD_VERSION, fmt.Errorf("Bad version in ReadMessageBegin"))
+	}
+	if name, e = p.readName(ctx); e != nil {
+		return name, typeID, seqID, thrift.NewTProtocolException(e)
+	}
+	if seqID, e = p.ReadI32(ctx); e != nil {
+		return name, typeID, seqID, thrift.NewTProtocolException(e)
+	}
+	return name, typeID, seqID, nil
+}
+
+// readName is the binary protocol's ReadString, giving back p.name for the same bytes.
+func (p *replyNames) readName(ctx context.Context) (string, error) {
+	size, e := p.ReadI32(ctx)
+	if e != nil {
+		return "", e
+	}
+	switch {
+	case size < 0:
+		return "", thrift.NewTProtocolExceptionWithType(thrift.NEGATIVE_SIZE, fmt.Errorf("negative size: %d", size))
+	case size > p.cfg.GetMaxMessageSize():
+		return "", thrift.NewTProtocolExceptionWithType(thrift.SIZE_LIMIT, fmt.Errorf("size exceeded max allowed: %d", size))
+	case size == 0:
+		return "", nil
+	case int(size) >= len(p.buf):
+		b, e := readLong(p.trans, int(size))
+		return string(b), thrift.NewTProtocolException(e)
+	}
+	b := p.buf[:size]
+	n, e := io.ReadFull(p.trans, b)
+	if e != nil {
+		return string(b[:n]), thrift.NewTProtocolException(e)
+	}
+	if string(b) != p.name {
+		p.name = string(b)
+	}
+	return p.name, nil
+}
+
+// readLong reads size bytes of r as the binary protocol reads a long string: into a buffer
+// that grows as the bytes arrive, not by the size the peer claims. It returns what it read.
+func readLong(r io.Reader, size int) ([]byte, error) {
+	if size <= bytes.MinRead {
+		b := make([]byte, size)
+		n, err := io.ReadFull(r, b)
+		return b[:n], err
+	}
+	b := make([]byte, 0, bytes.MinRead)
+	for len(b) < size {
+		if len(b) == cap(b) {
+			b = append(make([]byte, 0, min(cap(b)*2, size)), b...)
+		}
+		n, err := r.Read(b[len(b):cap(b)])
+		b = b[:len(b)+n]
+		if err != nil {
+			return b, err
+		}
+	}
+	return b, nil
+}

@@ -1,0 +1,158 @@
+package runtime
+
+import (
+	"bytes"
+	"context"
+	"encoding/binary"
+	"fmt"
+	"io"
+	"slices"
+
+	"github.com/apache/thrift/lib/go/thrift"
+
+	"github.com/clustron/zaris-go/internal/thriftbuf"
+)
+
+// maxKeptReply is the largest reply buffer a pooled connection keeps for its next call.
+const maxKeptReply = 64 << 10
+
+// messageHeaderSize is the size of a strict binary message header without its name: the
+// version and type, the name's length and the sequence id.
+const messageHeaderSize = 12
+
+// codecCall is Op.Invoke for an operation with a Codec on a pooled framed binary
+// connection (c.codec): the request's frame is encoded by op.Codec into the connection's
+// buffer and written in one write, and the reply's frame is read from the socket's buffer,
+// its header in place and its body into the connection's buffer, which
+// op.Codec.DecodeResultCopy decodes the response from, copying its binaries out (without
+// DecodeResultCopy, into a buffer of the reply's own that DecodeResult decodes it from,
+// its binaries slices of it). The
+// outcomes are the generated client's over the Thrift library: the same bytes on the
+// wire, a request over the map's message limit or the frame limit refused before any of
+// it is written, the same application exceptions for a reply to another method or
+// sequence id, an exception reply or a result without a response.
+func (c *thriftConn) codecCall(op *Op, req any) (Response, error) {
+	if err := c.writeCodec(op, req); err != nil {
+		return nil, err
+	}
+	decode, kept := op.Codec.DecodeResultCopy, true
+	if decode == nil {
+		decode, kept = op.Codec.DecodeResult, false
+	}
+	body, err := c.readReply(op, kept)
+	if err != nil {
+		return nil, err
+	}
+	resp, err := decode(body, c.tcfg)
+	if err != nil {
+		return nil, err
+	}
+	if resp == nil {
+		return nil, thrift.NewTApplicationException(thrift.MISSING_RESULT, op.Name+" failed: unknown result")
+	}
+	return resp, nil
+}
+
+// writeCodec encodes req's call message, framed, into c.wire and writes it.
+func (c *thriftConn) writeCodec(op *Op, req any) error {
+	c.seq++
+	b := append(c.wire[:0], 0, 0, 0, 0) // the frame's size, set once the message is encoded
+	b = thriftbuf.AppendMessageBegin(b, op.Name, thrift.CALL, c.seq)
+	b = op.Codec.AppendArgs(b, req)
+	c.wire = b
+	if cap(b) > maxKeptRequest {
+		c.wire = nil
+	}
+	size := len(b) - 4
+	if err := thriftbuf.OverLimit(c.limit, size); err != nil {
+		return err
+	}
+	if int64(size) > int64(c.tcfg.GetMaxFrameSize()) {
+		return thrift.NewTProtocolExceptionWithType(thrift.SIZE_LIMIT, fmt.Errorf("frame too large: %d bytes", size))
+	}
+	binary.BigEndian.PutUint32(b, uint32(size))
+	// The socket's write buffer is empty between calls: the frame goes out in one write.
+	_, err := sockWriter{c.sock}.Write(b)
+	return wrapTransport(err)
+}
+
+// readReply reads the frame of the reply to op's call, which c.writeCodec sent, and returns
+// its body: in the connection's buffer c.body when kept, valid until the next call, else in
+// a buffer of its own (nil when empty). A reply other than op's result fails as the Thrift
+// client fails it.
+func (c *thriftConn) readReply(op *Op, kept bool) ([]byte, error) {
+	r := c.sock.r
+	p, err := r.Peek(4)
+	if err != nil {
+		return nil, wrapTransport(err)
+	}
+	size := binary.BigEndian.Uint32(p)
+	if size > uint32(c.tcfg.GetMaxFrameSize()) {
+		return nil, thrift.NewTTransportException(thrift.UNKNOWN_TRANSPORT_EXCEPTION, fmt.Sprintf("Incorrect frame size (%d)", size))
+	}
+	// The header, up to the name of op's length: no byte past the frame is waited for.
+	p, err = r.Peek(4 + int(min(size, uint32(messageHeaderSize+len(op.Name)))))
+	if err != nil {
+		return nil, wrapTransport(err)
+	}
+	p = p[4:]
+	if len(p) < 8 {
+		return nil, thrift.NewTProtocolException(io.ErrUnexpectedEOF)
+	}
+	word := int32(binary.BigEndian.Uint32(p))
+	switch {
+	case word >= 0:
+		return nil, thrift.NewTProtocolExceptionWithType(thrift.BAD_VERSION, fmt.Errorf("Missing version in ReadMessageBegin"))
+	case int64(word)&thrift.VERSION_MASK != thrift.VERSION_1:
+		return nil, thrift.NewTProtocolExceptionWithType(thrift.BAD_VERSION, fmt.Errorf("Bad version in ReadMessageBegin"))
+	}
+	typeID := thrift.TMessageType(word & 0xff)
+	nameLen := int32(binary.BigEndian.Uint32(p[4:]))
+	switch {
+	case nameLen < 0:
+		return nil, thrift.NewTProtocolExceptionWithType(thrift.NEGATIVE_SIZE, fmt.Errorf("negative size: %d", nameLen))
+	case int64(nameLen)+messageHeaderSize > int64(size):
+		return nil, thrift.NewTProtocolException(io.ErrUnexpectedEOF)
+	case int(nameLen) != len(op.Name) || string(p[8:8+nameLen]) != op.Name:
+		return nil, thrift.NewTApplicationException(thrift.WRONG_METHOD_NAME, op.Name+": wrong method name")
+	}
+	if seq := int32(binary.BigEndian.Uint32(p[8+nameLen:])); seq != c.seq {
+		return nil, thrift.NewTApplicationException(thrift.BAD_SEQUENCE_ID, op.Name+": out of order sequence response")
+	}
+	if typeID != thrift.REPLY && typeID != thrift.EXCEPTION {
+		return nil, thrift.NewTApplicationException(thrift.INVALID_MESSAGE_TYPE_EXCEPTION, op.Name+": invalid message type")
+	}
+	r.Discard(4 + messageHeaderSize + int(nameLen)) // peeked: cannot fail
+	var body []byte
+	if n := int(size) - messageHeaderSize - int(nameLen); n > 0 {
+		if kept {
+			body = slices.Grow(c.body[:0], n)[:n]
+			c.body = body
+			if cap(body) > maxKeptReply {
+				c.body = nil
+			}
+		} else {
+			body = make([]byte, n)
+		}
+		if _, err := io.ReadFull(r, body); err != nil {
+			return nil, wrapTransport(err)
+		}
+	}
+	if typeID == thrift.EXCEPTION {
+		return nil, c.readException(body)
+	}
+	return body, nil
+}
+
+// readException decodes the application exception an exception reply's body carries.
+func (c *thriftConn) readException(body []byte) error {
+	in := thriftbuf.New(c.tcfg)
+	if err := in.Fill(bytes.NewReader(body), len(body)); err != nil {
+		return thrift.NewTProtocolException(err)
+	}
+	exc := thrift.NewTApplicationException(thrift.UNKNOWN_APPLICATION_EXCEPTION, "Unknown Exception")
+	if err := exc.Read(context.Background(), in); err != nil {
+		return err
+	}
+	return exc
+}
