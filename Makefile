@@ -95,9 +95,9 @@ bench-go: ## run the go test benchmarks
 # FUZZ_TARGETS are the fuzz targets, as package:Function (a package under tools/ is run in the
 # tools module). `make fuzz` runs each for FUZZTIME;
 # `make test` runs it with the default, `make soak` for SOAK_FUZZTIME.
-FUZZ_TARGETS := runtime:FuzzNewConfigEnv runtime:FuzzMalformedReply internal/thriftbuf:FuzzMemFrames internal/codeccheck:FuzzCodec \
+FUZZ_TARGETS := runtime:FuzzNewConfigEnv runtime:FuzzMalformedReply runtime:FuzzReplyNames internal/thriftbuf:FuzzMemFrames internal/codeccheck:FuzzCodec \
 	tools/zarisgen:FuzzParseProgram tools/zarisgen:FuzzIDLNames \
-	tools/store:FuzzNodeHeaderPort tools/store:FuzzNodeJSONPort tools/store:FuzzMemMultiGet
+	tools/store:FuzzNodeHeaderPort tools/store:FuzzNodeJSONPort tools/store:FuzzMemMultiGet tools/store:FuzzCodecGet
 FUZZTIME      ?= 3s
 SOAK_FUZZTIME ?= 60s
 # CODEC_FUZZ is the generated codec's fuzz target, which `make soak` runs for CODEC_SOAK_FUZZTIME
