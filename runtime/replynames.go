@@ -24,6 +24,19 @@ type replyNames struct {
 
 // newReplyNames returns the binary protocol over trans for cfg: a replyNames when cfg reads
 // strictly (the client's always does), else the binary protocol itself.
+// protocolWords is an error in the binary protocol's own words, capital letter included: a
+// reply's header is read as the library reads it, errors included.
+type protocolWords string
+
+func (w protocolWords) Error() string { return string(w) }
+
+// errMissingVersion and errBadVersion are the binary protocol's errors for a message header
+// without a version and with another one.
+const (
+	errMissingVersion protocolWords = "Missing version in ReadMessageBegin"
+	errBadVersion     protocolWords = "Bad version in ReadMessageBegin"
+)
+
 func newReplyNames(trans thrift.TTransport, cfg *thrift.TConfiguration) thrift.TProtocol {
 	p := thrift.NewTBinaryProtocolConf(trans, cfg)
 	if !cfg.GetTBinaryStrictRead() {
@@ -38,11 +51,11 @@ func (p *replyNames) ReadMessageBegin(ctx context.Context) (name string, typeID 
 		return "", typeID, 0, thrift.NewTProtocolException(e)
 	}
 	if size >= 0 {
-		return name, typeID, seqID, thrift.NewTProtocolExceptionWithType(thrift.BAD_VERSION, fmt.Errorf("Missing version in ReadMessageBegin"))
+		return name, typeID, seqID, thrift.NewTProtocolExceptionWithType(thrift.BAD_VERSION, errMissingVersion)
 	}
 	typeID = thrift.TMessageType(size & 0x0ff)
 	if int64(size)&thrift.VERSION_MASK != thrift.VERSION_1 {
-		return name, typeID, seqID, thrift.NewTProtocolExceptionWithType(thrift.BAD_VERSION, fmt.Errorf("Bad version in ReadMessageBegin"))
+		return name, typeID, seqID, thrift.NewTProtocolExceptionWithType(thrift.BAD_VERSION, errBadVersion)
 	}
 	if name, e = p.readName(ctx); e != nil {
 		return name, typeID, seqID, thrift.NewTProtocolException(e)

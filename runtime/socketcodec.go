@@ -102,9 +102,9 @@ func (c *thriftConn) readReply(op *Op, kept bool) ([]byte, error) {
 	word := int32(binary.BigEndian.Uint32(p))
 	switch {
 	case word >= 0:
-		return nil, thrift.NewTProtocolExceptionWithType(thrift.BAD_VERSION, fmt.Errorf("Missing version in ReadMessageBegin"))
+		return nil, thrift.NewTProtocolExceptionWithType(thrift.BAD_VERSION, errMissingVersion)
 	case int64(word)&thrift.VERSION_MASK != thrift.VERSION_1:
-		return nil, thrift.NewTProtocolExceptionWithType(thrift.BAD_VERSION, fmt.Errorf("Bad version in ReadMessageBegin"))
+		return nil, thrift.NewTProtocolExceptionWithType(thrift.BAD_VERSION, errBadVersion)
 	}
 	typeID := thrift.TMessageType(word & 0xff)
 	nameLen := int32(binary.BigEndian.Uint32(p[4:]))
