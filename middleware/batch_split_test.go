@@ -183,12 +183,7 @@ func (r switchingRouter) Route(key []byte) (runtime.Route, error) {
 // halves later; an item that failed alone shares its next sub-request with the others of
 // its owner.
 func TestBatches_ItemThatFailedAloneIsNotBound(t *testing.T) {
-	var refreshed atomic.Bool
-	refresher := mwt.NewRefresher(1)
-	refresher.OnRefresh = func(context.Context, runtime.Evidence) runtime.RefreshResult {
-		refreshed.Store(true)
-		return runtime.RefreshResult{Performed: true, Epoch: 2}
-	}
+	refresher, refreshed := refreshingToEpoch2()
 	var mu sync.Mutex
 	var sizes []int // per sub-request of the second round, its items
 	transport := func(_ context.Context, call *runtime.Call) (runtime.Response, error) {
@@ -213,7 +208,7 @@ func TestBatches_ItemThatFailedAloneIsNotBound(t *testing.T) {
 		}
 		return resp, nil
 	}
-	batches := middleware.Batches(runtime.DefaultRetryPolicy, mwt.NewClock(), refresher, switchingRouter{&refreshed}, nil)
+	batches := middleware.Batches(runtime.DefaultRetryPolicy, mwt.NewClock(), refresher, switchingRouter{refreshed}, nil)
 	client := zarisclient.New(batches(transport))
 	r, err := client.MultiGet(context.Background(), getsOf("x", "y"))
 	require.NoError(t, err)
@@ -290,12 +285,7 @@ func (r movingRouter) Route(key []byte) (runtime.Route, error) {
 // does not lift their bound: a0 and b0, bound to 2 after [a0 b0 c0] failed, go without
 // m1, which moved to their owner.
 func TestBatches_UnboundItemKeepsTheOthersBound(t *testing.T) {
-	var refreshed atomic.Bool
-	refresher := mwt.NewRefresher(1)
-	refresher.OnRefresh = func(context.Context, runtime.Evidence) runtime.RefreshResult {
-		refreshed.Store(true)
-		return runtime.RefreshResult{Performed: true, Epoch: 2}
-	}
+	refresher, refreshed := refreshingToEpoch2()
 	var mu sync.Mutex
 	var sizes []int
 	batches := middleware.Batches(runtime.DefaultRetryPolicy, mwt.NewClock(), refresher, movingRouter{refreshed.Load}, nil)
@@ -349,12 +339,7 @@ func TestBatches_ItemsOfExactlyBatchMaxBytesGoTogether(t *testing.T) {
 // smallest bound. m1 and mm1 failed in a sub-request of two (bound 1), a0, b0 and c0 in
 // one of three (bound 2); once all are one owner's, m1 and mm1 go alone.
 func TestBatches_SmallestBoundWins(t *testing.T) {
-	var refreshed atomic.Bool
-	refresher := mwt.NewRefresher(1)
-	refresher.OnRefresh = func(context.Context, runtime.Evidence) runtime.RefreshResult {
-		refreshed.Store(true)
-		return runtime.RefreshResult{Performed: true, Epoch: 2}
-	}
+	refresher, refreshed := refreshingToEpoch2()
 	var mu sync.Mutex
 	var sizes []int
 	ok := halvingTransport(func() bool { return true }, &sizes, &mu)
@@ -377,4 +362,16 @@ func TestBatches_SmallestBoundWins(t *testing.T) {
 		require.NoError(t, r.Err(i))
 	}
 	assert.ElementsMatch(t, []int{3, 2, 1, 2, 1, 1}, sizes, "[a0 b0 c0] [m1 mm1], then [m1] [a0 b0] [c0] [mm1]")
+}
+
+// refreshingToEpoch2 returns a refresher at epoch 1 whose refreshes fetch epoch 2, and the
+// flag its first refresh sets.
+func refreshingToEpoch2() (*mwt.Refresher, *atomic.Bool) {
+	refreshed := new(atomic.Bool)
+	refresher := mwt.NewRefresher(1)
+	refresher.OnRefresh = func(context.Context, runtime.Evidence) runtime.RefreshResult {
+		refreshed.Store(true)
+		return runtime.RefreshResult{Performed: true, Epoch: 2}
+	}
+	return refresher, refreshed
 }
