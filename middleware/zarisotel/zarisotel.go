@@ -388,39 +388,40 @@ func attemptAttrs(statuses *runtime.StatusTable, a *runtime.Attempt) []attribute
 // *runtime.StatusError) by its name, for example "Moved"; and "other" for anything else.
 // The set is small and fixed, so it is safe as a metric attribute.
 func ErrorKind(err error) string {
-	var se *runtime.StatusError
-	switch {
-	case err == nil:
+	if err == nil {
 		return ""
-	case errors.Is(err, runtime.ErrInDoubt):
-		return "in_doubt"
-	case errors.Is(err, runtime.ErrAttemptTimeout):
-		return "attempt_timeout"
-	case errors.Is(err, runtime.ErrNodeUnavailable):
-		return "node_unavailable"
-	case errors.Is(err, runtime.ErrPartitionUnavailable):
-		return "partition_unavailable"
-	case errors.Is(err, runtime.ErrTransport):
-		return "transport"
-	case errors.Is(err, runtime.ErrRequestTooLarge):
-		return "request_too_large"
-	case errors.Is(err, runtime.ErrRetryBudgetExhausted):
-		return "retry_budget_exhausted"
-	case errors.Is(err, runtime.ErrClosed):
-		return "closed"
-	case errors.Is(err, runtime.ErrNoResponse):
-		return "no_response"
-	case errors.Is(err, context.Canceled):
-		return "canceled"
-	case errors.Is(err, context.DeadlineExceeded):
-		return "deadline_exceeded"
-	case errors.As(err, &se):
+	}
+	for _, k := range errorKinds {
+		if errors.Is(err, k.err) {
+			return k.kind
+		}
+	}
+	if se, ok := errors.AsType[*runtime.StatusError](err); ok {
 		if se.Name == "" || strings.Contains(se.Name, "(") {
 			return "other" // a value the status table does not hold
 		}
 		return se.Name
 	}
 	return "other"
+}
+
+// errorKinds are the sentinels ErrorKind names, first match wins: an in-doubt error may
+// also wrap the transport failure that left it in doubt.
+var errorKinds = []struct {
+	err  error
+	kind string
+}{
+	{runtime.ErrInDoubt, "in_doubt"},
+	{runtime.ErrAttemptTimeout, "attempt_timeout"},
+	{runtime.ErrNodeUnavailable, "node_unavailable"},
+	{runtime.ErrPartitionUnavailable, "partition_unavailable"},
+	{runtime.ErrTransport, "transport"},
+	{runtime.ErrRequestTooLarge, "request_too_large"},
+	{runtime.ErrRetryBudgetExhausted, "retry_budget_exhausted"},
+	{runtime.ErrClosed, "closed"},
+	{runtime.ErrNoResponse, "no_response"},
+	{context.Canceled, "canceled"},
+	{context.DeadlineExceeded, "deadline_exceeded"},
 }
 
 // statusesOf returns the status table of call's operation, or nil.

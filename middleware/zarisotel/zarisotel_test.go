@@ -2,6 +2,7 @@ package zarisotel_test
 
 import (
 	"context"
+	"fmt"
 	"testing"
 	"time"
 
@@ -280,6 +281,8 @@ func TestErrorKind(t *testing.T) {
 		{&runtime.CallError{Err: runtime.NewStatusError(zarisclient.Statuses, runtime.Status(zaris.KvStatus_Moved))}, "Moved"},
 		{runtime.NewStatusError(zarisclient.Statuses, 99), "other"},
 		{context.Canceled, "canceled"},
+		{fmt.Errorf("%w: %w", runtime.ErrInDoubt, runtime.ErrTransport), "in_doubt"}, // the first kind listed wins
+		{fmt.Errorf("%w: %w", runtime.ErrClosed, context.DeadlineExceeded), "closed"},
 		{assert.AnError, "other"},
 	} {
 		assert.Equal(t, tc.want, zarisotel.ErrorKind(tc.err), "%v", tc.err)
