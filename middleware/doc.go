@@ -11,7 +11,8 @@
 // in this directory explains the design: the model, the attempt loop, time.
 //
 // A stack is safe for concurrent use when its transport, MapRefresher and added middleware
-// are; a Call belongs to one goroutine at a time.
+// are; a Call belongs to one goroutine at a time, and no layer may keep it, or a pointer
+// into it, after its handler returns: a client made by zarisclient.Dial reuses its Calls.
 //
 // # The default stack
 //

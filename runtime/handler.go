@@ -11,8 +11,8 @@ import (
 type Handler func(ctx context.Context, call *Call) (Response, error)
 
 // Middleware wraps a Handler in one concern and returns the wrapped Handler. It is applied
-// once, when a stack is built; the Handler it returns runs on every call and must be safe
-// for concurrent use.
+// once, when a stack is built; the Handler it returns runs on every call, must be safe for
+// concurrent use, and must not keep the *Call past its return (see CallPool).
 type Middleware func(next Handler) Handler
 
 // Chain composes mw into one Middleware, the first listed outermost (it sees a call first
