@@ -371,3 +371,34 @@ func TestB7_TheRefreshAfterAWaitThatRanOutCarriesTheFailuresEnd(t *testing.T) {
 		})
 	}
 }
+
+// Batches, B7: every item whose owner could not be reached waits for a new owner before
+// the next round, each for its own key (the waits share the fetches), not only the first.
+func TestB7_EveryUnreachableItemWaitsForItsOwner(t *testing.T) {
+	clock := mwt.NewClock()
+	var n atomic.Int32
+	transport := func(_ context.Context, call *runtime.Call) (runtime.Response, error) {
+		a := call.Current()
+		a.Node, a.End = 2, clock.Now()
+		if n.Add(1) == 1 {
+			return nil, fmt.Errorf("dial node2: connection refused: %w", runtime.ErrNodeUnavailable)
+		}
+		a.Sent, a.Answered, a.Status = true, true, runtime.Status(zaris.KvStatus_Ok)
+		resp := &zaris.MultiGetResponse{Status: zaris.KvStatus_Ok}
+		for range call.Request.(*zaris.MultiGetRequest).Items {
+			resp.Results = append(resp.Results, &zaris.GetOutcome{Status: zaris.KvStatus_Ok})
+		}
+		return resp, nil
+	}
+	refresher := mwt.NewRefresher(1)
+	h := middleware.Default(transport, refresher, runtime.Config{Retry: runtime.DefaultRetryPolicy, Clock: clock})
+	res, err := zarisclient.New(h).MultiGet(context.Background(), multiGetOf(2))
+	require.NoError(t, err)
+	require.NoError(t, res.Err(0))
+	require.NoError(t, res.Err(1))
+	var keys []string
+	for _, w := range refresher.OwnerWaits() {
+		keys = append(keys, string(w.Key))
+	}
+	assert.ElementsMatch(t, []string{"k0", "k1"}, keys)
+}

@@ -186,8 +186,8 @@ func TestB7_PastTheBoundTheCallGoesOnAsBefore(t *testing.T) {
 // TestB7_ARefusedAttemptAfterOthersDoesNotEndTheCall is the scenario of a migration
 // followed by the death of the new owner: attempt 1 meets Moved, attempt 2 a reset at the
 // new owner, attempt 3 its refused dial. That attempt never left and B7 waits after it,
-// so it does not use up the last attempt: the call goes on to the owner the wait found. A
-// single-attempt call (maxAttempts 1) is not stretched so.
+// so it does not use up the last attempt: the call goes on to the owner the wait found (with
+// maxAttempts 2 as with 3). A single-attempt call (maxAttempts 1) is not stretched so.
 func TestB7_ARefusedAttemptAfterOthersDoesNotEndTheCall(t *testing.T) {
 	reset := mwt.FailAt(fmt.Errorf("node 2: %w: EOF", runtime.ErrTransport), true, 2)
 	script := []mwt.Outcome{mwt.AnswerAt(zaris.KvStatus_Moved, 2), reset, unreachable, mwt.Answer(zaris.KvStatus_Ok)}
@@ -205,6 +205,13 @@ func TestB7_ARefusedAttemptAfterOthersDoesNotEndTheCall(t *testing.T) {
 	require.ErrorIs(t, err, runtime.ErrNodeUnavailable)
 	assert.Equal(t, 1, single.transport.Attempts())
 	assert.Empty(t, single.refresher.OwnerWaits())
+
+	// Two attempts allowed: the refused first one is not counted, so Moved and Ok follow.
+	two := newStack(t, runtime.DefaultRetryPolicy, []mwt.Outcome{unreachable, mwt.AnswerAt(zaris.KvStatus_Moved, 2), mwt.Answer(zaris.KvStatus_Ok)})
+	resp, err = two.do(zt.GetCall("k", runtime.WithMaxAttempts(2)))
+	require.NoError(t, err)
+	assert.Equal(t, zaris.KvStatus_Ok, kvStatus(resp))
+	assert.Equal(t, 3, two.transport.Attempts())
 }
 
 // TestB7_OffWithAZeroOwnerWait: RetryPolicy.OwnerWait zero leaves an unreachable owner to
