@@ -95,32 +95,9 @@ func (c *thriftConn) readReply(op *Op, kept bool) ([]byte, error) {
 	if err != nil {
 		return nil, wrapTransport(err)
 	}
-	p = p[4:]
-	if len(p) < 8 {
-		return nil, thrift.NewTProtocolException(io.ErrUnexpectedEOF)
-	}
-	word := int32(binary.BigEndian.Uint32(p))
-	switch {
-	case word >= 0:
-		return nil, thrift.NewTProtocolExceptionWithType(thrift.BAD_VERSION, errMissingVersion)
-	case int64(word)&thrift.VERSION_MASK != thrift.VERSION_1:
-		return nil, thrift.NewTProtocolExceptionWithType(thrift.BAD_VERSION, errBadVersion)
-	}
-	typeID := thrift.TMessageType(word & 0xff)
-	nameLen := int32(binary.BigEndian.Uint32(p[4:]))
-	switch {
-	case nameLen < 0:
-		return nil, thrift.NewTProtocolExceptionWithType(thrift.NEGATIVE_SIZE, fmt.Errorf("negative size: %d", nameLen))
-	case int64(nameLen)+messageHeaderSize > int64(size):
-		return nil, thrift.NewTProtocolException(io.ErrUnexpectedEOF)
-	case int(nameLen) != len(op.Name) || string(p[8:8+nameLen]) != op.Name:
-		return nil, thrift.NewTApplicationException(thrift.WRONG_METHOD_NAME, op.Name+": wrong method name")
-	}
-	if seq := int32(binary.BigEndian.Uint32(p[8+nameLen:])); seq != c.seq {
-		return nil, thrift.NewTApplicationException(thrift.BAD_SEQUENCE_ID, op.Name+": out of order sequence response")
-	}
-	if typeID != thrift.REPLY && typeID != thrift.EXCEPTION {
-		return nil, thrift.NewTApplicationException(thrift.INVALID_MESSAGE_TYPE_EXCEPTION, op.Name+": invalid message type")
+	typeID, nameLen, err := c.checkReplyHeader(p[4:], size, op)
+	if err != nil {
+		return nil, err
 	}
 	r.Discard(4 + messageHeaderSize + int(nameLen)) // peeked: cannot fail
 	var body []byte
@@ -142,6 +119,39 @@ func (c *thriftConn) readReply(op *Op, kept bool) ([]byte, error) {
 		return nil, c.readException(body)
 	}
 	return body, nil
+}
+
+// checkReplyHeader reads the message header at the start of p, the first bytes of a reply
+// frame of size bytes, and returns its type and the length of its name; a header other
+// than that of a reply to op's call with c.seq fails as the Thrift client fails it.
+func (c *thriftConn) checkReplyHeader(p []byte, size uint32, op *Op) (thrift.TMessageType, int32, error) {
+	if len(p) < 8 {
+		return 0, 0, thrift.NewTProtocolException(io.ErrUnexpectedEOF)
+	}
+	word := int32(binary.BigEndian.Uint32(p))
+	switch {
+	case word >= 0:
+		return 0, 0, thrift.NewTProtocolExceptionWithType(thrift.BAD_VERSION, errMissingVersion)
+	case int64(word)&thrift.VERSION_MASK != thrift.VERSION_1:
+		return 0, 0, thrift.NewTProtocolExceptionWithType(thrift.BAD_VERSION, errBadVersion)
+	}
+	typeID := thrift.TMessageType(word & 0xff)
+	nameLen := int32(binary.BigEndian.Uint32(p[4:]))
+	switch {
+	case nameLen < 0:
+		return 0, 0, thrift.NewTProtocolExceptionWithType(thrift.NEGATIVE_SIZE, fmt.Errorf("negative size: %d", nameLen))
+	case int64(nameLen)+messageHeaderSize > int64(size):
+		return 0, 0, thrift.NewTProtocolException(io.ErrUnexpectedEOF)
+	case int(nameLen) != len(op.Name) || string(p[8:8+nameLen]) != op.Name:
+		return 0, 0, thrift.NewTApplicationException(thrift.WRONG_METHOD_NAME, op.Name+": wrong method name")
+	}
+	if seq := int32(binary.BigEndian.Uint32(p[8+nameLen:])); seq != c.seq {
+		return 0, 0, thrift.NewTApplicationException(thrift.BAD_SEQUENCE_ID, op.Name+": out of order sequence response")
+	}
+	if typeID != thrift.REPLY && typeID != thrift.EXCEPTION {
+		return 0, 0, thrift.NewTApplicationException(thrift.INVALID_MESSAGE_TYPE_EXCEPTION, op.Name+": invalid message type")
+	}
+	return typeID, nameLen, nil
 }
 
 // readException decodes the application exception an exception reply's body carries.
