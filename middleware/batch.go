@@ -21,7 +21,7 @@ type BatchRouter interface {
 const BatchParallelism = 8
 
 // BatchMaxBytes bounds one sub-request's items by their sizes, when the call's items know
-// them (runtime.BatchItemSizes; the typed client's do): an owner's items beyond it go in
+// them (runtime.BatchItems.Size; the typed client's do): an owner's items beyond it go in
 // several sub-requests, and an item larger than it alone goes in one of its own. It keeps a
 // sub-request well inside the reference node's 4 MiB message limit.
 const BatchMaxBytes = 1 << 20

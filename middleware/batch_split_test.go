@@ -246,8 +246,10 @@ func halvingTransport(moved func() bool, sizes *[]int, mu *sync.Mutex) middlewar
 	}
 }
 
-// noSizes hides whether a batch's items know their sizes.
+// noSizes hides how large a batch's items are.
 type noSizes struct{ runtime.BatchItems }
+
+func (noSizes) Size(int) int { return 0 }
 
 // Batches: items that do not know their sizes are halved after a failure on their
 // connection all the same ([5], then [3] [2], then [2] [1]).

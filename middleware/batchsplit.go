@@ -30,9 +30,8 @@ func (e *batchRun) bound(i, most int) {
 // backing array.
 func (e *batchRun) split(idx []int) []group {
 	items := e.call.Batch.Items
-	sizes, _ := items.(runtime.BatchItemSizes)
 	if e.router == nil {
-		return cut([]group{{idx: idx}}, sizes, e.most)
+		return cut([]group{{idx: idx}}, items, e.most)
 	}
 	routes := make([]runtime.Route, 0, 4) // the owners, in order of first appearance
 	var unrouted []group                  // items whose segment has no owner, one group each
@@ -69,25 +68,19 @@ func (e *batchRun) split(idx []int) []group {
 			g.idx = append(g.idx, i)
 		}
 	}
-	return cut(groups, sizes, e.most)
+	return cut(groups, items, e.most)
 }
 
 // cut cuts every group into consecutive groups for the same owner: each within
-// BatchMaxBytes by the items' sizes (when sizes is set) or of one item, and none with more
-// items than one of its items may share a sub-request with (most, when set; see bound). It
-// returns groups itself when none is cut.
-func cut(groups []group, sizes runtime.BatchItemSizes, most []int) []group {
-	if sizes == nil && most == nil {
-		return groups
-	}
+// BatchMaxBytes by the items' sizes (an item of unknown size, 0, adds nothing), and none
+// with more items than one of its items may share a sub-request with (most, when set; see
+// bound). It returns groups itself when none is cut.
+func cut(groups []group, items runtime.BatchItems, most []int) []group {
 	var out []group // nil until a group is cut
 	for gi, g := range groups {
 		total, from, fewest := 0, 0, 0
 		for j, i := range g.idx {
-			s, m := 0, 0
-			if sizes != nil {
-				s = sizes.Size(i)
-			}
+			s, m := items.Size(i), 0
 			if most != nil {
 				m = most[i]
 			}

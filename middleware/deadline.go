@@ -10,7 +10,7 @@ import (
 
 // Deadline returns the call-level middleware that sets the whole-call deadline of rule R4:
 // call.Deadline becomes the earliest of the context's deadline, an earlier call.Deadline,
-// and now on clock plus the call's timeout (call.Options.Timeout, else p.RequestTimeout;
+// and now on clock plus the call's timeout (call.Timeout, else p.RequestTimeout;
 // zero means no bound, a negative call timeout no time at all). Every layer that waits
 // stops at call.Deadline itself (README.md in this directory, Time).
 func Deadline(p runtime.RetryPolicy, clock runtime.Clock) Middleware {
@@ -35,10 +35,10 @@ func Deadline(p runtime.RetryPolicy, clock runtime.Clock) Middleware {
 			}
 			timeout := p.RequestTimeout
 			switch {
-			case call.Options.Timeout < 0: // WithTimeout of zero or less: no time left
+			case call.Timeout < 0: // WithTimeout of zero or less: no time left
 				deadline, timeout = earliest(deadline, now), 0
-			case call.Options.Timeout > 0:
-				timeout = call.Options.Timeout
+			case call.Timeout > 0:
+				timeout = call.Timeout
 			}
 			if timeout > 0 {
 				deadline = earliest(deadline, now.Add(timeout))

@@ -17,8 +17,8 @@ func MaxAttempts(p runtime.RetryPolicy, call *runtime.Call) int {
 		return 1
 	}
 	n := p.MaxAttempts
-	if call.Options.MaxAttempts > 0 {
-		n = call.Options.MaxAttempts
+	if call.MaxAttempts > 0 {
+		n = call.MaxAttempts
 	}
 	return max(n, 1)
 }

@@ -2,7 +2,6 @@ package runtime
 
 import (
 	"context"
-	"errors"
 	"fmt"
 )
 
@@ -10,10 +9,6 @@ import (
 // larger batch with ErrInvalidBatch before sending anything; the reference store answers one
 // with the response status InvalidRequest.
 const MaxBatchItems = 1000
-
-// ErrInvalidBatch is the error of a multi-key call refused before anything was sent: no
-// items, or more than MaxBatchItems.
-var ErrInvalidBatch = errors.New("zaris: invalid batch")
 
 // BatchSpec describes one multi-key operation to the batch engine: how to read the items of
 // its request, build a sub-request from some of them, and read the per-item results of a
@@ -39,7 +34,7 @@ type BatchSpec[Req, Item, Resp, Result any] struct {
 	// Response returns the merged response: status Ok, results in request order, and epoch.
 	Response func(results []Result, epoch int64) Resp
 	// Size, when set, returns about how many bytes an item adds to a request (see
-	// BatchItemSizes); nil means the batch layer splits the items by owner only.
+	// BatchItems.Size); nil means the batch layer splits the items by owner only.
 	Size func(item Item) int
 }
 
@@ -64,14 +59,10 @@ type BatchItems interface {
 	// Response returns the merged response, with epoch as its map epoch. An item without a
 	// recorded result gets one with status Unavailable.
 	Response(epoch int64) Response
-}
-
-// BatchItemSizes is implemented by BatchItems that know about how large each item is, as
-// the typed client's do. The batch layer then splits one owner's items into sub-requests of
-// a bounded size, so a batch of large values fits the node's message limit.
-type BatchItemSizes interface {
-	// Size returns about how many bytes item i adds to a request: its keys' and values'
-	// lengths and a few bytes per field; 0 when not known.
+	// Size returns about how many bytes item i adds to a request (its keys' and values'
+	// lengths and a few bytes per field), or 0 when not known. The batch layer splits an
+	// owner's items into sub-requests of a bounded size by it, so a batch of large values
+	// fits the node's message limit.
 	Size(i int) int
 }
 

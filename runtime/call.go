@@ -28,8 +28,12 @@ type Call struct {
 	// attempt; zero when it carries none. With it, a sent and unanswered attempt may be
 	// replayed while the store's dedup window lasts (rule B8).
 	Token Token
-	// Options are the per-call overrides given to the typed method.
-	Options CallOptions
+	// MaxAttempts, when above 0, caps this call's attempts in place of the client's cap
+	// (WithMaxAttempts).
+	MaxAttempts int
+	// Timeout, when not 0, bounds this call's total time in place of the client's request
+	// timeout (WithTimeout); negative means no time is left.
+	Timeout time.Duration
 	// Deadline is the whole-call deadline set by the deadline layer; zero means none.
 	Deadline time.Time
 	// Attempts records every attempt so far, oldest first.
@@ -59,9 +63,7 @@ type Call struct {
 func NewCall(op *Op, key []byte, req any, guarded bool, opts ...CallOption) *Call {
 	c := &Call{Op: op, Key: key, Request: req, Guarded: guarded}
 	c.Attempts = c.attemptBuf[:0]
-	for _, o := range opts {
-		o(&c.Options)
-	}
+	applyCallOptions(c, opts)
 	return c
 }
 
@@ -94,9 +96,7 @@ func (p *CallPool) Get(op *Op, key []byte, req any, guarded bool, opts ...CallOp
 	}
 	c.Op, c.Key, c.Request, c.Guarded = op, key, req, guarded
 	c.Attempts = c.attemptBuf[:0]
-	for _, o := range opts {
-		o(&c.Options)
-	}
+	applyCallOptions(c, opts)
 	return c
 }
 
@@ -170,24 +170,23 @@ type CallStats struct {
 	OwnerWait time.Duration
 }
 
-// CallOptions are per-call overrides of the client's configuration. A zero field means "use
-// the client's setting".
-type CallOptions struct {
-	// MaxAttempts caps this call's attempts.
-	MaxAttempts int
-	// Timeout bounds this call's total time, like the client's request timeout; negative
-	// means no time is left (WithTimeout of zero or less).
-	Timeout time.Duration
-}
+// CallOption is a per-call override of the client's configuration (WithMaxAttempts,
+// WithTimeout); pass them to the typed client's methods. The zero CallOption changes nothing.
+type CallOption struct{ apply func(*Call) }
 
-// CallOption sets a per-call override; pass them to the typed client's methods.
-type CallOption func(*CallOptions)
+func applyCallOptions(c *Call, opts []CallOption) {
+	for _, o := range opts {
+		if o.apply != nil {
+			o.apply(c)
+		}
+	}
+}
 
 // WithMaxAttempts caps this call at n attempts in place of the client's cap; n < 1 leaves
 // the client's cap. It cannot raise the cap above one when retries are disabled (rule R7).
 // A CallOption is not an Option: the client-wide cap is WithDefaultMaxAttempts.
 func WithMaxAttempts(n int) CallOption {
-	return func(o *CallOptions) { o.MaxAttempts = n }
+	return CallOption{func(c *Call) { c.MaxAttempts = n }}
 }
 
 // WithTimeout bounds this call's total time to d, in place of the client's request timeout.
@@ -197,5 +196,5 @@ func WithTimeout(d time.Duration) CallOption {
 	if d <= 0 {
 		d = -1
 	}
-	return func(o *CallOptions) { o.Timeout = d }
+	return CallOption{func(c *Call) { c.Timeout = d }}
 }

@@ -2,6 +2,7 @@ package runtime_test
 
 import (
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/assert"
 
@@ -51,4 +52,17 @@ func numbers(as []runtime.Attempt) []int {
 		n = append(n, a.N)
 	}
 	return n
+}
+
+// A call's overrides are what its CallOptions set, in order; WithTimeout of zero or less
+// leaves no time, and the zero CallOption changes nothing.
+func TestNewCall_CallOptions(t *testing.T) {
+	c := runtime.NewCall(&runtime.Op{Name: "Get"}, nil, nil, false,
+		runtime.WithMaxAttempts(5), runtime.CallOption{}, runtime.WithTimeout(2*time.Second), runtime.WithMaxAttempts(2))
+	assert.Equal(t, 2, c.MaxAttempts, "the last WithMaxAttempts wins")
+	assert.Equal(t, 2*time.Second, c.Timeout)
+	assert.Negative(t, runtime.NewCall(&runtime.Op{}, nil, nil, false, runtime.WithTimeout(0)).Timeout)
+	plain := runtime.NewCall(&runtime.Op{}, nil, nil, false, runtime.CallOption{})
+	assert.Zero(t, plain.MaxAttempts)
+	assert.Zero(t, plain.Timeout)
 }

@@ -60,14 +60,20 @@ type RetryPolicy struct {
 	OwnerWait time.Duration
 }
 
-// DefaultRetryPolicy is the policy a client starts from before options and environment.
-var DefaultRetryPolicy = RetryPolicy{
-	MaxAttempts:    3,
-	Backoff:        100 * time.Millisecond,
-	MaxBackoff:     2 * time.Second,
-	RequestTimeout: 60 * time.Second,
-	OwnerWait:      5 * time.Second,
-}
+// The settings a client starts from before the environment and options.
+var (
+	// DefaultRetryPolicy is the retry rules' numbers.
+	DefaultRetryPolicy = RetryPolicy{
+		MaxAttempts:    3,
+		Backoff:        100 * time.Millisecond,
+		MaxBackoff:     2 * time.Second,
+		RequestTimeout: 60 * time.Second,
+		OwnerWait:      5 * time.Second,
+	}
+	// DefaultPipelining is on, with 2 connections per node (tools/zarisbench/README.md has
+	// the measurements).
+	DefaultPipelining = Pipelining{Enabled: true, Conns: 2}
+)
 
 // Config is a client's complete, validated configuration. Build one with NewConfig (Dial
 // calls it): defaults, then the environment, then the options (an explicit option beats the
@@ -351,10 +357,6 @@ type Pipelining struct {
 	// in flight to its node, which otherwise takes a pooled connection.
 	everyCall bool
 }
-
-// DefaultPipelining is the mode a client starts from before the environment and options:
-// on, with 2 connections per node (tools/zarisbench/README.md has the measurements).
-var DefaultPipelining = Pipelining{Enabled: true, Conns: 2}
 
 func (b *configBuilder) validatePipeline() {
 	if n := b.cfg.Pipeline.Conns; n < 1 {

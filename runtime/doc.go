@@ -12,8 +12,8 @@
 // environment (EnvRequestTimeout, EnvPipeline, …); NewConfig validates them and returns a
 // *ConfigError that names what is wrong. Protocol (ProtocolBinary, …) and Transport
 // (TransportFramed, …) choose the wire, Pipelining the shared connections, RetryPolicy the
-// retry rules' numbers and RetryBudget the retry budget. A call takes CallOptions through
-// CallOption values (WithMaxAttempts, WithTimeout). A call that gets no answer returns a
+// retry rules' numbers and RetryBudget the retry budget. A call takes CallOption
+// values (WithMaxAttempts, WithTimeout). A call that gets no answer returns a
 // *CallError: the Bound that ended it (BoundAttempts, BoundDeadline, …) and every Attempt;
 // its causes match the sentinels (ErrNodeUnavailable, ErrInDoubt, …) with errors.Is, and
 // *NodeError, *PartitionError and *StatusError with errors.As. The Engine (Client.Engine)

@@ -20,6 +20,9 @@ const (
 	// EnvRefreshWaitMS is the longest a caller waits for a shared map refresh, in whole
 	// milliseconds (rule R6).
 	EnvRefreshWaitMS = "ZARIS_CLIENT_MAP_REFRESH_WAIT_MS"
+	// EnvPipeline, when false (strconv.ParseBool), turns pipelined connections off, so
+	// every call takes a pooled connection; true turns them on. An option beats it.
+	EnvPipeline = "ZARIS_PIPELINE"
 )
 
 // envOption carries WithEnv's lookup; NewConfig picks it out before reading the environment.
@@ -95,10 +98,6 @@ func parseRequestTimeout(v string) (time.Duration, error) {
 	}
 	return d, nil
 }
-
-// EnvPipeline, when false (strconv.ParseBool), turns pipelined connections off, so every
-// call takes a pooled connection; true turns them on. An option beats it.
-const EnvPipeline = "ZARIS_PIPELINE"
 
 func (b *configBuilder) applyPipelineEnv(get func(string) (string, bool), envErr func(field, name, value, reason string)) {
 	if v, ok := get(EnvPipeline); ok {

@@ -48,6 +48,9 @@ var (
 	// connections and pipelined ones check the map's too; the buffered transport checks
 	// neither, and sends it.
 	ErrRequestTooLarge = errors.New("zaris: request too large")
+	// ErrInvalidBatch: a multi-key call was refused before anything was sent: no items, or
+	// more than MaxBatchItems.
+	ErrInvalidBatch = errors.New("zaris: invalid batch")
 )
 
 // StatusError is the cause recorded for an attempt answered with a status the application

@@ -10,6 +10,7 @@ func (n Items) Len() int                      { return int(n) }
 func (Items) Key(int) []byte                  { return []byte("k") }
 func (Items) Invalid(int) bool                { return false }
 func (Items) Guarded(int) bool                { return false }
+func (Items) Size(int) int                    { return 0 }
 func (Items) SubRequest([]int) any            { return nil }
 func (Items) Response(int64) runtime.Response { return nil }
 func (Items) Record(runtime.Response, []int) ([]runtime.Status, error) {
