@@ -35,6 +35,28 @@ type loadResult struct {
 // runLoad runs callers goroutines for d, each calling op in a closed loop with its index
 // and iteration, and sums what they saw.
 func runLoad(ctx context.Context, callers int, d time.Duration, op func(ctx context.Context, caller, i int) error) loadResult {
+	return runLoadWith(ctx, newLatencies(callers), d, op)
+}
+
+// latencies is a latency histogram per caller of a load: a fixed allocation, made before a
+// measured load so that the load's own record of its calls adds nothing to what a client
+// section measures per call (64 callers' histograms are about 1.6 MB).
+type latencies []*hdrhistogram.Histogram
+
+func newLatencies(callers int) latencies {
+	lats := make(latencies, callers)
+	for c := range lats {
+		lats[c] = hdrhistogram.New(int64(latencyResolution), int64(latencyCeiling), latencySigFigs)
+	}
+	return lats
+}
+
+// runLoadWith is runLoad with one caller per histogram of lats, which it resets first.
+func runLoadWith(ctx context.Context, lats latencies, d time.Duration, op func(ctx context.Context, caller, i int) error) loadResult {
+	callers := len(lats)
+	for _, h := range lats {
+		h.Reset()
+	}
 	end := time.Now().Add(d)
 	ctx, cancel := context.WithDeadline(ctx, end)
 	defer cancel()
@@ -43,12 +65,6 @@ func runLoad(ctx context.Context, callers int, d time.Duration, op func(ctx cont
 	// its own clock and back): a call failing in between, or failing on the deadline, which
 	// only the run's end sets, is the run's end too.
 	over := func(now time.Time) bool { return ctx.Err() != nil || !now.Before(end) }
-	// A latency histogram per caller: a fixed allocation, so the load's own record of its
-	// calls adds no allocation per call to what the client sections measure.
-	lats := make([]*hdrhistogram.Histogram, callers)
-	for c := range lats {
-		lats[c] = hdrhistogram.New(int64(latencyResolution), int64(latencyCeiling), latencySigFigs)
-	}
 	var errs atomic.Int64
 	var first atomic.Pointer[string]
 	var wg sync.WaitGroup
