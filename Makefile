@@ -61,7 +61,7 @@ check-generate: generate ## regenerate and fail if gen/ or tools/gen/ differs fr
 	@git diff --exit-code --stat -- gen tools/gen || { echo "generated code is stale: run make generate and commit the result"; exit 1; }
 	@test -z "$$(git status --porcelain -- gen tools/gen)" || { git status --porcelain -- gen tools/gen; echo "gen/ or tools/gen/ has files git does not track: run make generate and commit the result"; exit 1; }
 
-test: lint ## lint, run every test with the race detector (and the allocation counts without it), then the churn tests in each connection mode, then fuzz each target briefly
+test: lint ## lint, run every test with the race detector (and the allocation counts without it), then the churn tests in each connection mode, then fuzz the client's and zarisgen's targets briefly
 	$(ROOTGO) test -race -count=1 -timeout 10m ./...
 	$(ROOTGO) test -count=1 -run 'Alloc' ./...
 	$(GO) -C $(TOOLS) test -race -count=1 -timeout 10m ./...
@@ -101,12 +101,15 @@ bench-go: ## run the go test benchmarks
 	$(ROOTGO) test -run '^$$' -bench . -benchmem ./...
 	$(GO) -C $(TOOLS) test -run '^$$' -bench . -benchmem ./...
 
-# FUZZ_TARGETS are the fuzz targets, as package:Function (a package under tools/ is run in the
-# tools module). `make fuzz` runs each for FUZZTIME;
-# `make test` runs it with the default, `make soak` for SOAK_FUZZTIME.
+# FUZZ_TARGETS are the fuzz targets of the client and zarisgen, as package:Function (a package
+# under tools/ is run in the tools module). `make fuzz` runs each for FUZZTIME; `make test` runs
+# it with the default, `make soak` for SOAK_FUZZTIME with STORE_FUZZ_TARGETS, the reference
+# store's: a fuzz build instruments every package it links, and the store links etcd's server,
+# which costs `make test` more than a minute and a half. `make test` runs their seeds, as
+# every test, with -race.
 FUZZ_TARGETS := runtime:FuzzNewConfigEnv runtime:FuzzMalformedReply runtime:FuzzReplyNames internal/thriftbuf:FuzzMemFrames internal/codeccheck:FuzzCodec \
-	tools/zarisgen:FuzzParseProgram tools/zarisgen:FuzzIDLNames \
-	tools/store:FuzzNodeHeaderPort tools/store:FuzzNodeJSONPort tools/store:FuzzMemMultiGet tools/store:FuzzCodecGet
+	tools/zarisgen:FuzzParseProgram tools/zarisgen:FuzzIDLNames
+STORE_FUZZ_TARGETS := tools/store:FuzzNodeHeaderPort tools/store:FuzzNodeJSONPort tools/store:FuzzMemMultiGet tools/store:FuzzCodecGet
 FUZZTIME      ?= 3s
 SOAK_FUZZTIME ?= 60s
 # CODEC_FUZZ is the generated codec's fuzz target, which `make soak` runs for CODEC_SOAK_FUZZTIME
@@ -119,7 +122,7 @@ SOAK_COUNT    ?= 20
 # deadline exceeded" and no input (go.dev/issue/75804, fixed in Go 1.27). `make fuzz` runs such
 # a target again, at most twice; a real failure writes its input to testdata, which fails the
 # next run too.
-fuzz: ## run each fuzz target for FUZZTIME (3s) beyond its committed seeds
+fuzz: ## run each of FUZZ_TARGETS for FUZZTIME (3s) beyond its committed seeds
 	@for t in $(FUZZ_TARGETS); do \
 		pkg=$${t%%:*}; fn=$${t#*:}; dir=.; work=off; \
 		case $$pkg in $(TOOLS)/*) dir=$(TOOLS); work=; pkg=$${pkg#$(TOOLS)/};; esac; \
@@ -138,8 +141,8 @@ fuzz: ## run each fuzz target for FUZZTIME (3s) beyond its committed seeds
 # soak` repeats with the proof tests; `make test` runs them once with everything else.
 STORE_FAULT_TESTS := ^(TestCutover_|TestTombstone_|TestSegment_AppliesOnlyNewerEntries|TestCoordinator_Revoke)
 
-soak: ## long run: each fuzz target for SOAK_FUZZTIME (60s) and the codec's for CODEC_SOAK_FUZZTIME (10m) more, the proof tests and the store's fault tests SOAK_COUNT (20) times with -race, then make mutate
-	$(MAKE) fuzz FUZZTIME=$(SOAK_FUZZTIME)
+soak: ## long run: each fuzz target (the store's too) for SOAK_FUZZTIME (60s) and the codec's for CODEC_SOAK_FUZZTIME (10m) more, the proof tests and the store's fault tests SOAK_COUNT (20) times with -race, then make mutate
+	$(MAKE) fuzz FUZZ_TARGETS="$(FUZZ_TARGETS) $(STORE_FUZZ_TARGETS)" FUZZTIME=$(SOAK_FUZZTIME)
 	$(MAKE) fuzz FUZZ_TARGETS=$(CODEC_FUZZ) FUZZTIME=$(CODEC_SOAK_FUZZTIME)
 	$(GO) -C $(TOOLS) test -race -count=$(SOAK_COUNT) -timeout 60m ./proof
 	$(GO) -C $(TOOLS) test -race -count=$(SOAK_COUNT) -timeout 30m -run '$(STORE_FAULT_TESTS)' ./store
