@@ -117,7 +117,8 @@ func (r *Refresher) timer(d time.Duration) bool {
 
 // sleep is a caller's wait of d on the refresher's clock (Clock.Sleep), cut short by the
 // end of ctx, the refresher's closing or the Clock time until (zero: no bound); it reports
-// whether d ran out first.
+// whether d ran out first. With d <= 0 it waits for nothing and reports whether ctx, the
+// refresher and the bound are all still open.
 func (r *Refresher) sleep(ctx context.Context, d time.Duration, until time.Time) bool {
 	short := false
 	if !until.IsZero() {
@@ -152,10 +153,10 @@ func (r *Refresher) AwaitOwner(ctx context.Context, key []byte, gone int32, unti
 		if rt, err := r.router.Route(key); err == nil && rt.Node != gone {
 			return RefreshResult{Performed: fetched, Epoch: r.Epoch()}
 		}
-		if d := r.untilNextFetch(); d > 0 {
-			if !r.sleep(ctx, d, until) {
-				return r.awaitEnded()
-			}
+		// The wait for the debounce window, which with none left still stops a caller
+		// that has gone (or a bound that has passed) before it starts a fetch.
+		if !r.sleep(ctx, r.untilNextFetch(), until) {
+			return r.awaitEnded()
 		}
 		if !r.awaitFlight(ctx, until, fetched) {
 			return r.awaitEnded()

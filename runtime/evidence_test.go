@@ -47,6 +47,9 @@ func TestB7_ADebouncedRefreshWithUnseenEvidenceIsDeferredNotDropped(t *testing.T
 	res = r.Refresh(context.Background(), Evidence{At: fetchedAt.Add(-time.Millisecond)})
 	assert.True(t, res.Debounced)
 	assert.False(t, res.Deferred, "the fetch at 1s started after this evidence")
+	res = r.Refresh(context.Background(), Evidence{At: fetchedAt})
+	assert.True(t, res.Debounced)
+	assert.False(t, res.Deferred, "the fetch at 1s started at the instant of this evidence: it saw it")
 	res = r.Refresh(context.Background(), Evidence{})
 	assert.True(t, res.Debounced)
 	assert.False(t, res.Deferred, "no time: R6 alone")
@@ -65,9 +68,26 @@ func TestB7_ADebouncedRefreshWithUnseenEvidenceIsDeferredNotDropped(t *testing.T
 	assert.Zero(t, mc.clock.Pending(), "nothing more is deferred")
 	assert.Equal(t, int32(2), calls.Load())
 	st := r.Stats()
-	assert.Equal(t, uint64(5), st.Requested)
-	assert.Equal(t, uint64(4), st.Debounced)
+	assert.Equal(t, uint64(6), st.Requested)
+	assert.Equal(t, uint64(5), st.Debounced)
 	assert.Equal(t, uint64(2), st.Deferred)
+}
+
+// joinedAfterTheFlightStarted starts a refresh with no evidence whose fetch blocks on maps,
+// moves mc's clock 10 ms on, and starts a second refresh with evidence of that instant,
+// which joins the flight: the churn was seen after the flight started. It returns what
+// both refreshes will return.
+func joinedAfterTheFlightStarted(t *testing.T, mc *mockEngine) (r *Refresher, maps chan *zaris.ClusterMap, calls *atomic.Int32, first, joined chan RefreshResult) {
+	maps, calls = mc.blockingMaps(1)
+	r = mc.Refresher()
+	mc.clock.Advance(time.Second)
+	first, joined = make(chan RefreshResult), make(chan RefreshResult)
+	go func() { first <- r.Refresh(context.Background(), Evidence{}) }()
+	eventually(t, func() bool { return calls.Load() == 1 })
+	mc.clock.Advance(10 * time.Millisecond)
+	go func() { joined <- r.Refresh(context.Background(), Evidence{At: mc.clock.Now()}) }()
+	eventually(t, func() bool { return r.Stats().Requested == 2 })
+	return r, maps, calls, first, joined
 }
 
 // TestB7_EvidenceNewerThanTheFlightItJoinedGetsAFetchOfItsOwn: a request that joins a
@@ -75,17 +95,7 @@ func TestB7_ADebouncedRefreshWithUnseenEvidenceIsDeferredNotDropped(t *testing.T
 // of its own then runs at the end of that fetch's debounce window.
 func TestB7_EvidenceNewerThanTheFlightItJoinedGetsAFetchOfItsOwn(t *testing.T) {
 	mc := newMockEngine(t, testMap(1, 16, 1))
-	maps, calls := mc.blockingMaps(1)
-	r := mc.Refresher()
-	mc.clock.Advance(time.Second)
-
-	first := make(chan RefreshResult)
-	go func() { first <- r.Refresh(context.Background(), Evidence{}) }()
-	eventually(t, func() bool { return calls.Load() == 1 })
-	mc.clock.Advance(10 * time.Millisecond) // the churn is seen after the flight started
-	joined := make(chan RefreshResult)
-	go func() { joined <- r.Refresh(context.Background(), Evidence{At: mc.clock.Now()}) }()
-	eventually(t, func() bool { return r.Stats().Requested == 2 })
+	r, maps, calls, first, joined := joinedAfterTheFlightStarted(t, mc)
 	maps <- testMap(1, 16, 1)
 	assert.True(t, (<-first).Performed)
 	res := <-joined
@@ -100,6 +110,104 @@ func TestB7_EvidenceNewerThanTheFlightItJoinedGetsAFetchOfItsOwn(t *testing.T) {
 	maps <- testMap(2, 16, 1)
 	eventually(t, func() bool { return r.Stats().Performed == 2 })
 	assert.Equal(t, int64(2), mc.Map().Epoch)
+}
+
+// With no debounce window, the fetch deferred for evidence newer than the flight it joined
+// runs at once, at the instant of that evidence (the clock does not move), and satisfies
+// it: one fetch more, then the deferral ends.
+func TestB7_ADeferredFetchAtTheInstantOfItsEvidenceSatisfiesIt(t *testing.T) {
+	mc := newMockEngine(t, testMap(1, 16, 1), WithRefreshDebounce(0))
+	r, maps, calls, first, joined := joinedAfterTheFlightStarted(t, mc)
+	maps <- testMap(1, 16, 1)
+	require.True(t, (<-first).Performed)
+	require.True(t, (<-joined).Coalesced)
+	eventually(t, func() bool { return calls.Load() == 2 })
+	maps <- testMap(2, 16, 1)
+	eventually(t, func() bool { return !r.deferring.Load() })
+	assert.Equal(t, int32(2), calls.Load(), "the deferred fetch started at the evidence's instant: no third")
+	assert.Equal(t, int64(2), mc.Map().Epoch)
+}
+
+// A deferred fetch that fails ends the deferral: it is not retried window after window
+// (the next request with unseen evidence defers again).
+func TestB7_AFailedDeferredFetchEndsTheDeferral(t *testing.T) {
+	mc := newMockEngine(t, testMap(1, 16, 1))
+	var fail atomic.Bool
+	calls := new(atomic.Int32)
+	mc.node(1).EXPECT().GetClusterMap(gomock.Any()).AnyTimes().DoAndReturn(func(context.Context) (*zaris.ClusterMap, error) {
+		calls.Add(1)
+		if fail.Load() {
+			return nil, assert.AnError
+		}
+		return testMap(1, 16, 1), nil
+	})
+	r := mc.Refresher()
+	mc.clock.Advance(time.Second)
+	require.True(t, r.Refresh(context.Background(), Evidence{}).Performed)
+	mc.clock.Advance(100 * time.Millisecond)
+	require.True(t, r.Refresh(context.Background(), Evidence{At: mc.clock.Now()}).Deferred)
+	fail.Store(true)
+	mc.clock.waitPending(t, 1)
+	mc.clock.Advance(400 * time.Millisecond)
+	eventually(t, func() bool { return calls.Load() == 2 })
+	eventually(t, func() bool { return !r.deferring.Load() })
+	mc.clock.Advance(2 * time.Second)
+	assert.Zero(t, mc.clock.Pending(), "nothing deferred any more")
+	assert.Equal(t, int32(2), calls.Load(), "the failed fetch is not retried")
+}
+
+// An owner wait whose caller has already gone ends at once, and starts no fetch: the next
+// refresh leads a fetch of its own.
+func TestB7_AwaitOwnerOfACallerGoneStartsNoFetch(t *testing.T) {
+	mc := newMockEngine(t, testMap(1, 16, 1))
+	maps, calls := mc.blockingMaps(1)
+	r := mc.Refresher()
+	mc.clock.Advance(time.Second) // past the bootstrap's debounce window
+	gone, cancel := context.WithCancel(context.Background())
+	cancel()
+	res := r.AwaitOwner(gone, []byte("k"), 1, time.Time{})
+	assert.True(t, res.TimedOut)
+	assert.False(t, res.Performed)
+
+	next := make(chan RefreshResult)
+	go func() { next <- r.Refresh(context.Background(), Evidence{}) }()
+	eventually(t, func() bool { return calls.Load() == 1 })
+	maps <- testMap(2, 16, 1)
+	got := <-next
+	assert.True(t, got.Performed)
+	assert.False(t, got.Coalesced, "no fetch of the gone caller's to join")
+	assert.Equal(t, int32(1), calls.Load())
+}
+
+// A caller's wait on the refresher's clock (sleep) runs d out unless its bound comes first:
+// a bound exactly d away lets d run out. With nothing left to wait it reports whether the
+// caller and the refresher are still there; so does timer.
+func TestRefresher_SleepAndTimerBounds(t *testing.T) {
+	mc := newMockEngine(t, testMap(1, 16, 1))
+	r := mc.Refresher()
+	ctx := context.Background()
+	wait := func(d time.Duration, until time.Time, advance time.Duration) bool {
+		done := make(chan bool)
+		go func() { done <- r.sleep(ctx, d, until) }()
+		mc.clock.waitPending(t, 1)
+		mc.clock.Advance(advance)
+		return <-done
+	}
+	now := mc.clock.Now()
+	assert.True(t, wait(100*time.Millisecond, now.Add(100*time.Millisecond), 100*time.Millisecond), "a bound exactly d away")
+	now = mc.clock.Now()
+	assert.False(t, wait(100*time.Millisecond, now.Add(50*time.Millisecond), 50*time.Millisecond), "a bound before d")
+	assert.True(t, r.sleep(ctx, 0, time.Time{}))
+	gone, cancel := context.WithCancel(ctx)
+	cancel()
+	assert.False(t, r.sleep(gone, 0, time.Time{}), "the caller has gone")
+	assert.True(t, r.timer(0))
+
+	require.NoError(t, mc.Close())
+	for range 20 { // a timer of 0 would race the closing: every try must see it
+		assert.False(t, r.sleep(ctx, 0, time.Time{}), "the refresher has closed")
+		assert.False(t, r.timer(0), "the refresher has closed")
+	}
 }
 
 // keyOwnedBy returns a key whose segment node owns in testMap(_, 16, 2).
