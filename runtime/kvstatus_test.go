@@ -18,7 +18,7 @@ func fromIDL(m *zaris.ClusterMap) *ClusterMap {
 	if m == nil {
 		return nil
 	}
-	c := &ClusterMap{Epoch: m.Epoch, SegmentCount: m.SegmentCount}
+	c := &ClusterMap{Epoch: m.Epoch, SegmentCount: m.SegmentCount, MaxMessageBytes: m.GetMaxMessageBytes(), DedupWindowMs: m.GetDedupWindowMs()}
 	if m.Nodes != nil {
 		c.Nodes = make([]*NodeInfo, len(m.Nodes))
 	}
