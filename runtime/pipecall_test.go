@@ -21,3 +21,17 @@ func TestPipelinedCall_FramedBinaryEncodesThroughFrames(t *testing.T) {
 		}
 	}
 }
+
+// A pcall given back keeps its request buffer for its next call up to maxKeptRequest
+// bytes of capacity, and lets a larger one go.
+func TestPutCall_KeepsRequestBuffersUpToTheBound(t *testing.T) {
+	ps := &pipelines{}
+	for _, tc := range []struct {
+		capacity int
+		kept     bool
+	}{{4096, true}, {maxKeptRequest, true}, {maxKeptRequest + 1, false}, {4 * maxKeptRequest, false}} {
+		p := &pcall{wire: make([]byte, 0, tc.capacity)}
+		ps.putCall(p)
+		assert.Equal(t, tc.kept, p.wire != nil, "a buffer of %d bytes", tc.capacity)
+	}
+}
