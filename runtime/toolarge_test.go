@@ -18,6 +18,8 @@ import (
 
 	"github.com/clustron/zaris-go/gen/zaris"
 	"github.com/clustron/zaris-go/gen/zarisclient"
+	"github.com/clustron/zaris-go/gen/zariscodec"
+	"github.com/clustron/zaris-go/internal/thriftbuf"
 	"github.com/clustron/zaris-go/runtime"
 )
 
@@ -207,4 +209,31 @@ func startCountingProxy(t *testing.T, target string) *countingProxy {
 		}
 	})
 	return p
+}
+
+// A framed binary request whose frame is exactly the client's frame limit (16 MiB) is
+// sent, pooled or pipelined; one byte more is refused unsent.
+func TestRequestOfExactlyTheFrameLimitIsSent(t *testing.T) {
+	const frameLimit = 16 << 20
+	frame := func(req *zaris.PutRequest) int { // the framed message's size, its 4-byte length aside
+		b := thriftbuf.AppendMessageBegin(nil, "Put", thrift.CALL, 1)
+		return len(zariscodec.AppendZarisKvPutArgs(b, &zaris.ZarisKvPutArgs{Req: req}))
+	}
+	exactly := &zaris.PutRequest{Key: []byte("k")}
+	exactly.Value = make([]byte, frameLimit-frame(exactly))
+	require.Equal(t, frameLimit, frame(exactly))
+	over := &zaris.PutRequest{Key: []byte("k"), Value: make([]byte, len(exactly.Value)+1)}
+	for _, pipelined := range []bool{false, true} {
+		t.Run(fmt.Sprintf("pipelined %v", pipelined), func(t *testing.T) {
+			kv, _ := oneNodeClient(t, runtime.WithPipelining(pipelined), runtime.PipelineEveryCall())
+			_, err := kv.Put(context.Background(), exactly, runtime.WithMaxAttempts(1))
+			assert.NotErrorIs(t, err, runtime.ErrRequestTooLarge, "a frame of exactly the limit")
+			var ce *runtime.CallError
+			if errors.As(err, &ce) {
+				assert.True(t, ce.Attempts[0].Sent, "a frame of exactly the limit is sent")
+			}
+			_, err = kv.Put(context.Background(), over)
+			requireTooLarge(t, err)
+		})
+	}
 }
