@@ -10,14 +10,17 @@ import (
 )
 
 // A pipelined request is encoded through thriftbuf.Frames on a framed binary connection,
-// the default, and through the protocol as it is on every other.
+// the default, and with an operation's Codec there alone; through the protocol as it is on
+// every other.
 func TestPipelinedCall_FramedBinaryEncodesThroughFrames(t *testing.T) {
 	for _, p := range []Protocol{ProtocolBinary, ProtocolCompact, ProtocolJSON, ProtocolHeader} {
 		for _, tr := range []Transport{TransportFramed, TransportBuffered} {
 			cfg, err := NewConfig(WithService(testService), WithEnv(env(nil)), WithSeeds("127.0.0.1:1"), WithProtocol(p), WithTransport(tr))
 			require.NoError(t, err)
-			_, frames := newPipelines(cfg).getCall().out.(*thriftbuf.Frames)
+			ps := newPipelines(cfg)
+			_, frames := ps.getCall().out.(*thriftbuf.Frames)
 			assert.Equal(t, p == ProtocolBinary && tr == TransportFramed, frames, "%s over %s", p, tr)
+			assert.Equal(t, p == ProtocolBinary && tr == TransportFramed, ps.codec, "the Codec, %s over %s", p, tr)
 		}
 	}
 }

@@ -88,3 +88,20 @@ func TestPooledCodecFailsAsTheThriftClient(t *testing.T) {
 		})
 	}
 }
+
+// An operation whose Codec has no DecodeResultCopy (Codec's other fields set) is read with
+// DecodeResult, from a buffer of the reply's own, pooled or pipelined.
+func TestCodecWithoutCopyDecodes(t *testing.T) {
+	op := *zarisclient.OpGet
+	codec := *op.Codec
+	codec.DecodeResultCopy = nil
+	op.Codec = &codec
+	for _, pipelined := range []bool{false, true} {
+		kv, _ := oneNodeClient(t, runtime.WithPipelining(pipelined), runtime.PipelineEveryCall())
+		call := runtime.NewCall(&op, []byte("k"), &zaris.GetRequest{Key: []byte("k")}, false)
+		call.StartAttempt()
+		resp, err := kv.Engine().Invoke(context.Background(), call)
+		require.NoError(t, err, "pipelined %v", pipelined)
+		assert.Equal(t, &zaris.GetResponse{Status: zaris.KvStatus_NotFound, MapEpoch: 1}, resp, "pipelined %v", pipelined)
+	}
+}
