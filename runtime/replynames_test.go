@@ -21,6 +21,7 @@ func replyNamesSeeds() [][]byte {
 		thriftbuf.AppendMessageBegin(nil, string(bytes.Repeat([]byte("m"), 64)), thrift.REPLY, 4),
 		thriftbuf.AppendMessageBegin(nil, "", thrift.REPLY, 5),
 		{0, 0, 0, 3, 'G', 'e', 't', 2, 0, 0, 0, 1},
+		{0, 0, 0, 0, 2, 0, 0, 0, 1}, // a first word of 0: no version, and no name
 		{0x80, 0x02, 0, 2, 0, 0, 0, 3, 'G', 'e', 't', 0, 0, 0, 1},
 		{0x80, 0x01, 0, 2, 0xff, 0xff, 0xff, 0xff},
 		{0x80, 0x01, 0, 2, 0x7f, 0xff, 0xff, 0xff},

@@ -91,7 +91,7 @@ func blankTable(m *ClusterMap) *routingTable {
 	if m.MaxMessageBytes > 0 {
 		t.maxRequest = m.MaxMessageBytes
 	}
-	if m.DedupWindowMs > 0 && m.DedupWindowMs < math.MaxInt64/int64(time.Millisecond) {
+	if m.DedupWindowMs > 0 && m.DedupWindowMs <= math.MaxInt64/int64(time.Millisecond) {
 		t.dedupWindow = time.Duration(m.DedupWindowMs) * time.Millisecond
 	}
 	return t

@@ -2,7 +2,9 @@ package runtime
 
 import (
 	"errors"
+	"math"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
@@ -67,5 +69,24 @@ func TestRoutingTable_RoutesToTheSegmentsOwner(t *testing.T) {
 		r, err := table.Route([]byte(c.key))
 		assert.Equal(t, c.want, r, c.key)
 		assert.Equal(t, c.unowned, errors.Is(err, ErrPartitionUnavailable), c.key)
+	}
+}
+
+// A map's dedup window is taken as long as it is a time.Duration: the largest whole number
+// of milliseconds one holds, and none for a larger one (it would overflow) or none at all.
+func TestRoutingTable_DedupWindowUpToTheLargestDuration(t *testing.T) {
+	largest := int64(math.MaxInt64 / int64(time.Millisecond))
+	for _, tc := range []struct {
+		ms   int64
+		want time.Duration
+	}{
+		{0, 0}, {-1, 0}, {600000, 10 * time.Minute},
+		{largest, time.Duration(largest) * time.Millisecond}, {largest + 1, 0},
+	} {
+		m := testMap(1, 4, 1)
+		m.DedupWindowMs = &tc.ms
+		tbl, err := newRoutingTable(fromIDL(m))
+		require.NoError(t, err)
+		assert.Equal(t, tc.want, tbl.dedupWindow, "%d ms", tc.ms)
 	}
 }
