@@ -1,11 +1,16 @@
 package runtime
 
 import (
+	"bufio"
+	"bytes"
+	"encoding/binary"
 	"testing"
 
 	"github.com/apache/thrift/lib/go/thrift"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+
+	"github.com/clustron/zaris-go/internal/thriftbuf"
 )
 
 // A pooled connection keeps the buffer it encoded a request into for its next one up to
@@ -20,5 +25,24 @@ func TestWriteCodec_KeepsRequestBuffersUpToTheBound(t *testing.T) {
 		c := &thriftConn{tcfg: &thrift.TConfiguration{MaxFrameSize: 1}, wire: make([]byte, 0, tc.capacity)}
 		require.Error(t, c.writeCodec(op, nil), "over the frame limit of 1 byte")
 		assert.Equal(t, tc.kept, c.wire != nil, "a buffer of %d bytes", tc.capacity)
+	}
+}
+
+// A pooled connection keeps the buffer it read a reply's body into for its next reply up
+// to maxKeptReply bytes of capacity, and lets a larger one go.
+func TestReadReply_KeepsReplyBuffersUpToTheBound(t *testing.T) {
+	op := &Op{Name: "Get"}
+	msg := append(thriftbuf.AppendMessageBegin(nil, "Get", thrift.REPLY, 1), 0) // an empty result
+	frame := append(binary.BigEndian.AppendUint32(nil, uint32(len(msg))), msg...)
+	for _, tc := range []struct {
+		capacity int
+		kept     bool
+	}{{4096, true}, {maxKeptReply, true}, {maxKeptReply + 1, false}} {
+		c := &thriftConn{tcfg: &thrift.TConfiguration{}, seq: 1, body: make([]byte, 0, tc.capacity),
+			sock: &sockTransport{r: bufio.NewReader(bytes.NewReader(frame))}}
+		body, err := c.readReply(op, true)
+		require.NoError(t, err)
+		assert.Equal(t, []byte{0}, body)
+		assert.Equal(t, tc.kept, c.body != nil, "a buffer of %d bytes", tc.capacity)
 	}
 }
