@@ -46,3 +46,19 @@ func TestReadReply_KeepsReplyBuffersUpToTheBound(t *testing.T) {
 		assert.Equal(t, tc.kept, c.body != nil, "a buffer of %d bytes", tc.capacity)
 	}
 }
+
+// A reply frame of exactly the frame limit is read; one byte over it fails the read, as
+// the framed transport fails it.
+func TestReadReply_FrameLimit(t *testing.T) {
+	op := &Op{Name: "Get"}
+	msg := append(thriftbuf.AppendMessageBegin(nil, "Get", thrift.REPLY, 1), 0)
+	frame := append(binary.BigEndian.AppendUint32(nil, uint32(len(msg))), msg...)
+	read := func(limit int) error {
+		c := &thriftConn{tcfg: &thrift.TConfiguration{MaxFrameSize: int32(limit)}, seq: 1,
+			sock: &sockTransport{r: bufio.NewReader(bytes.NewReader(frame))}}
+		_, err := c.readReply(op, true)
+		return err
+	}
+	assert.NoError(t, read(len(msg)), "a frame of exactly the limit")
+	assert.ErrorContains(t, read(len(msg)-1), "Incorrect frame size")
+}
