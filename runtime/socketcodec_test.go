@@ -3,6 +3,7 @@ package runtime_test
 import (
 	"context"
 	"errors"
+	"io"
 	"testing"
 	"time"
 
@@ -16,13 +17,15 @@ import (
 )
 
 // getReply is a framed binary reply message (without its frame size) to Get, of type
-// typeID and sequence id seq, named name, whose body body writes.
+// typeID and sequence id seq, named name, whose body body writes (nil: none).
 func getReply(t *testing.T, name string, typeID thrift.TMessageType, seq int32, body thrift.TStruct) []byte {
 	ctx := context.Background()
 	buf := thrift.NewTMemoryBuffer()
 	p := thrift.NewTBinaryProtocolConf(buf, &thrift.TConfiguration{})
 	require.NoError(t, p.WriteMessageBegin(ctx, name, typeID, seq))
-	require.NoError(t, body.Write(ctx, p))
+	if body != nil {
+		require.NoError(t, body.Write(ctx, p))
+	}
 	require.NoError(t, p.WriteMessageEnd(ctx))
 	require.NoError(t, p.Flush(ctx))
 	return buf.Bytes()
@@ -49,6 +52,10 @@ func TestPooledCodecFailsAsTheThriftClient(t *testing.T) {
 		{"no version", []byte{0, 0, 0, 3, 'G', 'e', 't', 2, 0, 0, 0, 1, 0}},
 		{"a name past the frame", []byte{0x80, 0x01, 0, 2, 0, 0, 0, 9, 'G', 'e', 't', 0, 0, 0, 1}},
 		{"a short header", []byte{0x80, 0x01, 0, 2, 0, 0}},
+		{"a zero word and nothing after the name's length", []byte{0, 0, 0, 0, 0, 0, 0, 0}},
+		{"an empty name", getReply(t, "", thrift.REPLY, 1, value)},
+		{"a header alone, of another sequence id", getReply(t, "Get", thrift.REPLY, 7, nil)},
+		{"a header alone", getReply(t, "Get", thrift.REPLY, 1, nil)},
 		{"a broken body", getReply(t, "Get", thrift.REPLY, 1, value)[:20]},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
@@ -85,6 +92,14 @@ func TestPooledCodecFailsAsTheThriftClient(t *testing.T) {
 			}
 			assert.False(t, errors.As(err, &app), "%v against the raw client's %v", err, rawErr)
 			assert.ErrorIs(t, err, runtime.ErrTransport, "the raw client: %v", rawErr)
+			// A header the library refuses gets its refusal, in its words; a reply cut short
+			// is a transport failure, whatever the words.
+			var rawProto, proto thrift.TProtocolException
+			if errors.As(rawErr, &rawProto) && !errors.Is(rawErr, io.EOF) && !errors.Is(rawErr, io.ErrUnexpectedEOF) {
+				require.ErrorAs(t, err, &proto, "the raw client: %v", rawErr)
+				assert.Equal(t, rawProto.TypeId(), proto.TypeId(), "%v against the raw client's %v", err, rawErr)
+				assert.Equal(t, rawProto.Error(), proto.Error())
+			}
 		})
 	}
 }
