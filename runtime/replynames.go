@@ -79,7 +79,7 @@ func (p *replyNames) readName(ctx context.Context) (string, error) {
 		return "", thrift.NewTProtocolExceptionWithType(thrift.SIZE_LIMIT, fmt.Errorf("size exceeded max allowed: %d", size))
 	case size == 0:
 		return "", nil
-	case int(size) >= len(p.buf):
+	case int(size) > len(p.buf):
 		b, e := readLong(p.trans, int(size))
 		return string(b), thrift.NewTProtocolException(e)
 	}

@@ -20,6 +20,8 @@ func replyNamesSeeds() [][]byte {
 		thriftbuf.AppendMessageBegin(nil, string(bytes.Repeat([]byte("m"), 63)), thrift.REPLY, 4),
 		thriftbuf.AppendMessageBegin(nil, string(bytes.Repeat([]byte("m"), 64)), thrift.REPLY, 4),
 		thriftbuf.AppendMessageBegin(nil, "", thrift.REPLY, 5),
+		thriftbuf.AppendMessageBegin(nil, string(bytes.Repeat([]byte("x"), 200)), thrift.REPLY, 6), // checkReplyNames' MaxMessageSize
+		thriftbuf.AppendMessageBegin(nil, string(bytes.Repeat([]byte("x"), 201)), thrift.REPLY, 7),
 		{0, 0, 0, 3, 'G', 'e', 't', 2, 0, 0, 0, 1},
 		{0, 0, 0, 0, 2, 0, 0, 0, 1}, // a first word of 0: no version, and no name
 		{0x80, 0x02, 0, 2, 0, 0, 0, 3, 'G', 'e', 't', 0, 0, 0, 1},
@@ -68,17 +70,19 @@ func TestReplyNames_ReadsAsTheBinaryProtocol(t *testing.T) {
 	for _, b := range replyNamesSeeds() {
 		checkReplyNames(t, b)
 	}
-	get := thriftbuf.AppendMessageBegin(nil, "Get", thrift.REPLY, 1)
 	buf := thrift.NewTMemoryBuffer()
-	p := newReplyNames(buf, &thrift.TConfiguration{TBinaryStrictRead: thrift.BoolPtr(true)})
-	allocs := testing.AllocsPerRun(100, func() {
-		buf.Write(get)
-		if _, _, _, err := p.ReadMessageBegin(context.Background()); err != nil {
-			t.Fatal(err)
+	for _, name := range []string{"Get", string(bytes.Repeat([]byte("n"), len(replyNames{}.buf)))} {
+		header := thriftbuf.AppendMessageBegin(nil, name, thrift.REPLY, 1)
+		p := newReplyNames(buf, &thrift.TConfiguration{TBinaryStrictRead: thrift.BoolPtr(true)})
+		allocs := testing.AllocsPerRun(100, func() {
+			buf.Write(header)
+			if _, _, _, err := p.ReadMessageBegin(context.Background()); err != nil {
+				t.Fatal(err)
+			}
+		})
+		if allocs != 0 {
+			t.Fatalf("%v allocations per header of the same name of %d bytes", allocs, len(name))
 		}
-	})
-	if allocs != 0 {
-		t.Fatalf("%v allocations per header of the same name", allocs)
 	}
 	lax := newReplyNames(buf, &thrift.TConfiguration{})
 	if _, ok := lax.(*replyNames); ok {
