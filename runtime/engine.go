@@ -35,8 +35,7 @@ type Engine struct {
 
 	pipes *pipelines // the pipelined connections (pipeline.go); nil in pooled mode
 
-	moved  *mapSignal // closed and replaced on every install (ownerwatch.go, rule B6)
-	health *health    // the replies each node owes, and the watch for silent ones (suspect.go, B6)
+	health *health // the replies each node owes, and the watch for silent ones (suspect.go, B6)
 }
 
 // Dial builds a Config from opts (see NewConfig), fetches the first cluster map from the
@@ -51,7 +50,7 @@ func Dial(ctx context.Context, opts ...Option) (*Engine, error) {
 	if cfg.Service == nil {
 		return nil, fmt.Errorf("zaris: Dial needs the generated service (WithService); zarisclient.Dial gives it")
 	}
-	c := &Engine{cfg: cfg, dial: cfg.Dialer, clock: cfg.Clock, moved: newMapSignal()}
+	c := &Engine{cfg: cfg, dial: cfg.Dialer, clock: cfg.Clock}
 	c.cfg.requestLimit = &c.router.maxRequest
 	cfg = c.cfg
 	_, c.sysClock = c.clock.(systemClock)

@@ -10,47 +10,28 @@ import (
 
 // Rule B6, first half: an attempt in flight to a node that a newer map no longer names as
 // the owner of its segment ends when that map is installed, however the client learnt it
-// (epoch evidence, a refresh). A pipelined call waits on its reply and on the engine's
-// mapSignal, closed and replaced on every install; a pooled call blocks on its socket, so
-// the install looks through the pooled connections in a call and closes those whose
-// segment moved away.
+// (epoch evidence, a refresh). Each attempt's connection records what it watches (a
+// watchState): the install looks through the connections, pipelined and pooled, and ends
+// the calls whose segment moved away. A call checks the map once more after its record is
+// in place, so an install either finds the record or is seen by the call.
 
-// mapSignal tells waiting attempts that a newer map was installed: the channel wait
-// returns is closed on the next install and replaced by a fresh one.
-type mapSignal struct {
-	ch atomic.Pointer[chan struct{}]
-}
-
-func newMapSignal() *mapSignal {
-	s := &mapSignal{}
-	ch := make(chan struct{})
-	s.ch.Store(&ch)
-	return s
-}
-
-// wait returns the channel the next install closes.
-func (s *mapSignal) wait() <-chan struct{} { return *s.ch.Load() }
-
-// notify wakes everyone waiting on the current channel.
-func (s *mapSignal) notify() {
-	ch := make(chan struct{})
-	close(*s.ch.Swap(&ch))
-}
-
-// mapInstalled runs after the refresher installs a newer map cur: it retires the pools of
-// nodes that left the map, wakes the pipelined calls waiting for replies, and ends the
-// pooled calls whose segment's owner changed (B6).
+// mapInstalled runs after the refresher installs a newer map cur: it ends the pipelined
+// calls whose segment's owner changed (before the groups of nodes that left the map are
+// retired), retires the pools of those nodes, and ends the pooled calls whose segment's
+// owner changed (B6).
 func (c *Engine) mapInstalled(old, cur *routingTable) {
+	if c.pipes != nil {
+		c.pipes.endMoved(cur)
+	}
 	c.retirePools(old, cur)
-	c.moved.notify()
 	c.endMovedPooled(cur)
 	c.endUnownedPipes(cur)
 }
 
 // errOwnsNothing fails the pipelined connections to a node that a newer map gives no
 // segment, with calls on them: a caller blocked writing to a stalled node (its socket
-// buffers full) is not waiting where the install's signal reaches it. Each call on such a
-// connection ends as the signal would end it, with ErrOwnerMoved.
+// buffers full) is not waiting where the install's telling reaches it. Each call on such a
+// connection ends as the install would end it, with ErrOwnerMoved.
 var errOwnsNothing = thrift.NewTTransportException(thrift.NOT_OPEN, "zaris: a newer cluster map gives the node no segment")
 
 // endUnownedPipes fails the busy pipelined connections of the nodes cur gives no segment.
@@ -67,7 +48,7 @@ func (c *Engine) endUnownedPipes(cur *routingTable) {
 			if pc == nil || pc.pending.Load() == 0 {
 				continue
 			}
-			if pc.writeMu.TryLock() { // no write in progress: its callers wait on the signal
+			if pc.writeMu.TryLock() { // no write in progress: its callers wait to be told
 				pc.writeMu.Unlock()
 				continue
 			}
@@ -76,22 +57,12 @@ func (c *Engine) endUnownedPipes(cur *routingTable) {
 	}
 }
 
-// ownerGone reports whether the current map no longer names r's node (the node call's
-// attempt went to, routed under map epoch r.Epoch) as the owner of call.Key's segment. A
-// multi-key sub-request (Call.Target) goes to the owner its items were split for, which
-// answers each item from its own map; it ends only when the map gives that node no
-// segment at all. It costs one atomic load while the map is the one the attempt was
-// routed with.
-func (c *Engine) ownerGone(call *Call, r Route) bool {
+// ownerGone reports whether the current map moves the attempt that watches s, routed to r
+// under map epoch r.Epoch, away from r's node (watchState.movedBy). It costs one atomic
+// load while the map is the one the attempt was routed with.
+func (c *Engine) ownerGone(s watchState, r Route) bool {
 	t := c.router.Table()
-	if t == nil || t.epoch <= r.Epoch {
-		return false
-	}
-	if call.Target != nil {
-		return !slices.Contains(t.addr, r.Addr)
-	}
-	nr, err := t.Route(call.Key)
-	return err != nil || nr.Addr != r.Addr
+	return t != nil && t.epoch > r.Epoch && s.movedBy(t, r.Addr)
 }
 
 // inFlight is rule B6's record of one pooled connection (pooledConn), whatever dialed it:
@@ -136,7 +107,9 @@ func (s watchState) kind() watchKind { return watchKind(s >> 32) }
 // segment is the segment of a watchSegment state.
 func (s watchState) segment() int32 { return int32(uint32(s)) }
 
-// watchFor is the state of a pooled connection carrying call's attempt, routed to r.
+// watchFor is the state of a connection carrying call's attempt, routed to r. A multi-key
+// sub-request (Call.Target) goes to the owner its items were split for, which answers each
+// item from its own map: it is watched for the node owning no segment at all.
 func watchFor(call *Call, r Route) watchState {
 	if call.Target != nil {
 		return watching(watchNode, 0) // no segment: any of the node's
@@ -195,8 +168,9 @@ func (ownerMovedCause) Error() string {
 // sent, and ended reports that an install closed the connection meanwhile. An install
 // after the mark finds the connection (endMovedPooled).
 func (c *Engine) watchOwner(pc *pooledConn, call *Call, r Route) (ok, ended bool) {
-	pc.inFlight.start(watchFor(call, r))
-	if c.ownerGone(call, r) {
+	s := watchFor(call, r)
+	pc.inFlight.start(s)
+	if c.ownerGone(s, r) {
 		return false, pc.inFlight.finish()
 	}
 	return true, false
@@ -228,30 +202,25 @@ func (c *Engine) endMovedPooled(cur *routingTable) {
 	}
 }
 
-// ownerWait is what a pipelined call needs to notice rule B6 while it waits: the engine,
-// the call and its route, and the signal channel loaded before the route was checked.
-type ownerWait struct {
-	c    *Engine
-	call *Call
-	r    Route
-	ch   <-chan struct{}
+// ownerWatch is what a pipelined call needs for rule B6: what it watches, its route, and
+// the engine whose map it checks. The install reads s and r.Addr from the connection's
+// lists (pipeConn.endMoved); they are set before the call is queued and not changed while
+// the connection may hold it.
+type ownerWatch struct {
+	c *Engine
+	s watchState
+	r Route
 }
 
-// next is called when w.ch closed: it returns the channel to wait on next, or nil if the
-// map moved the call's segment away from its node.
-func (w *ownerWait) next() <-chan struct{} {
-	ch := w.c.moved.wait() // before the check, so an install after it closes ch
-	if w.c.ownerGone(w.call, w.r) {
-		return nil
-	}
-	return ch
-}
+// gone reports whether the current map moves the call away from its node; a call with no
+// engine (the zero ownerWatch) watches nothing.
+func (w *ownerWatch) gone() bool { return w.c != nil && w.c.ownerGone(w.s, w.r) }
 
-// startOwnerWait loads the signal and checks the route, in that order; it reports false
-// when the owner already moved (the call is then not sent).
-func (c *Engine) startOwnerWait(call *Call, r Route) (ownerWait, bool) {
-	w := ownerWait{c: c, call: call, r: r, ch: c.moved.wait()}
-	return w, !c.ownerGone(call, r)
+// startOwnerWatch returns call's watch, routed to r, and reports false when the owner
+// already moved (the call is then not sent).
+func (c *Engine) startOwnerWatch(call *Call, r Route) (ownerWatch, bool) {
+	w := ownerWatch{c: c, s: watchFor(call, r), r: r}
+	return w, !w.gone()
 }
 
 // ownerMovedUnsent is the error of an attempt that found, before sending, that its
@@ -261,4 +230,46 @@ func (c *Engine) ownerMovedUnsent(ctx context.Context, call *Call, r Route) erro
 		return c.noConnError(ctx, call, r, ctx.Err())
 	}
 	return c.ownerMovedError(call, r)
+}
+
+// endMoved ends the pipelined calls that cur, a newer map, moves away from their node
+// (pipeConn.endMoved). The install runs it before it retires the groups of nodes that left
+// the map; a call that gets a group after that finds cur when it checks the map again.
+func (ps *pipelines) endMoved(cur *routingTable) {
+	for addr, g := range *ps.groups.Load() {
+		for i := range g.slots {
+			if pc := g.slots[i].conn.Load(); pc != nil && pc.pending.Load() > 0 {
+				pc.endMoved(cur, addr)
+			}
+		}
+	}
+}
+
+// endMoved ends, as the sweep ends an attempt at its deadline, the attempt of every call on
+// the connection (to the node at addr) that cur moves away (rule B6), with errOwnerMoved:
+// one still queued is dropped unwritten; one taken by a flush, written, or whose reply is
+// being read is in doubt, and its reply, if it comes, is read and dropped.
+func (c *pipeConn) endMoved(cur *routingTable, addr string) {
+	moved := func(p *pcall) bool { return p.owner.s.movedBy(cur, addr) }
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	for _, p := range c.queue {
+		if moved(p) {
+			p.endAttempt(stQueued, stExpired, false, errOwnerMoved) // the flush that takes it counts it out
+		}
+	}
+	for _, p := range c.taken {
+		if moved(p) && !p.endAttempt(stQueued, stExpired, false, errOwnerMoved) {
+			p.endAttempt(stWritten, stSwept, true, errOwnerMoved)
+		}
+	}
+	for _, p := range c.inflight[c.head:] {
+		if moved(p) {
+			p.endAttempt(stWritten, stSwept, true, errOwnerMoved)
+		}
+	}
+	// The reader claims a call under mu: the one it reads is c.reading.
+	if p := c.reading.Load(); p != nil && moved(p) && c.reading.CompareAndSwap(p, nil) {
+		p.endAttempt(stReading, stSwept, true, errOwnerMoved)
+	}
 }

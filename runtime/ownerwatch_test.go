@@ -453,3 +453,84 @@ func TestB6_InFlightRecord(t *testing.T) {
 	assert.Equal(t, int32(7), watching(watchSegment, 7).segment())
 	assert.Equal(t, watchSegment, watching(watchSegment, 7).kind())
 }
+
+// TestB6_PipelinedInstallEndsMovedCallsWherever: an install ends each pipelined call whose
+// segment it moves away from the connection's node, wherever the connection holds it:
+// queued (not sent), taken by a flush but not yet written (not sent) or written by it (in
+// doubt), in flight or being read (in doubt). A call whose segment stays, or that already
+// has its outcome, is left alone.
+func TestB6_PipelinedInstallEndsMovedCallsWherever(t *testing.T) {
+	cur := &routingTable{count: 2, addr: []string{"b:1", "a:1"}} // segment 0 moved to b:1
+	call := func(state int32, seg int32) *pcall {
+		p := &pcall{done: make(chan struct{}, 1), owner: ownerWatch{s: watching(watchSegment, seg)}}
+		p.state.Store(state)
+		return p
+	}
+	queued, takenQueued, takenWritten := call(stQueued, 0), call(stQueued, 0), call(stWritten, 0)
+	written, reading, answered := call(stWritten, 0), call(stReading, 0), call(stDone, 0)
+	stays := []*pcall{call(stQueued, 1), call(stWritten, 1)}
+	c := &pipeConn{
+		queue:    []*pcall{queued, stays[0]},
+		taken:    []*pcall{takenQueued, takenWritten},
+		inflight: []*pcall{answered, written, stays[1]},
+		head:     1, // answered is behind the head: its reply was read
+	}
+	c.reading.Store(reading)
+
+	c.endMoved(cur, "a:1")
+
+	for name, tc := range map[string]struct {
+		p     *pcall
+		state int32
+		sent  bool
+	}{
+		"queued":             {queued, stExpired, false},
+		"taken, not written": {takenQueued, stExpired, false},
+		"taken, written":     {takenWritten, stSwept, true},
+		"in flight":          {written, stSwept, true},
+		"its reply read":     {reading, stSwept, true},
+	} {
+		assert.Equal(t, tc.state, tc.p.state.Load(), name)
+		assert.Equal(t, errOwnerMoved, tc.p.err, name)
+		assert.Equal(t, tc.sent, tc.p.sent, name)
+		assert.Len(t, tc.p.done, 1, "%s: its caller is told", name)
+	}
+	assert.Nil(t, c.reading.Load(), "the reader drops the reply it reads")
+	assert.Equal(t, stDone, answered.state.Load())
+	assert.Empty(t, answered.done)
+	for _, p := range stays {
+		assert.Empty(t, p.done, "its segment's owner is still a:1")
+	}
+	assert.Equal(t, []int32{stQueued, stWritten}, []int32{stays[0].state.Load(), stays[1].state.Load()})
+}
+
+// TestB6_PipelinedCallQueuedAfterTheInstallEnds: a map installed after a pipelined call
+// checked its route but before the connection held it ends the call all the same, when it
+// checks the map once more, queued: with ErrOwnerMoved, and nothing was read by the node
+// as an answer.
+func TestB6_PipelinedCallQueuedAfterTheInstallEnds(t *testing.T) {
+	ps, conn := silentConn(t)
+	e := &Engine{}
+	e.router.Install(&routingTable{epoch: 1, count: 1, addr: []string{"a:1"}})
+	w, ok := e.startOwnerWatch(&Call{}, Route{Segment: 0, Addr: "a:1", Epoch: 1})
+	require.True(t, ok)
+	e.router.Install(&routingTable{epoch: 2, count: 1, addr: []string{"b:1"}}) // its install found no call
+
+	conn.writeMu.Lock() // the writer is busy: the request stays queued
+	defer conn.writeMu.Unlock()
+	p := ps.getCall()
+	p.conn, p.deadline, p.owner = conn, time.Now().Add(time.Hour), w
+	done := make(chan error, 1)
+	go func() {
+		_, err := opGet.Invoke(context.Background(), p.kv, &zaris.GetRequest{Key: []byte("k")})
+		done <- err
+	}()
+	select {
+	case err := <-done:
+		require.ErrorIs(t, err, errOwnerMoved)
+	case <-time.After(10 * time.Second): // a hang detector, not a timing assertion
+		t.Fatal("the call waits on a node the map no longer names")
+	}
+	assert.True(t, p.ownerMoved)
+	assert.False(t, p.wasSent, "still queued: never sent")
+}

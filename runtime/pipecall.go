@@ -64,9 +64,9 @@ type pcall struct {
 	wasSent   bool // what the caller knows of sent: the request may have reached the node
 	timedOut  bool // the attempt timeout fired while the caller's context was live
 	abandoned bool // the caller left early: the connection may still hold this pcall
-	// owner lets the caller notice a newer map that moves its segment away (rule B6);
-	// ownerMoved is set when the caller left for that reason.
-	owner      ownerWait
+	// owner is what a newer map that moves the call's segment away ends it by (rule B6);
+	// ownerMoved is set when it did.
+	owner      ownerWatch
 	ownerMoved bool
 	debt       *debt // the reply the node owes once the request is queued (suspect.go)
 }
@@ -90,10 +90,10 @@ func (ps *pipelines) getCall() *pcall {
 }
 
 // putCall makes p reusable unless its caller left it with the connection. Either way p
-// lets go of its Call (owner, debt): a pcall left with the connection outlives the attempt,
-// and the Call may be reused (CallPool) once its call returns.
+// lets go of its Call's debt: a pcall left with the connection outlives the attempt, and
+// the Call may be reused (CallPool) once its call returns.
 func (ps *pipelines) putCall(p *pcall) {
-	p.owner, p.debt = ownerWait{}, nil
+	p.debt = nil
 	if p.abandoned {
 		return
 	}
@@ -168,43 +168,50 @@ func (p *pcall) send(ctx context.Context) error {
 		c.waiting.Add(-1)
 		return err
 	}
-	err := p.wait(ctx)
+	var err error
+	if p.owner.gone() {
+		// Installed before the connection held p, that map's install did not find it.
+		err = p.leave(ctx, errOwnerMoved)
+	} else {
+		err = p.wait(ctx)
+	}
 	c.waiting.Add(-1)
 	return err
 }
 
 // wait waits for the outcome of p, queued: its reply, the end of the caller's context, or
-// the end of its attempt, told by the sweep or kept by p's timer.
+// the end of its attempt, told by the sweep or a map install (rule B6), or kept by p's
+// timer.
 func (p *pcall) wait(ctx context.Context) error {
 	var timeout <-chan time.Time
 	if cdl, ok := ctx.Deadline(); p.callBound && (!ok || cdl.After(p.deadline)) {
 		p.timer.Reset(time.Until(p.deadline))
 		timeout = p.timer.C
 	}
-	ctxDone, moved := ctx.Done(), p.owner.ch
-	if ctxDone == nil && timeout == nil && moved == nil {
+	ctxDone := ctx.Done()
+	if ctxDone == nil && timeout == nil {
 		<-p.done
 		return p.ended(ctx)
 	}
-	for moved != nil || ctxDone != nil || timeout != nil {
-		select {
-		case <-p.done:
-			if timeout != nil {
-				p.timer.Stop()
-			}
-			return p.ended(ctx)
-		case <-ctxDone:
-		case <-timeout:
-		case <-moved:
-			if moved = p.owner.next(); moved != nil {
-				continue // a newer map, with the same owner for this segment
-			}
+	select {
+	case <-p.done:
+		if timeout != nil {
+			p.timer.Stop()
 		}
-		break
+		return p.ended(ctx)
+	case <-ctxDone:
+	case <-timeout:
 	}
 	if timeout != nil {
 		p.timer.Stop()
 	}
+	return p.leave(ctx, context.DeadlineExceeded) // the call's deadline, unless ctx ended
+}
+
+// leave ends p's attempt from its caller's side, for cause (the call's deadline or
+// errOwnerMoved) or the caller's context if it ended, unless the reply or the
+// connection's failure won the race, whose outcome it then takes.
+func (p *pcall) leave(ctx context.Context, cause error) error {
 	switch p.state.Swap(stAbandoned) {
 	case stDone, stFailing:
 		// The reply, or the connection's failure (told at once, and only it knows whether
@@ -220,31 +227,37 @@ func (p *pcall) wait(ctx context.Context) error {
 		// in doubt.
 		p.wasSent = true
 	}
+	return p.left(ctx, cause)
+}
+
+// left is the outcome of p's attempt ended before its reply, for cause, the caller's
+// context aside; the connection may still hold p.
+func (p *pcall) left(ctx context.Context, cause error) error {
 	p.abandoned = true
 	if err := ctx.Err(); err != nil {
 		return err
 	}
-	if moved == nil && p.owner.ch != nil {
-		p.ownerMoved = true
-		return errOwnerMoved
-	}
-	return context.DeadlineExceeded // the call's deadline
+	p.ownerMoved = cause == errOwnerMoved
+	return cause
 }
 
 // ended is the outcome of a call told by done: its reply or its connection's failure, or
-// the end of its attempt at its deadline (errSwept), after which the connection may still
-// hold it.
+// the end of its attempt at its deadline (errSwept) or by a map that moved its segment
+// away (errOwnerMoved), after which the connection may still hold it.
 func (p *pcall) ended(ctx context.Context) error {
 	p.wasSent = p.sent
-	if p.err != errSwept {
-		return p.err
+	switch p.err {
+	case errSwept:
+		p.abandoned = true
+		if err := ctx.Err(); err != nil {
+			return err
+		}
+		p.timedOut = !p.callBound
+		return context.DeadlineExceeded // the attempt timeout or the call's deadline
+	case errOwnerMoved:
+		return p.left(ctx, errOwnerMoved)
 	}
-	p.abandoned = true
-	if err := ctx.Err(); err != nil {
-		return err
-	}
-	p.timedOut = !p.callBound
-	return context.DeadlineExceeded // the attempt timeout or the call's deadline
+	return p.err
 }
 
 // encode writes the request message to p.enc through p's own protocol.

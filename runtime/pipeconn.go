@@ -41,8 +41,9 @@ type pipeConn struct {
 	failed  atomic.Bool
 	closing atomic.Bool // close when pending reaches zero
 
-	mu       sync.Mutex // protects queue, inflight, head, readingEnd, err and sweeping
+	mu       sync.Mutex // protects queue, taken, inflight, head, readingEnd, err and sweeping
 	queue    []*pcall   // encoded, not yet taken by a flush
+	taken    []*pcall   // taken by the flush under way, not yet in inflight
 	inflight []*pcall   // written, in order, from head on
 	head     int
 	err      error // why the connection failed
@@ -197,7 +198,7 @@ func (c *pipeConn) flushOnce(limit int) bool {
 		c.mu.Unlock()
 		return false
 	}
-	c.queue = c.spare[:0]
+	c.queue, c.taken = c.spare[:0], q
 	c.mu.Unlock()
 
 	buf, batch := c.wbuf[:0], c.batch[:0]
@@ -205,7 +206,7 @@ func (c *pipeConn) flushOnce(limit int) bool {
 	now := time.Now()
 	for _, p := range q {
 		p.mark, p.written = mark, now // before the swap, which publishes them to the sweep
-		if !now.Before(p.deadline) && p.expire(stQueued, stExpired, false) {
+		if !now.Before(p.deadline) && p.endAttempt(stQueued, stExpired, false, errSwept) {
 			// Its attempt ended while it was queued: it is not written, and its caller
 			// is told so now.
 			c.release()
@@ -218,9 +219,9 @@ func (c *pipeConn) flushOnce(limit int) bool {
 		buf = append(buf, p.msg...)
 		batch = append(batch, p)
 	}
-	clear(q)
-	c.spare = q[:0]
 	c.mu.Lock()
+	clear(q)
+	c.spare, c.taken = q[:0], nil
 	if err := c.err; err != nil {
 		c.mu.Unlock()
 		// Failed while the batch was assembled: none of it was written.

@@ -76,7 +76,7 @@ func (c *Engine) invokePipelined(ctx context.Context, call *Call, a *Attempt, r 
 	if err != nil {
 		return nil, c.noConnError(ctx, call, r, err)
 	}
-	w, ok := c.startOwnerWait(call, r)
+	w, ok := c.startOwnerWatch(call, r)
 	if !ok {
 		return nil, c.ownerMovedUnsent(ctx, call, r)
 	}

@@ -66,11 +66,11 @@ func (c *pipeConn) sweep(now time.Time) bool {
 	}
 	for _, p := range c.queue {
 		if !now.Before(p.deadline) {
-			p.expire(stQueued, stExpired, false) // the flush that takes it counts it out
+			p.endAttempt(stQueued, stExpired, false, errSwept) // the flush that takes it counts it out
 		}
 	}
 	for _, p := range c.inflight[c.head:] {
-		if !now.Before(p.deadline) && p.expire(stWritten, stSwept, true) {
+		if !now.Before(p.deadline) && p.endAttempt(stWritten, stSwept, true, errSwept) {
 			c.watchSilence(p)
 		}
 	}
@@ -78,7 +78,7 @@ func (c *pipeConn) sweep(now time.Time) bool {
 	// and the reader then drops the reply. The reader claims a call, and sets readingEnd,
 	// under mu only, so readingEnd is the deadline of whichever call this takes.
 	if !now.Before(c.readingEnd) {
-		if p := c.reading.Swap(nil); p != nil && p.expire(stReading, stSwept, true) {
+		if p := c.reading.Swap(nil); p != nil && p.endAttempt(stReading, stSwept, true, errSwept) {
 			c.watchSilence(p)
 		}
 	}
@@ -102,14 +102,14 @@ func (c *pipeConn) watchSilence(p *pcall) {
 	}
 }
 
-// expire ends p's attempt at its deadline if p is in state from: it moves p to state to
-// and tells its caller, with sent saying whether the request was written. It reports
-// whether it did.
-func (p *pcall) expire(from, to int32, sent bool) bool {
+// endAttempt ends p's attempt for cause (errSwept: its deadline; errOwnerMoved: rule B6)
+// if p is in state from: it moves p to state to and tells its caller, with sent saying
+// whether the request was written. It reports whether it did.
+func (p *pcall) endAttempt(from, to int32, sent bool, cause error) bool {
 	if !p.state.CompareAndSwap(from, to) {
 		return false
 	}
-	p.err, p.sent = errSwept, sent
+	p.err, p.sent = cause, sent
 	p.done <- struct{}{}
 	return true
 }
