@@ -87,6 +87,14 @@ func TestRefresher(t *testing.T) {
 	assert.Equal(t, int64(5), r.Epoch())
 	assert.Equal(t, []int64{5, 0}, r.Requests())
 	assert.Equal(t, []int64{9}, r.Observed())
+
+	until := time.Unix(100, 0)
+	assert.Equal(t, runtime.RefreshResult{Performed: true, Epoch: 5}, r.AwaitOwner(context.Background(), []byte("k"), 3, until))
+	r.OnAwaitOwner = func(_ context.Context, w mwt.OwnerWait) runtime.RefreshResult {
+		return runtime.RefreshResult{TimedOut: true, Epoch: int64(w.Gone)}
+	}
+	assert.Equal(t, runtime.RefreshResult{TimedOut: true, Epoch: 4}, r.AwaitOwner(context.Background(), []byte("j"), 4, until), "the hook answers")
+	assert.Equal(t, []mwt.OwnerWait{{Key: []byte("k"), Gone: 3, Until: until}, {Key: []byte("j"), Gone: 4, Until: until}}, r.OwnerWaits())
 }
 
 // ClientTransport sends each attempt through the operation's Invoke on the client and
