@@ -102,9 +102,8 @@ func clientCost(ctx context.Context, allocCallers, cpuCallers []int, rounds int,
 	}
 	req := &zaris.GetRequest{Key: key}
 	get := func(callers int) func() (loadResult, error) {
-		lats := newLatencies(callers) // before the measured load
 		return func() (loadResult, error) {
-			return runLoadWith(ctx, lats, d, func(ctx context.Context, _, _ int) error {
+			return countLoad(ctx, callers, d, func(ctx context.Context) error {
 				_, err := cl.Get(ctx, req)
 				return err
 			}), nil

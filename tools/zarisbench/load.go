@@ -38,9 +38,9 @@ func runLoad(ctx context.Context, callers int, d time.Duration, op func(ctx cont
 	return runLoadWith(ctx, newLatencies(callers), d, op)
 }
 
-// latencies is a latency histogram per caller of a load: a fixed allocation, made before a
-// measured load so that the load's own record of its calls adds nothing to what a client
-// section measures per call (64 callers' histograms are about 1.6 MB).
+// latencies is a latency histogram per caller of a load: a fixed allocation, made before the
+// load, so that the load's own record of its calls allocates nothing while it runs (64
+// callers' histograms are about 1.6 MB).
 type latencies []*hdrhistogram.Histogram
 
 func newLatencies(callers int) latencies {
