@@ -3,6 +3,7 @@ package runtime
 import (
 	"bytes"
 	"context"
+	"encoding/binary"
 	"fmt"
 	"io"
 
@@ -12,7 +13,8 @@ import (
 // replyNames is the strict binary protocol a pipelined framed binary connection reads its
 // replies with, over trans. Its ReadMessageBegin returns the previous reply's name string
 // when the reply's name is the same bytes, where the binary protocol makes a new string per
-// reply; what it reads and its errors are the binary protocol's
+// reply, and reads the header's words straight from trans; what it reads and its errors are
+// the binary protocol's under a context without a deadline, as the reader's is
 // (TestReplyNames_ReadsAsTheBinaryProtocol). The rest is the binary protocol.
 type replyNames struct {
 	*thrift.TBinaryProtocol
@@ -45,8 +47,8 @@ func newReplyNames(trans thrift.TTransport, cfg *thrift.TConfiguration) thrift.T
 	return &replyNames{TBinaryProtocol: p, trans: trans, cfg: cfg}
 }
 
-func (p *replyNames) ReadMessageBegin(ctx context.Context) (name string, typeID thrift.TMessageType, seqID int32, err error) {
-	size, e := p.ReadI32(ctx)
+func (p *replyNames) ReadMessageBegin(context.Context) (name string, typeID thrift.TMessageType, seqID int32, err error) {
+	size, e := p.readI32()
 	if e != nil {
 		return "", typeID, 0, thrift.NewTProtocolException(e)
 	}
@@ -57,18 +59,18 @@ func (p *replyNames) ReadMessageBegin(ctx context.Context) (name string, typeID 
 	if int64(size)&thrift.VERSION_MASK != thrift.VERSION_1 {
 		return name, typeID, seqID, thrift.NewTProtocolExceptionWithType(thrift.BAD_VERSION, errBadVersion)
 	}
-	if name, e = p.readName(ctx); e != nil {
+	if name, e = p.readName(); e != nil {
 		return name, typeID, seqID, thrift.NewTProtocolException(e)
 	}
-	if seqID, e = p.ReadI32(ctx); e != nil {
+	if seqID, e = p.readI32(); e != nil {
 		return name, typeID, seqID, thrift.NewTProtocolException(e)
 	}
 	return name, typeID, seqID, nil
 }
 
 // readName is the binary protocol's ReadString, giving back p.name for the same bytes.
-func (p *replyNames) readName(ctx context.Context) (string, error) {
-	size, e := p.ReadI32(ctx)
+func (p *replyNames) readName() (string, error) {
+	size, e := p.readI32()
 	if e != nil {
 		return "", e
 	}
@@ -92,6 +94,17 @@ func (p *replyNames) readName(ctx context.Context) (string, error) {
 		p.name = string(b)
 	}
 	return p.name, nil
+}
+
+// readI32 is the binary protocol's ReadI32 under a context without a deadline (the
+// reader's), read straight from the transport: the same bytes, the same errors. (Under a
+// deadline, ReadI32 retries a read that timed out with nothing read.)
+func (p *replyNames) readI32() (int32, error) {
+	b := p.buf[:4]
+	if _, err := io.ReadFull(p.trans, b); err != nil {
+		return 0, thrift.NewTProtocolException(err)
+	}
+	return int32(binary.BigEndian.Uint32(b)), nil
 }
 
 // readLong reads size bytes of r as the binary protocol reads a long string: into a buffer

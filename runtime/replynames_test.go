@@ -3,10 +3,12 @@ package runtime
 import (
 	"bytes"
 	"context"
+	"encoding/binary"
 	"testing"
 
 	"github.com/apache/thrift/lib/go/thrift"
 
+	"github.com/clustron/zaris-go/internal/framing"
 	"github.com/clustron/zaris-go/internal/thriftbuf"
 )
 
@@ -96,4 +98,23 @@ func FuzzReplyNames(f *testing.F) {
 		f.Add(b)
 	}
 	f.Fuzz(checkReplyNames)
+}
+
+// BenchmarkReplyNames_ReadMessageBegin reads a Get reply's header, as the pipelined reader
+// reads one, from a frame in memory.
+func BenchmarkReplyNames_ReadMessageBegin(b *testing.B) {
+	header := thriftbuf.AppendMessageBegin(nil, "Get", thrift.REPLY, 1)
+	frame := binary.BigEndian.AppendUint32(nil, uint32(len(header)))
+	frame = append(frame, header...)
+	cfg := &thrift.TConfiguration{TBinaryStrictRead: thrift.BoolPtr(true)}
+	src := bytes.NewReader(frame)
+	p := newReplyNames(framing.NewReader(src, cfg.GetMaxFrameSize()), cfg)
+	ctx := context.Background()
+	b.ReportAllocs()
+	for b.Loop() {
+		src.Reset(frame)
+		if _, _, _, err := p.ReadMessageBegin(ctx); err != nil {
+			b.Fatal(err)
+		}
+	}
 }
