@@ -302,6 +302,9 @@ func (s *server) process(c net.Conn) error {
 // on to the next, or the error that ends it. A transport error ends it; an unknown method
 // was answered and the connection goes on.
 func served(ok bool, err error) (next bool, end error) {
+	if err == nil {
+		return ok, nil
+	}
 	var te thrift.TTransportException
 	if errors.As(err, &te) {
 		return false, err
