@@ -2,6 +2,7 @@ package runtime
 
 import (
 	"context"
+	"maps"
 	"slices"
 	"sync/atomic"
 
@@ -203,9 +204,10 @@ func (c *Engine) endMovedPooled(cur *routingTable) {
 }
 
 // ownerWatch is what a pipelined call needs for rule B6: what it watches, its route, and
-// the engine whose map it checks. The install reads s and r.Addr from the connection's
-// lists (pipeConn.endMoved); they are set before the call is queued and not changed while
-// the connection may hold it.
+// the engine whose map it checks. It is set before the call is queued. The install reads s
+// of the calls a connection's lists hold (pipeConn.endMoved), which are not reused while
+// held; the call whose reply is being read it judges by the reader's copy of s
+// (pipeConn.readingWatch), since that call may be delivered and reused meanwhile.
 type ownerWatch struct {
 	c *Engine
 	s watchState
@@ -233,13 +235,19 @@ func (c *Engine) ownerMovedUnsent(ctx context.Context, call *Call, r Route) erro
 }
 
 // endMoved ends the pipelined calls that cur, a newer map, moves away from their node
-// (pipeConn.endMoved). The install runs it before it retires the groups of nodes that left
-// the map; a call that gets a group after that finds cur when it checks the map again.
+// (pipeConn.endMoved), on the groups of the nodes in the map and on the retired ones, whose
+// connections close only once their calls end. The install runs it before it retires the
+// groups of nodes that left the map; a call that gets a group after that finds cur when it
+// checks the map again.
 func (ps *pipelines) endMoved(cur *routingTable) {
-	for addr, g := range *ps.groups.Load() {
+	ps.mu.Lock()
+	groups := slices.Collect(maps.Values(*ps.groups.Load()))
+	groups = append(groups, ps.retired...)
+	ps.mu.Unlock()
+	for _, g := range groups {
 		for i := range g.slots {
 			if pc := g.slots[i].conn.Load(); pc != nil && pc.pending.Load() > 0 {
-				pc.endMoved(cur, addr)
+				pc.endMoved(cur, g.addr)
 			}
 		}
 	}
@@ -268,8 +276,10 @@ func (c *pipeConn) endMoved(cur *routingTable, addr string) {
 			p.endAttempt(stWritten, stSwept, true, errOwnerMoved)
 		}
 	}
-	// The reader claims a call under mu: the one it reads is c.reading.
-	if p := c.reading.Load(); p != nil && moved(p) && c.reading.CompareAndSwap(p, nil) {
+	// The reader claims a call under mu, and copies its watch: a call reading still holds
+	// was claimed with readingWatch. Once the reader delivers it, the call may be reused,
+	// so only the copy is read.
+	if p := c.reading.Load(); p != nil && c.readingWatch.movedBy(cur, addr) && c.reading.CompareAndSwap(p, nil) {
 		p.endAttempt(stReading, stSwept, true, errOwnerMoved)
 	}
 }

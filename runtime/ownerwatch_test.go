@@ -476,6 +476,7 @@ func TestB6_PipelinedInstallEndsMovedCallsWherever(t *testing.T) {
 		head:     1, // answered is behind the head: its reply was read
 	}
 	c.reading.Store(reading)
+	c.readingWatch = reading.owner.s // the reader copies it when it claims the call
 
 	c.endMoved(cur, "a:1")
 
@@ -533,4 +534,74 @@ func TestB6_PipelinedCallQueuedAfterTheInstallEnds(t *testing.T) {
 	}
 	assert.True(t, p.ownerMoved)
 	assert.False(t, p.wasSent, "still queued: never sent")
+}
+
+// TestB6_PipelinedCallOnARetiredConnectionEnds: a node that leaves the map keeps its
+// connection open while a call on it is counted in; a call that got onto that connection
+// before the node left and was queued once it came back (so its own check found it the
+// owner) is ended by the next install that moves its segment away, although the node's
+// group was retired.
+func TestB6_PipelinedCallOnARetiredConnectionEnds(t *testing.T) {
+	cl, _, _, addrs := stallCluster(t, true)
+	warm(t, cl)
+	conn := pipeConnsOf(cl, addrs[0])[0]
+	conn.writeMu.Lock() // the writer is busy: requests stay queued, counted in
+	defer conn.writeMu.Unlock()
+	holder := make(chan error, 1)
+	go func() {
+		_, err := cl.Invoke(context.Background(), getCall("k"))
+		holder <- err
+	}()
+	require.Eventually(t, func() bool { return conn.pending.Load() == 1 }, 10*time.Second, time.Millisecond)
+
+	gone := ownedBy(2, 2, addrs...)
+	gone.Nodes = gone.Nodes[1:] // node 1 leaves the map
+	require.NoError(t, cl.refresher.install(fromIDL(gone)))
+	require.ErrorIs(t, <-holder, ErrOwnerMoved)
+	require.Empty(t, pipeConnsOf(cl, addrs[0]), "node 1's group is retired")
+	require.False(t, conn.failed.Load(), "its connection stays open while a request is counted in")
+	require.NoError(t, cl.refresher.install(fromIDL(ownedBy(3, 1, addrs...)))) // node 1 is back as the owner
+
+	seg := Segment([]byte("late"), 4)
+	p := cl.pipes.getCall()
+	p.conn, p.deadline = conn, time.Now().Add(time.Minute)
+	p.owner = ownerWatch{c: cl, s: watching(watchSegment, seg), r: Route{Segment: seg, Node: 1, Addr: addrs[0], Epoch: 3}}
+	done := make(chan error, 1)
+	go func() {
+		_, err := opGet.Invoke(context.Background(), p.kv, &zaris.GetRequest{Key: []byte("late")})
+		done <- err
+	}()
+	require.Eventually(t, func() bool { return conn.queued() == 2 }, 10*time.Second, time.Millisecond)
+	require.NoError(t, cl.refresher.install(fromIDL(ownedBy(4, 2, addrs...))))
+	select {
+	case err := <-done:
+		require.ErrorIs(t, err, errOwnerMoved)
+		assert.False(t, p.wasSent, "still queued: never sent")
+	case <-time.After(10 * time.Second): // a hang detector, not a timing assertion
+		t.Fatal("the map moved the call's segment to node 2, yet it still waits on node 1")
+	}
+}
+
+// TestB6_WalkDecidesTheReadCallByItsWatchAsClaimed: the call whose reply the reader reads
+// may be delivered, and reused by another attempt with another watch, while the install
+// walks the connection; the walk decides by the watch the reader copied when it claimed
+// the call, and never reads the call's own.
+func TestB6_WalkDecidesTheReadCallByItsWatchAsClaimed(t *testing.T) {
+	cur := &routingTable{count: 2, addr: []string{"b:1", "a:1"}} // segment 0 moved to b:1
+	p := &pcall{done: make(chan struct{}, 1), owner: ownerWatch{s: watching(watchSegment, 0)}}
+	p.state.Store(stReading)
+	c := &pipeConn{}
+	c.reading.Store(p)
+	c.readingWatch = watching(watchSegment, 1) // claimed for segment 1, which stays
+
+	c.endMoved(cur, "a:1")
+	assert.Equal(t, stReading, p.state.Load())
+	assert.Same(t, p, c.reading.Load())
+	assert.Empty(t, p.done)
+
+	c.readingWatch = watching(watchSegment, 0)
+	c.endMoved(cur, "a:1")
+	assert.Equal(t, stSwept, p.state.Load())
+	assert.Nil(t, c.reading.Load())
+	assert.Len(t, p.done, 1)
 }

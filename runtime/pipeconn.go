@@ -41,7 +41,7 @@ type pipeConn struct {
 	failed  atomic.Bool
 	closing atomic.Bool // close when pending reaches zero
 
-	mu       sync.Mutex // protects queue, taken, inflight, head, readingEnd, err and sweeping
+	mu       sync.Mutex // protects queue, taken, inflight, head, readingEnd, readingWatch, err and sweeping
 	queue    []*pcall   // encoded, not yet taken by a flush
 	taken    []*pcall   // taken by the flush under way, not yet in inflight
 	inflight []*pcall   // written, in order, from head on
@@ -55,6 +55,10 @@ type pipeConn struct {
 	// deadline), takes it.
 	reading    atomic.Pointer[pcall]
 	readingEnd time.Time
+	// readingWatch is the B6 watch of the call reading was set to, copied when it was
+	// claimed: the install's walk reads it, not the call, which may already be delivered
+	// and reused (ownerwatch.go).
+	readingWatch watchState
 
 	sweepEvery time.Duration // how often the sweep ends the attempts past their deadline
 
@@ -295,7 +299,7 @@ func (c *pipeConn) readLoop() {
 			// read (a reply may stall halfway).
 			if claimed = p.state.CompareAndSwap(stWritten, stReading); claimed {
 				c.reading.Store(p)
-				c.readingEnd = p.deadline
+				c.readingEnd, c.readingWatch = p.deadline, p.owner.s
 			}
 		}
 		c.mu.Unlock()
