@@ -35,13 +35,14 @@ func (c *Engine) mapInstalled(old, cur *routingTable) {
 // connection ends as the install would end it, with ErrOwnerMoved.
 var errOwnsNothing = thrift.NewTTransportException(thrift.NOT_OPEN, "zaris: a newer cluster map gives the node no segment")
 
-// endUnownedPipes fails the busy pipelined connections of the nodes cur gives no segment.
+// endUnownedPipes fails the busy pipelined connections of the nodes cur gives no segment,
+// in the map or gone from it (their groups retired).
 func (c *Engine) endUnownedPipes(cur *routingTable) {
 	if c.pipes == nil {
 		return
 	}
-	for addr, g := range *c.pipes.groups.Load() {
-		if slices.Contains(cur.addr, addr) {
+	for _, g := range c.pipes.allGroups() {
+		if slices.Contains(cur.addr, g.addr) {
 			continue
 		}
 		for i := range g.slots {
@@ -240,17 +241,20 @@ func (c *Engine) ownerMovedUnsent(ctx context.Context, call *Call, r Route) erro
 // groups of nodes that left the map; a call that gets a group after that finds cur when it
 // checks the map again.
 func (ps *pipelines) endMoved(cur *routingTable) {
-	ps.mu.Lock()
-	groups := slices.Collect(maps.Values(*ps.groups.Load()))
-	groups = append(groups, ps.retired...)
-	ps.mu.Unlock()
-	for _, g := range groups {
+	for _, g := range ps.allGroups() {
 		for i := range g.slots {
 			if pc := g.slots[i].conn.Load(); pc != nil && pc.pending.Load() > 0 {
 				pc.endMoved(cur, g.addr)
 			}
 		}
 	}
+}
+
+// allGroups returns the groups of the nodes in the map and the retired ones.
+func (ps *pipelines) allGroups() []*pipeGroup {
+	ps.mu.Lock()
+	defer ps.mu.Unlock()
+	return append(slices.Collect(maps.Values(*ps.groups.Load())), ps.retired...)
 }
 
 // endMoved ends, as the sweep ends an attempt at its deadline, the attempt of every call on

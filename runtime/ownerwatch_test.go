@@ -359,7 +359,7 @@ func TestB6_PooledCallOnASegmentTheMapDropsEnds(t *testing.T) {
 
 // B6 for a stalled pipelined writer: a map that gives a node no segment fails its busy
 // connections whose writer is held (a caller blocked writing does not see the install's
-// signal), and leaves the idle ones and those whose writer is free alone.
+// telling), and leaves the idle ones and those whose writer is free alone.
 func TestB6_UnownedNodesBlockedPipeIsFailed(t *testing.T) {
 	cl, _, _, addrs := stallCluster(t, true)
 	warm(t, cl)
@@ -372,9 +372,25 @@ func TestB6_UnownedNodesBlockedPipeIsFailed(t *testing.T) {
 	conn.pending.Add(1) // a call on it
 	defer conn.pending.Add(-1)
 	cl.endUnownedPipes(unowned)
-	assert.False(t, conn.failed.Load(), "its writer is free: the caller waits on the signal")
+	assert.False(t, conn.failed.Load(), "its writer is free: the caller waits to be told")
 	conn.writeMu.Lock()
 	cl.endUnownedPipes(unowned)
+	conn.writeMu.Unlock()
+	assert.True(t, conn.failed.Load(), "its writer is held")
+}
+
+// B6 for a stalled pipelined writer to a node that leaves the map: the install fails its
+// busy connection whose writer is held, although it retires the node's group.
+func TestB6_BlockedPipeOfANodeThatLeftIsFailed(t *testing.T) {
+	cl, _, _, addrs := stallCluster(t, true)
+	warm(t, cl)
+	conn := pipeConnsOf(cl, addrs[0])[0]
+	conn.pending.Add(1) // a call on it
+	defer conn.pending.Add(-1)
+	conn.writeMu.Lock() // held by a write the node does not take in
+	gone := ownedBy(2, 2, addrs...)
+	gone.Nodes = gone.Nodes[1:] // node 1 leaves the map
+	require.NoError(t, cl.refresher.install(fromIDL(gone)))
 	conn.writeMu.Unlock()
 	assert.True(t, conn.failed.Load(), "its writer is held")
 }
@@ -538,21 +554,15 @@ func TestB6_PipelinedCallQueuedAfterTheInstallEnds(t *testing.T) {
 
 // TestB6_PipelinedCallOnARetiredConnectionEnds: a node that leaves the map keeps its
 // connection open while a call on it is counted in; a call that got onto that connection
-// before the node left and was queued once it came back (so its own check found it the
+// before the node left and was sent once it came back (so its own check found it the
 // owner) is ended by the next install that moves its segment away, although the node's
 // group was retired.
 func TestB6_PipelinedCallOnARetiredConnectionEnds(t *testing.T) {
-	cl, _, _, addrs := stallCluster(t, true)
+	cl, n1, _, addrs := stallCluster(t, true)
 	warm(t, cl)
 	conn := pipeConnsOf(cl, addrs[0])[0]
-	conn.writeMu.Lock() // the writer is busy: requests stay queued, counted in
-	defer conn.writeMu.Unlock()
-	holder := make(chan error, 1)
-	go func() {
-		_, err := cl.Invoke(context.Background(), getCall("k"))
-		holder <- err
-	}()
-	require.Eventually(t, func() bool { return conn.pending.Load() == 1 }, 10*time.Second, time.Millisecond)
+	n1.stall.Store(true)
+	holder := invokeOnStalled(t, cl, n1, getCall("k")) // owes a reply: counted in
 
 	gone := ownedBy(2, 2, addrs...)
 	gone.Nodes = gone.Nodes[1:] // node 1 leaves the map
@@ -571,12 +581,12 @@ func TestB6_PipelinedCallOnARetiredConnectionEnds(t *testing.T) {
 		_, err := opGet.Invoke(context.Background(), p.kv, &zaris.GetRequest{Key: []byte("late")})
 		done <- err
 	}()
-	require.Eventually(t, func() bool { return conn.queued() == 2 }, 10*time.Second, time.Millisecond)
+	require.Eventually(t, func() bool { return conn.inFlight() == 2 }, 10*time.Second, time.Millisecond)
 	require.NoError(t, cl.refresher.install(fromIDL(ownedBy(4, 2, addrs...))))
 	select {
 	case err := <-done:
 		require.ErrorIs(t, err, errOwnerMoved)
-		assert.False(t, p.wasSent, "still queued: never sent")
+		assert.True(t, p.wasSent, "written to node 1: in doubt")
 	case <-time.After(10 * time.Second): // a hang detector, not a timing assertion
 		t.Fatal("the map moved the call's segment to node 2, yet it still waits on node 1")
 	}
