@@ -260,9 +260,16 @@ func (ps *pipelines) allGroups() []*pipeGroup {
 // endMoved ends, as the sweep ends an attempt at its deadline, the attempt of every call on
 // the connection (to the node at addr) that cur moves away (rule B6), with errOwnerMoved:
 // one still queued is dropped unwritten; one taken by a flush, written, or whose reply is
-// being read is in doubt, and its reply, if it comes, is read and dropped.
+// being read is in doubt, and its reply, if it comes, is read and dropped. For those the
+// connection's silence is watched from their write, as the sweep watches it: a node that
+// answers nothing for an attempt timeout fails the connection, which its callers have left.
 func (c *pipeConn) endMoved(cur *routingTable, addr string) {
 	moved := func(p *pcall) bool { return p.owner.s.movedBy(cur, addr) }
+	ended := func(p *pcall, from int32) {
+		if p.endAttempt(from, stSwept, true, errOwnerMoved) {
+			c.watchQuiet(p)
+		}
+	}
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	for _, p := range c.queue {
@@ -272,18 +279,21 @@ func (c *pipeConn) endMoved(cur *routingTable, addr string) {
 	}
 	for _, p := range c.taken {
 		if moved(p) && !p.endAttempt(stQueued, stExpired, false, errOwnerMoved) {
-			p.endAttempt(stWritten, stSwept, true, errOwnerMoved)
+			ended(p, stWritten)
 		}
 	}
 	for _, p := range c.inflight[c.head:] {
 		if moved(p) {
-			p.endAttempt(stWritten, stSwept, true, errOwnerMoved)
+			ended(p, stWritten)
 		}
 	}
 	// The reader claims a call under mu, and copies its watch: a call reading still holds
 	// was claimed with readingWatch. Once the reader delivers it, the call may be reused,
 	// so only the copy is read.
 	if p := c.reading.Load(); p != nil && c.readingWatch.movedBy(cur, addr) && c.reading.CompareAndSwap(p, nil) {
-		p.endAttempt(stReading, stSwept, true, errOwnerMoved)
+		ended(p, stReading)
+	}
+	if !c.quiet.since.IsZero() && c.err == nil {
+		c.startSweep()
 	}
 }

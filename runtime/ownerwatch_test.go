@@ -563,6 +563,7 @@ func TestB6_PipelinedCallOnARetiredConnectionEnds(t *testing.T) {
 	conn := pipeConnsOf(cl, addrs[0])[0]
 	n1.stall.Store(true)
 	holder := invokeOnStalled(t, cl, n1, getCall("k")) // owes a reply: counted in
+	waitWriterIdle(t, conn)
 
 	gone := ownedBy(2, 2, addrs...)
 	gone.Nodes = gone.Nodes[1:] // node 1 leaves the map
@@ -614,4 +615,45 @@ func TestB6_WalkDecidesTheReadCallByItsWatchAsClaimed(t *testing.T) {
 	assert.Equal(t, stSwept, p.state.Load())
 	assert.Nil(t, c.reading.Load())
 	assert.Len(t, p.done, 1)
+}
+
+// TestB6_SilentNodeThatLeftHasItsConnectionFailed: a call in flight to a node that answers
+// nothing is ended by an install in which the node leaves the map; its caller leaves, but
+// the connection still owes the reply, so it stays open, retired. As for an attempt the
+// sweep ends at its deadline, the connection's silence is watched from the call's write:
+// once the node has answered nothing for an attempt timeout, the connection fails, and
+// with it the last of the node's goroutines and its socket.
+func TestB6_SilentNodeThatLeftHasItsConnectionFailed(t *testing.T) {
+	cl, n1, _, addrs := stallCluster(t, true)
+	warm(t, cl)
+	conn := pipeConnsOf(cl, addrs[0])[0]
+	n1.stall.Store(true)
+	holder := invokeOnStalled(t, cl, n1, getCall("k"))
+	waitWriterIdle(t, conn)
+	gone := ownedBy(2, 2, addrs...)
+	gone.Nodes = gone.Nodes[1:] // node 1 leaves the map
+	require.NoError(t, cl.refresher.install(fromIDL(gone)))
+	require.ErrorIs(t, <-holder, ErrOwnerMoved)
+	require.False(t, conn.failed.Load(), "it owes a reply")
+
+	now := time.Now()
+	conn.sweep(now.Add(time.Second))
+	assert.False(t, conn.failed.Load(), "silent for less than the attempt timeout (a minute)")
+	conn.sweep(now.Add(2 * time.Minute))
+	assert.True(t, conn.failed.Load(), "silent for an attempt timeout since the write")
+	assert.Zero(t, conn.pending.Load())
+}
+
+// waitWriterIdle waits until no write is under way on conn: an install that gives its node
+// no segment fails a connection whose writer is held, taking it for one blocked on the
+// node (endUnownedPipes), even when the writer is only finishing a flush.
+func waitWriterIdle(t *testing.T, conn *pipeConn) {
+	t.Helper()
+	require.Eventually(t, func() bool {
+		if !conn.writeMu.TryLock() {
+			return false
+		}
+		conn.writeMu.Unlock()
+		return true
+	}, 10*time.Second, time.Millisecond)
 }

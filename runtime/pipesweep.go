@@ -94,7 +94,15 @@ func (c *pipeConn) sweep(now time.Time) bool {
 // attempt timeout (not a call's own deadline) has just passed with no reply at all on the
 // connection since then. c.mu is held.
 func (c *pipeConn) watchSilence(p *pcall) {
-	if p.callBound || c.replies.Load() != p.mark {
+	if !p.callBound {
+		c.watchQuiet(p)
+	}
+}
+
+// watchQuiet starts watching the connection's silence since p, written, was written,
+// unless a reply came since. c.mu is held.
+func (c *pipeConn) watchQuiet(p *pcall) {
+	if c.replies.Load() != p.mark {
 		return
 	}
 	if c.quiet.since.IsZero() || p.written.Before(c.quiet.since) {
