@@ -657,3 +657,16 @@ func waitWriterIdle(t *testing.T, conn *pipeConn) {
 		return true
 	}, 10*time.Second, time.Millisecond)
 }
+
+// TestB6_NoGroupForANodeTheMapLost: once an install drops a node from the map, a call
+// routed to it under the older map gets no group, and no connection, for it: the group is
+// made only if the map current under the group lock names the node.
+func TestB6_NoGroupForANodeTheMapLost(t *testing.T) {
+	cl, _, _, addrs := stallCluster(t, true)
+	gone := ownedBy(2, 1, addrs...)
+	gone.Nodes = gone.Nodes[:1] // node 2 leaves the map
+	require.NoError(t, cl.refresher.install(fromIDL(gone)))
+	_, err := cl.pipes.group(addrs[1], &cl.router)
+	require.ErrorIs(t, err, errPoolClosed)
+	assert.NotContains(t, *cl.pipes.groups.Load(), addrs[1])
+}

@@ -64,7 +64,7 @@ func newPipelines(cfg Config) *pipelines {
 // between goroutines a pipelined call costs.
 func (c *Engine) invokePipelined(ctx context.Context, call *Call, a *Attempt, r Route, deadline time.Time, callBound bool) (Response, error) {
 	ps := c.pipes
-	g, err := ps.group(r.Addr, c.router.Table())
+	g, err := ps.group(r.Addr, &c.router)
 	if err != nil {
 		return nil, c.noConnError(ctx, call, r, err)
 	}
@@ -102,9 +102,10 @@ func (c *Engine) invokePipelined(ctx context.Context, call *Call, a *Attempt, r 
 	return nil, c.callError(ctx, call, r, o)
 }
 
-// group returns the group of the node at addr, making it on first use; a node not in
-// table (it left the map) has none: errPoolClosed, nothing sent.
-func (ps *pipelines) group(addr string, table *routingTable) (*pipeGroup, error) {
+// group returns the group of the node at addr, making it on first use; a node not in the
+// current map (it left) has none: errPoolClosed, nothing sent. The map is read under ps.mu,
+// so a group is never made for a node whose group an install has retired.
+func (ps *pipelines) group(addr string, router *currentTable) (*pipeGroup, error) {
 	if g := (*ps.groups.Load())[addr]; g != nil {
 		return g, nil
 	}
@@ -114,7 +115,7 @@ func (ps *pipelines) group(addr string, table *routingTable) (*pipeGroup, error)
 	if g := m[addr]; g != nil {
 		return g, nil
 	}
-	if ps.closed || table == nil || !table.HasAddr(addr) {
+	if table := router.Table(); ps.closed || table == nil || !table.HasAddr(addr) {
 		return nil, errPoolClosed
 	}
 	g := &pipeGroup{ps: ps, addr: addr, slots: make([]pipeSlot, ps.conns)}
