@@ -537,11 +537,7 @@ func TestB6_PipelinedCallQueuedAfterTheInstallEnds(t *testing.T) {
 	defer conn.writeMu.Unlock()
 	p := ps.getCall()
 	p.conn, p.deadline, p.owner = conn, time.Now().Add(time.Hour), w
-	done := make(chan error, 1)
-	go func() {
-		_, err := opGet.Invoke(context.Background(), p.kv, &zaris.GetRequest{Key: []byte("k")})
-		done <- err
-	}()
+	done := invokeGet(p, "k")
 	select {
 	case err := <-done:
 		require.ErrorIs(t, err, errOwnerMoved)
@@ -577,11 +573,7 @@ func TestB6_PipelinedCallOnARetiredConnectionEnds(t *testing.T) {
 	p := cl.pipes.getCall()
 	p.conn, p.deadline = conn, time.Now().Add(time.Minute)
 	p.owner = ownerWatch{c: cl, s: watching(watchSegment, seg), r: Route{Segment: seg, Node: 1, Addr: addrs[0], Epoch: 3}}
-	done := make(chan error, 1)
-	go func() {
-		_, err := opGet.Invoke(context.Background(), p.kv, &zaris.GetRequest{Key: []byte("late")})
-		done <- err
-	}()
+	done := invokeGet(p, "late")
 	require.Eventually(t, func() bool { return conn.inFlight() == 2 }, 10*time.Second, time.Millisecond)
 	require.NoError(t, cl.refresher.install(fromIDL(ownedBy(4, 2, addrs...))))
 	select {

@@ -58,12 +58,18 @@ func openPipeConn(t *testing.T, addr string, opts ...Option) (*pipelines, *pipeC
 func getOnConn(ps *pipelines, conn *pipeConn, key string, deadline time.Time, callBound bool) (*pcall, <-chan error) {
 	p := ps.getCall()
 	p.conn, p.deadline, p.callBound = conn, deadline, callBound
+	return p, invokeGet(p, key)
+}
+
+// invokeGet starts a Get of key on p, whose fields are set, and returns where its error
+// arrives.
+func invokeGet(p *pcall, key string) <-chan error {
 	done := make(chan error, 1)
 	go func() {
 		_, err := opGet.Invoke(context.Background(), p.kv, &zaris.GetRequest{Key: []byte(key)})
 		done <- err
 	}()
-	return p, done
+	return done
 }
 
 func (c *pipeConn) queued() int {
