@@ -51,8 +51,8 @@ type pipeConn struct {
 	sweeping bool // the sweep goroutine runs
 
 	// reading is the call whose reply the reader reads, set when the reader claims it
-	// (under mu); the reader, to deliver its reply, or the sweep, at readingEnd (its
-	// deadline), takes it.
+	// (under mu); the reader, to deliver its reply, the sweep, at readingEnd (its
+	// deadline), or an install that moves it away (readingWatch, rule B6) takes it.
 	reading    atomic.Pointer[pcall]
 	readingEnd time.Time
 	// readingWatch is the B6 watch of the call reading was set to, copied when it was
