@@ -113,7 +113,7 @@ func (e *batchRun) begin() (pending []int) {
 	e.call.Batch.Errs = e.errs
 	e.call.Batch.Attempts = e.hist
 	e.call.Batch.Ran = true
-	e.start = e.clock.Now()
+	e.start = callStart(e.call, e.clock)
 	e.limit = MaxAttempts(e.p, e.call)
 	if e.budget != nil {
 		e.budget.Deposit()

@@ -11,8 +11,9 @@ import (
 // Deadline returns the call-level middleware that sets the whole-call deadline of rule R4:
 // call.Deadline becomes the earliest of the context's deadline, an earlier call.Deadline,
 // and now on clock plus the call's timeout (call.Timeout, else p.RequestTimeout;
-// zero means no bound, a negative call timeout no time at all). Every layer that waits
-// stops at call.Deadline itself (README.md in this directory, Time).
+// zero means no bound, a negative call timeout no time at all), and call.Start the time
+// it read that now at. Every layer that waits stops at call.Deadline itself (README.md in
+// this directory, Time).
 func Deadline(p runtime.RetryPolicy, clock runtime.Clock) Middleware {
 	clock = cmp.Or(clock, runtime.SystemClock)
 	// On the system clock the context's deadline is already on clock: it is taken as it is,
@@ -43,7 +44,7 @@ func Deadline(p runtime.RetryPolicy, clock runtime.Clock) Middleware {
 			if timeout > 0 {
 				deadline = earliest(deadline, now.Add(timeout))
 			}
-			call.Deadline = deadline
+			call.Deadline, call.Start = deadline, now
 			return next(ctx, call)
 		}
 	}

@@ -2,6 +2,7 @@ package middleware_test
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"testing"
 	"time"
@@ -151,4 +152,48 @@ func TestDefault_Concurrent(t *testing.T) {
 	for range 16 {
 		assert.NoError(t, <-done)
 	}
+}
+
+// countingClock counts its readings of the time.
+type countingClock struct {
+	runtime.Clock
+	nows int
+}
+
+func (c *countingClock) Now() time.Time { c.nows++; return c.Clock.Now() }
+
+// TestDefault_ReadsTheClockOnceForACallAnsweredAtOnce: the stack reads the clock once for a
+// call its first attempt answers, in the deadline layer, whose reading the retry layer takes
+// as the call's start (the transport reads it for the attempt itself).
+func TestDefault_ReadsTheClockOnceForACallAnsweredAtOnce(t *testing.T) {
+	clock := &countingClock{Clock: mwt.NewClock()}
+	h := middleware.Default(noopTransport(), mwt.NewRefresher(1), runtime.Config{Retry: runtime.DefaultRetryPolicy, Clock: clock})
+	call := zt.PutCall("user:42", "Ada")
+	_, err := h(context.Background(), call)
+	require.NoError(t, err)
+	assert.Equal(t, 1, clock.nows)
+	assert.Equal(t, mwt.Epoch, call.Start)
+}
+
+// TestRetry_ElapsedCountsFromTheCallsStart: a call's CallError counts its time from
+// call.Start, the deadline layer's reading, when the layers between it and the retry layer
+// took time.
+func TestRetry_ElapsedCountsFromTheCallsStart(t *testing.T) {
+	clock := mwt.NewClock()
+	slow := func(next runtime.Handler) runtime.Handler {
+		return func(ctx context.Context, call *runtime.Call) (runtime.Response, error) {
+			clock.Advance(time.Second)
+			return next(ctx, call)
+		}
+	}
+	fail := func(ctx context.Context, call *runtime.Call) (runtime.Response, error) {
+		call.Current().Class = runtime.Fatal
+		return nil, runtime.ErrTransport
+	}
+	h := runtime.Chain(middleware.Deadline(runtime.DefaultRetryPolicy, clock), slow,
+		middleware.Retry(runtime.DefaultRetryPolicy, clock))(fail)
+	_, err := h(context.Background(), zt.GetCall("k"))
+	callErr, ok := errors.AsType[*runtime.CallError](err)
+	require.True(t, ok, "%v", err)
+	assert.Equal(t, time.Second, callErr.Elapsed)
 }

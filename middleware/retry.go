@@ -29,8 +29,9 @@ func MaxAttempts(p runtime.RetryPolicy, call *runtime.Call) int {
 // rule B7) and the call's deadline has not passed, and acts on each
 // attempt's Class: an Answer is returned, Retry and RefreshRetry go on, Fatal ends the
 // call. A call that ends without an answer returns the last response, if any, and a
-// *runtime.CallError naming the bound and carrying every attempt (B4); a *StopError from
-// an attempt-level layer ends the call before its attempt is sent.
+// *runtime.CallError naming the bound and carrying every attempt (B4), its Elapsed counted
+// from call.Start when the deadline layer set it; a *StopError from an attempt-level layer
+// ends the call before its attempt is sent.
 func Retry(p runtime.RetryPolicy, clock runtime.Clock, attempt ...Middleware) Middleware {
 	if clock == nil {
 		clock = runtime.SystemClock
@@ -45,7 +46,7 @@ func Retry(p runtime.RetryPolicy, clock runtime.Clock, attempt ...Middleware) Mi
 }
 
 func retryLoop(ctx context.Context, call *runtime.Call, h Handler, p runtime.RetryPolicy, clock runtime.Clock) (runtime.Response, error) {
-	start := clock.Now()
+	start := callStart(call, clock)
 	limit := MaxAttempts(p, call)
 	var resp runtime.Response // the last attempt's response
 	n := 1                    // the attempt about to be made, counted as R4 counts them (see Uncounted)
@@ -106,6 +107,15 @@ func classOf(a *runtime.Attempt, err error) runtime.Class {
 		return runtime.Answer
 	}
 	return runtime.Fatal
+}
+
+// callStart is when call started: call.Start, the deadline layer's reading of clock, else
+// (a stack without that layer) now on clock.
+func callStart(call *runtime.Call, clock runtime.Clock) time.Time {
+	if call.Start.IsZero() {
+		return clock.Now()
+	}
+	return call.Start
 }
 
 func beforeDeadline(clock runtime.Clock, deadline time.Time) bool {

@@ -36,6 +36,11 @@ type Call struct {
 	Timeout time.Duration
 	// Deadline is the whole-call deadline set by the deadline layer; zero means none.
 	Deadline time.Time
+	// Start is when the call entered the stack, on the client's Clock: the deadline layer
+	// sets it from the one reading it takes, and the layers below it (the retry layer's
+	// elapsed time and first deadline check) use it instead of reading the clock again.
+	// Zero until set; a layer that finds it zero reads the clock itself.
+	Start time.Time
 	// Attempts records every attempt so far, oldest first.
 	Attempts []Attempt
 	// Stats counts what the call cost besides its attempts.

@@ -243,7 +243,8 @@ func (c *pipeConn) flushOnce(limit int) bool {
 		// A node that takes in no batch for a whole attempt timeout is treated as one
 		// that sends no reply for as long (see Call): the connection fails. Without
 		// the bound it would hold the writer for as long as the node does not read.
-		c.raw.SetWriteDeadline(time.Now().Add(c.attemptTimeout))
+		// The bound counts from the batch's one reading of the clock, taken just before.
+		c.raw.SetWriteDeadline(now.Add(c.attemptTimeout))
 		if _, err := c.raw.Write(buf); err != nil {
 			c.fail(thrift.NewTTransportExceptionFromError(err))
 		}
