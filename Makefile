@@ -61,12 +61,11 @@ check-generate: generate ## regenerate and fail if gen/ or tools/gen/ differs fr
 	@git diff --exit-code --stat -- gen tools/gen || { echo "generated code is stale: run make generate and commit the result"; exit 1; }
 	@test -z "$$(git status --porcelain -- gen tools/gen)" || { git status --porcelain -- gen tools/gen; echo "gen/ or tools/gen/ has files git does not track: run make generate and commit the result"; exit 1; }
 
-test: lint ## lint, run every test with the race detector (and the allocation counts without it), then the churn tests in each connection mode, then fuzz the client's and zarisgen's targets briefly
+test: lint ## lint, run every test (the fuzz targets' seeds among them) with the race detector (and the allocation counts without it), then the churn tests in each connection mode
 	$(ROOTGO) test -race -count=1 -timeout 10m ./...
 	$(ROOTGO) test -count=1 -run 'Alloc' ./...
 	$(GO) -C $(TOOLS) test -race -count=1 -timeout 10m ./...
 	$(MAKE) test-modes
-	$(MAKE) fuzz
 
 # CHURN_TESTS are the proof churn test and the short demo, packages of the tools module.
 CHURN_TESTS := -run 'TestLinearizable_AllChurnInOneRun|TestShortRun' ./proof ./zaris/demo
@@ -102,11 +101,11 @@ bench-go: ## run the go test benchmarks
 	$(GO) -C $(TOOLS) test -run '^$$' -bench . -benchmem ./...
 
 # FUZZ_TARGETS are the fuzz targets of the client and zarisgen, as package:Function (a package
-# under tools/ is run in the tools module). `make fuzz` runs each for FUZZTIME; `make test` runs
-# it with the default, `make soak` for SOAK_FUZZTIME with STORE_FUZZ_TARGETS, the reference
-# store's: a fuzz build instruments every package it links, and the store links etcd's server,
-# which costs `make test` more than a minute and a half. `make test` runs their seeds, as
-# every test, with -race.
+# under tools/ is run in the tools module). `make fuzz` runs each for FUZZTIME, `make soak` for
+# SOAK_FUZZTIME with STORE_FUZZ_TARGETS, the reference store's. `make test` runs only their
+# seeds, as every test, with -race: a fuzz build instruments every package it links, so even
+# 3 s of each target cost a build from empty caches more than a minute and a half (the
+# store's, which link etcd's server, more again), and fuzzing is a soak's work.
 FUZZ_TARGETS := runtime:FuzzNewConfigEnv runtime:FuzzMalformedReply runtime:FuzzReplyNames internal/thriftbuf:FuzzMemFrames internal/codeccheck:FuzzCodec \
 	tools/zarisgen:FuzzParseProgram tools/zarisgen:FuzzIDLNames
 STORE_FUZZ_TARGETS := tools/store:FuzzNodeHeaderPort tools/store:FuzzNodeJSONPort tools/store:FuzzMemMultiGet tools/store:FuzzCodecGet
