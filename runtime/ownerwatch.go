@@ -263,6 +263,8 @@ func (ps *pipelines) allGroups() []*pipeGroup {
 // being read is in doubt, and its reply, if it comes, is read and dropped. For those the
 // connection's silence is watched from their write, as the sweep watches it: a node that
 // answers nothing for an attempt timeout fails the connection, which its callers have left.
+// The sweep that watches it runs already: a call ends here only while its caller waits on
+// the connection, and a caller waiting keeps the sweep running (pipeConn.sweep).
 func (c *pipeConn) endMoved(cur *routingTable, addr string) {
 	moved := func(p *pcall) bool { return p.owner.s.movedBy(cur, addr) }
 	ended := func(p *pcall, from int32) {
@@ -292,8 +294,5 @@ func (c *pipeConn) endMoved(cur *routingTable, addr string) {
 	// so only the copy is read.
 	if p := c.reading.Load(); p != nil && c.readingWatch.movedBy(cur, addr) && c.reading.CompareAndSwap(p, nil) {
 		ended(p, stReading)
-	}
-	if !c.quiet.since.IsZero() && c.err == nil {
-		c.startSweep()
 	}
 }
