@@ -41,8 +41,12 @@ func replyNamesSeeds() [][]byte {
 // and fail alike (what a failed read returns besides its error is not compared: the
 // reader fails its connection).
 func checkReplyNames(t *testing.T, b []byte) {
+	checkReplyNamesWithin(t, b, &thrift.TConfiguration{MaxMessageSize: 200, TBinaryStrictRead: thrift.BoolPtr(true)})
+}
+
+// checkReplyNamesWithin is checkReplyNames with the bounds of cfg.
+func checkReplyNamesWithin(t *testing.T, b []byte, cfg *thrift.TConfiguration) {
 	ctx := context.Background()
-	cfg := &thrift.TConfiguration{MaxMessageSize: 200, TBinaryStrictRead: thrift.BoolPtr(true)}
 	ours, theirs := thrift.NewTMemoryBuffer(), thrift.NewTMemoryBuffer()
 	ours.Write(b)
 	theirs.Write(b)
@@ -85,6 +89,15 @@ func TestReplyNames_ReadsAsTheBinaryProtocol(t *testing.T) {
 		if allocs != 0 {
 			t.Fatalf("%v allocations per header of the same name of %d bytes", allocs, len(name))
 		}
+	}
+	// A name longer than bytes.MinRead is read as the binary protocol reads it, into a
+	// buffer that grows as the bytes arrive: whole, cut short, or cut within its first
+	// bytes.MinRead.
+	within := &thrift.TConfiguration{MaxMessageSize: 4096, TBinaryStrictRead: thrift.BoolPtr(true)}
+	long := thriftbuf.AppendMessageBegin(nil, string(bytes.Repeat([]byte("l"), 3000)), thrift.REPLY, 8)
+	for _, b := range [][]byte{long, long[:len(long)-1], long[:300]} {
+		checkReplyNamesWithin(t, append(b[:len(b):len(b)], thriftbuf.AppendMessageBegin(nil, "Get", thrift.REPLY, 9)...), within)
+		checkReplyNamesWithin(t, b, within)
 	}
 	lax := newReplyNames(buf, &thrift.TConfiguration{})
 	if _, ok := lax.(*replyNames); ok {
