@@ -102,7 +102,6 @@ func (r *counterRun) finish(t *testing.T, kv *zarisclient.Client) {
 // is linearizable. Some calls had an attempt that was sent without a reply, and were
 // replayed (rule B8).
 func TestB8_CountersUnderChurn(t *testing.T) {
-	t.Parallel() // a workload whose checks are counts and linearizability, not timings (README.md)
 	c := store.StartCluster(t, store.ClusterConfig{Nodes: 3, Segments: segments, FailureTimeout: time.Second})
 	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
 	defer cancel()
@@ -163,7 +162,6 @@ func TestB8_CountersInDoubtWithoutAWindow(t *testing.T) {
 // returns Ok and every counter ends at exactly the increments made on it: each lost reply
 // was replayed and answered with the first outcome.
 func TestB8_LostRepliesApplyOnce(t *testing.T) {
-	t.Parallel() // a workload whose checks are counts and linearizability, not timings (README.md)
 	c := store.StartCluster(t, store.ClusterConfig{Nodes: 3, Segments: segments, FailureTimeout: time.Second})
 	proxies := map[string]*faultProxy{}
 	for _, addr := range c.Seeds() {
@@ -262,7 +260,6 @@ func TestB8_FirstOutcomeOutlivesItsOwner(t *testing.T) {
 // restart and a failback: every call Ok, every counter exact, the history linearizable.
 // Outcomes ride the same frames as the writes they record, so no fault separates them.
 func TestB8_CountersUnderPeerFaults(t *testing.T) {
-	t.Parallel() // a workload whose checks are counts and linearizability, not timings (README.md)
 	c, pp := startProxiedCluster(t, 3, 0)
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()

@@ -237,7 +237,6 @@ func runProxied(t *testing.T, copies int, rule peerRule, churn func(ctx context.
 // Faults on the store's own peer traffic (replication, copies, map pushes) under a workload
 // with a migration and a failover: the history stays linearizable.
 func TestPeerFaults_ReplicationAndCopiesDelayedDuplicatedDropped(t *testing.T) {
-	t.Parallel() // a workload whose checks are counts and linearizability, not timings (README.md)
 	pp := runProxied(t, 0, chaos(uint64(time.Now().UnixNano())), func(ctx context.Context, c *store.Cluster, w *workload) {
 		steps(t, ctx, w, migrate(c, ctx, "k0", "k1"), kill(c, ctx, 3), restart(c, ctx, 3), failback(c, ctx, 3))
 	})
@@ -248,7 +247,6 @@ func TestPeerFaults_ReplicationAndCopiesDelayedDuplicatedDropped(t *testing.T) {
 // The same faults with three copies of each segment, through a failover (whose other
 // replica then fetches its copy again), a restart, a failback and a migration.
 func TestPeerFaults_ThreeCopiesUnderFaultsAndChurn(t *testing.T) {
-	t.Parallel() // a workload whose checks are counts and linearizability, not timings (README.md)
 	pp := runProxied(t, 3, chaos(uint64(time.Now().UnixNano())), func(ctx context.Context, c *store.Cluster, w *workload) {
 		steps(t, ctx, w, kill(c, ctx, 3), restart(c, ctx, 3), failback(c, ctx, 3), migrate(c, ctx, "k0", "k1"))
 	})
