@@ -8,8 +8,12 @@ import (
 	"strings"
 )
 
-// codecFile is the name of the file zarisgen writes in the codec's output directory.
-const codecFile = "codec.go"
+// codecFile and compactFile are the files zarisgen writes in the codec's output directory:
+// the binary protocol (and what both protocols share), and the compact protocol.
+const (
+	codecFile   = "codec.go"
+	compactFile = "compact.go"
+)
 
 // codecModel is what the codec template needs: every struct of the IDL and the argument and
 // result structs of every operation of its service, each with its fields in the order the
@@ -81,57 +85,129 @@ func (t *codecType) scalar() bool {
 // Pointer reports whether the field is a Go pointer to a scalar (an optional scalar).
 func (f codecField) Pointer() bool { return f.Optional && f.Type.scalar() }
 
-// Encode is the Go statements that append the field (its header and value) to b.
+// Encode is the Go statements that append the field (its header and value) to b in the
+// binary protocol.
 func (f codecField) Encode() string {
-	v := "v." + f.GoName
-	if f.Pointer() {
-		v = "*" + v
-	}
 	var b strings.Builder
 	fmt.Fprintf(&b, "b = appendField(b, %s, %d)\n", f.TType(), f.ID)
-	encodeValue(&b, f.Type, v, 0)
-	if f.Optional {
-		return fmt.Sprintf("if v.%s != nil {\n%s}", f.GoName, b.String())
-	}
-	return strings.TrimSuffix(b.String(), "\n")
+	encodeValue(&b, binaryWire, f.Type, f.value(), 0)
+	return f.ifSet(b.String())
 }
 
-// scalarKind is how the codec writes and reads a value of one scalar kind: appendFn is the
-// statement appending the value %s to b, read the decoder's method reading one, and set the
-// suffix of the function storing it (set<set>, or setPtr<set> into a pointer).
+// CompactEncode is Encode for the compact protocol, where a bool field's value is its
+// header's type.
+func (f codecField) CompactEncode() string {
+	var b strings.Builder
+	if f.Type.Kind == "bool" {
+		fmt.Fprintf(&b, "b = appendCompactField(b, compactBool(bool(%s)), %d, &last)\n", f.value(), f.ID)
+	} else {
+		fmt.Fprintf(&b, "b = appendCompactField(b, %s, %d, &last)\n", compactWire.elem(f.Type), f.ID)
+		encodeValue(&b, compactWire, f.Type, f.value(), 0)
+	}
+	return f.ifSet(b.String())
+}
+
+// value is the expression of the field's value in v.
+func (f codecField) value() string {
+	if f.Pointer() {
+		return "*v." + f.GoName
+	}
+	return "v." + f.GoName
+}
+
+// ifSet wraps the statements that write the field in a check that it is set, for an
+// optional field.
+func (f codecField) ifSet(stmts string) string {
+	if f.Optional {
+		return fmt.Sprintf("if v.%s != nil {\n%s}", f.GoName, stmts)
+	}
+	return strings.TrimSuffix(stmts, "\n")
+}
+
+// wireFormat is how the codec writes values in one protocol: the statement appending a
+// value of each kind (%s the value; for a list, the element type and the length) and the
+// name of an element type's constant.
+type wireFormat struct {
+	appendFn map[string]string
+	elem     func(t *codecType) string
+}
+
+// scalarKind is how the codec reads a value of one scalar kind: read the decoder's method
+// reading one, and set the suffix of the function storing it (set<set>, or setPtr<set> into
+// a pointer).
 type scalarKind struct {
-	appendFn, read, set string
+	read, set string
 }
 
 // scalarKinds are the kinds encodeValue and decodeValue treat alike: all but binary, struct
 // and list.
 var scalarKinds = map[string]scalarKind{
-	"bool":   {"b = appendBool(b, bool(%s))\n", "bool", "Bool"},
-	"byte":   {"b = append(b, byte(%s))\n", "i8", "Int"},
-	"i16":    {"b = appendI16(b, int16(%s))\n", "i16", "Int"},
-	"i32":    {"b = appendI32(b, int32(%s))\n", "i32", "Int"},
-	"i64":    {"b = appendI64(b, int64(%s))\n", "i64", "Int"},
-	"double": {"b = appendDouble(b, float64(%s))\n", "double", "Float"},
-	"string": {"b = appendString(b, string(%s))\n", "string", "String"},
+	"bool":   {"bool", "Bool"},
+	"byte":   {"i8", "Int"},
+	"i16":    {"i16", "Int"},
+	"i32":    {"i32", "Int"},
+	"i64":    {"i64", "Int"},
+	"double": {"double", "Float"},
+	"string": {"string", "String"},
 }
 
-// encodeValue writes the statements that append the value v of type t to b; depth names the
-// loop variables of nested lists.
-func encodeValue(b *strings.Builder, t *codecType, v string, depth int) {
-	if k, ok := scalarKinds[t.Kind]; ok {
-		fmt.Fprintf(b, k.appendFn, v)
-		return
-	}
+// binaryWire is the binary protocol.
+var binaryWire = wireFormat{
+	appendFn: map[string]string{
+		"bool":   "b = appendBool(b, bool(%s))\n",
+		"byte":   "b = append(b, byte(%s))\n",
+		"i16":    "b = appendI16(b, int16(%s))\n",
+		"i32":    "b = appendI32(b, int32(%s))\n",
+		"i64":    "b = appendI64(b, int64(%s))\n",
+		"double": "b = appendDouble(b, float64(%s))\n",
+		"string": "b = appendString(b, string(%s))\n",
+		"binary": "b = appendBinary(b, %s)\n",
+		"struct": "b = Append%s(b, %s)\n",
+		"list":   "b = appendList(b, %s, len(%s))\n",
+	},
+	elem: (*codecType).ttype,
+}
+
+// compactWire is the compact protocol: integers are zigzag varints, doubles little-endian,
+// and a bool in a list is a byte (1 true, 2 false).
+var compactWire = wireFormat{
+	appendFn: map[string]string{
+		"bool":   "b = appendCompactBool(b, bool(%s))\n",
+		"byte":   "b = append(b, byte(%s))\n",
+		"i16":    "b = appendCompactI32(b, int32(%s))\n",
+		"i32":    "b = appendCompactI32(b, int32(%s))\n",
+		"i64":    "b = appendCompactI64(b, int64(%s))\n",
+		"double": "b = appendCompactDouble(b, float64(%s))\n",
+		"string": "b = appendCompactString(b, string(%s))\n",
+		"binary": "b = appendCompactBinary(b, %s)\n",
+		"struct": "b = AppendCompact%s(b, %s)\n",
+		"list":   "b = appendCompactList(b, %s, len(%s))\n",
+	},
+	elem: func(t *codecType) string {
+		switch t.Kind {
+		case "bool":
+			return "cTrue"
+		case "string", "binary":
+			return "cBinary"
+		}
+		return "c" + strings.ToUpper(t.Kind[:1]) + t.Kind[1:]
+	},
+}
+
+// encodeValue writes the statements that append the value v of type t to b in the protocol
+// w; depth names the loop variables of nested lists.
+func encodeValue(b *strings.Builder, w wireFormat, t *codecType, v string, depth int) {
 	switch t.Kind {
-	case "binary":
-		fmt.Fprintf(b, "b = appendBinary(b, %s)\n", v)
 	case "struct":
-		fmt.Fprintf(b, "b = Append%s(b, %s)\n", t.Struct, v)
+		fmt.Fprintf(b, w.appendFn[t.Kind], t.Struct, v)
 	case "list":
 		e := fmt.Sprintf("e%d", depth)
-		fmt.Fprintf(b, "b = appendList(b, %s, len(%s))\nfor _, %s := range %s {\n", t.Elem.ttype(), v, e, v)
-		encodeValue(b, t.Elem, e, depth+1)
+		fmt.Fprintf(b, w.appendFn[t.Kind], w.elem(t.Elem), v)
+		fmt.Fprintf(b, "for _, %s := range %s {\n", e, v)
+		encodeValue(b, w, t.Elem, e, depth+1)
 		b.WriteString("}\n")
+	default:
+		fmt.Fprintf(b, w.appendFn[t.Kind], v)
 	}
 }
 
@@ -141,6 +217,18 @@ func (f codecField) Decode() string {
 	var b strings.Builder
 	decodeValue(&b, f.Type, "v."+f.GoName, f.Pointer(), 0)
 	return strings.TrimSuffix(b.String(), "\n")
+}
+
+// CompactDecode is Decode for the compact protocol, where a bool field's value came with its
+// header (compactDecoder.fieldBool).
+func (f codecField) CompactDecode() string {
+	if f.Type.Kind != "bool" {
+		return f.Decode()
+	}
+	if f.Pointer() {
+		return fmt.Sprintf("setPtrBool(&v.%s, d.fieldBool)", f.GoName)
+	}
+	return fmt.Sprintf("setBool(&v.%s, d.fieldBool)", f.GoName)
 }
 
 // decodeValue writes the statements that decode a value of type t into dst, an addressable
@@ -306,14 +394,22 @@ func codecImport(zarisImport, dir string) string {
 
 func pathSlash(dir string) string { return strings.TrimRight(strings.ReplaceAll(dir, `\`, "/"), "/") }
 
-// renderCodec writes the codec for m.
-func renderCodec(m *codecModel) ([]byte, error) {
+// renderCodec renders the codec for m: its files' contents by name.
+func renderCodec(m *codecModel) (map[string][]byte, error) {
 	if !token.IsIdentifier(m.Package) {
 		return nil, fmt.Errorf("zarisgen: codec package name %q is not an identifier", m.Package)
 	}
-	var buf strings.Builder
-	if err := templates.ExecuteTemplate(&buf, "codec.go.tmpl", m); err != nil {
-		return nil, fmt.Errorf("zarisgen: rendering the codec: %w", err)
+	files := map[string][]byte{}
+	for name, tmpl := range map[string]string{codecFile: "codec.go.tmpl", compactFile: "compact.go.tmpl"} {
+		var buf strings.Builder
+		if err := templates.ExecuteTemplate(&buf, tmpl, m); err != nil {
+			return nil, fmt.Errorf("zarisgen: rendering the codec: %w", err)
+		}
+		src, err := formatSource([]byte(buf.String()), "the codec")
+		if err != nil {
+			return nil, err
+		}
+		files[name] = src
 	}
-	return formatSource([]byte(buf.String()), "the codec")
+	return files, nil
 }

@@ -82,7 +82,7 @@ func cli(args []string, stdout, stderr io.Writer) error {
 	fs.StringVar(&c.zarisImport, "zaris-import", "", "the import `path` of the Thrift-generated Go package; needed unless the IDL is Zaris's own (namespace go zaris, "+defaultZarisImport+")")
 	fs.StringVar(&c.serverOut, "server-out", "", "the `directory` to write "+serverFile+" (the Unimplemented base) into; none when empty")
 	fs.StringVar(&c.goGenerate, "go-generate", "", "a `command` for a //go:generate directive in the client (run from -out's directory), for example \"make -C ../.. generate\"; none when empty")
-	fs.StringVar(&c.codecOut, "codec-out", "", "the `directory` to write "+codecFile+" (the binary protocol of the IDL's types, a sibling package of the Thrift-generated one) into, and the client's operations then use it; none when empty")
+	fs.StringVar(&c.codecOut, "codec-out", "", "the `directory` to write "+codecFile+" and "+compactFile+" (the binary and compact protocols of the IDL's types, a sibling package of the Thrift-generated one) into, and the client's operations then use it; none when empty")
 	showVersion := fs.Bool("version", false, "print zarisgen's version and exit")
 	if err := fs.Parse(args); err != nil {
 		return usageError{err}
@@ -136,8 +136,12 @@ func renderFiles(c config, p *program, source, zarisImport string) (map[string][
 	}
 	files := map[string][]byte{}
 	if c.codecOut != "" {
-		if files[filepath.Join(c.codecOut, codecFile)], err = renderCodecFile(c, p, source, zarisImport); err != nil {
+		codec, err := renderCodecFiles(c, p, source, zarisImport)
+		if err != nil {
 			return nil, err
+		}
+		for name, src := range codec {
+			files[filepath.Join(c.codecOut, name)] = src
 		}
 		m.CodecImport = codecImport(zarisImport, c.codecOut)
 	}
@@ -155,9 +159,9 @@ func renderFiles(c config, p *program, source, zarisImport string) (map[string][
 	return files, nil
 }
 
-// renderCodecFile renders the codec of p, read from source, as the package c.codecOut
-// names.
-func renderCodecFile(c config, p *program, source, zarisImport string) ([]byte, error) {
+// renderCodecFiles renders the codec of p, read from source, as the package c.codecOut
+// names: its files' contents by name.
+func renderCodecFiles(c config, p *program, source, zarisImport string) (map[string][]byte, error) {
 	pkg, err := packageName(c.codecOut, "-codec-out")
 	if err != nil {
 		return nil, err

@@ -14,19 +14,26 @@ import (
 	"example.com/kinds/gen/kindscodec"
 )
 
-// check encodes values of *T filled at random with the generated codec and the library and
-// compares the bytes, then decodes them (and each of them cut short) with both and compares.
+// binary and compact are the library's protocols the codec speaks.
+var (
+	binary  = func(t thrift.TTransport) thrift.TProtocol { return thrift.NewTBinaryProtocolConf(t, nil) }
+	compact = func(t thrift.TTransport) thrift.TProtocol { return thrift.NewTCompactProtocolConf(t, nil) }
+)
+
+// check encodes values of *T filled at random with the generated codec and the library's
+// protocol proto and compares the bytes, then decodes them (and each of them cut short) with
+// both and compares.
 func check[T any, P interface {
 	*T
 	thrift.TStruct
-}](t *testing.T, app func([]byte, P) []byte, dec func([]byte, P, *thrift.TConfiguration) (int, error)) {
+}](t *testing.T, proto func(thrift.TTransport) thrift.TProtocol, app func([]byte, P) []byte, dec func([]byte, P, *thrift.TConfiguration) (int, error)) {
 	name := reflect.TypeFor[T]().Name()
 	r := rand.New(rand.NewPCG(1, 2))
 	for range 500 {
 		v := P(new(T))
 		fill(reflect.ValueOf(v).Elem(), r, 0)
 		buf := thrift.NewTMemoryBuffer()
-		if err := v.Write(context.Background(), thrift.NewTBinaryProtocolConf(buf, nil)); err != nil {
+		if err := v.Write(context.Background(), proto(buf)); err != nil {
 			t.Fatal(err)
 		}
 		want := buf.Bytes()
@@ -37,7 +44,7 @@ func check[T any, P interface {
 			b := thrift.NewTMemoryBuffer()
 			b.Write(in)
 			lib := P(new(T))
-			libErr := lib.Read(context.Background(), thrift.NewTBinaryProtocolConf(b, nil))
+			libErr := lib.Read(context.Background(), proto(b))
 			got := P(new(T))
 			_, err := dec(bytes.Clone(in), got, nil)
 			if (err == nil) != (libErr == nil) {
@@ -89,17 +96,30 @@ func fill(v reflect.Value, r *rand.Rand, depth int) {
 }
 
 func TestEveryKind(t *testing.T) {
-	check(t, kindscodec.AppendLeaf, kindscodec.DecodeLeaf)
-	check(t, kindscodec.AppendEverything, kindscodec.DecodeEverything)
-	check(t, kindscodec.AppendEmpty, kindscodec.DecodeEmpty)
-	check(t, kindscodec.AppendRefused, kindscodec.DecodeRefused)
-	check(t, kindscodec.AppendKindsEchoArgs, kindscodec.DecodeKindsEchoArgs)
-	check(t, kindscodec.AppendKindsEchoResult, kindscodec.DecodeKindsEchoResult)
-	check(t, kindscodec.AppendKindsNothingArgs, kindscodec.DecodeKindsNothingArgs)
-	check(t, kindscodec.AppendKindsNothingResult, kindscodec.DecodeKindsNothingResult)
-	check(t, kindscodec.AppendKindsFireArgs, kindscodec.DecodeKindsFireArgs)
-	check(t, kindscodec.AppendKindsLeavesArgs, kindscodec.DecodeKindsLeavesArgs)
-	check(t, kindscodec.AppendKindsLeavesResult, kindscodec.DecodeKindsLeavesResult)
+	check(t, binary, kindscodec.AppendLeaf, kindscodec.DecodeLeaf)
+	check(t, binary, kindscodec.AppendEverything, kindscodec.DecodeEverything)
+	check(t, binary, kindscodec.AppendEmpty, kindscodec.DecodeEmpty)
+	check(t, binary, kindscodec.AppendGaps, kindscodec.DecodeGaps)
+	check(t, binary, kindscodec.AppendRefused, kindscodec.DecodeRefused)
+	check(t, binary, kindscodec.AppendKindsEchoArgs, kindscodec.DecodeKindsEchoArgs)
+	check(t, binary, kindscodec.AppendKindsEchoResult, kindscodec.DecodeKindsEchoResult)
+	check(t, binary, kindscodec.AppendKindsNothingArgs, kindscodec.DecodeKindsNothingArgs)
+	check(t, binary, kindscodec.AppendKindsNothingResult, kindscodec.DecodeKindsNothingResult)
+	check(t, binary, kindscodec.AppendKindsFireArgs, kindscodec.DecodeKindsFireArgs)
+	check(t, binary, kindscodec.AppendKindsLeavesArgs, kindscodec.DecodeKindsLeavesArgs)
+	check(t, binary, kindscodec.AppendKindsLeavesResult, kindscodec.DecodeKindsLeavesResult)
+	check(t, compact, kindscodec.AppendCompactLeaf, kindscodec.DecodeCompactLeaf)
+	check(t, compact, kindscodec.AppendCompactEverything, kindscodec.DecodeCompactEverything)
+	check(t, compact, kindscodec.AppendCompactEmpty, kindscodec.DecodeCompactEmpty)
+	check(t, compact, kindscodec.AppendCompactGaps, kindscodec.DecodeCompactGaps)
+	check(t, compact, kindscodec.AppendCompactRefused, kindscodec.DecodeCompactRefused)
+	check(t, compact, kindscodec.AppendCompactKindsEchoArgs, kindscodec.DecodeCompactKindsEchoArgs)
+	check(t, compact, kindscodec.AppendCompactKindsEchoResult, kindscodec.DecodeCompactKindsEchoResult)
+	check(t, compact, kindscodec.AppendCompactKindsNothingArgs, kindscodec.DecodeCompactKindsNothingArgs)
+	check(t, compact, kindscodec.AppendCompactKindsNothingResult, kindscodec.DecodeCompactKindsNothingResult)
+	check(t, compact, kindscodec.AppendCompactKindsFireArgs, kindscodec.DecodeCompactKindsFireArgs)
+	check(t, compact, kindscodec.AppendCompactKindsLeavesArgs, kindscodec.DecodeCompactKindsLeavesArgs)
+	check(t, compact, kindscodec.AppendCompactKindsLeavesResult, kindscodec.DecodeCompactKindsLeavesResult)
 	var e kinds.Everything
 	_ = e.OptColor // an optional enum is a pointer to the enum type
 }

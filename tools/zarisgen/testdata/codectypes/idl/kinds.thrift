@@ -46,6 +46,15 @@ struct Everything {
 
 struct Empty {}
 
+// Field ids 15 and 16 apart: the compact protocol writes the first gap in the field's
+// header, the second apart from it.
+struct Gaps {
+  1: i32 a,
+  16: optional bool b,
+  32: required i64 c,
+  33: optional Leaf d,
+}
+
 exception Refused {
   1: required string why,
 }
