@@ -88,7 +88,7 @@ func TestCallPool_NoneUnderUserHooks(t *testing.T) {
 // follow: it holds a copy of the attempts.
 func TestCallPool_CallErrorOutlivesItsCall(t *testing.T) {
 	node := startReplyNode(t)
-	node.answer(runtime.ProtocolBinary, getReply(t, "Get", thrift.EXCEPTION, 1, thrift.NewTApplicationException(thrift.INTERNAL_ERROR, "boom")), true)
+	node.answer(runtime.ProtocolBinary, getReply(t, runtime.ProtocolBinary, "Get", thrift.EXCEPTION, 1, thrift.NewTApplicationException(thrift.INTERNAL_ERROR, "boom")), true)
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
 	kv, err := zarisclient.Dial(ctx, runtime.WithSeeds(node.ln.Addr().String()), runtime.WithEnv(func(string) (string, bool) { return "", false }),
@@ -104,7 +104,7 @@ func TestCallPool_CallErrorOutlivesItsCall(t *testing.T) {
 	want := ce.Error()
 
 	value := &zaris.ZarisKvGetResult{Success: &zaris.GetResponse{Status: zaris.KvStatus_Ok, MapEpoch: 1}}
-	node.answer(runtime.ProtocolBinary, getReply(t, "Get", thrift.REPLY, 1, value), true)
+	node.answer(runtime.ProtocolBinary, getReply(t, runtime.ProtocolBinary, "Get", thrift.REPLY, 1, value), true)
 	for range 10 {
 		// The node closes each connection after one reply: a call may take a retry.
 		_, err := kv.Get(ctx, &zaris.GetRequest{Key: []byte("k")})

@@ -8,6 +8,8 @@ import (
 	"time"
 
 	"github.com/apache/thrift/lib/go/thrift"
+
+	"github.com/clustron/zaris-go/internal/thriftbuf"
 )
 
 // Conn is one open connection to a node, with the service's generated client bound to it. A
@@ -31,16 +33,19 @@ type thriftConn struct {
 	raw    net.Conn
 	sock   *sockTransport // the buffered transport over raw that the protocol writes to
 	client any            // Service.NewClient over the connection's thrift.TClient
-	// codec is set on a framed binary connection: an operation with a Codec is sent and
-	// read with it (codecCall), within tcfg's bounds and limit's (the map's
-	// MaxMessageBytes), its request encoded into wire with sequence id seq, its reply's
-	// body read into body.
-	codec bool
-	tcfg  *thrift.TConfiguration
-	limit *atomic.Int64
-	wire  []byte
-	body  []byte
-	seq   int32
+	// codec is set on a framed binary or compact connection: an operation with a Codec
+	// in its protocol is sent and read with it (codecCall), within tcfg's bounds and
+	// limit's (the map's MaxMessageBytes), its request encoded into wire with sequence id
+	// seq, its reply's body read into body (binary) or its frame into reply (compact, whose
+	// header replyHeader reads).
+	codec       codecWire
+	reply       *thriftbuf.Protocol
+	replyHeader thrift.TProtocol
+	tcfg        *thrift.TConfiguration
+	limit       *atomic.Int64
+	wire        []byte
+	body        []byte
+	seq         int32
 	// noDeadline wraps the context of the call in flight for the generated code (see
 	// callSocket); reused from call to call.
 	noDeadline withoutDeadline

@@ -101,16 +101,17 @@ func socketDialer(cfg Config) func(ctx context.Context, addr string) (net.Conn, 
 
 // newThriftConn stacks the protocol and transport on raw and binds the generated client
 // newClient makes; over framed binary a request larger than limit's value (when set and
-// positive: the map's MaxMessageBytes) is refused before any of it is written, and an
-// operation with a Codec is sent and read with it (thriftConn.codecCall).
+// positive: the map's MaxMessageBytes) is refused before any of it is written; over framed
+// binary and compact an operation with a Codec in that protocol is sent and read with it
+// (thriftConn.codecCall).
 func newThriftConn(raw net.Conn, p Protocol, t Transport, tcfg *thrift.TConfiguration, limit *atomic.Int64, newClient func(thrift.TClient) any) (*thriftConn, error) {
 	sock := newSockTransport(raw)
 	proto, err := stackProtocol(sock, p, t, tcfg)
 	if err != nil {
 		return nil, err
 	}
-	codec := p == ProtocolBinary && t == TransportFramed
-	if codec {
+	codec := codecWireOf(p, t)
+	if codec == binaryCodec {
 		proto = thriftbuf.NewFrames(proto, tcfg).ShareBinaries().LimitWrites(limit)
 	}
 	c := &thriftConn{

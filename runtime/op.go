@@ -61,6 +61,8 @@ type Op struct {
 	// framed binary connections (pipelined, and pooled ones of the built-in Dialer) send
 	// the request and read the reply with instead of Invoke; nil: Invoke alone.
 	Codec *Codec
+	// CompactCodec is Codec for the compact protocol, on framed compact connections.
+	CompactCodec *Codec
 }
 
 // String returns the operation's IDL name.

@@ -125,16 +125,16 @@ func (p *pcall) Call(ctx context.Context, method string, args, result thrift.TSt
 // maxKeptRequest is the largest request buffer a pcall keeps for its next call.
 const maxKeptRequest = 1 << 20
 
-// callCodec is Call for an operation with a Codec on a framed binary connection: the
-// request is encoded by op.Codec into p's own buffer, and the reader decodes the reply
-// into p.resp with it. A result without a response is the Thrift client's MISSING_RESULT
-// application exception. A request over the client's frame limit is refused as the framed
-// transport refuses it.
-func (p *pcall) callCodec(ctx context.Context, op *Op, req any) (Response, error) {
-	p.method, p.codec, p.seq = op.Name, op.Codec, p.conn.seq.Add(1)
+// callCodec is Call for an operation with a Codec in the protocol w of a framed binary or
+// compact connection: the request is encoded by w.of(op) into p's own buffer, and the
+// reader decodes the reply into p.resp with it. A result without a response is the Thrift
+// client's MISSING_RESULT application exception. A request over the client's frame limit
+// is refused as the framed transport refuses it.
+func (p *pcall) callCodec(ctx context.Context, op *Op, w codecWire, req any) (Response, error) {
+	p.method, p.codec, p.seq = op.Name, w.of(op), p.conn.seq.Add(1)
 	b := append(p.wire[:0], 0, 0, 0, 0) // the frame's size, set once the message is encoded
-	b = thriftbuf.AppendMessageBegin(b, op.Name, thrift.CALL, p.seq)
-	b = op.Codec.AppendArgs(b, req)
+	b = w.appendCall(b, op, p.seq)
+	b = p.codec.AppendArgs(b, req)
 	size := len(b) - 4
 	binary.BigEndian.PutUint32(b, uint32(size))
 	p.wire, p.msg = b, b

@@ -10,8 +10,8 @@ import (
 )
 
 // A pipelined request is encoded through thriftbuf.Frames on a framed binary connection,
-// the default, and with an operation's Codec there alone; through the protocol as it is on
-// every other.
+// the default; through the protocol as it is on every other. An operation's Codec is used
+// on framed binary and compact connections alone, in their protocol.
 func TestPipelinedCall_FramedBinaryEncodesThroughFrames(t *testing.T) {
 	for _, p := range []Protocol{ProtocolBinary, ProtocolCompact, ProtocolJSON, ProtocolHeader} {
 		for _, tr := range []Transport{TransportFramed, TransportBuffered} {
@@ -20,7 +20,11 @@ func TestPipelinedCall_FramedBinaryEncodesThroughFrames(t *testing.T) {
 			ps := newPipelines(cfg)
 			_, frames := ps.getCall().out.(*thriftbuf.Frames)
 			assert.Equal(t, p == ProtocolBinary && tr == TransportFramed, frames, "%s over %s", p, tr)
-			assert.Equal(t, p == ProtocolBinary && tr == TransportFramed, ps.codec, "the Codec, %s over %s", p, tr)
+			want := map[Protocol]codecWire{ProtocolBinary: binaryCodec, ProtocolCompact: compactCodec}[p]
+			if tr != TransportFramed {
+				want = noCodec
+			}
+			assert.Equal(t, want, ps.codec, "the Codec, %s over %s", p, tr)
 		}
 	}
 }

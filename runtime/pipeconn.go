@@ -2,6 +2,7 @@ package runtime
 
 import (
 	"bufio"
+	"bytes"
 	"context"
 	"errors"
 	"fmt"
@@ -30,9 +31,12 @@ var (
 // delivers each to the oldest request written, after checking its seqid and method.
 type pipeConn struct {
 	raw    net.Conn
-	in     thrift.TProtocol       // read by the reader goroutine only
-	frames *thriftbuf.Frames      // in, when it is framed binary: a reply's body in memory
-	tcfg   *thrift.TConfiguration // the bounds replies are decoded within
+	in     thrift.TProtocol  // read by the reader goroutine only
+	frames *thriftbuf.Frames // in, when it is framed binary: a reply's body in memory
+	// compactFrames is in's transport when in is framed compact: a reply's body is the rest
+	// of its frame.
+	compactFrames *framing.Reader
+	tcfg          *thrift.TConfiguration // the bounds replies are decoded within
 
 	seq     atomic.Int32
 	pending atomic.Int32  // requests queued or in flight, to pick the least busy connection
@@ -92,6 +96,9 @@ func newPipeConn(raw net.Conn, ps *pipelines) (*pipeConn, error) {
 	c := &pipeConn{raw: raw, in: in, tcfg: ps.tcfg, attemptTimeout: ps.timeout, sweepEvery: sweepInterval(ps.timeout),
 		stop: make(chan struct{}), kick: make(chan struct{}, 1)}
 	c.frames, _ = in.(*thriftbuf.Frames)
+	if compact, ok := in.(*thrift.TCompactProtocol); ok {
+		c.compactFrames, _ = compact.Transport().(*framing.Reader)
+	}
 	c.wg.Add(2)
 	go c.readLoop()
 	go c.writeLoop()
@@ -367,10 +374,18 @@ func (c *pipeConn) readReply(ctx context.Context, p *pcall, claimed bool, name s
 }
 
 // decodeResult decodes the result of the reply to p, whose message header was read, with
-// p's Codec, from the reply's body in memory: with DecodeResultCopy, which copies the
-// response's binaries out, in the reader's buffer, reused for the next reply; else taken
-// from the reader (Detach) so that the response may keep slices of it.
+// p's Codec, from the reply's body in memory (binary: Frames's; compact: the rest of the
+// frame): with DecodeResultCopy, which copies the response's binaries out, in the reader's
+// buffer, reused for the next reply; else taken from the reader (Detach), or a copy of the
+// rest of the frame, so that the response may keep slices of it.
 func (c *pipeConn) decodeResult(p *pcall) (Response, error) {
+	if c.compactFrames != nil {
+		body := c.compactFrames.Take()
+		if p.codec.DecodeResultCopy != nil {
+			return p.codec.DecodeResultCopy(body, c.tcfg)
+		}
+		return p.codec.DecodeResult(bytes.Clone(body), c.tcfg)
+	}
 	var mem *thriftbuf.Protocol
 	if c.frames != nil {
 		mem = c.frames.Memory()

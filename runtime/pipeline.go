@@ -26,7 +26,7 @@ type pipelines struct {
 	tcfg       *thrift.TConfiguration
 	limit      *atomic.Int64            // the map's MaxMessageBytes (Config.requestLimit); nil: none
 	newClient  func(thrift.TClient) any // Service.NewClient
-	codec      bool                     // framed binary: an operation's Codec encodes and decodes its calls
+	codec      codecWire                // framed binary or compact: an operation's Codec in it encodes and decodes its calls
 
 	calls sync.Pool // of *pcall, each with its own encoder
 
@@ -48,7 +48,7 @@ func newPipelines(cfg Config) *pipelines {
 		tcfg:       thriftConfig(cfg),
 		limit:      cfg.requestLimit,
 		newClient:  cfg.Service.NewClient,
-		codec:      cfg.Protocol == ProtocolBinary && cfg.Transport == TransportFramed,
+		codec:      codecWireOf(cfg.Protocol, cfg.Transport),
 	}
 	ps.groups.Store(&map[string]*pipeGroup{})
 	return ps
@@ -83,8 +83,8 @@ func (c *Engine) invokePipelined(ctx context.Context, call *Call, a *Attempt, r 
 	p := ps.getCall()
 	p.conn, p.deadline, p.callBound, p.owner, p.debt = conn, deadline, callBound, w, &call.debt
 	var resp Response
-	if ps.codec && call.Op.Codec != nil {
-		resp, err = p.callCodec(ctx, call.Op, call.Request)
+	if ps.codec.of(call.Op) != nil {
+		resp, err = p.callCodec(ctx, call.Op, ps.codec, call.Request)
 	} else {
 		resp, err = call.Op.Invoke(ctx, p.kv, call.Request)
 	}

@@ -60,8 +60,8 @@ func callSocket(ctx context.Context, sc *thriftConn, call *Call, deadline time.T
 		resp Response
 		err  error
 	)
-	if sc.codec && call.Op.Codec != nil {
-		resp, err = sc.codecCall(call.Op, call.Request)
+	if codec := sc.codec.of(call.Op); codec != nil {
+		resp, err = sc.codecCall(call.Op, codec, call.Request)
 	} else {
 		resp, err = call.Op.Invoke(octx, sc.client, call.Request)
 	}

@@ -20,26 +20,33 @@ const maxKeptReply = 64 << 10
 // version and type, the name's length and the sequence id.
 const messageHeaderSize = 12
 
-// codecCall is Op.Invoke for an operation with a Codec on a pooled framed binary
-// connection (c.codec): the request's frame is encoded by op.Codec into the connection's
-// buffer and written in one write, and the reply's frame is read from the socket's buffer,
-// its header in place and its body into the connection's buffer, which
-// op.Codec.DecodeResultCopy decodes the response from, copying its binaries out (without
-// DecodeResultCopy, into a buffer of the reply's own that DecodeResult decodes it from,
-// its binaries slices of it). The
-// outcomes are the generated client's over the Thrift library: the same bytes on the
+// codecCall is Op.Invoke for an operation with a Codec, codec, on a pooled framed binary or
+// compact connection (c.codec): the request's frame is encoded by codec into the
+// connection's buffer and written in one write. A binary reply's frame is read from the
+// socket's buffer, its header in place and its body into the connection's buffer; a compact
+// reply's frame is read whole into the connection's buffer and its header read there with
+// the Thrift library's compact protocol. codec.DecodeResultCopy decodes the response from
+// that buffer, copying its binaries out (without DecodeResultCopy, the body goes into a
+// buffer of the reply's own that DecodeResult decodes it from, its binaries slices of it).
+// The outcomes are the generated client's over the Thrift library: the same bytes on the
 // wire, a request over the map's message limit or the frame limit refused before any of
 // it is written, the same application exceptions for a reply to another method or
 // sequence id, an exception reply or a result without a response.
-func (c *thriftConn) codecCall(op *Op, req any) (Response, error) {
-	if err := c.writeCodec(op, req); err != nil {
+func (c *thriftConn) codecCall(op *Op, codec *Codec, req any) (Response, error) {
+	if err := c.writeCodec(op, codec, req); err != nil {
 		return nil, err
 	}
-	decode, kept := op.Codec.DecodeResultCopy, true
+	decode, kept := codec.DecodeResultCopy, true
 	if decode == nil {
-		decode, kept = op.Codec.DecodeResult, false
+		decode, kept = codec.DecodeResult, false
 	}
-	body, err := c.readReply(op, kept)
+	var body []byte
+	var err error
+	if c.codec == compactCodec {
+		body, err = c.readCompactReply(op, kept)
+	} else {
+		body, err = c.readReply(op, kept)
+	}
 	if err != nil {
 		return nil, err
 	}
@@ -53,12 +60,12 @@ func (c *thriftConn) codecCall(op *Op, req any) (Response, error) {
 	return resp, nil
 }
 
-// writeCodec encodes req's call message, framed, into c.wire and writes it.
-func (c *thriftConn) writeCodec(op *Op, req any) error {
+// writeCodec encodes req's call message with codec, framed, into c.wire and writes it.
+func (c *thriftConn) writeCodec(op *Op, codec *Codec, req any) error {
 	c.seq++
 	b := append(c.wire[:0], 0, 0, 0, 0) // the frame's size, set once the message is encoded
-	b = thriftbuf.AppendMessageBegin(b, op.Name, thrift.CALL, c.seq)
-	b = op.Codec.AppendArgs(b, req)
+	b = c.codec.appendCall(b, op, c.seq)
+	b = codec.AppendArgs(b, req)
 	c.wire = b
 	if cap(b) > maxKeptRequest {
 		c.wire = nil
@@ -82,16 +89,12 @@ func (c *thriftConn) writeCodec(op *Op, req any) error {
 // client fails it.
 func (c *thriftConn) readReply(op *Op, kept bool) ([]byte, error) {
 	r := c.sock.r
-	p, err := r.Peek(4)
+	size, err := c.frameSize()
 	if err != nil {
-		return nil, wrapTransport(err)
-	}
-	size := binary.BigEndian.Uint32(p)
-	if size > uint32(c.tcfg.GetMaxFrameSize()) {
-		return nil, thrift.NewTTransportException(thrift.UNKNOWN_TRANSPORT_EXCEPTION, fmt.Sprintf("Incorrect frame size (%d)", size))
+		return nil, err
 	}
 	// The header, up to the name of op's length: no byte past the frame is waited for.
-	p, err = r.Peek(4 + int(min(size, uint32(messageHeaderSize+len(op.Name)))))
+	p, err := r.Peek(4 + int(min(size, uint32(messageHeaderSize+len(op.Name)))))
 	if err != nil {
 		return nil, wrapTransport(err)
 	}
@@ -119,6 +122,62 @@ func (c *thriftConn) readReply(op *Op, kept bool) ([]byte, error) {
 		return nil, c.readException(body)
 	}
 	return body, nil
+}
+
+// frameSize peeks at the size of the next frame, which the framed transport refuses past
+// the frame limit.
+func (c *thriftConn) frameSize() (uint32, error) {
+	p, err := c.sock.r.Peek(4)
+	if err != nil {
+		return 0, wrapTransport(err)
+	}
+	size := binary.BigEndian.Uint32(p)
+	if size > uint32(c.tcfg.GetMaxFrameSize()) {
+		return 0, thrift.NewTTransportException(thrift.UNKNOWN_TRANSPORT_EXCEPTION, fmt.Sprintf("Incorrect frame size (%d)", size))
+	}
+	return size, nil
+}
+
+// readCompactReply is readReply for the compact protocol: the reply's frame is read whole
+// into c.reply, its header with the Thrift library's compact protocol; the body returned
+// is the rest of the frame, in c.reply when kept, valid until the next call, else taken
+// from it.
+func (c *thriftConn) readCompactReply(op *Op, kept bool) ([]byte, error) {
+	r := c.sock.r
+	size, err := c.frameSize()
+	if err != nil {
+		return nil, err
+	}
+	r.Discard(4) // peeked: cannot fail
+	if c.reply == nil {
+		c.reply = thriftbuf.New(c.tcfg)
+		c.replyHeader = thrift.NewTCompactProtocolConf(c.reply.Transport(), c.tcfg)
+	}
+	c.reply.Reset(nil)
+	if err := c.reply.Fill(r, int(size)); err != nil {
+		return nil, wrapTransport(err)
+	}
+	ctx := context.Background()
+	name, typeID, seq, err := c.replyHeader.ReadMessageBegin(ctx)
+	switch {
+	case err != nil:
+		return nil, err
+	case name != op.Name:
+		return nil, thrift.NewTApplicationException(thrift.WRONG_METHOD_NAME, op.Name+": wrong method name")
+	case seq != c.seq:
+		return nil, thrift.NewTApplicationException(thrift.BAD_SEQUENCE_ID, op.Name+": out of order sequence response")
+	case typeID == thrift.EXCEPTION:
+		exc := thrift.NewTApplicationException(thrift.UNKNOWN_APPLICATION_EXCEPTION, "Unknown Exception")
+		if err := exc.Read(ctx, c.replyHeader); err != nil {
+			return nil, err
+		}
+		return nil, exc
+	case typeID != thrift.REPLY:
+		return nil, thrift.NewTApplicationException(thrift.INVALID_MESSAGE_TYPE_EXCEPTION, op.Name+": invalid message type")
+	case kept:
+		return c.reply.Unread(), nil
+	}
+	return c.reply.Detach(), nil
 }
 
 // checkReplyHeader reads the message header at the start of p, the first bytes of a reply

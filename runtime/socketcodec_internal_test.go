@@ -23,7 +23,7 @@ func TestWriteCodec_KeepsRequestBuffersUpToTheBound(t *testing.T) {
 		kept     bool
 	}{{4096, true}, {maxKeptRequest, true}, {maxKeptRequest + 1, false}} {
 		c := &thriftConn{tcfg: &thrift.TConfiguration{MaxFrameSize: 1}, wire: make([]byte, 0, tc.capacity)}
-		require.Error(t, c.writeCodec(op, nil), "over the frame limit of 1 byte")
+		require.Error(t, c.writeCodec(op, op.Codec, nil), "over the frame limit of 1 byte")
 		assert.Equal(t, tc.kept, c.wire != nil, "a buffer of %d bytes", tc.capacity)
 	}
 }

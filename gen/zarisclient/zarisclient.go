@@ -60,6 +60,7 @@ var OpGet = &runtime.Op{
 	Status:       statusGet,
 	Invoke:       invokeGet,
 	Codec:        codecGet,
+	CompactCodec: compactCodecGet,
 }
 
 // OpPut describes Put: a write operation, idempotent, routed by PutRequest.key, guarded against replays by ifMatchVersion and ifAbsent.
@@ -74,6 +75,7 @@ var OpPut = &runtime.Op{
 	Status:       statusPut,
 	Invoke:       invokePut,
 	Codec:        codecPut,
+	CompactCodec: compactCodecPut,
 }
 
 // OpDelete describes Delete: a write operation, idempotent, routed by DeleteRequest.key, guarded against replays by ifMatchVersion.
@@ -88,6 +90,7 @@ var OpDelete = &runtime.Op{
 	Status:       statusDelete,
 	Invoke:       invokeDelete,
 	Codec:        codecDelete,
+	CompactCodec: compactCodecDelete,
 }
 
 // OpIncrement describes Increment: a write operation, not idempotent, routed by IncrementRequest.key, with a request token in IncrementRequest.token (rule B8).
@@ -102,6 +105,7 @@ var OpIncrement = &runtime.Op{
 	Status:       statusIncrement,
 	Invoke:       invokeIncrement,
 	Codec:        codecIncrement,
+	CompactCodec: compactCodecIncrement,
 }
 
 // Ops lists every data operation of ZarisKv, in IDL order.
@@ -376,6 +380,28 @@ var codecGet = &runtime.Codec{
 	},
 }
 
+// compactCodecGet is Get's generated compact protocol (runtime.Codec).
+var compactCodecGet = &runtime.Codec{
+	AppendArgs: func(b []byte, req any) []byte {
+		args := zaris.ZarisKvGetArgs{Req: req.(*zaris.GetRequest)}
+		return zariscodec.AppendCompactZarisKvGetArgs(b, &args)
+	},
+	DecodeResult: func(b []byte, cfg *thrift.TConfiguration) (runtime.Response, error) {
+		var r zaris.ZarisKvGetResult
+		if _, err := zariscodec.DecodeCompactZarisKvGetResult(b, &r, cfg); err != nil || r.Success == nil {
+			return nil, err
+		}
+		return r.Success, nil
+	},
+	DecodeResultCopy: func(b []byte, cfg *thrift.TConfiguration) (runtime.Response, error) {
+		var r zaris.ZarisKvGetResult
+		if _, err := zariscodec.DecodeCompactZarisKvGetResultCopy(b, &r, cfg); err != nil || r.Success == nil {
+			return nil, err
+		}
+		return r.Success, nil
+	},
+}
+
 func statusPut(resp runtime.Response) runtime.Status {
 	return runtime.Status(resp.(*zaris.PutResponse).GetStatus())
 }
@@ -407,6 +433,28 @@ var codecPut = &runtime.Codec{
 	DecodeResultCopy: func(b []byte, cfg *thrift.TConfiguration) (runtime.Response, error) {
 		var r zaris.ZarisKvPutResult
 		if _, err := zariscodec.DecodeZarisKvPutResultCopy(b, &r, cfg); err != nil || r.Success == nil {
+			return nil, err
+		}
+		return r.Success, nil
+	},
+}
+
+// compactCodecPut is Put's generated compact protocol (runtime.Codec).
+var compactCodecPut = &runtime.Codec{
+	AppendArgs: func(b []byte, req any) []byte {
+		args := zaris.ZarisKvPutArgs{Req: req.(*zaris.PutRequest)}
+		return zariscodec.AppendCompactZarisKvPutArgs(b, &args)
+	},
+	DecodeResult: func(b []byte, cfg *thrift.TConfiguration) (runtime.Response, error) {
+		var r zaris.ZarisKvPutResult
+		if _, err := zariscodec.DecodeCompactZarisKvPutResult(b, &r, cfg); err != nil || r.Success == nil {
+			return nil, err
+		}
+		return r.Success, nil
+	},
+	DecodeResultCopy: func(b []byte, cfg *thrift.TConfiguration) (runtime.Response, error) {
+		var r zaris.ZarisKvPutResult
+		if _, err := zariscodec.DecodeCompactZarisKvPutResultCopy(b, &r, cfg); err != nil || r.Success == nil {
 			return nil, err
 		}
 		return r.Success, nil
@@ -450,6 +498,28 @@ var codecDelete = &runtime.Codec{
 	},
 }
 
+// compactCodecDelete is Delete's generated compact protocol (runtime.Codec).
+var compactCodecDelete = &runtime.Codec{
+	AppendArgs: func(b []byte, req any) []byte {
+		args := zaris.ZarisKvDeleteArgs{Req: req.(*zaris.DeleteRequest)}
+		return zariscodec.AppendCompactZarisKvDeleteArgs(b, &args)
+	},
+	DecodeResult: func(b []byte, cfg *thrift.TConfiguration) (runtime.Response, error) {
+		var r zaris.ZarisKvDeleteResult
+		if _, err := zariscodec.DecodeCompactZarisKvDeleteResult(b, &r, cfg); err != nil || r.Success == nil {
+			return nil, err
+		}
+		return r.Success, nil
+	},
+	DecodeResultCopy: func(b []byte, cfg *thrift.TConfiguration) (runtime.Response, error) {
+		var r zaris.ZarisKvDeleteResult
+		if _, err := zariscodec.DecodeCompactZarisKvDeleteResultCopy(b, &r, cfg); err != nil || r.Success == nil {
+			return nil, err
+		}
+		return r.Success, nil
+	},
+}
+
 func statusIncrement(resp runtime.Response) runtime.Status {
 	return runtime.Status(resp.(*zaris.IncrementResponse).GetStatus())
 }
@@ -487,6 +557,28 @@ var codecIncrement = &runtime.Codec{
 	},
 }
 
+// compactCodecIncrement is Increment's generated compact protocol (runtime.Codec).
+var compactCodecIncrement = &runtime.Codec{
+	AppendArgs: func(b []byte, req any) []byte {
+		args := zaris.ZarisKvIncrementArgs{Req: req.(*zaris.IncrementRequest)}
+		return zariscodec.AppendCompactZarisKvIncrementArgs(b, &args)
+	},
+	DecodeResult: func(b []byte, cfg *thrift.TConfiguration) (runtime.Response, error) {
+		var r zaris.ZarisKvIncrementResult
+		if _, err := zariscodec.DecodeCompactZarisKvIncrementResult(b, &r, cfg); err != nil || r.Success == nil {
+			return nil, err
+		}
+		return r.Success, nil
+	},
+	DecodeResultCopy: func(b []byte, cfg *thrift.TConfiguration) (runtime.Response, error) {
+		var r zaris.ZarisKvIncrementResult
+		if _, err := zariscodec.DecodeCompactZarisKvIncrementResultCopy(b, &r, cfg); err != nil || r.Success == nil {
+			return nil, err
+		}
+		return r.Success, nil
+	},
+}
+
 // OpMultiGet describes MultiGet: a multi-key read operation, idempotent, routed by MultiGetRequest.items[].key.
 var OpMultiGet = &runtime.Op{
 	Service:      "ZarisKv",
@@ -498,6 +590,7 @@ var OpMultiGet = &runtime.Op{
 	Status:       statusMultiGet,
 	Invoke:       invokeMultiGet,
 	Codec:        codecMultiGet,
+	CompactCodec: compactCodecMultiGet,
 }
 
 // OpMultiPut describes MultiPut: a multi-key write operation, idempotent, routed by MultiPutRequest.items[].key, each item guarded against replays by items[].ifMatchVersion and items[].ifAbsent.
@@ -512,6 +605,7 @@ var OpMultiPut = &runtime.Op{
 	Status:       statusMultiPut,
 	Invoke:       invokeMultiPut,
 	Codec:        codecMultiPut,
+	CompactCodec: compactCodecMultiPut,
 }
 
 // OpMultiDelete describes MultiDelete: a multi-key write operation, idempotent, routed by MultiDeleteRequest.items[].key, each item guarded against replays by items[].ifMatchVersion.
@@ -526,6 +620,7 @@ var OpMultiDelete = &runtime.Op{
 	Status:       statusMultiDelete,
 	Invoke:       invokeMultiDelete,
 	Codec:        codecMultiDelete,
+	CompactCodec: compactCodecMultiDelete,
 }
 
 // BatchOps lists every multi-key operation of ZarisKv, in IDL order.
@@ -625,6 +720,28 @@ var codecMultiGet = &runtime.Codec{
 	},
 }
 
+// compactCodecMultiGet is MultiGet's generated compact protocol (runtime.Codec).
+var compactCodecMultiGet = &runtime.Codec{
+	AppendArgs: func(b []byte, req any) []byte {
+		args := zaris.ZarisKvMultiGetArgs{Req: req.(*zaris.MultiGetRequest)}
+		return zariscodec.AppendCompactZarisKvMultiGetArgs(b, &args)
+	},
+	DecodeResult: func(b []byte, cfg *thrift.TConfiguration) (runtime.Response, error) {
+		var r zaris.ZarisKvMultiGetResult
+		if _, err := zariscodec.DecodeCompactZarisKvMultiGetResult(b, &r, cfg); err != nil || r.Success == nil {
+			return nil, err
+		}
+		return r.Success, nil
+	},
+	DecodeResultCopy: func(b []byte, cfg *thrift.TConfiguration) (runtime.Response, error) {
+		var r zaris.ZarisKvMultiGetResult
+		if _, err := zariscodec.DecodeCompactZarisKvMultiGetResultCopy(b, &r, cfg); err != nil || r.Success == nil {
+			return nil, err
+		}
+		return r.Success, nil
+	},
+}
+
 // MultiPut calls MultiPut through the client's stack: writes many keys, each optionally guarded by ifMatchVersion or ifAbsent; not atomic.
 // The items are split by owner, one owner's into sub-requests of at most 1 MiB of keys and
 // values (a larger item goes alone), and sent in parallel; items that meet churn are retried
@@ -712,6 +829,28 @@ var codecMultiPut = &runtime.Codec{
 	},
 }
 
+// compactCodecMultiPut is MultiPut's generated compact protocol (runtime.Codec).
+var compactCodecMultiPut = &runtime.Codec{
+	AppendArgs: func(b []byte, req any) []byte {
+		args := zaris.ZarisKvMultiPutArgs{Req: req.(*zaris.MultiPutRequest)}
+		return zariscodec.AppendCompactZarisKvMultiPutArgs(b, &args)
+	},
+	DecodeResult: func(b []byte, cfg *thrift.TConfiguration) (runtime.Response, error) {
+		var r zaris.ZarisKvMultiPutResult
+		if _, err := zariscodec.DecodeCompactZarisKvMultiPutResult(b, &r, cfg); err != nil || r.Success == nil {
+			return nil, err
+		}
+		return r.Success, nil
+	},
+	DecodeResultCopy: func(b []byte, cfg *thrift.TConfiguration) (runtime.Response, error) {
+		var r zaris.ZarisKvMultiPutResult
+		if _, err := zariscodec.DecodeCompactZarisKvMultiPutResultCopy(b, &r, cfg); err != nil || r.Success == nil {
+			return nil, err
+		}
+		return r.Success, nil
+	},
+}
+
 // MultiDelete calls MultiDelete through the client's stack: deletes many keys, each optionally guarded by ifMatchVersion; not atomic.
 // The items are split by owner, one owner's into sub-requests of at most 1 MiB of keys and
 // values (a larger item goes alone), and sent in parallel; items that meet churn are retried
@@ -793,6 +932,28 @@ var codecMultiDelete = &runtime.Codec{
 	DecodeResultCopy: func(b []byte, cfg *thrift.TConfiguration) (runtime.Response, error) {
 		var r zaris.ZarisKvMultiDeleteResult
 		if _, err := zariscodec.DecodeZarisKvMultiDeleteResultCopy(b, &r, cfg); err != nil || r.Success == nil {
+			return nil, err
+		}
+		return r.Success, nil
+	},
+}
+
+// compactCodecMultiDelete is MultiDelete's generated compact protocol (runtime.Codec).
+var compactCodecMultiDelete = &runtime.Codec{
+	AppendArgs: func(b []byte, req any) []byte {
+		args := zaris.ZarisKvMultiDeleteArgs{Req: req.(*zaris.MultiDeleteRequest)}
+		return zariscodec.AppendCompactZarisKvMultiDeleteArgs(b, &args)
+	},
+	DecodeResult: func(b []byte, cfg *thrift.TConfiguration) (runtime.Response, error) {
+		var r zaris.ZarisKvMultiDeleteResult
+		if _, err := zariscodec.DecodeCompactZarisKvMultiDeleteResult(b, &r, cfg); err != nil || r.Success == nil {
+			return nil, err
+		}
+		return r.Success, nil
+	},
+	DecodeResultCopy: func(b []byte, cfg *thrift.TConfiguration) (runtime.Response, error) {
+		var r zaris.ZarisKvMultiDeleteResult
+		if _, err := zariscodec.DecodeCompactZarisKvMultiDeleteResultCopy(b, &r, cfg); err != nil || r.Success == nil {
 			return nil, err
 		}
 		return r.Success, nil

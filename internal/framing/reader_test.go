@@ -128,3 +128,19 @@ func TestReader_TakesItsBufferFromTheBudget(t *testing.T) {
 	r.Free()
 	assert.Zero(t, b.used)
 }
+
+// TestReader_Take returns the rest of the frame being read, and the next read starts the
+// next frame; before any read, and at a frame's end, the rest is empty.
+func TestReader_Take(t *testing.T) {
+	f := NewReader(bytes.NewReader(framed(t, [][]byte{[]byte("head+rest"), []byte("next")})), 1<<20)
+	assert.Empty(t, f.Take(), "before any read")
+	head := make([]byte, 5)
+	_, err := io.ReadFull(f, head)
+	require.NoError(t, err)
+	assert.Equal(t, "rest", string(f.Take()))
+	assert.Zero(t, f.RemainingBytes())
+	assert.Empty(t, f.Take(), "at the frame's end")
+	b, err := f.ReadByte()
+	require.NoError(t, err)
+	assert.Equal(t, byte('n'), b, "the next frame")
+}

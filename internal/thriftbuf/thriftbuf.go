@@ -117,6 +117,14 @@ func AppendMessageBegin(b []byte, name string, typeID thrift.TMessageType, seqID
 	return binary.BigEndian.AppendUint32(b, uint32(seqID))
 }
 
+// AppendCompactMessageBegin appends the header of a message, as the compact protocol writes
+// it, to b.
+func AppendCompactMessageBegin(b []byte, name string, typeID thrift.TMessageType, seqID int32) []byte {
+	b = append(b, thrift.COMPACT_PROTOCOL_ID, thrift.COMPACT_VERSION|byte(typeID)<<thrift.COMPACT_TYPE_SHIFT_AMOUNT&thrift.COMPACT_TYPE_MASK)
+	b = binary.AppendUvarint(b, uint64(uint32(seqID)))
+	return append(binary.AppendUvarint(b, uint64(len(name))), name...)
+}
+
 // Transport returns the transport over the buffers.
 func (p *Protocol) Transport() thrift.TTransport { return &p.bufs }
 
