@@ -36,6 +36,9 @@ const (
 	codecEncodeReply   = "node encodes the reply"
 	codecDecodeReply   = "client decodes the reply"
 	codecTotal         = "Get request and reply, all four"
+	// codecCompactTotal is the four steps in the compact protocol, against the library's
+	// compact protocol on a memory buffer.
+	codecCompactTotal = "the same, compact protocol"
 )
 
 // codecRows measures each step of a Get (key "bench", a reply of a 100-byte value) both
@@ -171,7 +174,75 @@ func codecRows() ([]codecRow, error) {
 		total.CodecBytesOps += row.CodecBytesOps
 	}
 	total.TimeRatio = ratio(total.CodecNs, total.LibNs)
-	return append(rows, total), failed
+	compact, err := compactCodecRow(cfg, args, result)
+	if failed == nil {
+		failed = err
+	}
+	return append(rows, total, compact), failed
+}
+
+// compactCodecRow measures the four steps of a Get together in the compact protocol: the
+// library's generated code over its compact protocol on a memory buffer, and the generated
+// codec's compact functions, each decode of a message's body copied into a reused buffer.
+func compactCodecRow(cfg *thrift.TConfiguration, args *zaris.ZarisKvGetArgs, result *zaris.ZarisKvGetResult) (codecRow, error) {
+	ctx := context.Background()
+	buf := thrift.NewTMemoryBufferLen(512)
+	p := thrift.NewTCompactProtocolConf(buf, cfg)
+	var failed error
+	fail := func(err error) {
+		if err != nil && failed == nil {
+			failed = err
+		}
+	}
+	message := func(typ thrift.TMessageType, s thrift.TStruct) []byte {
+		buf.Reset()
+		fail(p.WriteMessageBegin(ctx, "Get", typ, 1))
+		fail(s.Write(ctx, p))
+		fail(p.WriteMessageEnd(ctx))
+		return buf.Bytes()
+	}
+	read := func(body []byte, s thrift.TStruct) {
+		buf.Reset()
+		buf.Write(body)
+		fail(s.Read(ctx, p))
+	}
+	header := len(thriftbuf.AppendCompactMessageBegin(nil, "Get", thrift.CALL, 1))
+	request, reply := bytes.Clone(message(thrift.CALL, args)), bytes.Clone(message(thrift.REPLY, result))
+	var out, in []byte
+	out = zariscodec.AppendCompactZarisKvGetArgs(thriftbuf.AppendCompactMessageBegin(out[:0], "Get", thrift.CALL, 1), args)
+	if !bytes.Equal(out, request) {
+		return codecRow{}, fmt.Errorf("the generated compact request %x is not the library's %x", out, request)
+	}
+	out = zariscodec.AppendCompactZarisKvGetResult(thriftbuf.AppendCompactMessageBegin(out[:0], "Get", thrift.REPLY, 1), result)
+	if !bytes.Equal(out, reply) {
+		return codecRow{}, fmt.Errorf("the generated compact reply %x is not the library's %x", out, reply)
+	}
+	lib := testing.Benchmark(withAllocs(func(b *testing.B) {
+		for b.Loop() {
+			message(thrift.CALL, &zaris.ZarisKvGetArgs{Req: args.Req})
+			read(request[header:], &zaris.ZarisKvGetArgs{})
+			message(thrift.REPLY, &zaris.ZarisKvGetResult{Success: result.Success})
+			read(reply[header:], &zaris.ZarisKvGetResult{})
+		}
+	}))
+	gen := testing.Benchmark(withAllocs(func(b *testing.B) {
+		for b.Loop() {
+			a := zaris.ZarisKvGetArgs{Req: args.Req}
+			out = zariscodec.AppendCompactZarisKvGetArgs(thriftbuf.AppendCompactMessageBegin(out[:0], "Get", thrift.CALL, 1), &a)
+			in = append(in[:0], request[header:]...)
+			_, err := zariscodec.DecodeCompactZarisKvGetArgs(in, &a, cfg)
+			fail(err)
+			r := zaris.ZarisKvGetResult{Success: result.Success}
+			out = zariscodec.AppendCompactZarisKvGetResult(thriftbuf.AppendCompactMessageBegin(out[:0], "Get", thrift.REPLY, 1), &r)
+			in = append(in[:0], reply[header:]...)
+			_, err = zariscodec.DecodeCompactZarisKvGetResult(in, &r, cfg)
+			fail(err)
+		}
+	}))
+	row := codecRow{Step: codecCompactTotal, LibNs: float64(lib.NsPerOp()), LibAllocs: float64(lib.AllocsPerOp()), LibBytes: float64(lib.AllocedBytesPerOp()),
+		CodecNs: float64(gen.NsPerOp()), CodecAllocs: float64(gen.AllocsPerOp()), CodecBytesOps: float64(gen.AllocedBytesPerOp())}
+	row.TimeRatio = ratio(row.CodecNs, row.LibNs)
+	return row, failed
 }
 
 // messageHeader is the length of the strict binary message header at the start of b.

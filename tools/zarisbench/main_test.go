@@ -87,7 +87,8 @@ func TestQuickRunFillsEverySection(t *testing.T) {
 		assert.Positive(t, e.Rounds, e.Name)
 	}
 
-	require.Len(t, res.Codec, 5, "four steps of a Get and their total")
+	require.Len(t, res.Codec, 6, "four steps of a Get, their total, and the same in the compact protocol")
+	assert.Equal(t, codecCompactTotal, res.Codec[5].Step)
 	for _, r := range res.Codec {
 		assert.Positive(t, r.LibNs, r.Step)
 		assert.Positive(t, r.CodecNs, r.Step)
