@@ -108,7 +108,8 @@ bench-go: ## run the go test benchmarks
 # store's, which link etcd's server, more again), and fuzzing is a soak's work.
 FUZZ_TARGETS := runtime:FuzzNewConfigEnv runtime:FuzzMalformedReply runtime:FuzzReplyNames internal/thriftbuf:FuzzMemFrames internal/codeccheck:FuzzCodec \
 	tools/zarisgen:FuzzParseProgram tools/zarisgen:FuzzIDLNames
-STORE_FUZZ_TARGETS := tools/store:FuzzNodeHeaderPort tools/store:FuzzNodeJSONPort tools/store:FuzzMemMultiGet tools/store:FuzzCodecGet
+STORE_FUZZ_TARGETS := tools/store:FuzzNodeHeaderPort tools/store:FuzzNodeJSONPort tools/store:FuzzMemMultiGet tools/store:FuzzCodecGet \
+	tools/store:FuzzCodecGetCompact
 FUZZTIME      ?= 3s
 SOAK_FUZZTIME ?= 60s
 # CODEC_FUZZ is the generated codec's fuzz target, which `make soak` runs for CODEC_SOAK_FUZZTIME

@@ -380,7 +380,8 @@ func (c *pipeConn) readReply(ctx context.Context, p *pcall, claimed bool, name s
 // rest of the frame, so that the response may keep slices of it.
 func (c *pipeConn) decodeResult(p *pcall) (Response, error) {
 	if c.compactFrames != nil {
-		body := c.compactFrames.Take()
+		body := c.compactFrames.Unread()
+		c.compactFrames.Discard(len(body)) // what follows the result, as Frames drops it
 		if p.codec.DecodeResultCopy != nil {
 			return p.codec.DecodeResultCopy(body, c.tcfg)
 		}

@@ -71,13 +71,13 @@ func (f *Reader) Write([]byte) (int, error) {
 	return 0, thrift.NewTTransportException(thrift.NOT_OPEN, "framing: a Reader does not write")
 }
 
-// Take returns what is left of the frame being read and reads past it; the bytes are
+// Unread returns what is left of the frame being read, without reading it; the bytes are
 // valid until the next read.
-func (f *Reader) Take() []byte {
-	b := f.in[f.off:]
-	f.off = len(f.in)
-	return b
-}
+func (f *Reader) Unread() []byte { return f.in[f.off:] }
+
+// Discard reads past the next n bytes of the frame being read, n at most what Unread
+// returns.
+func (f *Reader) Discard(n int) { f.off += n }
 
 // RemainingBytes returns what is left of the frame being read.
 func (f *Reader) RemainingBytes() uint64 { return uint64(len(f.in) - f.off) }

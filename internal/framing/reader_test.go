@@ -129,18 +129,24 @@ func TestReader_TakesItsBufferFromTheBudget(t *testing.T) {
 	assert.Zero(t, b.used)
 }
 
-// TestReader_Take returns the rest of the frame being read, and the next read starts the
-// next frame; before any read, and at a frame's end, the rest is empty.
-func TestReader_Take(t *testing.T) {
-	f := NewReader(bytes.NewReader(framed(t, [][]byte{[]byte("head+rest"), []byte("next")})), 1<<20)
-	assert.Empty(t, f.Take(), "before any read")
+// TestReader_UnreadAndDiscard: Unread returns the rest of the frame being read without
+// reading it, Discard reads past some of it, and the next read after the frame's end starts
+// the next frame; before any read, and at a frame's end, the rest is empty.
+func TestReader_UnreadAndDiscard(t *testing.T) {
+	f := NewReader(bytes.NewReader(framed(t, [][]byte{[]byte("head+rest!"), []byte("next")})), 1<<20)
+	assert.Empty(t, f.Unread(), "before any read")
 	head := make([]byte, 5)
 	_, err := io.ReadFull(f, head)
 	require.NoError(t, err)
-	assert.Equal(t, "rest", string(f.Take()))
-	assert.Zero(t, f.RemainingBytes())
-	assert.Empty(t, f.Take(), "at the frame's end")
+	assert.Equal(t, "rest!", string(f.Unread()))
+	assert.Equal(t, "rest!", string(f.Unread()), "Unread reads nothing")
+	f.Discard(4)
+	assert.EqualValues(t, 1, f.RemainingBytes())
 	b, err := f.ReadByte()
+	require.NoError(t, err)
+	assert.Equal(t, byte('!'), b)
+	assert.Empty(t, f.Unread(), "at the frame's end")
+	b, err = f.ReadByte()
 	require.NoError(t, err)
 	assert.Equal(t, byte('n'), b, "the next frame")
 }

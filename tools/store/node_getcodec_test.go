@@ -10,31 +10,44 @@ import (
 	"github.com/stretchr/testify/assert"
 
 	"github.com/clustron/zaris-go/gen/zaris"
+	"github.com/clustron/zaris-go/internal/thriftbuf"
 )
 
 // A Get served with the generated codec gets the generated processor's reply, byte for
-// byte: a key held, one held empty, one absent, one of another node's segment, no key,
-// arguments of another shape, and a Get through the header protocol (served as before).
+// byte, from framed binary and framed compact clients: a key held, one held empty, one
+// absent, one of another node's segment, no key, arguments of another shape, arguments
+// followed by bytes of their own in the frame, and a Get through the header protocol
+// (served as before).
 func TestCodecGet_RepliesAsTheGeneratedCode(t *testing.T) {
 	h, mine, empty, other := memMultiGetNode(t)
 	get := func(key []byte) thrift.TStruct { return &zaris.ZarisKvGetArgs{Req: &zaris.GetRequest{Key: key}} }
-	frames := [][]byte{
-		headerCall(t, framedBinaryID, "Get", get(mine)),
-		headerCall(t, framedBinaryID, "Get", get(empty)),
-		headerCall(t, framedBinaryID, "Get", get([]byte("absent"))),
-		headerCall(t, framedBinaryID, "Get", get(other)),
-		headerCall(t, framedBinaryID, "Get", get(nil)),
-		headerCall(t, framedBinaryID, "Get", &zaris.ZarisKvGetArgs{}),
-		headerCall(t, framedBinaryID, "Get", multiGetArgs(string(mine))),
-		headerCall(t, framedBinaryID, "Get", get(mine)),
-	}
 	proc := func() thrift.TProcessor {
 		return serveGetWithCodec(zaris.NewZarisKvProcessor(h), h, serverConfig(1<<20, 1<<16, 0))
 	}
-	want := serveFrames(t, zaris.NewZarisKvProcessor(h), frames...)
-	got := serveFrames(t, proc(), frames...)
-	assert.NotEmpty(t, want)
-	assert.Equal(t, want, got)
+	for _, id := range []thrift.THeaderProtocolID{framedBinaryID, framedCompactID} {
+		trailing := headerCall(t, id, "Get", get(mine))
+		trailing = append(trailing, 0x0C, 0x00) // within the frame: its size grows by 2
+		binary.BigEndian.PutUint32(trailing, binary.BigEndian.Uint32(trailing)+2)
+		frames := [][]byte{
+			headerCall(t, id, "Get", get(mine)),
+			headerCall(t, id, "Get", get(empty)),
+			headerCall(t, id, "Get", get([]byte("absent"))),
+			headerCall(t, id, "Get", get(other)),
+			headerCall(t, id, "Get", get(nil)),
+			headerCall(t, id, "Get", &zaris.ZarisKvGetArgs{}),
+			headerCall(t, id, "Get", multiGetArgs(string(mine))),
+			headerCall(t, id, "Get", get(mine)),
+		}
+		want := serveFrames(t, zaris.NewZarisKvProcessor(h), frames...)
+		got := serveFrames(t, proc(), frames...)
+		assert.NotEmpty(t, want)
+		assert.Equal(t, want, got, "protocol %d", id)
+		if id == framedCompactID {
+			// Binary frames are read whole (thriftbuf.Frames); compact ones as a stream,
+			// in which what follows the arguments is read next.
+			assert.Equal(t, serveFrames(t, zaris.NewZarisKvProcessor(h), trailing, frames[0]), serveFrames(t, proc(), trailing, frames[0]))
+		}
+	}
 
 	header := headerCall(t, thrift.THeaderProtocolBinary, "Get", get(mine))
 	assert.Equal(t, serveFrames(t, zaris.NewZarisKvProcessor(h), header), serveFrames(t, proc(), header))
@@ -69,9 +82,37 @@ func FuzzCodecGet(f *testing.F) {
 	})
 }
 
-// The codec's Get is the one that serves a framed binary Get: the generated processor's
-// Get function is never called for one, and still answers a Get through the header
-// protocol and one whose arguments the codec cannot decode.
+// Whatever follows a compact Get's message header, the node answers as the generated code
+// does.
+func FuzzCodecGetCompact(f *testing.F) {
+	h, mine, _, _ := memMultiGetNode(f)
+	body := func(args thrift.TStruct) []byte {
+		frame := headerCall(f, framedCompactID, "Get", args)
+		return frame[4+len(compactGetHeader):]
+	}
+	f.Add(body(&zaris.ZarisKvGetArgs{Req: &zaris.GetRequest{Key: mine}}))
+	f.Add(body(&zaris.ZarisKvGetArgs{}))
+	f.Add(body(multiGetArgs("a", "b")))
+	f.Add([]byte{})
+	proc := serveGetWithCodec(zaris.NewZarisKvProcessor(h), h, serverConfig(1<<20, 1<<16, 0))
+	generated := zaris.NewZarisKvProcessor(h)
+	f.Fuzz(func(t *testing.T, b []byte) {
+		frame := append(bytes.Clone(compactGetHeader), b...)
+		frame = append(binary.BigEndian.AppendUint32(nil, uint32(len(frame))), frame...)
+		want := serveFrames(t, generated, frame)
+		got := serveFrames(t, proc, frame)
+		if !bytes.Equal(want, got) {
+			t.Fatalf("body %x: generated %q, codec %q", b, want, got)
+		}
+	})
+}
+
+// compactGetHeader is the compact protocol's header of a call of Get, seqid 7.
+var compactGetHeader = thriftbuf.AppendCompactMessageBegin(nil, "Get", thrift.CALL, 7)
+
+// The codec's Get is the one that serves a framed binary or compact Get: the generated
+// processor's Get function is never called for one, and still answers a Get through the
+// header protocol and one whose arguments the codec cannot decode.
 func TestCodecGet_Serves(t *testing.T) {
 	h, mine, _, _ := memMultiGetNode(t)
 	get := &zaris.ZarisKvGetArgs{Req: &zaris.GetRequest{Key: mine}}
@@ -83,6 +124,8 @@ func TestCodecGet_Serves(t *testing.T) {
 		{"framed binary", headerCall(t, framedBinaryID, "Get", get), 0},
 		{"header binary", headerCall(t, thrift.THeaderProtocolBinary, "Get", get), 1},
 		{"arguments of another shape", headerCall(t, framedBinaryID, "Get", multiGetArgs("a")), 1},
+		{"framed compact", headerCall(t, framedCompactID, "Get", get), 0},
+		{"compact arguments of another shape", headerCall(t, framedCompactID, "Get", multiGetArgs("a")), 1},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			proc := zaris.NewZarisKvProcessor(h)

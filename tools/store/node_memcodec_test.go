@@ -50,18 +50,26 @@ func (p pipeTransport) Open() error                              { return nil }
 func (p pipeTransport) IsOpen() bool                             { return true }
 func (p pipeTransport) SetTConfiguration(*thrift.TConfiguration) {}
 
-// framedBinaryID stands for a framed binary client in headerCall.
-const framedBinaryID thrift.THeaderProtocolID = -1
+// framedBinaryID and framedCompactID stand for a framed binary and a framed compact client in
+// headerCall.
+const (
+	framedBinaryID  thrift.THeaderProtocolID = -1
+	framedCompactID thrift.THeaderProtocolID = -2
+)
 
 // headerCall returns a client's frame carrying a call of method with args: a THeader
-// frame of protocol id, or a framed binary one for framedBinaryID.
+// frame of protocol id, or a framed binary or compact one for framedBinaryID and
+// framedCompactID.
 func headerCall(t testing.TB, id thrift.THeaderProtocolID, method string, args thrift.TStruct) []byte {
 	var buf bytes.Buffer
 	var p thrift.TProtocol
-	if id == framedBinaryID {
-		cfg := &thrift.TConfiguration{}
+	cfg := &thrift.TConfiguration{}
+	switch id {
+	case framedBinaryID:
 		p = thrift.NewTBinaryProtocolConf(thrift.NewTFramedTransportConf(pipeTransport{w: &buf}, cfg), cfg)
-	} else {
+	case framedCompactID:
+		p = thrift.NewTCompactProtocolConf(thrift.NewTFramedTransportConf(pipeTransport{w: &buf}, cfg), cfg)
+	default:
 		p = thrift.NewTHeaderProtocolConf(pipeTransport{w: &buf}, &thrift.TConfiguration{THeaderProtocolID: &id})
 	}
 	require.NoError(t, p.WriteMessageBegin(bg, method, thrift.CALL, 7))
