@@ -19,7 +19,9 @@ type ClusterMap struct {
 	Segments []*SegmentInfo `json:"segments"`
 	// MaxMessageBytes is the largest request, in bytes, the answering node takes, if the
 	// IDL's map carries it; 0 when the node does not say. The client refuses to send a
-	// larger request (ErrRequestTooLarge).
+	// larger request (ErrRequestTooLarge) on pipelined connections and on pooled framed
+	// binary and framed compact ones of the built-in Dialer (for compact, a generated
+	// operation's); over the others it sends it, and the node refuses it.
 	MaxMessageBytes int64 `json:"maxMessageBytes,omitempty"`
 	// DedupWindowMs is how long, in milliseconds, the store keeps the first outcome of a
 	// tokened write and answers a replay with it, if the IDL's map carries it; 0 when it

@@ -127,7 +127,8 @@ type Config struct {
 	Classifiers []Classifier
 
 	// requestLimit, set by Dial, is the engine's current map's MaxMessageBytes, which the
-	// built-in dialer's connections hold every request to (0: the map says none).
+	// built-in dialer's connections hold requests to (0: the map says none): every
+	// pipelined one, and pooled framed binary and compact ones (see ClusterMap).
 	requestLimit *atomic.Int64
 	// idleCheckAfter is how long a pooled connection of the built-in dialer may sit idle
 	// before the pool checks, when lending it, that the node has not closed it meanwhile:

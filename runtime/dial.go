@@ -100,10 +100,10 @@ func socketDialer(cfg Config) func(ctx context.Context, addr string) (net.Conn, 
 }
 
 // newThriftConn stacks the protocol and transport on raw and binds the generated client
-// newClient makes; over framed binary a request larger than limit's value (when set and
-// positive: the map's MaxMessageBytes) is refused before any of it is written; over framed
-// binary and compact an operation with a Codec in that protocol is sent and read with it
-// (thriftConn.codecCall).
+// newClient makes; over framed binary and compact an operation with a Codec in that
+// protocol is sent and read with it (thriftConn.codecCall). A request larger than limit's
+// value (when set and positive: the map's MaxMessageBytes) is refused before any of it is
+// written over framed binary, and over framed compact when it goes through a Codec.
 func newThriftConn(raw net.Conn, p Protocol, t Transport, tcfg *thrift.TConfiguration, limit *atomic.Int64, newClient func(thrift.TClient) any) (*thriftConn, error) {
 	sock := newSockTransport(raw)
 	proto, err := stackProtocol(sock, p, t, tcfg)

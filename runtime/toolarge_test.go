@@ -113,6 +113,7 @@ func TestRequestOverTheMapsLimitIsRefusedUnsent(t *testing.T) {
 	}{
 		{"binary pooled", runtime.ProtocolBinary, false},
 		{"binary pipelined", runtime.ProtocolBinary, true},
+		{"compact pooled", runtime.ProtocolCompact, false},
 		{"compact pipelined", runtime.ProtocolCompact, true},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
