@@ -34,13 +34,13 @@
 // # For generated code
 //
 // zarisgen's output hands the engine a Service and one Op per operation (its OpKind: Read
-// or Write; its Codec and the StatusTable built with NewStatusTable from StatusInfo and
-// StatusRoles, which NewStatusError names statuses by), builds each call with NewCall (or
-// takes it from a CallPool, NewCallPool, which reuses it once the stack has returned), sets
-// each request's Token from Tokens (NewTokens), runs multi-key operations with RunBatch
-// (BatchSpec, BatchItems, BatchItemSizes; a Batch of at most MaxBatchItems items, else
-// ErrInvalidBatch; its BatchResult, BatchError and BatchStats), and converts the IDL's map
-// into a ClusterMap (NodeInfo, SegmentInfo). IsAtLeastVersion0_1_0 is its compile-time
+// or Write; its Codec and CompactCodec and the StatusTable built with NewStatusTable from
+// StatusInfo and StatusRoles, which NewStatusError names statuses by), builds each call
+// with NewCall (or takes it from a CallPool, NewCallPool, which reuses it once the stack
+// has returned), sets each request's Token from Tokens (NewTokens), runs multi-key
+// operations with RunBatch (BatchSpec, BatchItems; a Batch of at most MaxBatchItems items,
+// else ErrInvalidBatch; its BatchResult, BatchError and BatchStats), and converts the IDL's
+// map into a ClusterMap (NodeInfo, SegmentInfo). IsAtLeastVersion0_1_0 is its compile-time
 // check of this package's version. Segment is the key-to-segment function that the client
 // and the store share.
 //
