@@ -115,6 +115,7 @@ func TestRequestOverTheMapsLimitIsRefusedUnsent(t *testing.T) {
 		{"binary pipelined", runtime.ProtocolBinary, true},
 		{"compact pooled", runtime.ProtocolCompact, false},
 		{"compact pipelined", runtime.ProtocolCompact, true},
+		{"header pipelined", runtime.ProtocolHeader, true},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			h := &incrementNode{arrived: make(chan struct{}, 8), hold: make(chan struct{})}
@@ -135,7 +136,7 @@ func TestRequestOverTheMapsLimitIsRefusedUnsent(t *testing.T) {
 			_, err = kv.Put(context.Background(), &zaris.PutRequest{Key: []byte("k"), Value: bytes.Repeat([]byte("x"), 2<<20)})
 			requireTooLarge(t, err)
 			assert.Contains(t, err.Error(), "over the peer's limit of 1048576 bytes")
-			assert.Regexp(t, `a message of 20971\d\d bytes`, err.Error(), "the request's size")
+			assert.Regexp(t, `a message of 2097\d\d\d bytes`, err.Error(), "the request's size (2 MiB and its framing)")
 			assert.Zero(t, proxy.sent.Load()-before, "no byte of it went on the wire")
 
 			_, err = kv.Put(context.Background(), &zaris.PutRequest{Key: []byte("k"), Value: bytes.Repeat([]byte("x"), 512<<10)})
