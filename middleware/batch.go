@@ -8,13 +8,14 @@ import (
 	"time"
 
 	"github.com/clustron/zaris-go/runtime"
+	"github.com/clustron/zaris-go/runtime/clustermap"
 )
 
 // BatchRouter routes a key under the client's current cluster map. runtime.Refresher is one.
 type BatchRouter interface {
 	// Route returns the key's owner under the current map, or an error when its segment
 	// has none.
-	Route(key []byte) (runtime.Route, error)
+	Route(key []byte) (clustermap.Route, error)
 }
 
 // BatchParallelism is the most sub-requests of one multi-key call in flight at once.

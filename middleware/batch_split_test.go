@@ -19,6 +19,7 @@ import (
 	"github.com/clustron/zaris-go/middleware"
 	mwt "github.com/clustron/zaris-go/middleware/middlewaretest"
 	"github.com/clustron/zaris-go/runtime"
+	"github.com/clustron/zaris-go/runtime/clustermap"
 )
 
 // One owner's items larger together than BatchMaxBytes go in several sub-requests to that
@@ -172,11 +173,11 @@ func TestBatches_CutKeepsOwnersOrderAndResults(t *testing.T) {
 // both to node 1 after.
 type switchingRouter struct{ refreshed *atomic.Bool }
 
-func (r switchingRouter) Route(key []byte) (runtime.Route, error) {
+func (r switchingRouter) Route(key []byte) (clustermap.Route, error) {
 	if string(key) == "y" && !r.refreshed.Load() {
-		return runtime.Route{Node: 2, Addr: "node2:7002"}, nil
+		return clustermap.Route{Node: 2, Addr: "node2:7002"}, nil
 	}
-	return runtime.Route{Node: 1, Addr: "node1:7001"}, nil
+	return clustermap.Route{Node: 1, Addr: "node1:7001"}, nil
 }
 
 // Batches: only a sub-request of several items that failed on its connection is cut in
@@ -276,9 +277,9 @@ func TestBatches_HalvesItemsWithoutSizes(t *testing.T) {
 // node 1 once moved reports true.
 type movingRouter struct{ moved func() bool }
 
-func (r movingRouter) Route(key []byte) (runtime.Route, error) {
+func (r movingRouter) Route(key []byte) (clustermap.Route, error) {
 	if key[0] == 'm' && r.moved() {
-		return runtime.Route{Node: 1, Addr: ownerAddrs[0]}, nil
+		return clustermap.Route{Node: 1, Addr: ownerAddrs[0]}, nil
 	}
 	return ownerByLastByte{}.Route(key)
 }
@@ -371,9 +372,9 @@ func TestBatches_SmallestBoundWins(t *testing.T) {
 func refreshingToEpoch2() (*mwt.Refresher, *atomic.Bool) {
 	refreshed := new(atomic.Bool)
 	refresher := mwt.NewRefresher(1)
-	refresher.OnRefresh = func(context.Context, runtime.Evidence) runtime.RefreshResult {
+	refresher.OnRefresh = func(context.Context, clustermap.Evidence) clustermap.RefreshResult {
 		refreshed.Store(true)
-		return runtime.RefreshResult{Performed: true, Epoch: 2}
+		return clustermap.RefreshResult{Performed: true, Epoch: 2}
 	}
 	return refresher, refreshed
 }

@@ -16,6 +16,7 @@ import (
 	"github.com/clustron/zaris-go/middleware"
 	mwt "github.com/clustron/zaris-go/middleware/middlewaretest"
 	"github.com/clustron/zaris-go/runtime"
+	"github.com/clustron/zaris-go/runtime/clustermap"
 )
 
 // ownerByLastByte routes a key to node 1, 2 or 3 by its last byte.
@@ -23,9 +24,9 @@ type ownerByLastByte struct{}
 
 var ownerAddrs = []string{"node1:7001", "node2:7002", "node3:7003"}
 
-func (ownerByLastByte) Route(key []byte) (runtime.Route, error) {
+func (ownerByLastByte) Route(key []byte) (clustermap.Route, error) {
 	n := int(key[len(key)-1] % 3)
-	return runtime.Route{Node: int32(n + 1), Addr: ownerAddrs[n]}, nil
+	return clustermap.Route{Node: int32(n + 1), Addr: ownerAddrs[n]}, nil
 }
 
 // okTransport answers every MultiGet sub-request at once, each item Ok.
@@ -352,9 +353,9 @@ func TestB7_TheRefreshAfterAWaitThatRanOutCarriesTheFailuresEnd(t *testing.T) {
 				return &zaris.GetResponse{Status: zaris.KvStatus_Ok}, nil
 			}
 			refresher := mwt.NewRefresher(1)
-			refresher.OnAwaitOwner = func(_ context.Context, w mwt.OwnerWait) runtime.RefreshResult {
+			refresher.OnAwaitOwner = func(_ context.Context, w mwt.OwnerWait) clustermap.RefreshResult {
 				clock.Advance(w.Until.Sub(clock.Now())) // nothing moves the owner
-				return runtime.RefreshResult{TimedOut: true, Epoch: 1}
+				return clustermap.RefreshResult{TimedOut: true, Epoch: 1}
 			}
 			h := middleware.Default(transport, refresher, runtime.Config{Retry: runtime.DefaultRetryPolicy, Clock: clock})
 			client := zarisclient.New(h)

@@ -16,6 +16,7 @@ import (
 	"github.com/clustron/zaris-go/middleware"
 	mwt "github.com/clustron/zaris-go/middleware/middlewaretest"
 	"github.com/clustron/zaris-go/runtime"
+	"github.com/clustron/zaris-go/runtime/clustermap"
 )
 
 // orphanRouter routes like ownerByLastByte, except that a key starting with "orphan" has
@@ -26,9 +27,9 @@ type orphanRouter struct {
 	ownerAfter int32
 }
 
-func (r orphanRouter) Route(key []byte) (runtime.Route, error) {
+func (r orphanRouter) Route(key []byte) (clustermap.Route, error) {
 	if bytes.HasPrefix(key, []byte("orphan")) && (r.ownerAfter < 0 || r.refreshes.Load() < r.ownerAfter) {
-		return runtime.Route{Node: runtime.NoNode}, &runtime.PartitionError{Segment: 7, Epoch: 1}
+		return clustermap.Route{Node: clustermap.NoNode}, &runtime.PartitionError{Segment: 7, Epoch: 1}
 	}
 	return ownerByLastByte{}.Route(key)
 }
@@ -46,9 +47,9 @@ type orphanBatch struct {
 
 func newOrphanBatch(ownerAfter int32) *orphanBatch {
 	b := &orphanBatch{clock: mwt.NewClock(), refresher: mwt.NewRefresher(1)}
-	b.refresher.OnRefresh = func(context.Context, runtime.Evidence) runtime.RefreshResult {
+	b.refresher.OnRefresh = func(context.Context, clustermap.Evidence) clustermap.RefreshResult {
 		b.refreshes.Add(1)
-		return runtime.RefreshResult{Performed: true, Epoch: 1}
+		return clustermap.RefreshResult{Performed: true, Epoch: 1}
 	}
 	transport := func(_ context.Context, call *runtime.Call) (runtime.Response, error) {
 		a := call.StartAttempt()
@@ -98,7 +99,7 @@ func TestBatches_OwnerlessItemIsRetriedAfterARefresh(t *testing.T) {
 	assert.Equal(t, []time.Duration{100 * time.Millisecond}, b.clock.Sleeps(), "one backoff before the second round (R5)")
 	h := b.last.Batch.Attempts[1]
 	require.Len(t, h, 2)
-	assert.Equal(t, runtime.NoNode, h[0].Node)
+	assert.Equal(t, clustermap.NoNode, h[0].Node)
 	assert.False(t, h[0].Sent)
 	assert.Equal(t, runtime.RefreshRetry, h[0].Class)
 	assert.EqualValues(t, 1, h[0].MapEpoch, "the epoch of the map that had no owner")

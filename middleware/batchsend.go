@@ -6,6 +6,7 @@ import (
 	"sync"
 
 	"github.com/clustron/zaris-go/runtime"
+	"github.com/clustron/zaris-go/runtime/clustermap"
 )
 
 // subOutcome is how one sub-request ended.
@@ -104,7 +105,7 @@ func (e *batchRun) send(ctx context.Context, groups []group, retry bool) []subOu
 func (e *batchRun) judge(g group, o *subOutcome, j, i int) (runtime.Class, error) {
 	var a runtime.Attempt
 	if g.routeErr != nil {
-		a = runtime.Attempt{Node: runtime.NoNode, Err: g.routeErr, Class: runtime.RefreshRetry}
+		a = runtime.Attempt{Node: clustermap.NoNode, Err: g.routeErr, Class: runtime.RefreshRetry}
 		if rt, ok := errors.AsType[*runtime.PartitionError](g.routeErr); ok {
 			a.MapEpoch = rt.Epoch
 		}

@@ -4,11 +4,12 @@ import (
 	"slices"
 
 	"github.com/clustron/zaris-go/runtime"
+	"github.com/clustron/zaris-go/runtime/clustermap"
 )
 
 // group is the items of one sub-request.
 type group struct {
-	route *runtime.Route // the owner the items were split for; nil without a router
+	route *clustermap.Route // the owner the items were split for; nil without a router
 	idx   []int
 	// routeErr is set for items whose segment has no owner: they are not sent.
 	routeErr error
@@ -33,10 +34,10 @@ func (e *batchRun) split(idx []int) []group {
 	if e.router == nil {
 		return cut([]group{{idx: idx}}, items, e.most)
 	}
-	routes := make([]runtime.Route, 0, 4) // the owners, in order of first appearance
-	var unrouted []group                  // items whose segment has no owner, one group each
-	of := make([]int, len(idx))           // per item, its owner's index in routes, or -1
-	var count []int                       // per owner, its items
+	routes := make([]clustermap.Route, 0, 4) // the owners, in order of first appearance
+	var unrouted []group                     // items whose segment has no owner, one group each
+	of := make([]int, len(idx))              // per item, its owner's index in routes, or -1
+	var count []int                          // per owner, its items
 	for j, i := range idx {
 		rt, err := e.router.Route(items.Key(i))
 		if err != nil {

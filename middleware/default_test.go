@@ -16,6 +16,7 @@ import (
 	"github.com/clustron/zaris-go/middleware"
 	mwt "github.com/clustron/zaris-go/middleware/middlewaretest"
 	"github.com/clustron/zaris-go/runtime"
+	"github.com/clustron/zaris-go/runtime/clustermap"
 )
 
 // TestDefault_Order pins the default order: call-level middleware, Deadline, Batches,
@@ -30,9 +31,9 @@ func TestDefault_Order(t *testing.T) {
 	clock := mwt.NewClock()
 	clock.OnSleep = func(_ context.Context, d time.Duration) { mark("backoff " + d.String()) }
 	refresher := mwt.NewRefresher(1)
-	refresher.OnRefresh = func(context.Context, runtime.Evidence) runtime.RefreshResult {
+	refresher.OnRefresh = func(context.Context, clustermap.Evidence) clustermap.RefreshResult {
 		mark("refresh")
-		return runtime.RefreshResult{Performed: true}
+		return clustermap.RefreshResult{Performed: true}
 	}
 	tr := mwt.Script(mwt.Answer(zaris.KvStatus_Moved), mwt.Answer(zaris.KvStatus_Ok))
 	transport := func(ctx context.Context, call *runtime.Call) (runtime.Response, error) {

@@ -103,7 +103,7 @@
 //     atomic updates per attempt and one look at each node's counters every 50 ms while
 //     calls are in flight, and no fetch: a node that answers is never suspected.
 //   - B7 no churn evidence is lost: a refresh request carries the time of its evidence (the
-//     end of the attempt that asked for it, runtime.Evidence); a completed fetch satisfies
+//     end of the attempt that asked for it, clustermap.Evidence); a completed fetch satisfies
 //     only the requests whose evidence is no newer than its start, and one that R6's
 //     debounce holds back is deferred, not dropped: a fetch runs at the end of the window
 //     for all of them (the caller does not wait for it). And once an owner cannot be reached

@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/clustron/zaris-go/runtime"
+	"github.com/clustron/zaris-go/runtime/clustermap"
 )
 
 // MapRefresher is the part of the client's shared map refresher (runtime.Refresher) that
@@ -16,11 +17,11 @@ type MapRefresher interface {
 	// refresh wait or until ctx ends (R6). ev.Epoch newer than the client's map skips the
 	// debounce (B1); a request the debounce holds back whose ev.At no completed fetch has
 	// seen gets a fetch at the end of the window (B7).
-	Refresh(ctx context.Context, ev runtime.Evidence) runtime.RefreshResult
+	Refresh(ctx context.Context, ev clustermap.Evidence) clustermap.RefreshResult
 	// AwaitOwner waits until the client's map names an owner other than node gone for
 	// key, riding the shared fetches, one per debounce window (B7), or until ctx ends or
 	// the clock passes until (zero: no bound), with TimedOut set.
-	AwaitOwner(ctx context.Context, key []byte, gone int32, until time.Time) runtime.RefreshResult
+	AwaitOwner(ctx context.Context, key []byte, gone int32, until time.Time) clustermap.RefreshResult
 	// Observe reports that an answer carried map epoch epoch; a newer epoch than the
 	// client's triggers a refresh without waiting for it (B1).
 	Observe(epoch int64)
@@ -68,7 +69,7 @@ func RefreshOnMoved(r MapRefresher, p runtime.RetryPolicy, clock runtime.Clock) 
 // with evidence ev) or a wait ran out (with the evidence of the attempts whose wait did);
 // both are counted in call.Stats. It returns the StopError of a call whose context ended
 // meanwhile, or whose deadline passed in the waits; nil to go on.
-func awaitThenRefresh(ctx context.Context, clock runtime.Clock, r MapRefresher, call *runtime.Call, waits []ownerWait, refresh bool, ev runtime.Evidence) *StopError {
+func awaitThenRefresh(ctx context.Context, clock runtime.Clock, r MapRefresher, call *runtime.Call, waits []ownerWait, refresh bool, ev clustermap.Evidence) *StopError {
 	if len(waits) > 0 {
 		waited, timedOut := awaitOwners(ctx, clock, r, &call.Stats, waits)
 		if err := ctx.Err(); err != nil {
@@ -99,7 +100,7 @@ func awaitThenRefresh(ctx context.Context, clock runtime.Clock, r MapRefresher, 
 // stopping early when ctx ends; the waits share the fetches, so once one's map is in, the
 // next is a look at it. It counts them in stats as one wait and one refresh request, and
 // reports whether any ran out, with the newest evidence of those that did.
-func awaitOwners(ctx context.Context, clock runtime.Clock, r MapRefresher, stats *runtime.CallStats, waits []ownerWait) (ev runtime.Evidence, timedOut bool) {
+func awaitOwners(ctx context.Context, clock runtime.Clock, r MapRefresher, stats *runtime.CallStats, waits []ownerWait) (ev clustermap.Evidence, timedOut bool) {
 	start := clock.Now()
 	performed := false
 	for _, w := range waits {
@@ -127,7 +128,7 @@ func awaitOwners(ctx context.Context, clock runtime.Clock, r MapRefresher, stats
 // (runtime.ErrAttemptTimeout). A reset or an end of file on an open connection is not
 // that: the connection may be at fault rather than the node.
 func Unreachable(a *runtime.Attempt) bool {
-	return a != nil && !a.Answered && a.Node != runtime.NoNode &&
+	return a != nil && !a.Answered && a.Node != clustermap.NoNode &&
 		(errors.Is(a.Err, runtime.ErrNodeUnavailable) || errors.Is(a.Err, runtime.ErrAttemptTimeout))
 }
 
@@ -173,7 +174,7 @@ func Uncounted(p runtime.RetryPolicy, limit int, attempts []runtime.Attempt, dea
 
 // refreshBefore asks r for a refresh, waiting no later than deadline (on clock; zero: no
 // bound) or the end of ctx. Only a call that is retrying pays for the bounded context.
-func refreshBefore(ctx context.Context, clock runtime.Clock, deadline time.Time, r MapRefresher, ev runtime.Evidence) runtime.RefreshResult {
+func refreshBefore(ctx context.Context, clock runtime.Clock, deadline time.Time, r MapRefresher, ev clustermap.Evidence) clustermap.RefreshResult {
 	if !deadline.IsZero() {
 		left := deadline.Sub(clock.Now())
 		if ctxDeadline, ok := ctx.Deadline(); !ok || time.Until(ctxDeadline) > left {

@@ -14,6 +14,7 @@ import (
 	"github.com/clustron/zaris-go/middleware"
 	mwt "github.com/clustron/zaris-go/middleware/middlewaretest"
 	"github.com/clustron/zaris-go/runtime"
+	"github.com/clustron/zaris-go/runtime/clustermap"
 )
 
 // TestRefreshOnMoved_Stats: each refresh the call asks for is counted, and counted as
@@ -21,20 +22,20 @@ import (
 func TestRefreshOnMoved_Stats(t *testing.T) {
 	tests := []struct {
 		name          string
-		result        runtime.RefreshResult
+		result        clustermap.RefreshResult
 		wantPerformed int
 	}{
-		{"performed", runtime.RefreshResult{Performed: true}, 2},
-		{"coalesced into a flight that completed", runtime.RefreshResult{Performed: true, Coalesced: true}, 2},
-		{"debounced", runtime.RefreshResult{Debounced: true}, 0},
-		{"wait expired", runtime.RefreshResult{TimedOut: true}, 0},
+		{"performed", clustermap.RefreshResult{Performed: true}, 2},
+		{"coalesced into a flight that completed", clustermap.RefreshResult{Performed: true, Coalesced: true}, 2},
+		{"debounced", clustermap.RefreshResult{Debounced: true}, 0},
+		{"wait expired", clustermap.RefreshResult{TimedOut: true}, 0},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			s := newStack(t, runtime.DefaultRetryPolicy, []mwt.Outcome{
 				mwt.AnswerAt(zaris.KvStatus_Moved, 2), mwt.AnswerAt(zaris.KvStatus_OwnershipChanging, 3), mwt.Answer(zaris.KvStatus_Ok),
 			})
-			s.refresher.OnRefresh = func(context.Context, runtime.Evidence) runtime.RefreshResult { return tt.result }
+			s.refresher.OnRefresh = func(context.Context, clustermap.Evidence) clustermap.RefreshResult { return tt.result }
 			call := zt.PutCall("k", "v")
 			_, err := s.do(call)
 			require.NoError(t, err)
@@ -91,9 +92,9 @@ func TestRefreshOnMoved_ContextEnds(t *testing.T) {
 	s := newStack(t, runtime.DefaultRetryPolicy, []mwt.Outcome{mwt.Answer(zaris.KvStatus_Moved), mwt.Answer(zaris.KvStatus_Ok)})
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
-	s.refresher.OnRefresh = func(context.Context, runtime.Evidence) runtime.RefreshResult {
+	s.refresher.OnRefresh = func(context.Context, clustermap.Evidence) clustermap.RefreshResult {
 		cancel()
-		return runtime.RefreshResult{TimedOut: true}
+		return clustermap.RefreshResult{TimedOut: true}
 	}
 	call := zt.GetCall("k")
 	_, err := s.handler(ctx, call)
@@ -164,9 +165,9 @@ func TestB7_AnUnreachableOwnerIsAwaitedInsteadOfBackedOff(t *testing.T) {
 // attempt cap (R4): three counted attempts and the uncounted one.
 func TestB7_PastTheBoundTheCallGoesOnAsBefore(t *testing.T) {
 	s := newStack(t, runtime.DefaultRetryPolicy, []mwt.Outcome{unreachable})
-	s.refresher.OnAwaitOwner = func(_ context.Context, w mwt.OwnerWait) runtime.RefreshResult {
+	s.refresher.OnAwaitOwner = func(_ context.Context, w mwt.OwnerWait) clustermap.RefreshResult {
 		s.clock.Advance(w.Until.Sub(s.clock.Now())) // nothing moves the owner
-		return runtime.RefreshResult{TimedOut: true, Epoch: 1}
+		return clustermap.RefreshResult{TimedOut: true, Epoch: 1}
 	}
 	call := zt.GetCall("k")
 	_, err := s.do(call)
@@ -231,10 +232,10 @@ func TestB7_TheWaitEndsWithTheCallersContext(t *testing.T) {
 	s := newStack(t, runtime.DefaultRetryPolicy, []mwt.Outcome{unreachable})
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
-	s.refresher.OnAwaitOwner = func(ctx context.Context, _ mwt.OwnerWait) runtime.RefreshResult {
+	s.refresher.OnAwaitOwner = func(ctx context.Context, _ mwt.OwnerWait) clustermap.RefreshResult {
 		cancel()
 		<-ctx.Done()
-		return runtime.RefreshResult{TimedOut: true, Epoch: 1}
+		return clustermap.RefreshResult{TimedOut: true, Epoch: 1}
 	}
 	call := zt.GetCall("k")
 	_, err := s.handler(ctx, call)
@@ -248,9 +249,9 @@ func TestB7_TheWaitEndsWithTheCallersContext(t *testing.T) {
 // made after it.
 func TestB7_AWaitThatReachesTheDeadlineEndsTheCall(t *testing.T) {
 	s := newStack(t, runtime.DefaultRetryPolicy, []mwt.Outcome{unreachable})
-	s.refresher.OnAwaitOwner = func(_ context.Context, w mwt.OwnerWait) runtime.RefreshResult {
+	s.refresher.OnAwaitOwner = func(_ context.Context, w mwt.OwnerWait) clustermap.RefreshResult {
 		s.clock.Advance(w.Until.Sub(s.clock.Now()))
-		return runtime.RefreshResult{TimedOut: true, Epoch: 1}
+		return clustermap.RefreshResult{TimedOut: true, Epoch: 1}
 	}
 	call := zt.GetCall("k", runtime.WithTimeout(time.Second))
 	_, err := s.do(call)
@@ -268,11 +269,11 @@ func TestRefreshOnMoved_R6_WaitIsBoundByTheDeadlineOnItsClock(t *testing.T) {
 	clock := mwt.NewClock()
 	refresher := mwt.NewRefresher(1)
 	var left time.Duration
-	refresher.OnRefresh = func(ctx context.Context, _ runtime.Evidence) runtime.RefreshResult {
+	refresher.OnRefresh = func(ctx context.Context, _ clustermap.Evidence) clustermap.RefreshResult {
 		d, ok := ctx.Deadline()
 		require.True(t, ok, "the wait is bounded")
 		left = time.Until(d)
-		return runtime.RefreshResult{Performed: true, Epoch: 1}
+		return clustermap.RefreshResult{Performed: true, Epoch: 1}
 	}
 	next := func(context.Context, *runtime.Call) (runtime.Response, error) {
 		return &mwt.Response{Status: runtime.Status(zaris.KvStatus_Ok)}, nil

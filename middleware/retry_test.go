@@ -18,6 +18,7 @@ import (
 	"github.com/clustron/zaris-go/middleware"
 	mwt "github.com/clustron/zaris-go/middleware/middlewaretest"
 	"github.com/clustron/zaris-go/runtime"
+	"github.com/clustron/zaris-go/runtime/clustermap"
 )
 
 // TestR4_TwoBounds: a call makes attempts while attempts <= maxAttempts AND now < deadline,
@@ -201,7 +202,7 @@ func TestB4_TerminalError(t *testing.T) {
 	require.Len(t, ce.Attempts, 3)
 
 	a1, a2, a3 := ce.Attempts[0], ce.Attempts[1], ce.Attempts[2]
-	assert.Equal(t, runtime.NoNode, a1.Node)
+	assert.Equal(t, clustermap.NoNode, a1.Node)
 	assert.False(t, a1.Sent)
 	assert.ErrorIs(t, a1.Err, runtime.ErrNodeUnavailable)
 	assert.Equal(t, int32(1), a2.Node)
@@ -224,7 +225,7 @@ func TestB4_TerminalError(t *testing.T) {
 	}
 
 	ce.Attempts[0].Node = 99
-	assert.Equal(t, runtime.NoNode, call.Attempts[0].Node, "the error holds a copy of the attempts")
+	assert.Equal(t, clustermap.NoNode, call.Attempts[0].Node, "the error holds a copy of the attempts")
 
 	t.Run("a status as last cause", func(t *testing.T) {
 		s := newStack(t, runtime.DefaultRetryPolicy, []mwt.Outcome{mwt.Answer(zaris.KvStatus_Unavailable)})

@@ -4,6 +4,7 @@ import (
 	"time"
 
 	"github.com/clustron/zaris-go/runtime"
+	"github.com/clustron/zaris-go/runtime/clustermap"
 )
 
 // retryStep is what the rules put between an attempt that asked for a retry and the next
@@ -13,10 +14,10 @@ import (
 // sleepBackoff, RefreshOnMoved takes the rest with awaitThenRefresh); a multi-key call
 // takes its pending items' between rounds, together (batchRun.step).
 type retryStep struct {
-	backoff time.Duration    // how long to back off (R5)
-	refresh bool             // whether to refresh the map before the retry (R2, R3)
-	ev      runtime.Evidence // the refresh's evidence (evidenceOf the attempt; the newest, merged)
-	awaits  bool             // whether wait stands in for backoff and refresh (B7)
+	backoff time.Duration       // how long to back off (R5)
+	refresh bool                // whether to refresh the map before the retry (R2, R3)
+	ev      clustermap.Evidence // the refresh's evidence (evidenceOf the attempt; the newest, merged)
+	awaits  bool                // whether wait stands in for backoff and refresh (B7)
 	wait    ownerWait
 }
 
@@ -27,7 +28,7 @@ type ownerWait struct {
 	key   []byte
 	gone  int32
 	until time.Time
-	ev    runtime.Evidence
+	ev    clustermap.Evidence
 }
 
 // stepAfter returns the step before the attempt that follows prior (the attempts so far of
@@ -58,8 +59,8 @@ func callStep(p runtime.RetryPolicy, call *runtime.Call, now time.Time) retrySte
 
 // evidenceOf is the evidence attempt a gives a refresh: its end, and its answer's epoch
 // when it was answered.
-func evidenceOf(a *runtime.Attempt) runtime.Evidence {
-	ev := runtime.Evidence{At: a.End}
+func evidenceOf(a *runtime.Attempt) clustermap.Evidence {
+	ev := clustermap.Evidence{At: a.End}
 	if a.Answered {
 		ev.Epoch = a.AnswerEpoch
 	}
@@ -67,7 +68,7 @@ func evidenceOf(a *runtime.Attempt) runtime.Evidence {
 }
 
 // newer merges two refresh requests' evidence: the newer epoch and the later time.
-func newer(a, b runtime.Evidence) runtime.Evidence {
+func newer(a, b clustermap.Evidence) clustermap.Evidence {
 	if b.At.After(a.At) {
 		a.At = b.At
 	}

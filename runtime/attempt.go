@@ -3,11 +3,9 @@ package runtime
 import (
 	"fmt"
 	"time"
-)
 
-// NoNode is the node id of an attempt that never chose a node (for example, the segment had
-// no owner in the map).
-const NoNode int32 = -1
+	"github.com/clustron/zaris-go/runtime/clustermap"
+)
 
 // Attempt is what happened on one attempt of a call.
 type Attempt struct {
@@ -47,7 +45,7 @@ type Attempt struct {
 
 // begin records where the attempt is routed: r's node and address, and the epoch of the map
 // it was routed with.
-func (a *Attempt) begin(r Route) { a.Node, a.Addr, a.MapEpoch = r.Node, r.Addr, r.Epoch }
+func (a *Attempt) begin(r clustermap.Route) { a.Node, a.Addr, a.MapEpoch = r.Node, r.Addr, r.Epoch }
 
 // RecordAnswer records that a response arrived, with status s and epoch, the answering
 // node's map epoch (rule B1): it sets Answered, Status and AnswerEpoch together.
@@ -102,7 +100,7 @@ func (a Attempt) String() string { return a.Describe(nil) }
 // Describe is String with the status named by t, the operation's Op.Statuses.
 func (a Attempt) Describe(t *StatusTable) string {
 	node := "no node"
-	if a.Node != NoNode {
+	if a.Node != clustermap.NoNode {
 		node = fmt.Sprintf("node %d", a.Node)
 	}
 	out := "no outcome"

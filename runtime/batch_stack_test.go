@@ -20,6 +20,7 @@ import (
 	"github.com/clustron/zaris-go/middleware"
 	mwt "github.com/clustron/zaris-go/middleware/middlewaretest"
 	"github.com/clustron/zaris-go/runtime"
+	"github.com/clustron/zaris-go/runtime/clustermap"
 )
 
 // These tests run multi-key calls through the typed client, the default stack and the
@@ -60,7 +61,7 @@ func newBatchNode(id int32, view func() *zaris.ClusterMap) *batchNode {
 
 func (n *batchNode) owns(key []byte) (bool, int64) {
 	m := n.view()
-	s := m.Segments[runtime.Segment(key, m.SegmentCount)]
+	s := m.Segments[clustermap.SegmentOf(key, m.SegmentCount)]
 	if n.epoch != 0 {
 		return s.Owner != nil && *s.Owner == n.id, n.epoch
 	}
@@ -128,7 +129,7 @@ func keysIn(odd bool, n int) []string {
 	var out []string
 	for i := 0; len(out) < n; i++ {
 		k := fmt.Sprintf("k%d", i)
-		if (runtime.Segment([]byte(k), 8)%2 == 1) == odd {
+		if (clustermap.SegmentOf([]byte(k), 8)%2 == 1) == odd {
 			out = append(out, k)
 		}
 	}
@@ -475,13 +476,13 @@ func TestBatch_SubRequestGoesToTheOwnerItWasSplitFor(t *testing.T) {
 	even, odd := keysIn(false, 4), keysIn(true, 1)
 	m := twoNodeMap(2, 0)
 	two := int32(2)
-	m.Segments[runtime.Segment([]byte(even[0]), 8)].Owner = &two
+	m.Segments[clustermap.SegmentOf([]byte(even[0]), 8)].Owner = &two
 	var once sync.Once
 	learnNewMap := func(next middleware.Handler) middleware.Handler {
 		return func(ctx context.Context, call *runtime.Call) (runtime.Response, error) {
 			once.Do(func() {
 				r.custom.Store(m)
-				r.cluster.Refresher().Refresh(ctx, runtime.Evidence{Epoch: 2})
+				r.cluster.Refresher().Refresh(ctx, clustermap.Evidence{Epoch: 2})
 			})
 			return next(ctx, call)
 		}
@@ -539,7 +540,7 @@ func readUnderAKill(t *testing.T, lastRefresh time.Duration, read func(*zariscli
 	defer client.Close()
 	refresher := client.Engine().Refresher()
 	clock.Advance(t0.Add(-lastRefresh).Sub(clock.Now()))
-	require.True(t, refresher.Refresh(context.Background(), runtime.Evidence{}).Performed)
+	require.True(t, refresher.Refresh(context.Background(), clustermap.Evidence{}).Performed)
 	clock.Advance(t0.Sub(clock.Now()))
 	dead.Store(true)
 	before := refresher.Stats()

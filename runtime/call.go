@@ -3,6 +3,8 @@ package runtime
 import (
 	"sync"
 	"time"
+
+	"github.com/clustron/zaris-go/runtime/clustermap"
 )
 
 // Call is one application call on its way through the middleware stack: which operation, the
@@ -51,7 +53,7 @@ type Call struct {
 	Parent *Call
 	// Target, when set, is where the call's attempts go instead of Key's owner under the
 	// current map: the batch layer sets it to the owner it split a sub-request's items for.
-	Target *Route
+	Target *clustermap.Route
 
 	attemptBuf [1]Attempt
 	// attemptStart is when Engine.Invoke started the attempt in flight, on the wall clock.
@@ -117,7 +119,7 @@ func (p *CallPool) Put(c *Call) {
 
 // StartAttempt records the start of a new attempt and returns it for the layers below to fill in.
 func (c *Call) StartAttempt() *Attempt {
-	c.Attempts = append(c.Attempts, Attempt{N: len(c.Attempts) + 1, Node: NoNode})
+	c.Attempts = append(c.Attempts, Attempt{N: len(c.Attempts) + 1, Node: clustermap.NoNode})
 	return &c.Attempts[len(c.Attempts)-1]
 }
 

@@ -128,7 +128,7 @@ type Config struct {
 
 	// requestLimit, set by Dial, is the engine's current map's MaxMessageBytes, which the
 	// built-in dialer's connections hold requests to (0: the map says none): every
-	// pipelined one, and pooled framed binary and compact ones (see ClusterMap).
+	// pipelined one, and pooled framed binary and compact ones (see clustermap.Map).
 	requestLimit *atomic.Int64
 	// idleCheckAfter is how long a pooled connection of the built-in dialer may sit idle
 	// before the pool checks, when lending it, that the node has not closed it meanwhile:

@@ -17,7 +17,8 @@
 // *CallError: the Bound that ended it (BoundAttempts, BoundDeadline, …) and every Attempt;
 // its causes match the sentinels (ErrNodeUnavailable, ErrInDoubt, …) with errors.Is, and
 // *NodeError, *PartitionError and *StatusError with errors.As. The Engine (Client.Engine)
-// reports the map it routes with, its Refresher's RefreshStats and a key's Route. A test
+// reports the map it routes with, its Refresher's counts and a key's route (the values of
+// package clustermap: Map, RefreshStats, Route). A test
 // injects a Clock (its Timer; SystemClock is the real one) with WithClock; a program's own
 // connections come from a Dialer of Conn values (DefaultDialer is the built-in one).
 // Version is this module's version.
@@ -25,11 +26,11 @@
 // # For middleware
 //
 // A Middleware wraps a Handler, and Chain composes them; a handler returns a Response. Each
-// call is a *Call with its Attempts (Call.Last, Call.Previous; NoNode for an attempt that
-// chose no node) and CallStats. A Classifier judges an attempt's Outcome, and the classify
+// call is a *Call with its Attempts (Call.Last, Call.Previous; clustermap.NoNode for an attempt
+// that chose no node) and CallStats. A Classifier judges an attempt's Outcome, and the classify
 // layer sets the attempt's Class (Answer, Retry, RefreshRetry, Fatal) from its Status or
-// error. Refresher is the shared map refresh: a request carries Evidence and gets a
-// RefreshResult.
+// error. Refresher is the shared map refresh: a request carries clustermap.Evidence
+// and gets a clustermap.RefreshResult.
 //
 // # For generated code
 //
@@ -40,9 +41,8 @@
 // has returned), sets each request's Token from Tokens (NewTokens), runs multi-key
 // operations with RunBatch (BatchSpec, BatchItems; a Batch of at most MaxBatchItems items,
 // else ErrInvalidBatch; its BatchResult, BatchError and BatchStats), and converts the IDL's
-// map into a ClusterMap (NodeInfo, SegmentInfo). IsAtLeastVersion0_1_0 is its compile-time
-// check of this package's version. Segment is the key-to-segment function that the client
-// and the store share.
+// map into a clustermap.Map. IsAtLeastVersion0_1_0 is its compile-time check of this
+// package's version.
 //
 // # Guarantees
 //

@@ -8,6 +8,8 @@ import (
 	"sync"
 	"sync/atomic"
 	"time"
+
+	"github.com/clustron/zaris-go/runtime/clustermap"
 )
 
 // Engine is the client engine: the configuration, the current cluster map and its
@@ -105,7 +107,7 @@ func (c *Engine) Config() Config {
 func (c *Engine) Refresher() *Refresher { return c.refresher }
 
 // Map returns a copy of the current cluster map.
-func (c *Engine) Map() *ClusterMap { return c.router.Table().Map() }
+func (c *Engine) Map() *clustermap.Map { return c.router.Table().Map() }
 
 // Close closes every connection (failing the calls in flight on them), stops the
 // refresher and waits for its fetch, so nothing of the client is left running. After

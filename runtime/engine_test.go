@@ -14,6 +14,7 @@ import (
 
 	"github.com/clustron/zaris-go/gen/zaris"
 	"github.com/clustron/zaris-go/gen/zarismock"
+	"github.com/clustron/zaris-go/runtime/clustermap"
 )
 
 // testStatuses is the class table the generated client has (gen/zarisclient.Statuses),
@@ -36,7 +37,7 @@ var testStatuses = NewStatusTable("KvStatus", &StatusRoles{
 var testService = &Service{
 	Name:      "ZarisKv",
 	NewClient: func(c thrift.TClient) any { return zaris.NewZarisKvClient(c) },
-	FetchMap: func(ctx context.Context, client any) (*ClusterMap, error) {
+	FetchMap: func(ctx context.Context, client any) (*clustermap.Map, error) {
 		m, err := client.(zaris.ZarisKv).GetClusterMap(ctx)
 		if err != nil || m == nil {
 			return nil, err
@@ -272,14 +273,14 @@ func TestInvokeThriftErrorsKeepTheirType(t *testing.T) {
 func TestInvokeNoOwnerIsPartitionUnavailable(t *testing.T) {
 	m := testMap(3, 8, 2)
 	key := "orphan"
-	m.Segments[Segment([]byte(key), 8)].Owner = nil
+	m.Segments[clustermap.SegmentOf([]byte(key), 8)].Owner = nil
 	mc := newMockEngine(t, m)
 	call := getCall(key)
 	_, err := mc.Invoke(context.Background(), call)
 	require.ErrorIs(t, err, ErrPartitionUnavailable)
 	a := call.Attempts[0]
 	assert.False(t, a.Sent)
-	assert.Equal(t, NoNode, a.Node)
+	assert.Equal(t, clustermap.NoNode, a.Node)
 	assert.Equal(t, int64(3), a.MapEpoch)
 	assert.Equal(t, int32(1), mc.dialer.dials.Load(), "only the bootstrap dial")
 }
@@ -321,7 +322,7 @@ func TestInvokeAfterCloseIsErrClosed(t *testing.T) {
 	assert.ErrorIs(t, err, ErrClosed)
 	assert.False(t, call.Attempts[0].Sent)
 	assert.Zero(t, mc.dialer.openConns())
-	res := mc.Refresher().Refresh(context.Background(), Evidence{Epoch: 99})
+	res := mc.Refresher().Refresh(context.Background(), clustermap.Evidence{Epoch: 99})
 	assert.ErrorIs(t, res.Err, ErrClosed)
 }
 

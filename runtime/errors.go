@@ -42,7 +42,7 @@ var (
 	// ErrNoResponse: a node's reply carried no response struct.
 	ErrNoResponse = errors.New("zaris: no response in reply")
 	// ErrRequestTooLarge: the request's encoding is over the client's message limit
-	// (16 MiB) or the node's, which its cluster map states (ClusterMap.MaxMessageBytes;
+	// (16 MiB) or the node's, which its cluster map states (clustermap.Map.MaxMessageBytes;
 	// the reference node's is 4 MiB), so it was not sent; no node would take it, so it is
 	// not retried. Framed and header transports check the client's limit; framed binary
 	// connections and pipelined ones check the map's too; the buffered transport checks

@@ -3,6 +3,8 @@ package runtime
 import (
 	"context"
 	"time"
+
+	"github.com/clustron/zaris-go/runtime/clustermap"
 )
 
 // Rule B7: no churn evidence is lost. A refresh request that R6's debounce holds back is
@@ -11,17 +13,6 @@ import (
 // owner could not be reached at all waits (AwaitOwner) until the map names another owner,
 // riding one shared fetch per window, instead of spending its next attempts on the same
 // dead node.
-
-// Evidence is what a refresh request knows of the churn behind it: the newest map epoch an
-// answer showed (0 if none) and when the client saw the churn, on its Clock. A completed
-// fetch satisfies the request only if it started at or after At (rule B7); a zero At is
-// satisfied by any fetch completed within the debounce window, as rule R6 alone says.
-type Evidence struct {
-	// Epoch is the newest map epoch an answer showed, or 0.
-	Epoch int64
-	// At is when the attempt that asked for the refresh ended, or zero.
-	At time.Time
-}
 
 // unseen reports whether evidence seen at at is newer than the start of the last fetch
 // that completed with a map, so that no completed fetch satisfies it. A zero at is never
@@ -143,15 +134,15 @@ func (r *Refresher) sleep(ctx context.Context, d time.Duration, until time.Time)
 // when such a map is installed, when ctx ends, when the refresher closes (Err ErrClosed),
 // or when the Clock passes until (zero: no bound), with TimedOut set. Performed reports
 // that a fetch made for the wait brought the map; Epoch is the map's epoch on return.
-func (r *Refresher) AwaitOwner(ctx context.Context, key []byte, gone int32, until time.Time) RefreshResult {
+func (r *Refresher) AwaitOwner(ctx context.Context, key []byte, gone int32, until time.Time) clustermap.RefreshResult {
 	r.requested.Add(1)
 	r.ownerWaits.Add(1)
 	for fetched := false; ; fetched = true {
 		if r.stopped.Load() {
-			return RefreshResult{Epoch: r.Epoch(), Err: ErrClosed}
+			return clustermap.RefreshResult{Epoch: r.Epoch(), Err: ErrClosed}
 		}
 		if rt, err := r.router.Route(key); err == nil && rt.Node != gone {
-			return RefreshResult{Performed: fetched, Epoch: r.Epoch()}
+			return clustermap.RefreshResult{Performed: fetched, Epoch: r.Epoch()}
 		}
 		// The wait for the debounce window, which with none left still stops a caller
 		// that has gone (or a bound that has passed) before it starts a fetch.
@@ -186,10 +177,10 @@ func (r *Refresher) awaitFlight(ctx context.Context, until time.Time, again bool
 }
 
 // awaitEnded is the result of an AwaitOwner that stopped waiting.
-func (r *Refresher) awaitEnded() RefreshResult {
+func (r *Refresher) awaitEnded() clustermap.RefreshResult {
 	if r.stopped.Load() {
-		return RefreshResult{Epoch: r.Epoch(), Err: ErrClosed}
+		return clustermap.RefreshResult{Epoch: r.Epoch(), Err: ErrClosed}
 	}
 	r.timedOut.Add(1)
-	return RefreshResult{TimedOut: true, Epoch: r.Epoch()}
+	return clustermap.RefreshResult{TimedOut: true, Epoch: r.Epoch()}
 }

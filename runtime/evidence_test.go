@@ -12,6 +12,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/clustron/zaris-go/gen/zaris"
+	"github.com/clustron/zaris-go/runtime/clustermap"
 )
 
 // servedMaps makes node 1 answer GetClusterMap with the map next returns, counting calls.
@@ -37,20 +38,20 @@ func TestB7_ADebouncedRefreshWithUnseenEvidenceIsDeferredNotDropped(t *testing.T
 	r := mc.Refresher()
 	mc.clock.Advance(time.Second)
 	fetchedAt := mc.clock.Now()
-	require.True(t, r.Refresh(context.Background(), Evidence{}).Performed)
+	require.True(t, r.Refresh(context.Background(), clustermap.Evidence{}).Performed)
 
 	mc.clock.Advance(100 * time.Millisecond)
-	res := r.Refresh(context.Background(), Evidence{At: fetchedAt.Add(50 * time.Millisecond)})
+	res := r.Refresh(context.Background(), clustermap.Evidence{At: fetchedAt.Add(50 * time.Millisecond)})
 	assert.True(t, res.Debounced)
 	assert.True(t, res.Deferred, "its evidence is newer than the fetch at 1s")
-	assert.True(t, r.Refresh(context.Background(), Evidence{At: mc.clock.Now()}).Deferred)
-	res = r.Refresh(context.Background(), Evidence{At: fetchedAt.Add(-time.Millisecond)})
+	assert.True(t, r.Refresh(context.Background(), clustermap.Evidence{At: mc.clock.Now()}).Deferred)
+	res = r.Refresh(context.Background(), clustermap.Evidence{At: fetchedAt.Add(-time.Millisecond)})
 	assert.True(t, res.Debounced)
 	assert.False(t, res.Deferred, "the fetch at 1s started after this evidence")
-	res = r.Refresh(context.Background(), Evidence{At: fetchedAt})
+	res = r.Refresh(context.Background(), clustermap.Evidence{At: fetchedAt})
 	assert.True(t, res.Debounced)
 	assert.False(t, res.Deferred, "the fetch at 1s started at the instant of this evidence: it saw it")
-	res = r.Refresh(context.Background(), Evidence{})
+	res = r.Refresh(context.Background(), clustermap.Evidence{})
 	assert.True(t, res.Debounced)
 	assert.False(t, res.Deferred, "no time: R6 alone")
 	assert.Equal(t, int32(1), calls.Load(), "nothing fetched inside the window")
@@ -77,15 +78,15 @@ func TestB7_ADebouncedRefreshWithUnseenEvidenceIsDeferredNotDropped(t *testing.T
 // moves mc's clock 10 ms on, and starts a second refresh with evidence of that instant,
 // which joins the flight: the churn was seen after the flight started. It returns what
 // both refreshes will return.
-func joinedAfterTheFlightStarted(t *testing.T, mc *mockEngine) (r *Refresher, maps chan *zaris.ClusterMap, calls *atomic.Int32, first, joined chan RefreshResult) {
+func joinedAfterTheFlightStarted(t *testing.T, mc *mockEngine) (r *Refresher, maps chan *zaris.ClusterMap, calls *atomic.Int32, first, joined chan clustermap.RefreshResult) {
 	maps, calls = mc.blockingMaps(1)
 	r = mc.Refresher()
 	mc.clock.Advance(time.Second)
-	first, joined = make(chan RefreshResult), make(chan RefreshResult)
-	go func() { first <- r.Refresh(context.Background(), Evidence{}) }()
+	first, joined = make(chan clustermap.RefreshResult), make(chan clustermap.RefreshResult)
+	go func() { first <- r.Refresh(context.Background(), clustermap.Evidence{}) }()
 	eventually(t, func() bool { return calls.Load() == 1 })
 	mc.clock.Advance(10 * time.Millisecond)
-	go func() { joined <- r.Refresh(context.Background(), Evidence{At: mc.clock.Now()}) }()
+	go func() { joined <- r.Refresh(context.Background(), clustermap.Evidence{At: mc.clock.Now()}) }()
 	eventually(t, func() bool { return r.Stats().Requested == 2 })
 	return r, maps, calls, first, joined
 }
@@ -143,9 +144,9 @@ func TestB7_AFailedDeferredFetchEndsTheDeferral(t *testing.T) {
 	})
 	r := mc.Refresher()
 	mc.clock.Advance(time.Second)
-	require.True(t, r.Refresh(context.Background(), Evidence{}).Performed)
+	require.True(t, r.Refresh(context.Background(), clustermap.Evidence{}).Performed)
 	mc.clock.Advance(100 * time.Millisecond)
-	require.True(t, r.Refresh(context.Background(), Evidence{At: mc.clock.Now()}).Deferred)
+	require.True(t, r.Refresh(context.Background(), clustermap.Evidence{At: mc.clock.Now()}).Deferred)
 	fail.Store(true)
 	mc.clock.waitPending(t, 1)
 	mc.clock.Advance(400 * time.Millisecond)
@@ -169,8 +170,8 @@ func TestB7_AwaitOwnerOfACallerGoneStartsNoFetch(t *testing.T) {
 	assert.True(t, res.TimedOut)
 	assert.False(t, res.Performed)
 
-	next := make(chan RefreshResult)
-	go func() { next <- r.Refresh(context.Background(), Evidence{}) }()
+	next := make(chan clustermap.RefreshResult)
+	go func() { next <- r.Refresh(context.Background(), clustermap.Evidence{}) }()
 	eventually(t, func() bool { return calls.Load() == 1 })
 	maps <- testMap(2, 16, 1)
 	got := <-next
@@ -225,7 +226,7 @@ func keyOwnedBy(t *testing.T, mc *mockEngine, node int) []byte {
 // movedTo is testMap(epoch, 16, 2) with key's segment owned by node.
 func movedTo(epoch int64, key []byte, node int32) *zaris.ClusterMap {
 	m := testMap(epoch, 16, 2)
-	seg := Segment(key, 16)
+	seg := clustermap.SegmentOf(key, 16)
 	m.Segments[seg].Owner = &node
 	return m
 }
@@ -249,11 +250,11 @@ func TestB7_AwaitOwnerWaitsForAMapThatMovesTheOwner(t *testing.T) {
 	mc, key, served, calls := servingOwnerOfKey(t)
 	r := mc.Refresher()
 	mc.clock.Advance(time.Second)
-	require.True(t, r.Refresh(context.Background(), Evidence{}).Performed) // fetch 1 at 1s
+	require.True(t, r.Refresh(context.Background(), clustermap.Evidence{}).Performed) // fetch 1 at 1s
 	mc.clock.Advance(100 * time.Millisecond)
 	failed := mc.clock.Now() // the dial to node 1 is refused
 
-	out := make(chan RefreshResult)
+	out := make(chan clustermap.RefreshResult)
 	go func() { out <- r.AwaitOwner(context.Background(), key, 1, failed.Add(5*time.Second)) }()
 	mc.clock.waitPending(t, 1)
 	assert.Equal(t, int32(1), calls.Load(), "R6: nothing fetched before the window of the fetch at 1s ends")
@@ -294,7 +295,7 @@ func TestB7_AwaitOwnerEndsAtItsBound(t *testing.T) {
 	mc.clock.Advance(time.Second)
 	start := mc.clock.Now()
 
-	out := make(chan RefreshResult)
+	out := make(chan clustermap.RefreshResult)
 	go func() { out <- r.AwaitOwner(context.Background(), key, 1, start.Add(1200*time.Millisecond)) }()
 	eventually(t, func() bool { return calls.Load() == 1 }) // at once: no window is open
 	for want := int32(2); want <= 3; want++ {
@@ -331,7 +332,7 @@ func TestB7_WaitersShareTheFetches(t *testing.T) {
 	mc.clock.Advance(time.Second)
 
 	const n = 16
-	results := make([]RefreshResult, n)
+	results := make([]clustermap.RefreshResult, n)
 	var wg sync.WaitGroup
 	for i := range n {
 		wg.Go(func() { results[i] = r.AwaitOwner(context.Background(), key, 1, time.Time{}) })
@@ -358,7 +359,7 @@ func TestRefreshStats_BackgroundCountsTheFetchesNoCallStarted(t *testing.T) {
 	r := mc.Refresher()
 	mc.clock.Advance(time.Second)
 
-	require.True(t, r.Refresh(context.Background(), Evidence{}).Performed) // fetch 1 at 1s, the call's own
+	require.True(t, r.Refresh(context.Background(), clustermap.Evidence{}).Performed) // fetch 1 at 1s, the call's own
 	assert.Zero(t, r.Stats().Background)
 
 	mc.clock.Advance(100 * time.Millisecond)
@@ -368,13 +369,13 @@ func TestRefreshStats_BackgroundCountsTheFetchesNoCallStarted(t *testing.T) {
 	assert.Equal(t, uint64(1), r.Stats().Background)
 
 	mc.clock.Advance(100 * time.Millisecond)
-	require.True(t, r.Refresh(context.Background(), Evidence{At: mc.clock.Now()}).Deferred)
+	require.True(t, r.Refresh(context.Background(), clustermap.Evidence{At: mc.clock.Now()}).Deferred)
 	mc.clock.waitPending(t, 1)
 	mc.clock.Advance(400 * time.Millisecond) // 1.6s: the deferred fetch 3 (B7)
 	eventually(t, func() bool { return r.Stats().Performed == 3 })
 	assert.Equal(t, uint64(2), r.Stats().Background)
 
-	out := make(chan RefreshResult)
+	out := make(chan clustermap.RefreshResult)
 	go func() { out <- r.AwaitOwner(context.Background(), key, 1, time.Time{}) }()
 	mc.clock.waitPending(t, 1)
 	mc.clock.Advance(500 * time.Millisecond) // 2.1s: the wait's first fetch, 4, still names node 1

@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/clustron/zaris-go/runtime"
+	"github.com/clustron/zaris-go/runtime/clustermap"
 )
 
 // NewConfig applies the defaults, then the environment, then the options: an explicit
@@ -51,7 +52,7 @@ func ExampleNewConfig() {
 // count, the same function the store places keys with.
 func ExampleSegment() {
 	for _, key := range []string{"user:0", "user:4", "user:5"} {
-		fmt.Println(key, runtime.Segment([]byte(key), 4))
+		fmt.Println(key, clustermap.SegmentOf([]byte(key), 4))
 	}
 	// Output:
 	// user:0 0

@@ -6,6 +6,8 @@ import (
 	"fmt"
 	"slices"
 	"time"
+
+	"github.com/clustron/zaris-go/runtime/clustermap"
 )
 
 // fetchMap asks the nodes of the current map, then the seeds, for a cluster map, and
@@ -14,7 +16,7 @@ import (
 // It asks one node at a time, the next when the last failed, or when the last has not
 // answered within its silence threshold (rule B6: a stalled node costs a fetch no more),
 // leaving the slow one to answer if it can; the fetches still out end when it returns.
-func (c *Engine) fetchMap(ctx context.Context, minEpoch int64) (*ClusterMap, error) {
+func (c *Engine) fetchMap(ctx context.Context, minEpoch int64) (*clustermap.Map, error) {
 	addrs := c.health.last(c.fetchAddrs()) // a node silent past its threshold is asked last (B6)
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
@@ -43,7 +45,7 @@ func (c *Engine) fetchAddrs() []string {
 // fetchedMap is one node's answer to a fetch.
 type fetchedMap struct {
 	addr string
-	m    *ClusterMap
+	m    *clustermap.Map
 	err  error
 }
 
@@ -53,7 +55,7 @@ type mapFetch struct {
 	ctx     context.Context // ends the fetches still out when fetchMap returns
 	addrs   []string
 	results chan fetchedMap // room for every node's: never blocks a fetch left behind
-	newest  *ClusterMap
+	newest  *clustermap.Map
 	errs    []error
 	next    int   // addrs[next] is the next node to ask
 	pending int   // fetches asked and not yet answered
@@ -63,7 +65,7 @@ type mapFetch struct {
 // run asks the first node, then the next one each time the last fails or outstays its
 // silence threshold, until a map of at least minEpoch comes back, every node asked has
 // answered, or ctx ends; then it returns fetchMap's result.
-func (f *mapFetch) run(minEpoch int64) (*ClusterMap, error) {
+func (f *mapFetch) run(minEpoch int64) (*clustermap.Map, error) {
 	f.askNext()
 	for f.pending > 0 {
 		var hedged <-chan time.Time
@@ -133,7 +135,7 @@ func stopTimer(t Timer) {
 // pooled connection if the node is in the map, else over a connection of its own. An
 // error after ctx ended matches ctx's error; one after the attempt timeout passed matches
 // ErrAttemptTimeout.
-func (c *Engine) fetchFrom(ctx context.Context, addr string) (*ClusterMap, error) {
+func (c *Engine) fetchFrom(ctx context.Context, addr string) (*clustermap.Map, error) {
 	parent := ctx
 	ctx, cancel := context.WithTimeout(ctx, c.cfg.AttemptTimeout)
 	defer cancel()
@@ -147,7 +149,7 @@ func (c *Engine) fetchFrom(ctx context.Context, addr string) (*ClusterMap, error
 // fetchOnce asks the node at addr for its cluster map within ctx, over a connection from
 // its pool if it has one (given back, or discarded after an error or a spent deadline),
 // else over a connection of its own, closed after.
-func (c *Engine) fetchOnce(ctx context.Context, addr string) (*ClusterMap, error) {
+func (c *Engine) fetchOnce(ctx context.Context, addr string) (*clustermap.Map, error) {
 	p := c.poolFor(addr)
 	var (
 		conn   Conn
@@ -180,7 +182,7 @@ func (c *Engine) fetchOnce(ctx context.Context, addr string) (*ClusterMap, error
 // socket's own deadline bounds it; spent reports that ctx ended first, which leaves that
 // deadline spent and the connection not to be reused. No map and no error is
 // ErrNoResponse.
-func (c *Engine) fetchOver(ctx context.Context, conn Conn) (m *ClusterMap, spent bool, err error) {
+func (c *Engine) fetchOver(ctx context.Context, conn Conn) (m *clustermap.Map, spent bool, err error) {
 	if sc, ok := conn.(*thriftConn); ok {
 		dl, _ := ctx.Deadline()
 		stop := sc.arm(ctx, dl, time.Now(), 0)

@@ -8,6 +8,8 @@ import (
 	"github.com/golang/mock/gomock"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+
+	"github.com/clustron/zaris-go/runtime/clustermap"
 )
 
 // Rule B6 for map fetches: a node that takes the map request and answers nothing (a
@@ -21,8 +23,8 @@ func TestB6_AStalledNodeCostsAMapFetchItsSilenceThreshold(t *testing.T) {
 	_, calls := mc.blockingMaps(1) // node 1 takes the request and never answers
 	mc.node(2).EXPECT().GetClusterMap(gomock.Any()).Return(testMap(2, 16, 3), nil)
 
-	done := make(chan RefreshResult, 1)
-	go func() { done <- mc.Refresher().Refresh(context.Background(), Evidence{}) }()
+	done := make(chan clustermap.RefreshResult, 1)
+	go func() { done <- mc.Refresher().Refresh(context.Background(), clustermap.Evidence{}) }()
 	eventually(t, func() bool { return calls.Load() == 1 })
 	start := mc.clock.Now()
 	deadline := time.After(10 * time.Second)
@@ -52,7 +54,7 @@ func TestFetchMap_NoMapIsNoResponse(t *testing.T) {
 	}{{"no map", nil, ErrNoResponse}, {"failed", assert.AnError, assert.AnError}} {
 		t.Run(tc.name, func(t *testing.T) {
 			svc := *testService
-			svc.FetchMap = func(context.Context, any) (*ClusterMap, error) { return nil, tc.fetched }
+			svc.FetchMap = func(context.Context, any) (*clustermap.Map, error) { return nil, tc.fetched }
 			dial := func(context.Context, string) (Conn, error) { return &fakeConn{}, nil }
 			_, err := Dial(context.Background(), WithService(&svc), WithEnv(env(nil)), WithSeeds("127.0.0.1:1"), WithDialer(dial))
 			require.ErrorIs(t, err, ErrNoSeeds)

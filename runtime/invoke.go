@@ -4,6 +4,8 @@ import (
 	"context"
 	"errors"
 	"time"
+
+	"github.com/clustron/zaris-go/runtime/clustermap"
 )
 
 // Invoke sends one attempt of call to call.Target when set (a multi-key sub-request), else to
@@ -74,7 +76,7 @@ func (c *Engine) since(start time.Time) time.Duration {
 }
 
 // invokePooled sends the attempt over a connection borrowed from the node's pool.
-func (c *Engine) invokePooled(ctx context.Context, call *Call, a *Attempt, r Route, deadline time.Time, callBound bool) (Response, error) {
+func (c *Engine) invokePooled(ctx context.Context, call *Call, a *Attempt, r clustermap.Route, deadline time.Time, callBound bool) (Response, error) {
 	p := c.poolFor(r.Addr)
 	conn, err := c.borrow(ctx, p, deadline, call.attemptStart)
 	if err == nil && ctx.Err() != nil {

@@ -6,10 +6,12 @@ import (
 	"fmt"
 
 	"github.com/apache/thrift/lib/go/thrift"
+
+	"github.com/clustron/zaris-go/runtime/clustermap"
 )
 
 // noConnError describes a failure to get a connection: nothing was sent.
-func (c *Engine) noConnError(ctx context.Context, call *Call, r Route, err error) error {
+func (c *Engine) noConnError(ctx context.Context, call *Call, r clustermap.Route, err error) error {
 	e := &NodeError{Op: call.Op.Name, Node: r.Node, Addr: r.Addr, Err: err}
 	switch {
 	case c.closed.Load():
@@ -24,7 +26,7 @@ func (c *Engine) noConnError(ctx context.Context, call *Call, r Route, err error
 
 // callError describes an attempt that had a connection to the node and got no response;
 // call.Current().Sent says whether its request may have left.
-func (c *Engine) callError(ctx context.Context, call *Call, r Route, o outcome) error {
+func (c *Engine) callError(ctx context.Context, call *Call, r clustermap.Route, o outcome) error {
 	err := o.err
 	e := &NodeError{Op: call.Op.Name, Node: r.Node, Addr: r.Addr, Err: err}
 	var (

@@ -7,6 +7,8 @@ import (
 	"sync/atomic"
 
 	"github.com/apache/thrift/lib/go/thrift"
+
+	"github.com/clustron/zaris-go/runtime/clustermap"
 )
 
 // Rule B6, first half: an attempt in flight to a node that a newer map no longer names as
@@ -62,7 +64,7 @@ func (c *Engine) endUnownedPipes(cur *routingTable) {
 // ownerGone reports whether the current map moves the attempt that watches s, routed to r
 // under map epoch r.Epoch, away from r's node (watchState.movedBy). It costs one atomic
 // load while the map is the one the attempt was routed with.
-func (c *Engine) ownerGone(s watchState, r Route) bool {
+func (c *Engine) ownerGone(s watchState, r clustermap.Route) bool {
 	t := c.router.Table()
 	return t != nil && t.epoch > r.Epoch && s.movedBy(t, r.Addr)
 }
@@ -112,7 +114,7 @@ func (s watchState) segment() int32 { return int32(uint32(s)) }
 // watchFor is the state of a connection carrying call's attempt, routed to r. A multi-key
 // sub-request (Call.Target) goes to the owner its items were split for, which answers each
 // item from its own map: it is watched for the node owning no segment at all.
-func watchFor(call *Call, r Route) watchState {
+func watchFor(call *Call, r clustermap.Route) watchState {
 	if call.Target != nil {
 		return watching(watchNode, 0) // no segment: any of the node's
 	}
@@ -151,7 +153,7 @@ func (f *inFlight) endIfMoved(cur *routingTable, addr string) bool {
 // ownerMovedError is the error of an attempt ended because the map moved its segment
 // away from the node (rule B6). Whether its request may have reached the node is the
 // attempt's own record (Attempt.Sent), which B2 reads.
-func (c *Engine) ownerMovedError(call *Call, r Route) error {
+func (c *Engine) ownerMovedError(call *Call, r clustermap.Route) error {
 	return &NodeError{Op: call.Op.Name, Node: r.Node, Addr: r.Addr, Kind: ErrOwnerMoved,
 		Err: errOwnerMoved}
 }
@@ -169,7 +171,7 @@ func (ownerMovedCause) Error() string {
 // the mark) if the map already moved the call away from r's node: the call is then not
 // sent, and ended reports that an install closed the connection meanwhile. An install
 // after the mark finds the connection (endMovedPooled).
-func (c *Engine) watchOwner(pc *pooledConn, call *Call, r Route) (ok, ended bool) {
+func (c *Engine) watchOwner(pc *pooledConn, call *Call, r clustermap.Route) (ok, ended bool) {
 	s := watchFor(call, r)
 	pc.inFlight.start(s)
 	if c.ownerGone(s, r) {
@@ -212,7 +214,7 @@ func (c *Engine) endMovedPooled(cur *routingTable) {
 type ownerWatch struct {
 	c *Engine
 	s watchState
-	r Route
+	r clustermap.Route
 }
 
 // gone reports whether the current map moves the call away from its node; a call with no
@@ -221,14 +223,14 @@ func (w *ownerWatch) gone() bool { return w.c != nil && w.c.ownerGone(w.s, w.r) 
 
 // startOwnerWatch returns call's watch, routed to r, and reports false when the owner
 // already moved (the call is then not sent).
-func (c *Engine) startOwnerWatch(call *Call, r Route) (ownerWatch, bool) {
+func (c *Engine) startOwnerWatch(call *Call, r clustermap.Route) (ownerWatch, bool) {
 	w := ownerWatch{c: c, s: watchFor(call, r), r: r}
 	return w, !w.gone()
 }
 
 // ownerMovedUnsent is the error of an attempt that found, before sending, that its
 // segment's owner had changed since it was routed: not sent, retried at once.
-func (c *Engine) ownerMovedUnsent(ctx context.Context, call *Call, r Route) error {
+func (c *Engine) ownerMovedUnsent(ctx context.Context, call *Call, r clustermap.Route) error {
 	if ctx.Err() != nil {
 		return c.noConnError(ctx, call, r, ctx.Err())
 	}

@@ -14,6 +14,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/clustron/zaris-go/gen/zaris"
+	"github.com/clustron/zaris-go/runtime/clustermap"
 )
 
 // stallNode is a node of a two-node cluster whose map both serve from one pointer; its
@@ -124,7 +125,7 @@ func TestB6_AttemptToAStalledOwnerEndsWhenTheMapMovesIt(t *testing.T) {
 				}
 				done := invokeOnStalled(t, cl, n1, call)
 				n1.cmap.Store(ownedBy(2, 2, addrs...))
-				res := cl.Refresher().Refresh(context.Background(), Evidence{Epoch: 2})
+				res := cl.Refresher().Refresh(context.Background(), clustermap.Evidence{Epoch: 2})
 				require.NoError(t, res.Err)
 				select {
 				case err := <-done:
@@ -250,7 +251,7 @@ func warm(t *testing.T, cl *Engine) {
 func keyIn(t *testing.T, seg, count int32) string {
 	t.Helper()
 	for i := range 10000 {
-		if k := "k" + strconv.Itoa(i); Segment([]byte(k), count) == seg {
+		if k := "k" + strconv.Itoa(i); clustermap.SegmentOf([]byte(k), count) == seg {
 			return k
 		}
 	}
@@ -460,12 +461,12 @@ func TestB6_InFlightRecord(t *testing.T) {
 	assert.True(t, f.endIfMoved(cur, "a:1"), "the map has no segment 2")
 	f.finish()
 
-	f.start(watchFor(&Call{Target: &Route{}}, Route{Segment: 1}))
+	f.start(watchFor(&Call{Target: &clustermap.Route{}}, clustermap.Route{Segment: 1}))
 	assert.False(t, f.endIfMoved(cur, "b:1"), "a sub-request's node still owns a segment")
 	assert.True(t, f.endIfMoved(cur, "c:1"), "the map gives c:1 no segment")
 	assert.True(t, f.finish())
 
-	assert.Equal(t, watching(watchSegment, 1), watchFor(&Call{}, Route{Segment: 1}))
+	assert.Equal(t, watching(watchSegment, 1), watchFor(&Call{}, clustermap.Route{Segment: 1}))
 	assert.Equal(t, int32(7), watching(watchSegment, 7).segment())
 	assert.Equal(t, watchSegment, watching(watchSegment, 7).kind())
 }
@@ -529,7 +530,7 @@ func TestB6_PipelinedCallQueuedAfterTheInstallEnds(t *testing.T) {
 	ps, conn := silentConn(t)
 	e := &Engine{}
 	e.router.Install(&routingTable{epoch: 1, count: 1, addr: []string{"a:1"}})
-	w, ok := e.startOwnerWatch(&Call{}, Route{Segment: 0, Addr: "a:1", Epoch: 1})
+	w, ok := e.startOwnerWatch(&Call{}, clustermap.Route{Segment: 0, Addr: "a:1", Epoch: 1})
 	require.True(t, ok)
 	e.router.Install(&routingTable{epoch: 2, count: 1, addr: []string{"b:1"}}) // its install found no call
 
@@ -569,10 +570,10 @@ func TestB6_PipelinedCallOnARetiredConnectionEnds(t *testing.T) {
 	require.False(t, conn.failed.Load(), "its connection stays open while a request is counted in")
 	require.NoError(t, cl.refresher.install(fromIDL(ownedBy(3, 1, addrs...)))) // node 1 is back as the owner
 
-	seg := Segment([]byte("late"), 4)
+	seg := clustermap.SegmentOf([]byte("late"), 4)
 	p := cl.pipes.getCall()
 	p.conn, p.deadline = conn, time.Now().Add(time.Minute)
-	p.owner = ownerWatch{c: cl, s: watching(watchSegment, seg), r: Route{Segment: seg, Node: 1, Addr: addrs[0], Epoch: 3}}
+	p.owner = ownerWatch{c: cl, s: watching(watchSegment, seg), r: clustermap.Route{Segment: seg, Node: 1, Addr: addrs[0], Epoch: 3}}
 	done := invokeGet(p, "late")
 	require.Eventually(t, func() bool { return conn.inFlight() == 2 }, 10*time.Second, time.Millisecond)
 	require.NoError(t, cl.refresher.install(fromIDL(ownedBy(4, 2, addrs...))))

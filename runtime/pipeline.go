@@ -12,6 +12,8 @@ import (
 	"time"
 
 	"github.com/apache/thrift/lib/go/thrift"
+
+	"github.com/clustron/zaris-go/runtime/clustermap"
 )
 
 // pipelines is the pipelined connection mode of an Engine (Config.Pipeline.Enabled): a
@@ -62,7 +64,7 @@ func newPipelines(cfg Config) *pipelines {
 // A call that finds no other call to its node in flight in this mode gains nothing from
 // sharing a connection, so it takes a pooled connection instead and skips the hand-offs
 // between goroutines a pipelined call costs.
-func (c *Engine) invokePipelined(ctx context.Context, call *Call, a *Attempt, r Route, deadline time.Time, callBound bool) (Response, error) {
+func (c *Engine) invokePipelined(ctx context.Context, call *Call, a *Attempt, r clustermap.Route, deadline time.Time, callBound bool) (Response, error) {
 	ps := c.pipes
 	g, err := ps.group(r.Addr, &c.router)
 	if err != nil {

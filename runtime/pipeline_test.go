@@ -22,6 +22,7 @@ import (
 
 	"github.com/clustron/zaris-go/gen/zaris"
 	"github.com/clustron/zaris-go/gen/zarismock"
+	"github.com/clustron/zaris-go/runtime/clustermap"
 )
 
 // dialPipelined dials the test server at addr in pipelined mode with conns connections.
@@ -525,7 +526,7 @@ func TestPipelined_CloseLeavesNoGoroutineOrSocket(t *testing.T) {
 		}
 		return false
 	}, 5*time.Second, time.Millisecond)
-	empty, err := newRoutingTable(&ClusterMap{Epoch: 2, SegmentCount: 4, Segments: []*SegmentInfo{{ID: 0}, {ID: 1}, {ID: 2}, {ID: 3}}})
+	empty, err := newRoutingTable(&clustermap.Map{Epoch: 2, SegmentCount: 4, Segments: []*clustermap.Segment{{ID: 0}, {ID: 1}, {ID: 2}, {ID: 3}}})
 	require.NoError(t, err)
 	cl.pipes.retire(empty)
 	require.NotEmpty(t, cl.pipes.retired)

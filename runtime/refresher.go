@@ -8,68 +8,15 @@ import (
 	"time"
 
 	"golang.org/x/sync/singleflight"
+
+	"github.com/clustron/zaris-go/runtime/clustermap"
 )
-
-// RefreshResult is what one request for a map refresh led to.
-type RefreshResult struct {
-	// Performed reports that a map fetch ran for this request (this caller led it or joined
-	// the flight that ran it) and completed with a map (installed or not, see Epoch).
-	Performed bool
-	// Coalesced reports that the request joined a fetch already in flight.
-	Coalesced bool
-	// Debounced reports that the request was a no-op: a refresh completed within the
-	// debounce window and no answer showed a newer epoch.
-	Debounced bool
-	// Deferred reports that the request was debounced although its evidence is newer than
-	// the start of the last completed fetch: a fetch of its own runs at the end of the
-	// debounce window, without the caller waiting for it (rule B7).
-	Deferred bool
-	// TimedOut reports that the caller stopped waiting (refresh wait, its own context, or
-	// the bound of AwaitOwner) while the fetch went on for the others.
-	TimedOut bool
-	// Epoch is the client's map epoch when the request returned.
-	Epoch int64
-	// Err is the fetch's error, if it failed.
-	Err error
-}
-
-// RefreshStats counts a Refresher's work since it was made. Once no request is in flight,
-// Requested = Debounced + Coalesced + OwnerWaits + the requests that led a fetch (+ those
-// refused after Close); Performed counts fetches that returned a map, Failed those that
-// did not. Each call of Refresh or AwaitOwner starts at most one fetch that is not
-// Background, so Performed - Background never exceeds those calls.
-type RefreshStats struct {
-	// Requested counts calls of Refresh and AwaitOwner, and background requests (B6).
-	Requested uint64
-	// Performed counts map fetches that completed with a map (whoever asked for them,
-	// Observe included).
-	Performed uint64
-	// Coalesced counts requests that joined a fetch already in flight.
-	Coalesced uint64
-	// Debounced counts requests that were no-ops inside the debounce window.
-	Debounced uint64
-	// Deferred counts the debounced requests whose evidence no completed fetch had seen,
-	// each then satisfied by a fetch at the end of the window (B7); a part of Debounced.
-	Deferred uint64
-	// OwnerWaits counts calls of AwaitOwner (B7), whatever fetches they rode.
-	OwnerWaits uint64
-	// TimedOut counts requests whose caller stopped waiting before the fetch completed.
-	TimedOut uint64
-	// Failed counts map fetches that ended without a map.
-	Failed uint64
-	// Background counts the fetches among Performed that no call of Refresh or AwaitOwner
-	// started when it was made: those started by an answer's newer epoch (Observe, B1), by
-	// a silent node (B6), at the end of the debounce window for deferred requests (B7), and
-	// an owner wait's fetches after its first (B7: one a window while the map still names
-	// the node it could not reach).
-	Background uint64
-}
 
 // fetchFunc fetches a cluster map from the cluster; ctx bounds it. minEpoch is the epoch
 // an answer has shown to exist (0 when none): nodes learn a new map one by one, so a fetch
 // should keep asking until a node has one at least that new, and otherwise return the
 // newest it got. The Engine's asks the nodes of its current map, then its seeds.
-type fetchFunc func(ctx context.Context, minEpoch int64) (*ClusterMap, error)
+type fetchFunc func(ctx context.Context, minEpoch int64) (*clustermap.Map, error)
 
 // flightKey is the one singleflight key: there is one map per client.
 const flightKey = "map"
@@ -142,8 +89,8 @@ func newRefresher(cfg Config, router *currentTable, fetch fetchFunc) *Refresher 
 func (r *Refresher) Epoch() int64 { return r.router.Epoch() }
 
 // Stats returns the refresher's counters.
-func (r *Refresher) Stats() RefreshStats {
-	return RefreshStats{
+func (r *Refresher) Stats() clustermap.RefreshStats {
+	return clustermap.RefreshStats{
 		Requested:  r.requested.Load(),
 		Performed:  r.performed.Load(),
 		Coalesced:  r.coalesced.Load(),
@@ -162,10 +109,10 @@ func (r *Refresher) Stats() RefreshStats {
 // deferred (B7): it returns at once, and a fetch runs at the end of the window. Every
 // caller of one flight receives the same outcome: whether a map came back, the fetch
 // error if not, and the epoch after it.
-func (r *Refresher) Refresh(ctx context.Context, ev Evidence) RefreshResult {
+func (r *Refresher) Refresh(ctx context.Context, ev clustermap.Evidence) clustermap.RefreshResult {
 	r.requested.Add(1)
 	if r.stopped.Load() {
-		return RefreshResult{Epoch: r.Epoch(), Err: ErrClosed}
+		return clustermap.RefreshResult{Epoch: r.Epoch(), Err: ErrClosed}
 	}
 	r.noteEvidence(ev.Epoch)
 	if !r.urgent(ev.Epoch) && r.withinDebounce() {
@@ -195,9 +142,9 @@ func (r *Refresher) Refresh(ctx context.Context, ev Evidence) RefreshResult {
 
 // debouncedFor is the result of a request that the debounce holds back; one whose evidence
 // time at no completed fetch has seen is deferred, not dropped (B7).
-func (r *Refresher) debouncedFor(at time.Time) RefreshResult {
+func (r *Refresher) debouncedFor(at time.Time) clustermap.RefreshResult {
 	r.debounced.Add(1)
-	rr := RefreshResult{Debounced: true, Epoch: r.Epoch()}
+	rr := clustermap.RefreshResult{Debounced: true, Epoch: r.Epoch()}
 	if r.unseen(at) {
 		r.deferred.Add(1)
 		rr.Deferred = true
@@ -208,12 +155,12 @@ func (r *Refresher) debouncedFor(at time.Time) RefreshResult {
 
 // received turns the flight's outcome into the result of the request tok with evidence
 // time at. A flight that started before at does not satisfy it: a fetch is deferred for it.
-func (r *Refresher) received(res singleflight.Result, tok *flightToken, at time.Time) RefreshResult {
+func (r *Refresher) received(res singleflight.Result, tok *flightToken, at time.Time) clustermap.RefreshResult {
 	out := res.Val.(*flightResult)
 	if out.debounced {
 		return r.debouncedFor(at)
 	}
-	rr := RefreshResult{Performed: out.err == nil, Coalesced: out.leader != tok, Err: out.err, Epoch: r.Epoch()}
+	rr := clustermap.RefreshResult{Performed: out.err == nil, Coalesced: out.leader != tok, Err: out.err, Epoch: r.Epoch()}
 	if rr.Coalesced {
 		r.coalesced.Add(1)
 	}
@@ -226,12 +173,12 @@ func (r *Refresher) received(res singleflight.Result, tok *flightToken, at time.
 // gaveUp is the result of the request tok whose caller stopped waiting; the fetch goes on
 // for the others. Whether this caller led it is known only once the flight has started,
 // which it has by the time any real wait expires.
-func (r *Refresher) gaveUp(tok *flightToken, at time.Time) RefreshResult {
+func (r *Refresher) gaveUp(tok *flightToken, at time.Time) clustermap.RefreshResult {
 	r.timedOut.Add(1)
 	if r.unseen(at) {
 		r.deferFetch(at) // it rides the flight under way, and fetches again if that one started too early
 	}
-	rr := RefreshResult{TimedOut: true, Coalesced: !tok.led.Load(), Epoch: r.Epoch()}
+	rr := clustermap.RefreshResult{TimedOut: true, Coalesced: !tok.led.Load(), Epoch: r.Epoch()}
 	if rr.Coalesced {
 		r.coalesced.Add(1)
 	}
@@ -371,7 +318,7 @@ func (r *Refresher) flight(tok *flightToken, background bool) func() (any, error
 }
 
 // install validates m and installs it if it is newer than the current map.
-func (r *Refresher) install(m *ClusterMap) error {
+func (r *Refresher) install(m *clustermap.Map) error {
 	t, err := newRoutingTable(m)
 	if err != nil {
 		return err

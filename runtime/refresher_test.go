@@ -13,6 +13,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/clustron/zaris-go/gen/zaris"
+	"github.com/clustron/zaris-go/runtime/clustermap"
 )
 
 // blockingMaps makes node id answer GetClusterMap with the maps sent on the returned
@@ -39,10 +40,10 @@ func TestR6_ConcurrentRequestsRideOneFetch(t *testing.T) {
 	r := mc.Refresher()
 
 	const n = 1000
-	results := make([]RefreshResult, n)
+	results := make([]clustermap.RefreshResult, n)
 	var wg sync.WaitGroup
 	for i := range n {
-		wg.Go(func() { results[i] = r.Refresh(context.Background(), Evidence{}) })
+		wg.Go(func() { results[i] = r.Refresh(context.Background(), clustermap.Evidence{}) })
 	}
 	eventually(t, func() bool { return calls.Load() == 1 && r.Stats().Requested == n })
 	maps <- testMap(2, 16, 1)
@@ -73,15 +74,15 @@ func TestR6_CallerWhoseWaitExpiresReturnsWhileTheRefreshCompletesForOthers(t *te
 	mc.clock.Advance(time.Second)
 	r := mc.Refresher()
 
-	early := make(chan RefreshResult)
-	go func() { early <- r.Refresh(context.Background(), Evidence{}) }()
+	early := make(chan clustermap.RefreshResult)
+	go func() { early <- r.Refresh(context.Background(), clustermap.Evidence{}) }()
 	mc.clock.waitPending(t, 1)
 	mc.clock.Advance(10 * time.Second)
-	late := make(chan RefreshResult)
-	go func() { late <- r.Refresh(context.Background(), Evidence{}) }()
-	cancelled := make(chan RefreshResult)
+	late := make(chan clustermap.RefreshResult)
+	go func() { late <- r.Refresh(context.Background(), clustermap.Evidence{}) }()
+	cancelled := make(chan clustermap.RefreshResult)
 	ctx, cancel := context.WithCancel(context.Background())
-	go func() { cancelled <- r.Refresh(ctx, Evidence{}) }()
+	go func() { cancelled <- r.Refresh(ctx, clustermap.Evidence{}) }()
 	mc.clock.waitPending(t, 3)
 
 	// The early caller's 15 s are up; the late one has waited only 5 s.
@@ -116,8 +117,8 @@ func TestR6_SlowRefreshDoesNotBlockHealthyCalls(t *testing.T) {
 	for id := 1; id <= 2; id++ {
 		mc.node(id).EXPECT().Get(gomock.Any(), gomock.Any()).AnyTimes().Return(&zaris.GetResponse{Status: zaris.KvStatus_Ok, MapEpoch: 1}, nil)
 	}
-	refreshed := make(chan RefreshResult)
-	go func() { refreshed <- mc.Refresher().Refresh(context.Background(), Evidence{}) }()
+	refreshed := make(chan clustermap.RefreshResult)
+	go func() { refreshed <- mc.Refresher().Refresh(context.Background(), clustermap.Evidence{}) }()
 	eventually(t, func() bool { return mc.Refresher().inflight.Load() })
 
 	// While the fetch hangs, calls to every segment go on.
@@ -146,32 +147,32 @@ func TestR6_DebounceWithinHalfASecondOfTheLastRefresh(t *testing.T) {
 	r := mc.Refresher()
 
 	// The bootstrap is not a refresh: the first request fetches at once.
-	res := r.Refresh(context.Background(), Evidence{})
+	res := r.Refresh(context.Background(), clustermap.Evidence{})
 	assert.True(t, res.Performed, "the bootstrap opens no debounce window")
 	assert.Equal(t, int64(2), res.Epoch)
 	assert.Equal(t, int32(1), calls.Load())
 
 	// Inside 500 ms of that fetch a request is a no-op.
 	mc.clock.Advance(499 * time.Millisecond)
-	res = r.Refresh(context.Background(), Evidence{})
+	res = r.Refresh(context.Background(), clustermap.Evidence{})
 	assert.True(t, res.Debounced)
 	assert.False(t, res.Performed)
 	assert.Equal(t, int32(1), calls.Load())
 
 	mc.clock.Advance(time.Millisecond)
-	res = r.Refresh(context.Background(), Evidence{})
+	res = r.Refresh(context.Background(), clustermap.Evidence{})
 	assert.True(t, res.Performed)
 	assert.Equal(t, int64(3), res.Epoch)
 	assert.Equal(t, int32(2), calls.Load())
 
 	mc.clock.Advance(250 * time.Millisecond)
-	assert.True(t, r.Refresh(context.Background(), Evidence{}).Debounced)
-	assert.True(t, r.Refresh(context.Background(), Evidence{Epoch: 3}).Debounced, "evidence not newer than the map")
+	assert.True(t, r.Refresh(context.Background(), clustermap.Evidence{}).Debounced)
+	assert.True(t, r.Refresh(context.Background(), clustermap.Evidence{Epoch: 3}).Debounced, "evidence not newer than the map")
 	mc.clock.Advance(250 * time.Millisecond)
-	assert.True(t, r.Refresh(context.Background(), Evidence{}).Performed)
+	assert.True(t, r.Refresh(context.Background(), clustermap.Evidence{}).Performed)
 	assert.Equal(t, int32(3), calls.Load())
 	st := r.Stats()
-	assert.Equal(t, RefreshStats{Requested: 6, Performed: 3, Debounced: 3}, st)
+	assert.Equal(t, clustermap.RefreshStats{Requested: 6, Performed: 3, Debounced: 3}, st)
 }
 
 func TestB1_NewerEpochSkipsTheDebounce(t *testing.T) {
@@ -187,16 +188,16 @@ func TestB1_NewerEpochSkipsTheDebounce(t *testing.T) {
 
 	// Inside the window, an answer from epoch 2 skips the debounce...
 	mc.clock.Advance(100 * time.Millisecond)
-	res := r.Refresh(context.Background(), Evidence{Epoch: 2})
+	res := r.Refresh(context.Background(), clustermap.Evidence{Epoch: 2})
 	assert.True(t, res.Performed)
 	assert.False(t, res.Debounced)
 	assert.Equal(t, int32(1), calls.Load())
 	// ... but the node asked still had epoch 1. The same evidence does not fetch again
 	// inside the window (no storm); newer evidence does.
 	assert.Equal(t, int64(1), res.Epoch)
-	assert.True(t, r.Refresh(context.Background(), Evidence{Epoch: 2}).Debounced)
+	assert.True(t, r.Refresh(context.Background(), clustermap.Evidence{Epoch: 2}).Debounced)
 	serve.Store(3)
-	res = r.Refresh(context.Background(), Evidence{Epoch: 3})
+	res = r.Refresh(context.Background(), clustermap.Evidence{Epoch: 3})
 	assert.True(t, res.Performed)
 	assert.Equal(t, int64(3), res.Epoch)
 	assert.Equal(t, int32(2), calls.Load())
@@ -217,8 +218,8 @@ func TestB1_ObserveRefreshesInTheBackground(t *testing.T) {
 	eventually(t, func() bool { return calls.Load() == 1 })
 	r.Observe(7) // already in flight: no second fetch
 	// A caller with the same evidence rides the same flight.
-	res := make(chan RefreshResult)
-	go func() { res <- r.Refresh(context.Background(), Evidence{Epoch: 7}) }()
+	res := make(chan clustermap.RefreshResult)
+	go func() { res <- r.Refresh(context.Background(), clustermap.Evidence{Epoch: 7}) }()
 	eventually(t, func() bool { return r.Stats().Requested == 1 })
 	maps <- testMap(7, 16, 1)
 	got := <-res
@@ -235,12 +236,12 @@ func TestR6_OlderEpochIsIgnored(t *testing.T) {
 	mc.node(1).EXPECT().GetClusterMap(gomock.Any()).Return(testMap(4, 16, 1), nil)
 	mc.node(1).EXPECT().GetClusterMap(gomock.Any()).Return(testMap(5, 16, 1), nil)
 	mc.clock.Advance(time.Second)
-	res := mc.Refresher().Refresh(context.Background(), Evidence{})
+	res := mc.Refresher().Refresh(context.Background(), clustermap.Evidence{})
 	assert.True(t, res.Performed)
 	assert.NoError(t, res.Err)
 	assert.Equal(t, int64(5), res.Epoch)
 	mc.clock.Advance(time.Second)
-	assert.Equal(t, int64(5), mc.Refresher().Refresh(context.Background(), Evidence{}).Epoch)
+	assert.Equal(t, int64(5), mc.Refresher().Refresh(context.Background(), clustermap.Evidence{}).Epoch)
 	assert.Equal(t, int64(5), mc.Map().Epoch)
 }
 
@@ -255,7 +256,7 @@ func TestRefreshTriesTheMapNodesThenTheSeeds(t *testing.T) {
 		return nil
 	}
 	mc.node(2).EXPECT().GetClusterMap(gomock.Any()).Return(testMap(2, 16, 3), nil)
-	res := mc.Refresher().Refresh(context.Background(), Evidence{})
+	res := mc.Refresher().Refresh(context.Background(), clustermap.Evidence{})
 	require.NoError(t, res.Err)
 	assert.Equal(t, int64(2), res.Epoch)
 
@@ -264,7 +265,7 @@ func TestRefreshTriesTheMapNodesThenTheSeeds(t *testing.T) {
 	mc.dialer.fail = func(string) error { return errors.New("connection refused") }
 	// (node 2's pooled connection still works, but node 2 answers with an error)
 	mc.node(2).EXPECT().GetClusterMap(gomock.Any()).Return(nil, errors.New("not ready"))
-	res = mc.Refresher().Refresh(context.Background(), Evidence{})
+	res = mc.Refresher().Refresh(context.Background(), clustermap.Evidence{})
 	require.Error(t, res.Err)
 	assert.False(t, res.Performed)
 	for _, addr := range []string{"127.0.0.1:7001", "127.0.0.1:7002", "127.0.0.1:7003"} {
@@ -274,7 +275,7 @@ func TestRefreshTriesTheMapNodesThenTheSeeds(t *testing.T) {
 	// A failed fetch does not start the debounce window.
 	mc.dialer.fail = nil
 	mc.node(1).EXPECT().GetClusterMap(gomock.Any()).Return(testMap(3, 16, 3), nil)
-	assert.Equal(t, int64(3), mc.Refresher().Refresh(context.Background(), Evidence{}).Epoch)
+	assert.Equal(t, int64(3), mc.Refresher().Refresh(context.Background(), clustermap.Evidence{}).Epoch)
 }
 
 func TestNodesLeavingTheMapHaveTheirPoolsClosed(t *testing.T) {
@@ -303,7 +304,7 @@ func TestNodesLeavingTheMapHaveTheirPoolsClosed(t *testing.T) {
 
 	// Epoch 2 has node 1 only.
 	mc.node(1).EXPECT().GetClusterMap(gomock.Any()).Return(testMap(2, 16, 1), nil)
-	require.Equal(t, int64(2), mc.Refresher().Refresh(context.Background(), Evidence{}).Epoch)
+	require.Equal(t, int64(2), mc.Refresher().Refresh(context.Background(), clustermap.Evidence{}).Epoch)
 	assert.True(t, node2.closed())
 	_, ok := (*mc.pools.Load())["127.0.0.1:7002"]
 	assert.False(t, ok)
@@ -317,7 +318,7 @@ func TestR6_ZeroRefreshWaitDoesNotWaitButStillRefreshes(t *testing.T) {
 	mc := newMockEngine(t, testMap(1, 16, 1), WithRefreshWait(0))
 	maps, calls := mc.blockingMaps(1)
 	mc.clock.Advance(time.Second)
-	res := mc.Refresher().Refresh(context.Background(), Evidence{})
+	res := mc.Refresher().Refresh(context.Background(), clustermap.Evidence{})
 	assert.True(t, res.TimedOut)
 	assert.Equal(t, int64(1), res.Epoch)
 	eventually(t, func() bool { return calls.Load() == 1 })
@@ -333,13 +334,13 @@ func TestB1_FetchPassesOverANodeWithAnOlderMap(t *testing.T) {
 	mc := newMockEngine(t, testMap(1, 16, 3))
 	mc.node(1).EXPECT().GetClusterMap(gomock.Any()).Return(testMap(2, 16, 3), nil)
 	mc.node(2).EXPECT().GetClusterMap(gomock.Any()).Return(testMap(4, 16, 3), nil)
-	res := mc.Refresher().Refresh(context.Background(), Evidence{Epoch: 4})
+	res := mc.Refresher().Refresh(context.Background(), clustermap.Evidence{Epoch: 4})
 	require.NoError(t, res.Err)
 	assert.Equal(t, int64(4), res.Epoch, "node 1 still had epoch 2")
 
 	mc.clock.Advance(time.Second)
 	mc.node(1).EXPECT().GetClusterMap(gomock.Any()).Return(testMap(5, 16, 3), nil)
-	res = mc.Refresher().Refresh(context.Background(), Evidence{})
+	res = mc.Refresher().Refresh(context.Background(), clustermap.Evidence{})
 	require.NoError(t, res.Err)
 	assert.Equal(t, int64(5), res.Epoch, "without evidence node 1's map is taken, nodes 2 and 3 are not asked")
 
@@ -347,7 +348,7 @@ func TestB1_FetchPassesOverANodeWithAnOlderMap(t *testing.T) {
 	mc.node(1).EXPECT().GetClusterMap(gomock.Any()).Return(testMap(5, 16, 3), nil)
 	mc.node(2).EXPECT().GetClusterMap(gomock.Any()).Return(testMap(7, 16, 3), nil)
 	mc.node(3).EXPECT().GetClusterMap(gomock.Any()).Return(testMap(6, 16, 3), nil)
-	res = mc.Refresher().Refresh(context.Background(), Evidence{Epoch: 9})
+	res = mc.Refresher().Refresh(context.Background(), clustermap.Evidence{Epoch: 9})
 	require.NoError(t, res.Err)
 	assert.Equal(t, int64(7), res.Epoch, "no node has epoch 9 yet: the newest map is installed")
 }
@@ -378,17 +379,17 @@ func TestNewRefresher_FetchTimeout(t *testing.T) {
 // node to answer gives.
 func TestRefresh_MinEpochOnlyForNewerEvidence(t *testing.T) {
 	var mins []int64
-	fetch := func(_ context.Context, minEpoch int64) (*ClusterMap, error) {
+	fetch := func(_ context.Context, minEpoch int64) (*clustermap.Map, error) {
 		mins = append(mins, minEpoch)
 		return fromIDL(testMap(5, 4, 1)), nil
 	}
 	router := &currentTable{}
 	r := newRefresher(Config{Clock: newFakeClock(), RefreshWait: time.Hour, DialTimeout: time.Second, AttemptTimeout: time.Second}, router, fetch)
 	defer r.Close()
-	require.NoError(t, r.Refresh(context.Background(), Evidence{Epoch: 5}).Err)
+	require.NoError(t, r.Refresh(context.Background(), clustermap.Evidence{Epoch: 5}).Err)
 	require.Equal(t, int64(5), router.Epoch())
-	require.NoError(t, r.Refresh(context.Background(), Evidence{Epoch: 5}).Err, "evidence of the current map")
-	require.NoError(t, r.Refresh(context.Background(), Evidence{Epoch: 7}).Err, "evidence of a newer map")
+	require.NoError(t, r.Refresh(context.Background(), clustermap.Evidence{Epoch: 5}).Err, "evidence of the current map")
+	require.NoError(t, r.Refresh(context.Background(), clustermap.Evidence{Epoch: 7}).Err, "evidence of a newer map")
 	assert.Equal(t, []int64{5, 0, 7}, mins)
 }
 
@@ -396,7 +397,7 @@ func TestRefresh_MinEpochOnlyForNewerEvidence(t *testing.T) {
 // default stack looks for), so the stack of every client built on an Engine ends its
 // backoffs on Close.
 func TestRefresher_DoneClosesOnClose(t *testing.T) {
-	r := newRefresher(Config{}, &currentTable{}, func(context.Context, int64) (*ClusterMap, error) {
+	r := newRefresher(Config{}, &currentTable{}, func(context.Context, int64) (*clustermap.Map, error) {
 		return nil, ErrNoSeeds
 	})
 	var c interface{ Done() <-chan struct{} } = r

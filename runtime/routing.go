@@ -8,6 +8,8 @@ import (
 	"strconv"
 	"sync/atomic"
 	"time"
+
+	"github.com/clustron/zaris-go/runtime/clustermap"
 )
 
 // routingTable is an immutable routing table built from one cluster map: for each segment,
@@ -19,7 +21,7 @@ type routingTable struct {
 	owner []int32  // per segment: the active owner's id, or NoNode
 	addr  []string // per segment: the active owner's host:port, or ""
 	nodes []nodeAddr
-	src   *ClusterMap // a private deep copy of the map
+	src   *clustermap.Map // a private deep copy of the map
 	// maxRequest is the map's MaxMessageBytes, or 0 when it says none.
 	maxRequest int64
 	// dedupWindow is the map's DedupWindowMs, or 0 when it says none (rule B8).
@@ -34,24 +36,12 @@ type nodeAddr struct {
 	Addr string
 }
 
-// Route is where one key goes under one map.
-type Route struct {
-	// Segment is the key's segment (see Segment).
-	Segment int32
-	// Node is the segment's active owner.
-	Node int32
-	// Addr is the owner's host:port.
-	Addr string
-	// Epoch is the map's epoch.
-	Epoch int64
-}
-
 // newRoutingTable validates m and builds its routing table. It rejects a map whose
 // segmentCount is not positive, whose segments do not cover 0..segmentCount-1 exactly once,
 // whose nodes have duplicate ids or bad addresses, or whose owners name unknown nodes. A
 // segment without an owner is valid: routing a key to it is ErrPartitionUnavailable. The
 // table keeps a copy of m, so the caller may reuse m.
-func newRoutingTable(m *ClusterMap) (*routingTable, error) {
+func newRoutingTable(m *clustermap.Map) (*routingTable, error) {
 	if m == nil {
 		return nil, fmt.Errorf("zaris: invalid cluster map: nil")
 	}
@@ -74,19 +64,19 @@ func newRoutingTable(m *ClusterMap) (*routingTable, error) {
 }
 
 // invalidMap is the error of newRoutingTable refusing m, for the reason format and args say.
-func invalidMap(m *ClusterMap, format string, args ...any) error {
+func invalidMap(m *clustermap.Map, format string, args ...any) error {
 	return fmt.Errorf("zaris: invalid cluster map (epoch %d): %s", m.Epoch, fmt.Sprintf(format, args...))
 }
 
 // blankTable is the table of m before its nodes and owners are added: its epoch, its
 // segment count, its limits and a copy of m.
-func blankTable(m *ClusterMap) *routingTable {
+func blankTable(m *clustermap.Map) *routingTable {
 	t := &routingTable{
 		epoch: m.Epoch,
 		count: m.SegmentCount,
 		owner: make([]int32, m.SegmentCount),
 		addr:  make([]string, m.SegmentCount),
-		src:   copyMap(m),
+		src:   m.Clone(),
 	}
 	if m.MaxMessageBytes > 0 {
 		t.maxRequest = m.MaxMessageBytes
@@ -99,7 +89,7 @@ func blankTable(m *ClusterMap) *routingTable {
 
 // addNodes checks m's nodes (none nil, ids unique, each address a host and a port of
 // 1..65535), adds them to t ordered by id, and returns their host:port addresses by id.
-func (t *routingTable) addNodes(m *ClusterMap) (map[int32]string, error) {
+func (t *routingTable) addNodes(m *clustermap.Map) (map[int32]string, error) {
 	byID := make(map[int32]string, len(m.Nodes))
 	for _, n := range m.Nodes {
 		if n == nil {
@@ -121,7 +111,7 @@ func (t *routingTable) addNodes(m *ClusterMap) (map[int32]string, error) {
 
 // addOwners checks m's segments (none nil, each id in range and listed once, each owner a
 // node of byID) and records each one's owner and its address in t, or NoNode for none.
-func (t *routingTable) addOwners(m *ClusterMap, byID map[int32]string) error {
+func (t *routingTable) addOwners(m *clustermap.Map, byID map[int32]string) error {
 	seen := make([]bool, m.SegmentCount)
 	for _, s := range m.Segments {
 		if s == nil {
@@ -134,7 +124,7 @@ func (t *routingTable) addOwners(m *ClusterMap, byID map[int32]string) error {
 			return invalidMap(m, "segment %d appears twice", s.ID)
 		}
 		seen[s.ID] = true
-		t.owner[s.ID] = NoNode
+		t.owner[s.ID] = clustermap.NoNode
 		if s.Owner != nil {
 			addr, ok := byID[*s.Owner]
 			if !ok {
@@ -155,10 +145,10 @@ func (t *routingTable) SegmentCount() int32 { return t.count }
 // Route returns where key goes: its segment's active owner. It does not allocate. A segment
 // with no owner is an error wrapping ErrPartitionUnavailable (the Route still carries the
 // segment and epoch).
-func (t *routingTable) Route(key []byte) (Route, error) {
-	seg := Segment(key, t.count)
-	r := Route{Segment: seg, Node: t.owner[seg], Addr: t.addr[seg], Epoch: t.epoch}
-	if r.Node == NoNode {
+func (t *routingTable) Route(key []byte) (clustermap.Route, error) {
+	seg := clustermap.SegmentOf(key, t.count)
+	r := clustermap.Route{Segment: seg, Node: t.owner[seg], Addr: t.addr[seg], Epoch: t.epoch}
+	if r.Node == clustermap.NoNode {
 		return r, &PartitionError{Segment: seg, Epoch: t.epoch}
 	}
 	return r, nil
@@ -178,7 +168,7 @@ func (t *routingTable) HasAddr(addr string) bool {
 }
 
 // Map returns a deep copy of the cluster map the table was built from.
-func (t *routingTable) Map() *ClusterMap { return copyMap(t.src) }
+func (t *routingTable) Map() *clustermap.Map { return t.src.Clone() }
 
 // PartitionError is the error of routing a key whose segment has no active owner in the
 // client's map. It matches ErrPartitionUnavailable with errors.Is.
@@ -221,10 +211,10 @@ func (r *currentTable) Epoch() int64 {
 
 // Route routes key with the current table. Without one it returns an error wrapping
 // ErrPartitionUnavailable.
-func (r *currentTable) Route(key []byte) (Route, error) {
+func (r *currentTable) Route(key []byte) (clustermap.Route, error) {
 	t := r.cur.Load()
 	if t == nil {
-		return Route{Node: NoNode}, &PartitionError{Segment: -1}
+		return clustermap.Route{Node: clustermap.NoNode}, &PartitionError{Segment: -1}
 	}
 	return t.Route(key)
 }
@@ -246,12 +236,12 @@ func (r *currentTable) Install(t *routingTable) (old *routingTable, installed bo
 
 // Route returns where key goes under the map the refresher keeps current; the batch layer
 // splits a batch's items by owner with it.
-func (r *Refresher) Route(key []byte) (Route, error) { return r.router.Route(key) }
+func (r *Refresher) Route(key []byte) (clustermap.Route, error) { return r.router.Route(key) }
 
 // routeCall is where call's attempt goes: its Target when set (a sub-request goes to the
 // owner its items were split for, even if the map changed since: that node then answers
 // each item from its own map), else Key's owner under the current map.
-func (c *Engine) routeCall(call *Call) (Route, error) {
+func (c *Engine) routeCall(call *Call) (clustermap.Route, error) {
 	if call.Target != nil {
 		return *call.Target, nil
 	}
@@ -261,4 +251,4 @@ func (c *Engine) routeCall(call *Call) (Route, error) {
 // Route returns where key goes under the current map: its segment's active owner. It does
 // not allocate. A segment with no owner is an error wrapping ErrPartitionUnavailable (the
 // Route still carries the segment and epoch); before any map, the segment is -1.
-func (c *Engine) Route(key []byte) (Route, error) { return c.router.Route(key) }
+func (c *Engine) Route(key []byte) (clustermap.Route, error) { return c.router.Route(key) }

@@ -8,6 +8,8 @@ import (
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+
+	"github.com/clustron/zaris-go/runtime/clustermap"
 )
 
 // A map's node may listen on any port from 1 to 65535, the last included.
@@ -41,30 +43,30 @@ func TestCurrentTable_WithoutAMapNoSegment(t *testing.T) {
 	require.True(t, ok, "%T", err)
 	assert.Equal(t, int32(-1), pe.Segment)
 	assert.Zero(t, pe.Epoch)
-	assert.Equal(t, NoNode, rt.Node)
+	assert.Equal(t, clustermap.NoNode, rt.Node)
 }
 
 // A routing table maps a key to its segment's active owner; a segment with no owner is
 // ErrPartitionUnavailable, on a route to NoNode.
 func TestRoutingTable_RoutesToTheSegmentsOwner(t *testing.T) {
 	one, two := int32(1), int32(2)
-	table, err := newRoutingTable(&ClusterMap{
+	table, err := newRoutingTable(&clustermap.Map{
 		Epoch:        7,
 		SegmentCount: 4,
-		Nodes:        []*NodeInfo{{ID: 1, Host: "10.0.0.1", Port: 7000}, {ID: 2, Host: "10.0.0.2", Port: 7000}},
-		Segments: []*SegmentInfo{
+		Nodes:        []*clustermap.Node{{ID: 1, Host: "10.0.0.1", Port: 7000}, {ID: 2, Host: "10.0.0.2", Port: 7000}},
+		Segments: []*clustermap.Segment{
 			{ID: 0, Owner: &one}, {ID: 1, Owner: &two}, {ID: 2, Owner: &one}, {ID: 3}, // 3 has no owner
 		},
 	})
 	require.NoError(t, err)
 	for _, c := range []struct {
 		key     string
-		want    Route
+		want    clustermap.Route
 		unowned bool
 	}{
-		{"user:0", Route{Segment: 0, Node: 1, Addr: "10.0.0.1:7000", Epoch: 7}, false},
-		{"user:4", Route{Segment: 1, Node: 2, Addr: "10.0.0.2:7000", Epoch: 7}, false},
-		{"user:5", Route{Segment: 3, Node: NoNode, Epoch: 7}, true},
+		{"user:0", clustermap.Route{Segment: 0, Node: 1, Addr: "10.0.0.1:7000", Epoch: 7}, false},
+		{"user:4", clustermap.Route{Segment: 1, Node: 2, Addr: "10.0.0.2:7000", Epoch: 7}, false},
+		{"user:5", clustermap.Route{Segment: 3, Node: clustermap.NoNode, Epoch: 7}, true},
 	} {
 		r, err := table.Route([]byte(c.key))
 		assert.Equal(t, c.want, r, c.key)

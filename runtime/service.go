@@ -4,6 +4,8 @@ import (
 	"context"
 
 	"github.com/apache/thrift/lib/go/thrift"
+
+	"github.com/clustron/zaris-go/runtime/clustermap"
 )
 
 // Service describes a generated service to the engine, which knows no IDL (as a Kitex
@@ -18,5 +20,5 @@ type Service struct {
 	NewClient func(c thrift.TClient) any
 	// FetchMap invokes the IDL's map operation over client, a value NewClient returned (or
 	// a custom Dialer's Conn.Client).
-	FetchMap func(ctx context.Context, client any) (*ClusterMap, error)
+	FetchMap func(ctx context.Context, client any) (*clustermap.Map, error)
 }

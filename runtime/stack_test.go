@@ -20,6 +20,7 @@ import (
 	"github.com/clustron/zaris-go/middleware"
 	mwt "github.com/clustron/zaris-go/middleware/middlewaretest"
 	"github.com/clustron/zaris-go/runtime"
+	"github.com/clustron/zaris-go/runtime/clustermap"
 )
 
 // These tests run the engine under the default middleware stack and the typed client,
@@ -41,7 +42,7 @@ func (n *churnNode) Get(_ context.Context, req *zaris.GetRequest) (*zaris.GetRes
 		n.hold()
 	}
 	m := n.view()
-	s := m.Segments[runtime.Segment(req.Key, m.SegmentCount)]
+	s := m.Segments[clustermap.SegmentOf(req.Key, m.SegmentCount)]
 	if s.Owner == nil || *s.Owner != n.id {
 		return &zaris.GetResponse{Status: zaris.KvStatus_Moved, MapEpoch: m.Epoch}, nil
 	}
@@ -90,7 +91,7 @@ func twoNodeMap(epoch int64, owner int32) *zaris.ClusterMap {
 func keyIn(odd bool) string {
 	for i := 0; ; i++ {
 		k := fmt.Sprintf("key-%d", i)
-		if (runtime.Segment([]byte(k), 8)%2 == 1) == odd {
+		if (clustermap.SegmentOf([]byte(k), 8)%2 == 1) == odd {
 			return k
 		}
 	}

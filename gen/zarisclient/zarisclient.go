@@ -19,6 +19,7 @@ import (
 	"github.com/clustron/zaris-go/gen/zariscodec"
 	"github.com/clustron/zaris-go/middleware"
 	"github.com/clustron/zaris-go/runtime"
+	"github.com/clustron/zaris-go/runtime/clustermap"
 )
 
 // This is a compile-time assertion that the generated code and the runtime it is compiled
@@ -124,7 +125,7 @@ var (
 var Service = &runtime.Service{
 	Name:      "ZarisKv",
 	NewClient: func(c thrift.TClient) any { return zaris.NewZarisKvClient(c) },
-	FetchMap: func(ctx context.Context, client any) (*runtime.ClusterMap, error) {
+	FetchMap: func(ctx context.Context, client any) (*clustermap.Map, error) {
 		m, err := client.(zaris.ZarisKv).GetClusterMap(ctx)
 		if err != nil || m == nil {
 			return nil, err
@@ -135,22 +136,22 @@ var Service = &runtime.Service{
 
 // clusterMap converts the IDL's map struct into the engine's; a nil node or segment stays
 // nil, which the engine refuses.
-func clusterMap(m *zaris.ClusterMap) *runtime.ClusterMap {
-	c := &runtime.ClusterMap{Epoch: m.Epoch, SegmentCount: m.SegmentCount}
+func clusterMap(m *zaris.ClusterMap) *clustermap.Map {
+	c := &clustermap.Map{Epoch: m.Epoch, SegmentCount: m.SegmentCount}
 	if m.Nodes != nil {
-		c.Nodes = make([]*runtime.NodeInfo, len(m.Nodes))
+		c.Nodes = make([]*clustermap.Node, len(m.Nodes))
 	}
 	for i, n := range m.Nodes {
 		if n != nil {
-			c.Nodes[i] = &runtime.NodeInfo{ID: n.ID, Host: n.Host, Port: n.Port}
+			c.Nodes[i] = &clustermap.Node{ID: n.ID, Host: n.Host, Port: n.Port}
 		}
 	}
 	if m.Segments != nil {
-		c.Segments = make([]*runtime.SegmentInfo, len(m.Segments))
+		c.Segments = make([]*clustermap.Segment, len(m.Segments))
 	}
 	for i, s := range m.Segments {
 		if s != nil {
-			c.Segments[i] = &runtime.SegmentInfo{ID: s.ID, Owner: s.Owner, Replicas: s.Replicas, Transitioning: s.Transitioning, Migrating: s.Migrating}
+			c.Segments[i] = &clustermap.Segment{ID: s.ID, Owner: s.Owner, Replicas: s.Replicas, Transitioning: s.Transitioning, Migrating: s.Migrating}
 		}
 	}
 	c.MaxMessageBytes = m.GetMaxMessageBytes()

@@ -15,6 +15,7 @@ import (
 	zt "github.com/clustron/zaris-go/internal/testsupport/zaristest"
 	mwt "github.com/clustron/zaris-go/middleware/middlewaretest"
 	"github.com/clustron/zaris-go/runtime"
+	"github.com/clustron/zaris-go/runtime/clustermap"
 )
 
 func TestClock(t *testing.T) {
@@ -70,7 +71,7 @@ func TestTransport(t *testing.T) {
 		call.StartAttempt()
 		_, err = tr.Invoke(context.Background(), call)
 		assert.ErrorIs(t, err, runtime.ErrNodeUnavailable)
-		assert.Equal(t, runtime.NoNode, call.Current().Node)
+		assert.Equal(t, clustermap.NoNode, call.Current().Node)
 		assert.False(t, call.Current().Sent)
 	}
 	assert.Equal(t, 3, tr.Attempts())
@@ -81,19 +82,19 @@ func TestTransport(t *testing.T) {
 
 func TestRefresher(t *testing.T) {
 	r := mwt.NewRefresher(2)
-	assert.Equal(t, runtime.RefreshResult{Performed: true, Epoch: 5}, r.Refresh(context.Background(), runtime.Evidence{Epoch: 5}))
-	assert.Equal(t, runtime.RefreshResult{Performed: true, Epoch: 5}, r.Refresh(context.Background(), runtime.Evidence{}))
+	assert.Equal(t, clustermap.RefreshResult{Performed: true, Epoch: 5}, r.Refresh(context.Background(), clustermap.Evidence{Epoch: 5}))
+	assert.Equal(t, clustermap.RefreshResult{Performed: true, Epoch: 5}, r.Refresh(context.Background(), clustermap.Evidence{}))
 	r.Observe(9)
 	assert.Equal(t, int64(5), r.Epoch())
 	assert.Equal(t, []int64{5, 0}, r.Requests())
 	assert.Equal(t, []int64{9}, r.Observed())
 
 	until := time.Unix(100, 0)
-	assert.Equal(t, runtime.RefreshResult{Performed: true, Epoch: 5}, r.AwaitOwner(context.Background(), []byte("k"), 3, until))
-	r.OnAwaitOwner = func(_ context.Context, w mwt.OwnerWait) runtime.RefreshResult {
-		return runtime.RefreshResult{TimedOut: true, Epoch: int64(w.Gone)}
+	assert.Equal(t, clustermap.RefreshResult{Performed: true, Epoch: 5}, r.AwaitOwner(context.Background(), []byte("k"), 3, until))
+	r.OnAwaitOwner = func(_ context.Context, w mwt.OwnerWait) clustermap.RefreshResult {
+		return clustermap.RefreshResult{TimedOut: true, Epoch: int64(w.Gone)}
 	}
-	assert.Equal(t, runtime.RefreshResult{TimedOut: true, Epoch: 4}, r.AwaitOwner(context.Background(), []byte("j"), 4, until), "the hook answers")
+	assert.Equal(t, clustermap.RefreshResult{TimedOut: true, Epoch: 4}, r.AwaitOwner(context.Background(), []byte("j"), 4, until), "the hook answers")
 	assert.Equal(t, []mwt.OwnerWait{{Key: []byte("k"), Gone: 3, Until: until}, {Key: []byte("j"), Gone: 4, Until: until}}, r.OwnerWaits())
 }
 

@@ -5,7 +5,7 @@ import (
 	"sync"
 	"time"
 
-	"github.com/clustron/zaris-go/runtime"
+	"github.com/clustron/zaris-go/runtime/clustermap"
 )
 
 // Refresher is a fake of the client's shared map refresher (middleware.MapRefresher). It
@@ -14,9 +14,9 @@ import (
 // concurrent use.
 type Refresher struct {
 	// OnRefresh, when set, answers Refresh instead of the default.
-	OnRefresh func(ctx context.Context, ev runtime.Evidence) runtime.RefreshResult
+	OnRefresh func(ctx context.Context, ev clustermap.Evidence) clustermap.RefreshResult
 	// OnAwaitOwner, when set, answers AwaitOwner instead of the default.
-	OnAwaitOwner func(ctx context.Context, w OwnerWait) runtime.RefreshResult
+	OnAwaitOwner func(ctx context.Context, w OwnerWait) clustermap.RefreshResult
 
 	mu       sync.Mutex // protects the fields below
 	epoch    int64
@@ -37,14 +37,14 @@ type OwnerWait struct {
 func NewRefresher(epoch int64) *Refresher { return &Refresher{epoch: epoch} }
 
 // Refresh records the request and answers it.
-func (r *Refresher) Refresh(ctx context.Context, ev runtime.Evidence) runtime.RefreshResult {
+func (r *Refresher) Refresh(ctx context.Context, ev clustermap.Evidence) clustermap.RefreshResult {
 	r.mu.Lock()
 	r.requests = append(r.requests, ev.Epoch)
 	r.times = append(r.times, ev.At)
 	hook := r.OnRefresh
 	if hook == nil {
 		r.epoch = max(r.epoch, ev.Epoch)
-		res := runtime.RefreshResult{Performed: true, Epoch: r.epoch}
+		res := clustermap.RefreshResult{Performed: true, Epoch: r.epoch}
 		r.mu.Unlock()
 		return res
 	}
@@ -54,7 +54,7 @@ func (r *Refresher) Refresh(ctx context.Context, ev runtime.Evidence) runtime.Re
 
 // AwaitOwner records the request and answers it: by default at once, with a performed
 // refresh (the map has moved the owner).
-func (r *Refresher) AwaitOwner(ctx context.Context, key []byte, gone int32, until time.Time) runtime.RefreshResult {
+func (r *Refresher) AwaitOwner(ctx context.Context, key []byte, gone int32, until time.Time) clustermap.RefreshResult {
 	w := OwnerWait{Key: key, Gone: gone, Until: until}
 	r.mu.Lock()
 	r.waits = append(r.waits, w)
@@ -64,7 +64,7 @@ func (r *Refresher) AwaitOwner(ctx context.Context, key []byte, gone int32, unti
 	if hook != nil {
 		return hook(ctx, w)
 	}
-	return runtime.RefreshResult{Performed: true, Epoch: epoch}
+	return clustermap.RefreshResult{Performed: true, Epoch: epoch}
 }
 
 // OwnerWaits returns every AwaitOwner request, in order.

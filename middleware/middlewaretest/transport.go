@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/clustron/zaris-go/runtime"
+	"github.com/clustron/zaris-go/runtime/clustermap"
 )
 
 // Response is a minimal runtime.Response for scripted answers.
@@ -50,7 +51,7 @@ func AnswerAt[S ~int64](s S, epoch int64) Outcome {
 // Fail scripts an error. sent says whether the request may have left (a reset or a timeout)
 // or provably did not (no owner, dial refused); a sent request is routed to node 1.
 func Fail(err error, sent bool) Outcome {
-	o := Outcome{Err: err, Sent: sent, Node: runtime.NoNode}
+	o := Outcome{Err: err, Sent: sent, Node: clustermap.NoNode}
 	if sent {
 		o.Node = 1
 	}
@@ -124,7 +125,7 @@ func (t *Transport) Invoke(ctx context.Context, call *runtime.Call) (runtime.Res
 	if t.Clock != nil {
 		a.End = t.Clock.Now()
 	}
-	if o.Node != runtime.NoNode {
+	if o.Node != clustermap.NoNode {
 		a.Addr = fmt.Sprintf("node%d:9090", o.Node)
 	}
 	if o.Err != nil {

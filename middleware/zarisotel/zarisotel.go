@@ -16,6 +16,7 @@ import (
 
 	"github.com/clustron/zaris-go/middleware"
 	"github.com/clustron/zaris-go/runtime"
+	"github.com/clustron/zaris-go/runtime/clustermap"
 )
 
 // ScopeName is the instrumentation scope of the tracer and the meter.
@@ -65,7 +66,7 @@ const AttemptEvent = "zaris.attempt"
 // StatsSource is what ObserveRefresher observes; *runtime.Refresher
 // (kv.Engine().Refresher()) is one.
 type StatsSource interface {
-	Stats() runtime.RefreshStats
+	Stats() clustermap.RefreshStats
 }
 
 // Option configures New.
@@ -362,7 +363,7 @@ func attemptOutcome(statuses *runtime.StatusTable, a *runtime.Attempt) string {
 func attemptAttrs(statuses *runtime.StatusTable, a *runtime.Attempt) []attribute.KeyValue {
 	attrs := make([]attribute.KeyValue, 0, 10)
 	attrs = append(attrs, KeyAttempt.Int(a.N))
-	if a.Node != runtime.NoNode {
+	if a.Node != clustermap.NoNode {
 		attrs = append(attrs, KeyNode.Int(int(a.Node)))
 	}
 	if a.Addr != "" {

@@ -23,6 +23,7 @@ import (
 	mwt "github.com/clustron/zaris-go/middleware/middlewaretest"
 	"github.com/clustron/zaris-go/middleware/zarisotel"
 	"github.com/clustron/zaris-go/runtime"
+	"github.com/clustron/zaris-go/runtime/clustermap"
 )
 
 // fixture is the default stack over a scripted transport on a fake clock, instrumented
@@ -244,9 +245,9 @@ func TestSpanIsTheContextOfTheLayersBelow(t *testing.T) {
 }
 
 // refreshStats is a fixed StatsSource.
-type refreshStats runtime.RefreshStats
+type refreshStats clustermap.RefreshStats
 
-func (s refreshStats) Stats() runtime.RefreshStats { return runtime.RefreshStats(s) }
+func (s refreshStats) Stats() clustermap.RefreshStats { return clustermap.RefreshStats(s) }
 
 func TestRefresherCounters(t *testing.T) {
 	stats := refreshStats{Requested: 10, Performed: 3, Failed: 1, Coalesced: 4, Debounced: 2, Background: 2}

@@ -10,6 +10,7 @@ import (
 
 	"github.com/clustron/zaris-go/middleware"
 	"github.com/clustron/zaris-go/runtime"
+	"github.com/clustron/zaris-go/runtime/clustermap"
 )
 
 // Levels are the levels Middleware logs each kind of call at.
@@ -157,7 +158,7 @@ func statusesOf(call *runtime.Call) *runtime.StatusTable {
 // attemptValue is one attempt as a group.
 func attemptValue(statuses *runtime.StatusTable, a runtime.Attempt) slog.Value {
 	attrs := make([]slog.Attr, 0, 8)
-	if a.Node != runtime.NoNode {
+	if a.Node != clustermap.NoNode {
 		attrs = append(attrs, slog.Int("node", int(a.Node)))
 	}
 	if a.Addr != "" {

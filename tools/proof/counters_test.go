@@ -18,6 +18,7 @@ import (
 	"github.com/clustron/zaris-go/gen/zaris"
 	"github.com/clustron/zaris-go/gen/zarisclient"
 	"github.com/clustron/zaris-go/runtime"
+	"github.com/clustron/zaris-go/runtime/clustermap"
 	"github.com/clustron/zaris-go/tools/store"
 )
 
@@ -209,7 +210,7 @@ func TestB8_FirstOutcomeOutlivesItsOwner(t *testing.T) {
 			}
 			fc := dialThroughProxies(t, c, proxies)
 			addr, key := fc.victim(t, "first-outcome")
-			owner := c.Map().Segments[runtime.Segment(key, segments)]
+			owner := c.Map().Segments[clustermap.SegmentOf(key, segments)]
 			p := proxies[addr]
 			p.set(faultSwallowReplies, 0)
 			type result struct {

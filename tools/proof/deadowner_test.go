@@ -17,6 +17,7 @@ import (
 	"github.com/clustron/zaris-go/gen/zaris"
 	"github.com/clustron/zaris-go/gen/zarisclient"
 	"github.com/clustron/zaris-go/runtime"
+	"github.com/clustron/zaris-go/runtime/clustermap"
 	"github.com/clustron/zaris-go/tools/store"
 )
 
@@ -248,7 +249,7 @@ func b7Keys(t *testing.T, prefix string, n int, owned func(seg int32) bool) []st
 	var keys []string
 	for i := 0; len(keys) < n && i < 100_000; i++ {
 		k := fmt.Sprintf("%s/%d", prefix, i)
-		if owned(runtime.Segment([]byte(k), segments)) {
+		if owned(clustermap.SegmentOf([]byte(k), segments)) {
 			keys = append(keys, k)
 		}
 	}
@@ -266,7 +267,7 @@ func ownedBy(c *store.Cluster, id int32) func(seg int32) bool {
 func (tr *b7Trial) refresh() {
 	for _, kv := range tr.clients {
 		r := kv.Engine().Refresher()
-		require.Eventually(tr.t, func() bool { return r.Refresh(tr.ctx, runtime.Evidence{}).Performed }, 5*time.Second,
+		require.Eventually(tr.t, func() bool { return r.Refresh(tr.ctx, clustermap.Evidence{}).Performed }, 5*time.Second,
 			10*time.Millisecond, "no map refresh ran")
 	}
 }

@@ -13,6 +13,7 @@ import (
 	"github.com/clustron/zaris-go/gen/zaris"
 	"github.com/clustron/zaris-go/gen/zarisclient"
 	"github.com/clustron/zaris-go/runtime"
+	"github.com/clustron/zaris-go/runtime/clustermap"
 	"github.com/clustron/zaris-go/tools/store"
 	"github.com/clustron/zaris-go/tools/store/control"
 )
@@ -108,7 +109,7 @@ func leave(c *store.Cluster, ctx context.Context, id int32) func() error {
 func migrate(c *store.Cluster, ctx context.Context, keys ...string) func() error {
 	return func() error {
 		for _, k := range keys {
-			seg := runtime.Segment([]byte(k), segments)
+			seg := clustermap.SegmentOf([]byte(k), segments)
 			to, err := otherNode(c, seg)
 			if err != nil {
 				return err
@@ -142,7 +143,7 @@ func otherNode(c *store.Cluster, seg int32) (int32, error) {
 // failed over, then back as a learner).
 func stall(c *store.Cluster, ctx context.Context, key string, d time.Duration) func() error {
 	return func() error {
-		seg := runtime.Segment([]byte(key), segments)
+		seg := clustermap.SegmentOf([]byte(key), segments)
 		s := c.Map().Segments[seg]
 		if s.Owner == nil {
 			return fmt.Errorf("segment %d has no owner to stall", seg)

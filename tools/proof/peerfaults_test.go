@@ -15,6 +15,7 @@ import (
 	"github.com/clustron/zaris-go/gen/zaris"
 	"github.com/clustron/zaris-go/gen/zarisclient"
 	"github.com/clustron/zaris-go/runtime"
+	"github.com/clustron/zaris-go/runtime/clustermap"
 	"github.com/clustron/zaris-go/tools/store"
 )
 
@@ -97,7 +98,7 @@ func ownerIn(m *zaris.ClusterMap, seg int32) int32 {
 func keyOwnedBy(t *testing.T, c *store.Cluster, id int32) []byte {
 	for i := range 1000 {
 		k := []byte(fmt.Sprintf("ghost-%d", i))
-		if ownerOf(c, runtime.Segment(k, segments)) == id {
+		if ownerOf(c, clustermap.SegmentOf(k, segments)) == id {
 			return k
 		}
 	}
@@ -113,7 +114,7 @@ func TestPeerFaults_LateReplicateDoesNotResurrectADeletedKey(t *testing.T) {
 	c, pp := startProxiedCluster(t, 2, 0)
 	ctx := testCtx(t)
 	key := keyOwnedBy(t, c, 1)
-	seg := runtime.Segment(key, segments)
+	seg := clustermap.SegmentOf(key, segments)
 	cl := newClient(t, c.Seeds())
 
 	held := make(chan struct{})
@@ -157,7 +158,7 @@ func TestPeerFaults_ThreeCopiesKeepAnAcknowledgedWriteThroughTwoFailures(t *test
 	c, pp := startProxiedCluster(t, 3, 3)
 	ctx := testCtx(t)
 	key := keyOwnedBy(t, c, 1)
-	seg := runtime.Segment(key, segments)
+	seg := clustermap.SegmentOf(key, segments)
 	var sg *zaris.SegmentInfo
 	for _, s := range c.Map().Segments {
 		if s.ID == seg {
@@ -307,7 +308,7 @@ func slowOldOwner(t *testing.T, d time.Duration, rounds int, churn func(ctx cont
 func migrateOff(c *store.Cluster, ctx context.Context, keys ...string) func() error {
 	return func() error {
 		for _, k := range keys {
-			seg := runtime.Segment([]byte(k), segments)
+			seg := clustermap.SegmentOf([]byte(k), segments)
 			m := c.Map()
 			to := int32(-1)
 			for _, id := range c.Nodes() {
@@ -334,7 +335,7 @@ func TestCutover_SlowOldOwner_Migrate(t *testing.T) {
 			slowOldOwner(t, d, 3, func(ctx context.Context, c *store.Cluster) ([]int32, func() error) {
 				var slow []int32
 				for _, k := range testKeys {
-					slow = append(slow, ownerOf(c, runtime.Segment([]byte(k), segments)))
+					slow = append(slow, ownerOf(c, clustermap.SegmentOf([]byte(k), segments)))
 				}
 				return slow, migrateOff(c, ctx, testKeys...)
 			})

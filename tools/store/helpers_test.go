@@ -17,7 +17,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/clustron/zaris-go/gen/zaris"
-	"github.com/clustron/zaris-go/runtime"
+	"github.com/clustron/zaris-go/runtime/clustermap"
 	"github.com/clustron/zaris-go/tools/store/control"
 )
 
@@ -158,7 +158,7 @@ func (r *router) owner(key []byte) string {
 	if r.m == nil {
 		return ""
 	}
-	seg := r.m.Segments[runtime.Segment(key, r.m.SegmentCount)]
+	seg := r.m.Segments[clustermap.SegmentOf(key, r.m.SegmentCount)]
 	if seg.Owner == nil {
 		return ""
 	}
@@ -326,7 +326,7 @@ func (w *workload) where(key string) string {
 		return ""
 	}
 	m := w.cluster.Map()
-	seg := runtime.Segment([]byte(key), m.SegmentCount)
+	seg := clustermap.SegmentOf([]byte(key), m.SegmentCount)
 	out := fmt.Sprintf("\n  segment %d: owner %v replicas %v (epoch %d)", seg, *m.Segments[seg].Owner, m.Segments[seg].Replicas, m.Epoch)
 	for _, id := range w.cluster.Nodes() {
 		n := w.cluster.Node(id)
@@ -441,7 +441,7 @@ func testLogger() *slog.Logger {
 func keyIn(seg, segCount int32, prefix string) []byte {
 	for i := 0; ; i++ {
 		k := []byte(fmt.Sprintf("%s-%d", prefix, i))
-		if runtime.Segment(k, segCount) == seg {
+		if clustermap.SegmentOf(k, segCount) == seg {
 			return k
 		}
 	}

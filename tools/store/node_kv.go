@@ -11,7 +11,7 @@ import (
 
 	"github.com/clustron/zaris-go/gen/zaris"
 	"github.com/clustron/zaris-go/gen/zarisserver"
-	"github.com/clustron/zaris-go/runtime"
+	"github.com/clustron/zaris-go/runtime/clustermap"
 	"github.com/clustron/zaris-go/tools/gen/zarispeer"
 )
 
@@ -68,7 +68,7 @@ func (n *Node) read(key []byte) readResult {
 		r.status = zaris.KvStatus_Unavailable
 		return r
 	}
-	s := runtime.Segment(key, v.segCount)
+	s := clustermap.SegmentOf(key, v.segCount)
 	v = n.awaitHandoff(v, s)
 	r.epoch = v.epoch
 	if r.status = n.route(v, s, false); r.status != zaris.KvStatus_Ok {
@@ -135,7 +135,7 @@ func (n *Node) write(ctx context.Context, key []byte, tok *zaris.RequestToken, d
 	if v == nil {
 		return writeResult{status: zaris.KvStatus_Unavailable}
 	}
-	s := runtime.Segment(key, v.segCount)
+	s := clustermap.SegmentOf(key, v.segCount)
 	n.awaitHandoff(v, s) // before the segment's write lock, which a handoff's copy may need
 	seg := n.segments()[s]
 	timer := time.NewTimer(n.cfg.ReplicationTimeout) // the caller's wait, the lock's included

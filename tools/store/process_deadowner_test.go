@@ -17,6 +17,7 @@ import (
 	"github.com/clustron/zaris-go/gen/zaris"
 	"github.com/clustron/zaris-go/gen/zarisclient"
 	"github.com/clustron/zaris-go/runtime"
+	"github.com/clustron/zaris-go/runtime/clustermap"
 	"github.com/clustron/zaris-go/tools/gen/zarispeer"
 )
 
@@ -219,9 +220,9 @@ func (g *deadOwnerCallers) fail(format string, args ...any) {
 // fetched one, so that the debounce window runs from now.
 func (g *deadOwnerCallers) refresh(t *testing.T) {
 	t.Helper()
-	var res runtime.RefreshResult
+	var res clustermap.RefreshResult
 	for range 40 { // a fetch completed within the debounce window (500 ms) holds this one back
-		res = g.kv.Engine().Refresher().Refresh(context.Background(), runtime.Evidence{})
+		res = g.kv.Engine().Refresher().Refresh(context.Background(), clustermap.Evidence{})
 		if res.Performed {
 			return
 		}

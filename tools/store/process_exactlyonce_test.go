@@ -19,6 +19,7 @@ import (
 	"github.com/clustron/zaris-go/gen/zaris"
 	"github.com/clustron/zaris-go/gen/zarisclient"
 	"github.com/clustron/zaris-go/runtime"
+	"github.com/clustron/zaris-go/runtime/clustermap"
 	"github.com/clustron/zaris-go/tools/gen/zarispeer"
 )
 
@@ -245,7 +246,7 @@ func (g *counterWorkload) busiestOwner(t *testing.T, c *threeNodes) int32 {
 
 // owner returns the owner of key in pm, or 0.
 func (g *counterWorkload) owner(pm *zarispeer.PeerMap, key []byte) int32 {
-	seg := runtime.Segment(key, pm.SegmentCount)
+	seg := clustermap.SegmentOf(key, pm.SegmentCount)
 	for _, s := range pm.Segments {
 		if s.ID == seg && s.Owner != nil {
 			return *s.Owner
@@ -275,7 +276,7 @@ func (g *counterWorkload) waitBurst(t *testing.T, victim int32) {
 	for {
 		var n int64
 		for i, k := range g.keys {
-			if s := m.Segments[runtime.Segment(k, m.SegmentCount)]; s.Owner != nil && *s.Owner == victim {
+			if s := m.Segments[clustermap.SegmentOf(k, m.SegmentCount)]; s.Owner != nil && *s.Owner == victim {
 				n += g.inFlight[i].Load()
 			}
 		}

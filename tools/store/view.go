@@ -87,7 +87,7 @@ func (v *view) route(seg int32, me int32, write bool) zaris.KvStatus {
 	return zaris.KvStatus_Moved
 }
 
-// publicMap converts the store's map to the ClusterMap clients see.
+// publicMap converts the store's map to the cluster map clients see.
 func publicMap(pm *zarispeer.PeerMap) *zaris.ClusterMap {
 	cm := &zaris.ClusterMap{
 		Epoch:        pm.Epoch,

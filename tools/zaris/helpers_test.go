@@ -13,7 +13,7 @@ import (
 
 	"github.com/stretchr/testify/require"
 
-	"github.com/clustron/zaris-go/runtime"
+	"github.com/clustron/zaris-go/runtime/clustermap"
 )
 
 // runOutput is what one in-process run of zaris produced.
@@ -64,7 +64,7 @@ func closedAddr(t *testing.T) string {
 func keyIn(seg, segCount int32, prefix string) string {
 	for i := 0; ; i++ {
 		k := fmt.Sprintf("%s-%d", prefix, i)
-		if runtime.Segment([]byte(k), segCount) == seg {
+		if clustermap.SegmentOf([]byte(k), segCount) == seg {
 			return k
 		}
 	}

@@ -9,7 +9,7 @@ import (
 	"text/tabwriter"
 
 	"github.com/clustron/zaris-go/gen/zaris"
-	"github.com/clustron/zaris-go/runtime"
+	"github.com/clustron/zaris-go/runtime/clustermap"
 )
 
 // runMap prints the cluster map.
@@ -26,7 +26,7 @@ func runMap(ctx context.Context, c *cli, _ []string) int {
 }
 
 // formatMap renders m as a summary line, a table of nodes and a table of segments.
-func formatMap(m *runtime.ClusterMap) string {
+func formatMap(m *clustermap.Map) string {
 	var b strings.Builder
 	fmt.Fprintf(&b, "epoch %d, %d segments, %d nodes\n\n", m.Epoch, m.SegmentCount, len(m.Nodes))
 
@@ -41,7 +41,7 @@ func formatMap(m *runtime.ClusterMap) string {
 		}
 	}
 	nodes := slices.Clone(m.Nodes)
-	slices.SortFunc(nodes, func(a, b *runtime.NodeInfo) int { return int(a.ID) - int(b.ID) })
+	slices.SortFunc(nodes, func(a, b *clustermap.Node) int { return int(a.ID) - int(b.ID) })
 	tw := tabwriter.NewWriter(&b, 0, 4, 2, ' ', 0)
 	fmt.Fprintln(tw, "NODE\tADDRESS\tOWNS\tREPLICAS")
 	for _, n := range nodes {

@@ -14,6 +14,7 @@ import (
 	"github.com/clustron/zaris-go/gen/zaris"
 	"github.com/clustron/zaris-go/gen/zarisclient"
 	"github.com/clustron/zaris-go/runtime"
+	"github.com/clustron/zaris-go/runtime/clustermap"
 )
 
 // Status names of a result that got no answer from the store.
@@ -52,7 +53,7 @@ type result struct {
 	// retry budget, or none (a fatal error such as an in-doubt write).
 	Bound string `json:"bound,omitempty"`
 	// Map is the cluster map (the map command).
-	Map *runtime.ClusterMap `json:"map,omitempty"`
+	Map *clustermap.Map `json:"map,omitempty"`
 	// Items are the per-key results of mget and mput, in the order given.
 	Items []*result `json:"items,omitempty"`
 	// Stats is what the call cost (--stats).
@@ -348,7 +349,7 @@ func (s *callStats) print(w io.Writer) {
 	}
 	for _, a := range s.History {
 		node := "no node"
-		if a.Node != runtime.NoNode {
+		if a.Node != clustermap.NoNode {
 			node = fmt.Sprintf("node %d (%s)", a.Node, a.Addr)
 		}
 		line := fmt.Sprintf("  attempt %d: %s map epoch %d: %s", a.N, node, a.MapEpoch, a.Outcome)

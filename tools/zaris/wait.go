@@ -8,6 +8,7 @@ import (
 
 	"github.com/clustron/zaris-go/gen/zaris"
 	"github.com/clustron/zaris-go/runtime"
+	"github.com/clustron/zaris-go/runtime/clustermap"
 )
 
 // defaultWait bounds zaris wait without --timeout.
@@ -70,7 +71,7 @@ func runWait(ctx context.Context, c *cli, _ []string) int {
 }
 
 // fetchFirstMap connects as a command does and returns the first map.
-func (c *cli) fetchFirstMap(ctx context.Context) (*runtime.ClusterMap, error) {
+func (c *cli) fetchFirstMap(ctx context.Context) (*clustermap.Map, error) {
 	s, err := c.connect(ctx)
 	if err != nil {
 		return nil, err
@@ -80,7 +81,7 @@ func (c *cli) fetchFirstMap(ctx context.Context) (*runtime.ClusterMap, error) {
 }
 
 // unowned counts the segments of m that have no owner.
-func unowned(m *runtime.ClusterMap) int {
+func unowned(m *clustermap.Map) int {
 	n := 0
 	for _, s := range m.Segments {
 		if s.Owner == nil {

@@ -11,6 +11,7 @@ import (
 	"github.com/clustron/zaris-go/gen/zaris"
 	"github.com/clustron/zaris-go/middleware"
 	"github.com/clustron/zaris-go/runtime"
+	"github.com/clustron/zaris-go/runtime/clustermap"
 	"github.com/clustron/zaris-go/tools/store"
 )
 
@@ -185,7 +186,7 @@ func batch(ctx context.Context, rounds int, d time.Duration) (batchResult, error
 		}
 		moved := movedSegments(before, cluster.Map(), ev.seg)
 		for i, k := range ks {
-			if slices.Contains(moved, runtime.Segment(k, m.SegmentCount)) {
+			if slices.Contains(moved, clustermap.SegmentOf(k, m.SegmentCount)) {
 				e.MovedItems++
 			} else if retried[i] > 0 {
 				e.Stray += retried[i]
@@ -237,7 +238,7 @@ func (ev churnEvent) during(round func() error) error {
 // migrates to the next node, then the node after that is killed.
 func churnEvents(ctx context.Context, cluster *store.Cluster, ks [][]byte, nodes int) []churnEvent {
 	m := cluster.Map()
-	seg := runtime.Segment(ks[0], m.SegmentCount)
+	seg := clustermap.SegmentOf(ks[0], m.SegmentCount)
 	owner := *m.Segments[seg].Owner
 	to := owner%int32(nodes) + 1
 	victim := to%int32(nodes) + 1

@@ -8,6 +8,7 @@ import (
 
 	"github.com/clustron/zaris-go/gen/zaris"
 	"github.com/clustron/zaris-go/runtime"
+	"github.com/clustron/zaris-go/runtime/clustermap"
 	"github.com/clustron/zaris-go/tools/store"
 )
 
@@ -77,7 +78,7 @@ func (r *recorder) note(addr uint16, key []byte, status zaris.KvStatus, epoch in
 	if status != zaris.KvStatus_Ok && status != zaris.KvStatus_NotFound && status != zaris.KvStatus_Conflict {
 		return
 	}
-	a := answer{at: time.Duration(time.Now().UnixNano() - r.start.Load()), addr: addr, seg: int16(runtime.Segment(key, r.segments))}
+	a := answer{at: time.Duration(time.Now().UnixNano() - r.start.Load()), addr: addr, seg: int16(clustermap.SegmentOf(key, r.segments))}
 	r.mu.Lock()
 	r.answers = append(r.answers, a)
 	r.mu.Unlock()

@@ -12,6 +12,7 @@ import (
 	"github.com/clustron/zaris-go/gen/zarisclient"
 	"github.com/clustron/zaris-go/middleware"
 	"github.com/clustron/zaris-go/runtime"
+	"github.com/clustron/zaris-go/runtime/clustermap"
 	"github.com/clustron/zaris-go/tools/store"
 )
 
@@ -86,7 +87,7 @@ func killAfterRefresh(ctx context.Context, callers, rounds int) (*refreshKillRes
 	r.Node = m.Nodes[len(m.Nodes)-1].ID
 	var ks [][]byte
 	for _, k := range keys("refresh-kill", 16*refreshKillKeys) {
-		if s := m.Segments[runtime.Segment(k, m.SegmentCount)]; s.Owner != nil && *s.Owner == r.Node && len(ks) < refreshKillKeys {
+		if s := m.Segments[clustermap.SegmentOf(k, m.SegmentCount)]; s.Owner != nil && *s.Owner == r.Node && len(ks) < refreshKillKeys {
 			ks = append(ks, k)
 		}
 	}
@@ -162,9 +163,9 @@ func (r *refreshKillResult) round(ctx context.Context, cluster *store.Cluster, k
 	if !sleepCtx(ctx, debounce+100*time.Millisecond) {
 		return ctx.Err()
 	}
-	var res runtime.RefreshResult
+	var res clustermap.RefreshResult
 	for range 3 {
-		if res = refresher.Refresh(ctx, runtime.Evidence{}); res.Performed {
+		if res = refresher.Refresh(ctx, clustermap.Evidence{}); res.Performed {
 			break
 		}
 		if !sleepCtx(ctx, debounce) {

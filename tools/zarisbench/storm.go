@@ -10,6 +10,7 @@ import (
 
 	"github.com/clustron/zaris-go/gen/zaris"
 	"github.com/clustron/zaris-go/runtime"
+	"github.com/clustron/zaris-go/runtime/clustermap"
 )
 
 // stormResult is section 5, the refresh-storm regression: with replication factor 1 a
@@ -70,7 +71,7 @@ func storm(ctx context.Context, callers, healthy int, d time.Duration) (stormRes
 	victim := m.Nodes[len(m.Nodes)-1].ID
 	var dead, alive [][]byte
 	for _, k := range keys("storm", 4096) {
-		s := m.Segments[runtime.Segment(k, m.SegmentCount)]
+		s := m.Segments[clustermap.SegmentOf(k, m.SegmentCount)]
 		if s.Owner != nil && *s.Owner == victim {
 			dead = append(dead, k)
 		} else {

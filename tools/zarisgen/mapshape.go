@@ -6,7 +6,7 @@ import (
 )
 
 // The map operation: the service's zaris.map_operation, and the shape of the map struct it
-// returns, which the generated client converts into runtime.ClusterMap.
+// returns, which the generated client converts into clustermap.Map.
 
 // mapModel is the map struct's shape: the Go names of its types, which of the optional
 // segment fields it has, and whether it carries maxMessageBytes and dedupWindowMs.
@@ -17,7 +17,7 @@ type mapModel struct {
 	DedupWindow                        bool
 }
 
-// mapShape checks that the map struct m has the shape runtime.ClusterMap has (epoch: i64,
+// mapShape checks that the map struct m has the shape clustermap.Map has (epoch: i64,
 // segmentCount: i32, nodes: list of {id: i32, host: string, port: i32}, segments: list of
 // {id: i32, optional owner: i32}, and optionally replicas: list<i32>, transitioning: bool,
 // migrating: bool in a segment, and maxMessageBytes: i64 and dedupWindowMs: i64 in the map) and returns it, or the
@@ -78,7 +78,7 @@ func mapShape(p *program, m *structType) (*mapModel, string, string) {
 
 // mapOperation checks the service's zaris.map_operation and returns the Go name of the
 // operation it names, an admin operation of the service that takes no argument and returns
-// a map struct of runtime.ClusterMap's shape (mapShape), and that shape.
+// a map struct of clustermap.Map's shape (mapShape), and that shape.
 func mapOperation(p *program, source string, svc service) (string, *mapModel, error) {
 	svcLine := p.declLine("service", svc.Name)
 	name, ok := svc.Annotations[annMapOp]

@@ -37,7 +37,7 @@ type model struct {
 	// MapOp is the Go name of the map operation (zaris.map_operation).
 	MapOp string
 	// Map is the shape of the map operation's struct, which the generated code converts
-	// into a runtime.ClusterMap.
+	// into a clustermap.Map.
 	Map *mapModel
 	// ZarisImport is the import path of the thrift-generated package.
 	ZarisImport string

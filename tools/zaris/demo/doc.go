@@ -26,7 +26,7 @@
 // timeout, node unavailable, "B6: owner moved away"; a multi-key call's sub-requests are not
 // retries, its item retries are counted with it), the map refreshes the calls asked for and
 // the map fetches the client made, of which those in the background (no call's request
-// started them: runtime.RefreshStats.Background), and the calls that waited for a map naming
+// started them: clustermap.RefreshStats.Background), and the calls that waited for a map naming
 // a new owner of a key whose owner they could not reach (the client's rule B7), with the
 // longest such wait; and the process's peak resident set size (VmHWM on Linux). Run writes
 // it as report.json and as timeline.html, a page that fills the window's width with charts

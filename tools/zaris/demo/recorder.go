@@ -9,7 +9,7 @@ import (
 
 	"github.com/HdrHistogram/hdrhistogram-go"
 
-	"github.com/clustron/zaris-go/runtime"
+	"github.com/clustron/zaris-go/runtime/clustermap"
 )
 
 // Latencies are recorded in microseconds, from 1 µs to maxLatency (longer ones count as
@@ -28,11 +28,11 @@ const waitingAfter = 100 * time.Millisecond
 // fetches is what the refresher's counters say of its map fetches at one moment.
 type fetches struct {
 	performed  uint64 // fetches that brought a map
-	background uint64 // of them, those no call's request started (runtime.RefreshStats.Background)
+	background uint64 // of them, those no call's request started (clustermap.RefreshStats.Background)
 }
 
 // fetchesOf picks the fetch counts out of the refresher's counters.
-func fetchesOf(s runtime.RefreshStats) fetches {
+func fetchesOf(s clustermap.RefreshStats) fetches {
 	return fetches{performed: s.Performed, background: s.Background}
 }
 

@@ -80,7 +80,7 @@ type PhaseReport struct {
 	// RefreshesRequested sums the map refreshes the phase's calls asked for (calls share
 	// fetches, so many ask for one); RefreshesPerformed counts the map fetches that brought
 	// a map during the phase, and RefreshesBackground those of them that no call's request
-	// started (runtime.RefreshStats.Background: an answer showed a newer map, a node went
+	// started (clustermap.RefreshStats.Background: an answer showed a newer map, a node went
 	// silent, a deferred fetch, an owner wait's later fetches). The others, the fetches
 	// calls started, are no more than RefreshesRequested (but for one that a call of the
 	// phase before asked for just before this one began).

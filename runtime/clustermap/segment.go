@@ -1,10 +1,10 @@
-package runtime
+package clustermap
 
 import "hash/crc32"
 
-// Segment returns the segment that owns key in a map of segmentCount segments: the CRC-32
+// SegmentOf returns the segment that owns key in a map of segmentCount segments: the CRC-32
 // (IEEE) of the key bytes modulo segmentCount. The client routes with it and the store
 // places data with it, so both always agree. segmentCount must be positive.
-func Segment(key []byte, segmentCount int32) int32 {
+func SegmentOf(key []byte, segmentCount int32) int32 {
 	return int32(crc32.ChecksumIEEE(key) % uint32(segmentCount))
 }

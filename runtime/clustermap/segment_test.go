@@ -1,4 +1,4 @@
-package runtime
+package clustermap
 
 import (
 	"hash/crc32"
@@ -7,7 +7,7 @@ import (
 	"github.com/stretchr/testify/assert"
 )
 
-func TestSegment(t *testing.T) {
+func TestSegmentOf(t *testing.T) {
 	for _, tc := range []struct {
 		key   string
 		count int32
@@ -20,7 +20,7 @@ func TestSegment(t *testing.T) {
 		{"user:42", 1, 0},
 	} {
 		t.Run(tc.key, func(t *testing.T) {
-			assert.Equal(t, tc.want, Segment([]byte(tc.key), tc.count))
+			assert.Equal(t, tc.want, SegmentOf([]byte(tc.key), tc.count))
 		})
 	}
 	assert.Equal(t, uint32(0xCBF43926), crc32.ChecksumIEEE([]byte("123456789")))

@@ -1,25 +1,23 @@
-package runtime
+package clustermap
 
-import (
-	"slices"
-)
+import "slices"
 
-// ClusterMap is a cluster map as the engine routes by it: which node owns which segment of
+// Map is a cluster map as the engine routes by it: which node owns which segment of
 // the key space. The generated Service.FetchMap converts the IDL's map struct into it (the
 // shape zarisgen checks: see tools/zarisgen/README.md); it encodes to JSON as the IDL's
 // does. A map with a higher epoch is newer.
-type ClusterMap struct {
+type Map struct {
 	// Epoch orders maps: a higher one is newer.
 	Epoch int64 `json:"epoch"`
 	// SegmentCount is the number of segments; segment(key) = CRC-32 (IEEE) of key mod it.
 	SegmentCount int32 `json:"segmentCount"`
 	// Nodes are the cluster's nodes.
-	Nodes []*NodeInfo `json:"nodes"`
+	Nodes []*Node `json:"nodes"`
 	// Segments has one entry per segment, 0..SegmentCount-1 in any order.
-	Segments []*SegmentInfo `json:"segments"`
+	Segments []*Segment `json:"segments"`
 	// MaxMessageBytes is the largest request, in bytes, the answering node takes, if the
 	// IDL's map carries it; 0 when the node does not say. The client refuses to send a
-	// larger request (ErrRequestTooLarge) on pipelined connections and on pooled framed
+	// larger request (runtime.ErrRequestTooLarge) on pipelined connections and on pooled framed
 	// binary and framed compact ones of the built-in Dialer (for compact, a generated
 	// operation's); over the others it sends it, and the node refuses it.
 	MaxMessageBytes int64 `json:"maxMessageBytes,omitempty"`
@@ -30,8 +28,8 @@ type ClusterMap struct {
 	DedupWindowMs int64 `json:"dedupWindowMs,omitempty"`
 }
 
-// NodeInfo is one node of a ClusterMap.
-type NodeInfo struct {
+// Node is one node of a Map.
+type Node struct {
 	// ID is the node's id.
 	ID int32 `json:"id"`
 	// Host and Port are where the node listens.
@@ -39,8 +37,8 @@ type NodeInfo struct {
 	Port int32  `json:"port"`
 }
 
-// SegmentInfo says who serves one segment of a ClusterMap.
-type SegmentInfo struct {
+// Segment says who serves one segment of a Map.
+type Segment struct {
 	// ID is the segment's number.
 	ID int32 `json:"id"`
 	// Owner is the node serving reads and writes; nil when the segment has no live owner.
@@ -54,18 +52,18 @@ type SegmentInfo struct {
 }
 
 // GetOwner returns the owner's id, or 0 when the segment has none.
-func (s *SegmentInfo) GetOwner() int32 {
+func (s *Segment) GetOwner() int32 {
 	if s == nil || s.Owner == nil {
 		return 0
 	}
 	return *s.Owner
 }
 
-// copyMap deep-copies a cluster map.
-func copyMap(m *ClusterMap) *ClusterMap {
-	c := &ClusterMap{Epoch: m.Epoch, SegmentCount: m.SegmentCount, MaxMessageBytes: m.MaxMessageBytes, DedupWindowMs: m.DedupWindowMs}
+// Clone returns a deep copy of m.
+func (m *Map) Clone() *Map {
+	c := &Map{Epoch: m.Epoch, SegmentCount: m.SegmentCount, MaxMessageBytes: m.MaxMessageBytes, DedupWindowMs: m.DedupWindowMs}
 	if m.Nodes != nil {
-		c.Nodes = make([]*NodeInfo, len(m.Nodes))
+		c.Nodes = make([]*Node, len(m.Nodes))
 		for i, n := range m.Nodes {
 			if n != nil {
 				nn := *n
@@ -74,7 +72,7 @@ func copyMap(m *ClusterMap) *ClusterMap {
 		}
 	}
 	if m.Segments != nil {
-		c.Segments = make([]*SegmentInfo, len(m.Segments))
+		c.Segments = make([]*Segment, len(m.Segments))
 		for i, s := range m.Segments {
 			if s == nil {
 				continue

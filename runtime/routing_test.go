@@ -10,6 +10,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/clustron/zaris-go/gen/zaris"
+	"github.com/clustron/zaris-go/runtime/clustermap"
 )
 
 // testMap returns a map of epoch with count segments spread round-robin over nodes 1..n
@@ -56,9 +57,9 @@ func TestRoutingTableRoutes(t *testing.T) {
 	for _, key := range []string{"", "a", "user:42", "123456789"} {
 		r, err := tbl.Route([]byte(key))
 		require.NoError(t, err)
-		seg := Segment([]byte(key), 64)
+		seg := clustermap.SegmentOf([]byte(key), 64)
 		owner := *m.Segments[seg].Owner
-		assert.Equal(t, Route{Segment: seg, Node: owner, Addr: "127.0.0.1:" + strconv.Itoa(7000+int(owner)), Epoch: 7}, r, key)
+		assert.Equal(t, clustermap.Route{Segment: seg, Node: owner, Addr: "127.0.0.1:" + strconv.Itoa(7000+int(owner)), Epoch: 7}, r, key)
 	}
 
 	// The table copied the map: changing the source or a returned copy changes nothing.
@@ -73,16 +74,16 @@ func TestRoutingTableRoutes(t *testing.T) {
 
 func TestRoutingTableNoOwnerIsPartitionUnavailable(t *testing.T) {
 	m := testMap(3, 4, 2)
-	m.Segments[Segment([]byte("k"), 4)].Owner = nil
+	m.Segments[clustermap.SegmentOf([]byte("k"), 4)].Owner = nil
 	tbl, err := newRoutingTable(fromIDL(m))
 	require.NoError(t, err)
 	r, err := tbl.Route([]byte("k"))
 	require.ErrorIs(t, err, ErrPartitionUnavailable)
 	var pe *PartitionError
 	require.ErrorAs(t, err, &pe)
-	assert.Equal(t, Segment([]byte("k"), 4), pe.Segment)
+	assert.Equal(t, clustermap.SegmentOf([]byte("k"), 4), pe.Segment)
 	assert.Equal(t, int64(3), pe.Epoch)
-	assert.Equal(t, NoNode, r.Node)
+	assert.Equal(t, clustermap.NoNode, r.Node)
 	assert.Equal(t, int64(3), r.Epoch)
 
 	var empty currentTable
@@ -189,13 +190,4 @@ func BenchmarkRoute(b *testing.B) {
 			b.Fatal(err)
 		}
 	}
-}
-
-// GetOwner is the segment's owner, and 0 for a segment without one or no segment at all.
-func TestSegmentInfo_GetOwnerIsZeroWithoutAnOwner(t *testing.T) {
-	var none *SegmentInfo
-	assert.Zero(t, none.GetOwner())
-	assert.Zero(t, (&SegmentInfo{ID: 1}).GetOwner())
-	owner := int32(3)
-	assert.Equal(t, int32(3), (&SegmentInfo{ID: 1, Owner: &owner}).GetOwner())
 }
