@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/clustron/zaris-go/runtime"
+	"github.com/clustron/zaris-go/runtime/batch"
 	"github.com/clustron/zaris-go/runtime/clustermap"
 )
 
@@ -31,7 +32,7 @@ const BatchMaxBytes = 1 << 20
 // rounds: it splits the pending items by owner, sends each owner one sub-request through next
 // as a single attempt, and applies the single-key rules to the items that met churn only
 // (one backoff and one map refresh per round, both bounds of R4, B2, B3). Each item's error
-// is in call.Batch.Errs; the call's error is a *runtime.BatchError only when no item got an
+// is in call.Batch.Errs; the call's error is a *batch.Error only when no item got an
 // answer. Every other call goes straight to next. README.md in this directory has the details.
 func Batches(p runtime.RetryPolicy, clock runtime.Clock, r MapRefresher, router BatchRouter, budget runtime.RetryBudget) Middleware {
 	clock = cmp.Or(clock, runtime.SystemClock)
@@ -69,7 +70,7 @@ type batchRun struct {
 
 	start    time.Time // when the call began, for its items' terminal errors
 	limit    int       // the attempt cap of each item (MaxAttempts)
-	answered int       // the items answered so far, those RunBatch answered included
+	answered int       // the items answered so far, those batch.Run answered included
 
 	// shared holds first attempts that items share (see first); sharedFrom is where the
 	// records of the group being judged begin.
@@ -79,7 +80,7 @@ type batchRun struct {
 
 // run runs the call's rounds until no item is pending, or until the call may make no further
 // round (between): then the items still pending end with the bound that stopped it. The
-// call's error is a *runtime.BatchError only when no item got an answer.
+// call's error is a *batch.Error only when no item got an answer.
 func (e *batchRun) run(ctx context.Context) (runtime.Response, error) {
 	pending := e.begin()
 	stats := &e.call.Batch.Stats
@@ -98,14 +99,14 @@ func (e *batchRun) run(ctx context.Context) (runtime.Response, error) {
 	}
 	resp := e.call.Batch.Items.Response(e.epoch)
 	if e.answered == 0 {
-		return resp, &runtime.BatchError{Op: opName(e.call), Errs: e.errs}
+		return resp, &batch.Error{Op: opName(e.call), Errs: e.errs}
 	}
 	return resp, nil
 }
 
 // begin sets the call up for its first round: the items' histories and errors on
 // call.Batch, the start and attempt cap, the retry budget's deposit (B3). It returns the
-// items to send, in order, and counts as answered those RunBatch answered InvalidRequest.
+// items to send, in order, and counts as answered those batch.Run answered InvalidRequest.
 func (e *batchRun) begin() (pending []int) {
 	items := e.call.Batch.Items
 	n := items.Len()
@@ -122,7 +123,7 @@ func (e *batchRun) begin() (pending []int) {
 	pending = make([]int, 0, n)
 	for i := range n {
 		if items.Invalid(i) {
-			e.answered++ // RunBatch answered it InvalidRequest
+			e.answered++ // batch.Run answered it InvalidRequest
 			continue
 		}
 		pending = append(pending, i)

@@ -250,7 +250,7 @@ func TestBatches_B3_OnlyRetryRoundsWithdraw(t *testing.T) {
 }
 
 // Batches: a batch none of whose items is valid sends nothing and runs no round; a batch
-// with an invalid item and an answered one is answered (no BatchError).
+// with an invalid item and an answered one is answered (no batch.Error).
 func TestBatches_InvalidItemsCountAsAnswered(t *testing.T) {
 	var sent atomic.Int32
 	var last *runtime.Call

@@ -16,6 +16,7 @@ import (
 	"github.com/clustron/zaris-go/middleware"
 	mwt "github.com/clustron/zaris-go/middleware/middlewaretest"
 	"github.com/clustron/zaris-go/runtime"
+	"github.com/clustron/zaris-go/runtime/batch"
 	"github.com/clustron/zaris-go/runtime/clustermap"
 )
 
@@ -133,12 +134,12 @@ func TestBatches_OwnerlessItemEndsWithPartitionUnavailable(t *testing.T) {
 	assert.Equal(t, []time.Duration{100 * time.Millisecond, 200 * time.Millisecond}, b.clock.Sleeps(), "R5")
 }
 
-// A batch of ownerless items only gets no answer: its error is a *runtime.BatchError whose
+// A batch of ownerless items only gets no answer: its error is a *batch.Error whose
 // every item error unwraps to runtime.ErrPartitionUnavailable, none nil.
 func TestBatches_OnlyOwnerlessItemsIsABatchError(t *testing.T) {
 	b := newOrphanBatch(-1)
 	r, err := b.client.MultiGet(context.Background(), getsOf("orphan-0", "orphan-1"))
-	be, ok := errors.AsType[*runtime.BatchError](err)
+	be, ok := errors.AsType[*batch.Error](err)
 	require.True(t, ok, "%T: %v", err, err)
 	require.Len(t, be.Errs, 2)
 	for i, e := range be.Errs {

@@ -20,6 +20,7 @@ import (
 	"github.com/clustron/zaris-go/middleware"
 	mwt "github.com/clustron/zaris-go/middleware/middlewaretest"
 	"github.com/clustron/zaris-go/runtime"
+	"github.com/clustron/zaris-go/runtime/batch"
 	"github.com/clustron/zaris-go/runtime/clustermap"
 )
 
@@ -294,13 +295,13 @@ func TestBatch_ItemOutOfAttemptsGetsItsOwnError(t *testing.T) {
 	assert.Equal(t, [][]string{even, {even[1]}, {even[1]}}, r.nodes["node1:7001"].subRequests())
 }
 
-// When no item gets an answer the call returns a *runtime.BatchError wrapping each item's.
+// When no item gets an answer the call returns a *batch.Error wrapping each item's.
 func TestBatch_NoItemAnsweredIsACallError(t *testing.T) {
 	r := newBatchRig(t)
 	even := keysIn(false, 2)
 	r.nodes["node1:7001"].status = map[string]zaris.KvStatus{even[0]: zaris.KvStatus_Unavailable, even[1]: zaris.KvStatus_Unavailable}
 	res, err := r.client.MultiGet(context.Background(), getReq(even...), runtime.WithMaxAttempts(2))
-	var be *runtime.BatchError
+	var be *batch.Error
 	require.ErrorAs(t, err, &be)
 	require.Len(t, be.Errs, 2)
 	var ce *runtime.CallError
@@ -309,14 +310,14 @@ func TestBatch_NoItemAnsweredIsACallError(t *testing.T) {
 	assert.Equal(t, zaris.KvStatus_Unavailable, res.Response.Results[0].Status)
 }
 
-// Bad input: an empty batch and one over runtime.MaxBatchItems are refused before anything
-// is sent (one of exactly MaxBatchItems is served); an item with an empty key (or a nil
+// Bad input: an empty batch and one over batch.MaxItems are refused before anything
+// is sent (one of exactly batch.MaxItems is served); an item with an empty key (or a nil
 // item) is answered InvalidRequest on its own and the other items are served.
 func TestBatch_BadInput(t *testing.T) {
 	r := newBatchRig(t)
 	_, err := r.client.MultiGet(context.Background(), &zaris.MultiGetRequest{})
 	assert.ErrorIs(t, err, runtime.ErrInvalidBatch)
-	big := make([]string, runtime.MaxBatchItems+1)
+	big := make([]string, batch.MaxItems+1)
 	for i := range big {
 		big[i] = fmt.Sprint(i)
 	}
@@ -327,9 +328,9 @@ func TestBatch_BadInput(t *testing.T) {
 	assert.ErrorIs(t, err, runtime.ErrNilRequest)
 	assert.Empty(t, r.nodes["node1:7001"].subRequests())
 	assert.Empty(t, r.nodes["node2:7002"].subRequests())
-	res, err := r.client.MultiGet(context.Background(), getReq(big[:runtime.MaxBatchItems]...))
-	require.NoError(t, err, "a batch of runtime.MaxBatchItems is served")
-	assert.Len(t, res.Response.Results, runtime.MaxBatchItems)
+	res, err := r.client.MultiGet(context.Background(), getReq(big[:batch.MaxItems]...))
+	require.NoError(t, err, "a batch of batch.MaxItems is served")
+	assert.Len(t, res.Response.Results, batch.MaxItems)
 
 	r = newBatchRig(t)
 	even := keysIn(false, 1)

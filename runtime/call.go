@@ -47,7 +47,7 @@ type Call struct {
 	Attempts []Attempt
 	// Stats counts what the call cost besides its attempts.
 	Stats CallStats
-	// Batch is set on a multi-key call (see RunBatch) and nil otherwise.
+	// Batch is set on a multi-key call (see batch.Run) and nil otherwise.
 	Batch *Batch
 	// Parent is set on a sub-request of a multi-key call: the batch call it is part of.
 	Parent *Call

@@ -39,9 +39,9 @@
 // StatusInfo and StatusRoles, which NewStatusError names statuses by), builds each call
 // with NewCall (or takes it from a CallPool, NewCallPool, which reuses it once the stack
 // has returned), sets each request's Token from Tokens (NewTokens), runs multi-key
-// operations with RunBatch (BatchSpec, BatchItems; a Batch of at most MaxBatchItems items,
-// else ErrInvalidBatch; its BatchResult, BatchError and BatchStats), and converts the IDL's
-// map into a clustermap.Map. IsAtLeastVersion0_1_0 is its compile-time check of this
+// operations with package batch, whose Call carries a Batch (its BatchItems, and what the
+// batch layer found: BatchStats; ErrInvalidBatch for a batch it refuses), and converts the
+// IDL's map into a clustermap.Map. IsAtLeastVersion0_1_0 is its compile-time check of this
 // package's version.
 //
 // # Guarantees

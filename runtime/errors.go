@@ -49,7 +49,7 @@ var (
 	// neither, and sends it.
 	ErrRequestTooLarge = errors.New("zaris: request too large")
 	// ErrInvalidBatch: a multi-key call was refused before anything was sent: no items, or
-	// more than MaxBatchItems.
+	// more than batch.MaxItems.
 	ErrInvalidBatch = errors.New("zaris: invalid batch")
 )
 

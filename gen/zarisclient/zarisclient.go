@@ -19,6 +19,7 @@ import (
 	"github.com/clustron/zaris-go/gen/zariscodec"
 	"github.com/clustron/zaris-go/middleware"
 	"github.com/clustron/zaris-go/runtime"
+	"github.com/clustron/zaris-go/runtime/batch"
 	"github.com/clustron/zaris-go/runtime/clustermap"
 )
 
@@ -228,15 +229,15 @@ type KV interface {
 
 var _ KV = (*Client)(nil)
 
-// The results of the multi-key operations: each is runtime.BatchResult of the operation's
+// The results of the multi-key operations: each is batch.Result of the operation's
 // response, under a name of its own for KV (mockgen v1.6.0 cannot read a generic type).
 type (
 	// MultiGetResult is what MultiGet returns: the merged response and each item's error.
-	MultiGetResult = runtime.BatchResult[*zaris.MultiGetResponse]
+	MultiGetResult = batch.Result[*zaris.MultiGetResponse]
 	// MultiPutResult is what MultiPut returns: the merged response and each item's error.
-	MultiPutResult = runtime.BatchResult[*zaris.MultiPutResponse]
+	MultiPutResult = batch.Result[*zaris.MultiPutResponse]
 	// MultiDeleteResult is what MultiDelete returns: the merged response and each item's error.
-	MultiDeleteResult = runtime.BatchResult[*zaris.MultiDeleteResponse]
+	MultiDeleteResult = batch.Result[*zaris.MultiDeleteResponse]
 )
 
 // Get calls Get through the client's stack: reads a key.
@@ -638,18 +639,18 @@ var (
 // The items are split by owner, one owner's into sub-requests of at most 1 MiB of keys and
 // values (a larger item goes alone), and sent in parallel; items that meet churn are retried
 // on their own. It returns one result per item in request order and each item's error (see
-// runtime.BatchResult); the error is non-nil only when no item got an answer (a
-// *runtime.BatchError, with the result) or the batch was refused (runtime.ErrInvalidBatch,
+// batch.Result); the error is non-nil only when no item got an answer (a
+// *batch.Error, with the result) or the batch was refused (runtime.ErrInvalidBatch,
 // runtime.ErrNilRequest, with a nil result).
-func (c *Client) MultiGet(ctx context.Context, req *zaris.MultiGetRequest, opts ...runtime.CallOption) (*runtime.BatchResult[*zaris.MultiGetResponse], error) {
+func (c *Client) MultiGet(ctx context.Context, req *zaris.MultiGetRequest, opts ...runtime.CallOption) (*batch.Result[*zaris.MultiGetResponse], error) {
 	if req == nil {
 		return nil, fmt.Errorf("zaris: MultiGet: %w", runtime.ErrNilRequest)
 	}
-	return runtime.RunBatch(ctx, c.handler, OpMultiGet, &batchMultiGet, req, opts...)
+	return batch.Run(ctx, c.handler, OpMultiGet, &batchMultiGet, req, opts...)
 }
 
 // batchMultiGet tells the batch engine how to read and split a MultiGetRequest.
-var batchMultiGet = runtime.BatchSpec[*zaris.MultiGetRequest, *zaris.GetItem, *zaris.MultiGetResponse, *zaris.GetOutcome]{
+var batchMultiGet = batch.Spec[*zaris.MultiGetRequest, *zaris.GetItem, *zaris.MultiGetResponse, *zaris.GetOutcome]{
 	Items: func(req *zaris.MultiGetRequest) []*zaris.GetItem { return req.Items },
 	Key: func(it *zaris.GetItem) ([]byte, bool) {
 		if it == nil {
@@ -747,18 +748,18 @@ var compactCodecMultiGet = &runtime.Codec{
 // The items are split by owner, one owner's into sub-requests of at most 1 MiB of keys and
 // values (a larger item goes alone), and sent in parallel; items that meet churn are retried
 // on their own. It returns one result per item in request order and each item's error (see
-// runtime.BatchResult); the error is non-nil only when no item got an answer (a
-// *runtime.BatchError, with the result) or the batch was refused (runtime.ErrInvalidBatch,
+// batch.Result); the error is non-nil only when no item got an answer (a
+// *batch.Error, with the result) or the batch was refused (runtime.ErrInvalidBatch,
 // runtime.ErrNilRequest, with a nil result).
-func (c *Client) MultiPut(ctx context.Context, req *zaris.MultiPutRequest, opts ...runtime.CallOption) (*runtime.BatchResult[*zaris.MultiPutResponse], error) {
+func (c *Client) MultiPut(ctx context.Context, req *zaris.MultiPutRequest, opts ...runtime.CallOption) (*batch.Result[*zaris.MultiPutResponse], error) {
 	if req == nil {
 		return nil, fmt.Errorf("zaris: MultiPut: %w", runtime.ErrNilRequest)
 	}
-	return runtime.RunBatch(ctx, c.handler, OpMultiPut, &batchMultiPut, req, opts...)
+	return batch.Run(ctx, c.handler, OpMultiPut, &batchMultiPut, req, opts...)
 }
 
 // batchMultiPut tells the batch engine how to read and split a MultiPutRequest.
-var batchMultiPut = runtime.BatchSpec[*zaris.MultiPutRequest, *zaris.PutItem, *zaris.MultiPutResponse, *zaris.PutOutcome]{
+var batchMultiPut = batch.Spec[*zaris.MultiPutRequest, *zaris.PutItem, *zaris.MultiPutResponse, *zaris.PutOutcome]{
 	Items: func(req *zaris.MultiPutRequest) []*zaris.PutItem { return req.Items },
 	Key: func(it *zaris.PutItem) ([]byte, bool) {
 		if it == nil {
@@ -856,18 +857,18 @@ var compactCodecMultiPut = &runtime.Codec{
 // The items are split by owner, one owner's into sub-requests of at most 1 MiB of keys and
 // values (a larger item goes alone), and sent in parallel; items that meet churn are retried
 // on their own. It returns one result per item in request order and each item's error (see
-// runtime.BatchResult); the error is non-nil only when no item got an answer (a
-// *runtime.BatchError, with the result) or the batch was refused (runtime.ErrInvalidBatch,
+// batch.Result); the error is non-nil only when no item got an answer (a
+// *batch.Error, with the result) or the batch was refused (runtime.ErrInvalidBatch,
 // runtime.ErrNilRequest, with a nil result).
-func (c *Client) MultiDelete(ctx context.Context, req *zaris.MultiDeleteRequest, opts ...runtime.CallOption) (*runtime.BatchResult[*zaris.MultiDeleteResponse], error) {
+func (c *Client) MultiDelete(ctx context.Context, req *zaris.MultiDeleteRequest, opts ...runtime.CallOption) (*batch.Result[*zaris.MultiDeleteResponse], error) {
 	if req == nil {
 		return nil, fmt.Errorf("zaris: MultiDelete: %w", runtime.ErrNilRequest)
 	}
-	return runtime.RunBatch(ctx, c.handler, OpMultiDelete, &batchMultiDelete, req, opts...)
+	return batch.Run(ctx, c.handler, OpMultiDelete, &batchMultiDelete, req, opts...)
 }
 
 // batchMultiDelete tells the batch engine how to read and split a MultiDeleteRequest.
-var batchMultiDelete = runtime.BatchSpec[*zaris.MultiDeleteRequest, *zaris.DeleteItem, *zaris.MultiDeleteResponse, *zaris.DeleteOutcome]{
+var batchMultiDelete = batch.Spec[*zaris.MultiDeleteRequest, *zaris.DeleteItem, *zaris.MultiDeleteResponse, *zaris.DeleteOutcome]{
 	Items: func(req *zaris.MultiDeleteRequest) []*zaris.DeleteItem { return req.Items },
 	Key: func(it *zaris.DeleteItem) ([]byte, bool) {
 		if it == nil {

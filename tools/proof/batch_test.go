@@ -15,6 +15,7 @@ import (
 	"github.com/clustron/zaris-go/gen/zaris"
 	"github.com/clustron/zaris-go/gen/zarisclient"
 	"github.com/clustron/zaris-go/runtime"
+	"github.com/clustron/zaris-go/runtime/batch"
 )
 
 // Batches mixed with single-key calls under churn: each item of a MultiGet or MultiPut is
@@ -111,7 +112,7 @@ func (w *workload) runBatches(id int, c *zarisclient.Client, rng *rand.Rand) {
 
 // executeBatch runs ins (all gets or all puts) as one batch through c and translates each
 // item's answer; an item with an error is possibly applied. It fails on an error other
-// than a *runtime.BatchError and on an item answered with a status the application must
+// than a *batch.Error and on an item answered with a status the application must
 // never see.
 func executeBatch(ctx context.Context, c *zarisclient.Client, ins []kvInput) ([]kvOutput, error) {
 	outs := make([]kvOutput, len(ins))
@@ -125,7 +126,7 @@ func executeBatch(ctx context.Context, c *zarisclient.Client, ins []kvInput) ([]
 		for _, in := range ins {
 			req.Items = append(req.Items, &zaris.GetItem{Key: []byte(in.key)})
 		}
-		var res *runtime.BatchResult[*zaris.MultiGetResponse]
+		var res *batch.Result[*zaris.MultiGetResponse]
 		if res, err = c.MultiGet(ctx, req); res != nil {
 			itemErrs = res.Errs
 			for i, r := range res.Response.Results {
@@ -142,7 +143,7 @@ func executeBatch(ctx context.Context, c *zarisclient.Client, ins []kvInput) ([]
 			}
 			req.Items = append(req.Items, it)
 		}
-		var res *runtime.BatchResult[*zaris.MultiPutResponse]
+		var res *batch.Result[*zaris.MultiPutResponse]
 		if res, err = c.MultiPut(ctx, req); res != nil {
 			itemErrs = res.Errs
 			for i, r := range res.Response.Results {
@@ -151,8 +152,8 @@ func executeBatch(ctx context.Context, c *zarisclient.Client, ins []kvInput) ([]
 			}
 		}
 	}
-	if be := (*runtime.BatchError)(nil); err != nil && !errors.As(err, &be) {
-		return nil, fmt.Errorf("batch: an error that is not a *runtime.BatchError: %w", err)
+	if be := (*batch.Error)(nil); err != nil && !errors.As(err, &be) {
+		return nil, fmt.Errorf("batch: an error that is not a *batch.Error: %w", err)
 	}
 	if len(statuses) != len(ins) || len(itemErrs) != len(ins) {
 		return nil, fmt.Errorf("batch of %d items: %d results, %d item errors", len(ins), len(statuses), len(itemErrs))

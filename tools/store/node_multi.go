@@ -4,18 +4,18 @@ import (
 	"context"
 
 	"github.com/clustron/zaris-go/gen/zaris"
-	"github.com/clustron/zaris-go/runtime"
+	"github.com/clustron/zaris-go/runtime/batch"
 )
 
 // The multi-key operations answer each item exactly as the single-key operation would
 // (same validation, status order and replication), one item after another in request order,
 // so items of one key apply in the order given. A batch is not atomic: each item stands on
-// its own. A batch with no items or more than runtime.MaxBatchItems answers InvalidRequest
+// its own. A batch with no items or more than batch.MaxItems answers InvalidRequest
 // with no results. If one write's outcome is in doubt the node answers nothing, as for a
 // single write: the items before it may have been applied.
 
 // validBatch reports whether a batch of n items may be served.
-func validBatch(n int) bool { return n > 0 && n <= runtime.MaxBatchItems }
+func validBatch(n int) bool { return n > 0 && n <= batch.MaxItems }
 
 // MultiGet reads each item as Get does. The outcomes share one backing array.
 func (h *kvHandler) MultiGet(_ context.Context, req *zaris.MultiGetRequest) (*zaris.MultiGetResponse, error) {

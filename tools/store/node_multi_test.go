@@ -8,7 +8,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/clustron/zaris-go/gen/zaris"
-	"github.com/clustron/zaris-go/runtime"
+	"github.com/clustron/zaris-go/runtime/batch"
 )
 
 // A node answers each item of a batch as the single-key operation would: items of its own
@@ -72,7 +72,7 @@ func TestMulti_EachItemAnsweredAsASingleKeyCall(t *testing.T) {
 		[]zaris.KvStatus{del.Results[0].Status, del.Results[1].Status, del.Results[2].Status})
 }
 
-// A batch with no items or more than runtime.MaxBatchItems answers InvalidRequest with no
+// A batch with no items or more than batch.MaxItems answers InvalidRequest with no
 // results, and the node goes on serving.
 func TestMulti_MalformedBatchIsInvalidRequest(t *testing.T) {
 	c := StartCluster(t, fastCluster())
@@ -82,7 +82,7 @@ func TestMulti_MalformedBatchIsInvalidRequest(t *testing.T) {
 	assert.Equal(t, zaris.KvStatus_InvalidRequest, get.Status)
 	assert.Empty(t, get.Results)
 	big := &zaris.MultiPutRequest{}
-	for i := range runtime.MaxBatchItems + 1 {
+	for i := range batch.MaxItems + 1 {
 		big.Items = append(big.Items, &zaris.PutItem{Key: []byte(fmt.Sprint(i)), Value: []byte("v")})
 	}
 	put, err := cl.MultiPut(bg, big)

@@ -11,7 +11,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/clustron/zaris-go/gen/zaris"
-	"github.com/clustron/zaris-go/runtime"
+	"github.com/clustron/zaris-go/runtime/batch"
 )
 
 // memMultiGetNode is a node of a running cluster holding a value under mine and an empty
@@ -67,7 +67,7 @@ func (withExtraField) Read(context.Context, thrift.TProtocol) error { return nil
 func TestMemMultiGet_RepliesAsTheGeneratedCode(t *testing.T) {
 	h, mine, empty, other := memMultiGetNode(t)
 	keys := []string{string(mine), string(empty), "absent", string(other), "", string(mine)}
-	over := make([]string, runtime.MaxBatchItems+1)
+	over := make([]string, batch.MaxItems+1)
 	for i := range over {
 		over[i] = string(mine)
 	}

@@ -8,7 +8,7 @@ import (
 
 	"github.com/clustron/zaris-go/gen/zaris"
 	"github.com/clustron/zaris-go/gen/zarisclient"
-	"github.com/clustron/zaris-go/runtime"
+	"github.com/clustron/zaris-go/runtime/batch"
 )
 
 // The output of the multi-key commands (mget, mput): one item result per key, in the order
@@ -119,7 +119,7 @@ type batchResponse[O itemOutcome] interface {
 
 // callItems sends req, a batch of one item per key, for the command name, and records one
 // item result per key (finishItems); answered fills in an item that got an answer.
-func callItems[Req any, O itemOutcome, Resp batchResponse[O]](ctx context.Context, c *cli, name string, keys []string, method send[Req, *runtime.BatchResult[Resp]], req Req, answered func(ir *result, key string, out O)) int {
+func callItems[Req any, O itemOutcome, Resp batchResponse[O]](ctx context.Context, c *cli, name string, keys []string, method send[Req, *batch.Result[Resp]], req Req, answered func(ir *result, key string, out O)) int {
 	r := &result{Command: name}
 	return c.call(ctx, r, func(ctx context.Context, s *session, r *result) error {
 		res, err := method(s.kv, ctx, req)

@@ -12,7 +12,7 @@ import (
 	"syscall"
 	"text/tabwriter"
 
-	"github.com/clustron/zaris-go/runtime"
+	"github.com/clustron/zaris-go/runtime/batch"
 )
 
 // Exit codes of the zaris command. Scripts may rely on them; doc.go and the usage text list
@@ -87,9 +87,9 @@ var commands = []*command{
 		summary: "print KEY's value (exit 3 if there is none)"},
 	{name: "put", args: "KEY VALUE|- [--value-file F] [--if-version N] [--if-absent]", minArgs: 1, maxArgs: 2, setup: setupPut,
 		summary: "write VALUE (- reads stdin) to KEY; print the new version (exit 4 if a guard fails)"},
-	{name: "mget", args: "KEY...", minArgs: 1, maxArgs: runtime.MaxBatchItems, run: runMget,
+	{name: "mget", args: "KEY...", minArgs: 1, maxArgs: batch.MaxItems, run: runMget,
 		summary: "print each KEY=VALUE in one batch call (exit 5 if some key got no answer)"},
-	{name: "mput", args: "KEY=VALUE...", minArgs: 1, maxArgs: runtime.MaxBatchItems, run: runMput,
+	{name: "mput", args: "KEY=VALUE...", minArgs: 1, maxArgs: batch.MaxItems, run: runMput,
 		summary: "write each VALUE to its KEY in one batch call, not atomically; print each new version"},
 	{name: "delete", args: "KEY [--if-version N]", minArgs: 1, maxArgs: 1, setup: setupDelete,
 		summary: "delete KEY; print the deleted version (exit 3 if absent, 4 if the guard fails)"},

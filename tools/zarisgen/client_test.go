@@ -22,6 +22,7 @@ import (
 	"github.com/clustron/zaris-go/gen/zarismock"
 	"github.com/clustron/zaris-go/gen/zarisserver"
 	"github.com/clustron/zaris-go/runtime"
+	"github.com/clustron/zaris-go/runtime/batch"
 )
 
 // passThrough is the smallest stack: one attempt of the call on kv, nothing else.
@@ -242,7 +243,7 @@ func TestTypedClientRefusesAWrongResponse(t *testing.T) {
 			assert.Same(t, m.right, resp, "with the last response")
 		})
 	}
-	// A multi-key method gets the same from runtime.RunBatch: an error wrapping
+	// A multi-key method gets the same from batch.Run: an error wrapping
 	// runtime.ErrNoResponse, for the batch and for each item.
 	for _, resp := range []runtime.Response{&zaris.GetResponse{}, nil} {
 		res, err := zarisclient.New(stack(resp, nil)).MultiGet(ctx, &zaris.MultiGetRequest{Items: []*zaris.GetItem{{Key: []byte("k")}}})
@@ -285,8 +286,8 @@ func TestKVHoldsEveryTypedMethod(t *testing.T) {
 		}
 	}
 	assert.Equal(t, []string{"Close", "Engine"}, rest, "Client's methods besides KV's")
-	assert.Equal(t, reflect.TypeFor[*runtime.BatchResult[*zaris.MultiGetResponse]](), reflect.TypeFor[*zarisclient.MultiGetResult](),
-		"a multi-key result is an alias of runtime.BatchResult")
+	assert.Equal(t, reflect.TypeFor[*batch.Result[*zaris.MultiGetResponse]](), reflect.TypeFor[*zarisclient.MultiGetResult](),
+		"a multi-key result is an alias of batch.Result")
 }
 
 // The generated mock of KV records and answers calls as gomock does, multi-key ones included.

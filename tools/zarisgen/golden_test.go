@@ -141,7 +141,7 @@ func MultiAppend(ctx context.Context, c *zarisclient.Client) ([]*zaris.AppendOut
 	got, err := os.ReadFile(filepath.Join(dir, "gen", "zarisclient", outputFile))
 	require.NoError(t, err)
 	assert.Contains(t, string(got), "func (c *Client) Append(ctx context.Context, req *zaris.AppendRequest, opts ...runtime.CallOption) (*zaris.AppendResponse, error)")
-	assert.Contains(t, string(got), "func (c *Client) MultiAppend(ctx context.Context, req *zaris.MultiAppendRequest, opts ...runtime.CallOption) (*runtime.BatchResult[*zaris.MultiAppendResponse], error)")
+	assert.Contains(t, string(got), "func (c *Client) MultiAppend(ctx context.Context, req *zaris.MultiAppendRequest, opts ...runtime.CallOption) (*batch.Result[*zaris.MultiAppendResponse], error)")
 }
 
 // copyModule copies into dst what `make generate` and a build of the client need from the

@@ -101,7 +101,7 @@ func (o opModel) KindConst() string {
 }
 
 // ResultAlias is the name of the alias the client declares for a multi-key operation's
-// result, runtime.BatchResult of its response: KV names the result by it, since mockgen
+// result, batch.Result of its response: KV names the result by it, since mockgen
 // v1.6.0 cannot read a generic type.
 func (o opModel) ResultAlias() string { return o.Name + "Result" }
 

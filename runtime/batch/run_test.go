@@ -1,4 +1,4 @@
-package runtime_test
+package batch_test
 
 import (
 	"context"
@@ -11,27 +11,28 @@ import (
 	"github.com/clustron/zaris-go/gen/zaris"
 	"github.com/clustron/zaris-go/gen/zarisclient"
 	"github.com/clustron/zaris-go/runtime"
+	"github.com/clustron/zaris-go/runtime/batch"
 )
 
-// BatchResult.Err of an index outside the batch is nil, not a panic.
-func TestBatchResult_ErrOutsideTheBatchIsNil(t *testing.T) {
-	r := &runtime.BatchResult[*zaris.MultiGetResponse]{Errs: []error{assert.AnError, assert.AnError}}
+// Result.Err of an index outside the batch is nil, not a panic.
+func TestResult_ErrOutsideTheBatchIsNil(t *testing.T) {
+	r := &batch.Result[*zaris.MultiGetResponse]{Errs: []error{assert.AnError, assert.AnError}}
 	assert.Equal(t, assert.AnError, r.Err(1))
 	assert.NoError(t, r.Err(2))
 	assert.NoError(t, r.Err(-1))
 }
 
-// A BatchError's message names the first item error there is, skipping answered items.
-func TestBatchError_NamesTheFirstItemError(t *testing.T) {
+// An Error's message names the first item error there is, skipping answered items.
+func TestError_NamesTheFirstItemError(t *testing.T) {
 	first, second := errors.New("first"), errors.New("second")
-	err := &runtime.BatchError{Op: "MultiGet", Errs: []error{nil, first, second}}
+	err := &batch.Error{Op: "MultiGet", Errs: []error{nil, first, second}}
 	assert.Equal(t, "zaris: MultiGet: none of 3 items got an answer: first", err.Error())
-	assert.Equal(t, "zaris: MultiGet: none of 0 items got an answer", (&runtime.BatchError{Op: "MultiGet"}).Error())
+	assert.Equal(t, "zaris: MultiGet: none of 0 items got an answer", (&batch.Error{Op: "MultiGet"}).Error())
 }
 
-// Without a batch layer, RunBatch reports the stack's error as it is, and a reply that
+// Without a batch layer, Run reports the stack's error as it is, and a reply that
 // does not match the request (ErrNoResponse) when the stack reported none.
-func TestRunBatch_WithoutBatchLayerKeepsTheStacksError(t *testing.T) {
+func TestRun_WithoutBatchLayerKeepsTheStacksError(t *testing.T) {
 	reply := func(results int, err error) func(context.Context, *runtime.Call) (runtime.Response, error) {
 		return func(context.Context, *runtime.Call) (runtime.Response, error) {
 			resp := &zaris.MultiGetResponse{Status: zaris.KvStatus_Ok}
@@ -50,7 +51,7 @@ func TestRunBatch_WithoutBatchLayerKeepsTheStacksError(t *testing.T) {
 
 // Without a batch layer, a stack that returns neither a reply nor an error leaves every
 // item without an answer: each item's error, and the call's, is ErrNoResponse, never nil.
-func TestRunBatch_NoReplyAndNoErrorIsNoResponse(t *testing.T) {
+func TestRun_NoReplyAndNoErrorIsNoResponse(t *testing.T) {
 	nothing := func(context.Context, *runtime.Call) (runtime.Response, error) { return nil, nil }
 	res, err := zarisclient.New(nothing).MultiGet(context.Background(), getReq("a", "b"))
 	require.ErrorIs(t, err, runtime.ErrNoResponse)
@@ -63,7 +64,7 @@ func TestRunBatch_NoReplyAndNoErrorIsNoResponse(t *testing.T) {
 
 // The typed client's batch items know their sizes (BatchItems.Size), for the batch layer's
 // cut by BatchMaxBytes.
-func TestRunBatch_ItemsKnowTheirSizes(t *testing.T) {
+func TestRun_ItemsKnowTheirSizes(t *testing.T) {
 	var sizes []int
 	h := func(_ context.Context, call *runtime.Call) (runtime.Response, error) {
 		sizes = append(sizes, call.Batch.Items.Size(0), call.Batch.Items.Size(1))
@@ -74,4 +75,13 @@ func TestRunBatch_ItemsKnowTheirSizes(t *testing.T) {
 	require.Len(t, sizes, 2)
 	assert.Positive(t, sizes[0])
 	assert.Greater(t, sizes[1], sizes[0], "a longer key makes a larger item")
+}
+
+// getReq is a MultiGet of keys.
+func getReq(keys ...string) *zaris.MultiGetRequest {
+	req := &zaris.MultiGetRequest{}
+	for _, k := range keys {
+		req.Items = append(req.Items, &zaris.GetItem{Key: []byte(k)})
+	}
+	return req
 }
