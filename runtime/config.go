@@ -70,9 +70,6 @@ var (
 		RequestTimeout: 60 * time.Second,
 		OwnerWait:      5 * time.Second,
 	}
-	// DefaultPipelining is on, with 2 connections per node (tools/zarisbench/README.md has
-	// the measurements).
-	DefaultPipelining = Pipelining{Enabled: true, Conns: 2}
 )
 
 // Config is a client's complete, validated configuration. Build one with NewConfig (Dial
@@ -104,9 +101,19 @@ type Config struct {
 	RefreshDebounce time.Duration
 	// Clock is the source of time. Default SystemClock.
 	Clock Clock
-	// Pipeline selects pipelined connections, or the pool alone (see WithPipelining).
-	// Default on, 2 connections per node.
-	Pipeline Pipelining
+	// Pipelining turns the pipelined connection mode on (WithPipelining). Default true. In
+	// it, the calls to one node share PipelineConns connections: each call queues its
+	// encoded request, everything queued goes out in one write, and replies are matched to
+	// requests in order by seqid. A request still queued when its attempt ends was never
+	// sent (Attempt.Sent false); one written and not answered is in doubt (rule B2). A call
+	// with no other in flight to its node takes a pooled connection. Off, each call borrows
+	// a connection of the pool for itself (PoolSize). Pipelining needs the built-in dialer:
+	// with WithDialer the pool is used.
+	Pipelining bool
+	// PipelineConns is the most pipelined connections per node the calls share (>= 1).
+	// Default DefaultPipelineConns. Calls share the connections open until each carries 8
+	// calls queued or in flight; the next call then opens another, up to PipelineConns.
+	PipelineConns int
 	// Service is the generated service the engine speaks (see Service); runtime.Dial needs
 	// it, and the generated zarisclient.Dial sets it.
 	Service *Service
@@ -134,6 +141,9 @@ type Config struct {
 	// before the pool checks, when lending it, that the node has not closed it meanwhile:
 	// zero means defaultIdleCheckAfter, negative means at every lend.
 	idleCheckAfter time.Duration
+	// pipelineEveryCall sends every call over a pipelined connection, even one with no
+	// other call in flight to its node, which otherwise takes a pooled connection.
+	pipelineEveryCall bool
 }
 
 // idleCheck is how long a connection of the built-in dialer may sit idle before the pool
@@ -161,6 +171,9 @@ const (
 	// DefaultRefreshDebounce is the default window after a completed refresh in which a new
 	// request is a no-op (rule R6).
 	DefaultRefreshDebounce = 500 * time.Millisecond
+	// DefaultPipelineConns is the default cap of pipelined connections per node
+	// (tools/zarisbench/README.md has the measurements).
+	DefaultPipelineConns = 2
 )
 
 // configBuilder is the state NewConfig threads through the options.
@@ -196,10 +209,20 @@ func (e *ConfigError) Error() string {
 	return fmt.Sprintf("zaris: config: %s %s: %s", e.Field, e.Value, e.Reason)
 }
 
-// NewConfig builds a validated Config: the defaults (DefaultRetryPolicy, DefaultPipelining
-// and the Default constants), then the environment (EnvRequestTimeout, EnvDisableRetries,
-// EnvRefreshWaitMS, EnvPipeline, read through os.LookupEnv unless WithEnv says otherwise),
-// then opts in order, then validation, then rule R7. The error, if any, joins one *ConfigError per problem.
+// NewConfig builds a validated Config: the defaults (DefaultRetryPolicy and the Default
+// constants; pipelining on), then the environment (read through os.LookupEnv unless
+// WithEnv says otherwise), then opts in order, then validation, then rule R7. The error,
+// if any, joins one *ConfigError per problem; a variable that does not parse is one that
+// names the variable and the value, never a silent default. The variables:
+//
+//   - ZARIS_REQUEST_TIMEOUT bounds a whole call (rule R4): a Go duration ("90s",
+//     "1m30s"), a whole number of seconds ("60"), or "infinite" for no bound.
+//   - ZARIS_DISABLE_RETRIES, when true (strconv.ParseBool), makes every call a single
+//     attempt, whatever else is configured (rule R7).
+//   - ZARIS_CLIENT_MAP_REFRESH_WAIT_MS is the longest a caller waits for a shared map
+//     refresh, in whole milliseconds (rule R6).
+//   - ZARIS_PIPELINE, when false (strconv.ParseBool), turns pipelined connections off, so
+//     every call takes a pooled connection; true turns them on. An option beats it.
 func NewConfig(opts ...Option) (Config, error) {
 	b := &configBuilder{cfg: Config{
 		Protocol:        ProtocolBinary,
@@ -211,7 +234,8 @@ func NewConfig(opts ...Option) (Config, error) {
 		RefreshWait:     DefaultRefreshWait,
 		RefreshDebounce: DefaultRefreshDebounce,
 		Clock:           SystemClock,
-		Pipeline:        DefaultPipelining,
+		Pipelining:      true,
+		PipelineConns:   DefaultPipelineConns,
 	}}
 	lookup := os.LookupEnv
 	for _, o := range opts {
@@ -339,28 +363,8 @@ func (b *configBuilder) validateHooks() {
 	}
 }
 
-// Pipelining configures the pipelined connection mode. In it, the calls to one node share
-// Conns connections: each call queues its encoded request, everything queued goes out in
-// one write, and replies are matched to requests in order by seqid. A request still queued
-// when its attempt ends was never sent (Attempt.Sent false); one written and not answered
-// is in doubt (rule B2). A call with no other in flight to its node takes a pooled
-// connection. Off, each call borrows a connection of the pool for itself (PoolSize).
-// Pipelining needs the built-in dialer: with WithDialer the pool is used.
-type Pipelining struct {
-	// Enabled turns the mode on. Default true.
-	Enabled bool
-	// Conns is the most connections per node the calls share (>= 1). Default 2. Calls share
-	// the connections open until each carries 8 calls queued or in flight; the next call
-	// then opens another, up to Conns.
-	Conns int
-
-	// everyCall sends every call over a pipelined connection, even one with no other call
-	// in flight to its node, which otherwise takes a pooled connection.
-	everyCall bool
-}
-
 func (b *configBuilder) validatePipeline() {
-	if n := b.cfg.Pipeline.Conns; n < 1 {
-		b.fail("Pipeline.Conns", strconv.Itoa(n), "must be at least 1")
+	if n := b.cfg.PipelineConns; n < 1 {
+		b.fail("PipelineConns", strconv.Itoa(n), "must be at least 1")
 	}
 }

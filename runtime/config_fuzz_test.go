@@ -20,9 +20,9 @@ func FuzzNewConfigEnv(f *testing.F) {
 	f.Add("60", "false", "15000", "127.0.0.1:7000")
 	f.Fuzz(func(t *testing.T, timeout, disable, waitMS, seed string) {
 		env := map[string]string{
-			runtime.EnvRequestTimeout: timeout,
-			runtime.EnvDisableRetries: disable,
-			runtime.EnvRefreshWaitMS:  waitMS,
+			"ZARIS_REQUEST_TIMEOUT":            timeout,
+			"ZARIS_DISABLE_RETRIES":            disable,
+			"ZARIS_CLIENT_MAP_REFRESH_WAIT_MS": waitMS,
 		}
 		lookup := func(name string) (string, bool) {
 			v, ok := env[name]
@@ -57,11 +57,11 @@ func FuzzNewConfigEnv(f *testing.F) {
 		}
 		if on, perr := strconv.ParseBool(strings.TrimSpace(disable)); perr == nil && on {
 			if cfg.Retry.MaxAttempts != 1 || !cfg.Retry.Disabled {
-				t.Fatalf("%s=%q left %d attempts", runtime.EnvDisableRetries, disable, cfg.Retry.MaxAttempts)
+				t.Fatalf("ZARIS_DISABLE_RETRIES=%q left %d attempts", disable, cfg.Retry.MaxAttempts)
 			}
 		}
 		if strings.EqualFold(strings.TrimSpace(timeout), "infinite") && cfg.Retry.RequestTimeout != 0 {
-			t.Fatalf("%s=infinite gave a bound of %v", runtime.EnvRequestTimeout, cfg.Retry.RequestTimeout)
+			t.Fatalf("ZARIS_REQUEST_TIMEOUT=infinite gave a bound of %v", cfg.Retry.RequestTimeout)
 		}
 	})
 }

@@ -8,10 +8,10 @@
 // # For users
 //
 // A program passes Option values to zarisclient.Dial: WithSeeds and the other With…
-// functions, over defaults (DefaultPoolSize, DefaultRetryPolicy, DefaultPipelining) and the
-// environment (EnvRequestTimeout, EnvPipeline, …); NewConfig validates them and returns a
+// functions, over defaults (DefaultPoolSize, DefaultPipelineConns, DefaultRetryPolicy) and the
+// environment (ZARIS_REQUEST_TIMEOUT, ZARIS_PIPELINE, …: see NewConfig); NewConfig validates them and returns a
 // *ConfigError that names what is wrong. Protocol (ProtocolBinary, …) and Transport
-// (TransportFramed, …) choose the wire, Pipelining the shared connections, RetryPolicy the
+// (TransportFramed, …) choose the wire, Config.Pipelining the shared connections, RetryPolicy the
 // retry rules' numbers and RetryBudget the retry budget. A call takes CallOption
 // values (WithMaxAttempts, WithTimeout). A call that gets no answer returns a
 // *CallError: the Bound that ended it (BoundAttempts, BoundDeadline, …) and every Attempt;

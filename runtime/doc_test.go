@@ -68,3 +68,32 @@ func TestPackageDocNamesEveryExportedName(t *testing.T) {
 	}
 	assert.Contains(t, strings.Join(strings.Fields(p.Doc), " "), "With… functions", "the package doc names the options as a family")
 }
+
+// NewConfig's doc names every environment variable the client reads (the env… constants).
+func TestNewConfigDocNamesEveryEnvironmentVariable(t *testing.T) {
+	fset := token.NewFileSet()
+	f, err := parser.ParseFile(fset, "env.go", nil, 0)
+	require.NoError(t, err)
+	var vars []string
+	ast.Inspect(f, func(n ast.Node) bool {
+		if s, ok := n.(*ast.ValueSpec); ok && strings.HasPrefix(s.Names[0].Name, "env") && len(s.Values) == 1 {
+			if lit, ok := s.Values[0].(*ast.BasicLit); ok && strings.HasPrefix(lit.Value, `"ZARIS_`) {
+				vars = append(vars, strings.Trim(lit.Value, `"`))
+			}
+		}
+		return true
+	})
+	require.Len(t, vars, 4, "env.go's variables")
+
+	cf, err := parser.ParseFile(fset, "config.go", nil, parser.ParseComments)
+	require.NoError(t, err)
+	var docText string
+	for _, d := range cf.Decls {
+		if fn, ok := d.(*ast.FuncDecl); ok && fn.Name.Name == "NewConfig" {
+			docText = fn.Doc.Text()
+		}
+	}
+	for _, v := range vars {
+		assert.Regexp(t, `(?m)^\s*- `+v+`\b`, docText, "NewConfig's doc does not say what %s means", v)
+	}
+}

@@ -61,7 +61,7 @@ func Dial(ctx context.Context, opts ...Option) (*Engine, error) {
 		c.dial = DefaultDialer(cfg)
 	}
 	c.pools.Store(&map[string]*pool{})
-	if cfg.Pipeline.Enabled && cfg.Dialer == nil {
+	if cfg.Pipelining && cfg.Dialer == nil {
 		c.pipes = newPipelines(cfg)
 	}
 	c.refresher = newRefresher(cfg, &c.router, c.fetchMap)

@@ -387,10 +387,10 @@ func TestDialWithAnEndedContext(t *testing.T) {
 }
 
 func TestDialRejectsBadConfig(t *testing.T) {
-	_, err := Dial(context.Background(), WithService(testService), WithEnv(env(map[string]string{EnvRequestTimeout: "forever"})), WithSeeds("a:1"))
+	_, err := Dial(context.Background(), WithService(testService), WithEnv(env(map[string]string{envRequestTimeout: "forever"})), WithSeeds("a:1"))
 	var ce *ConfigError
 	require.ErrorAs(t, err, &ce)
-	assert.Equal(t, EnvRequestTimeout, ce.Var)
+	assert.Equal(t, envRequestTimeout, ce.Var)
 }
 
 func TestEngineAccessors(t *testing.T) {

@@ -8,21 +8,21 @@ import (
 	"time"
 )
 
-// The environment variables a client reads when it is built (NewConfig, Dial). A value
-// that does not parse is an error naming the variable and the value, never a silent default.
+// The environment variables a client reads when it is built; NewConfig's doc says what
+// each means.
 const (
-	// EnvRequestTimeout bounds a whole call (rule R4): a Go duration ("90s", "1m30s"), a
+	// envRequestTimeout bounds a whole call (rule R4): a Go duration ("90s", "1m30s"), a
 	// whole number of seconds ("60"), or "infinite" for no bound.
-	EnvRequestTimeout = "ZARIS_REQUEST_TIMEOUT"
-	// EnvDisableRetries, when true (strconv.ParseBool), makes every call a single attempt,
+	envRequestTimeout = "ZARIS_REQUEST_TIMEOUT"
+	// envDisableRetries, when true (strconv.ParseBool), makes every call a single attempt,
 	// whatever else is configured (rule R7).
-	EnvDisableRetries = "ZARIS_DISABLE_RETRIES"
-	// EnvRefreshWaitMS is the longest a caller waits for a shared map refresh, in whole
+	envDisableRetries = "ZARIS_DISABLE_RETRIES"
+	// envRefreshWaitMS is the longest a caller waits for a shared map refresh, in whole
 	// milliseconds (rule R6).
-	EnvRefreshWaitMS = "ZARIS_CLIENT_MAP_REFRESH_WAIT_MS"
-	// EnvPipeline, when false (strconv.ParseBool), turns pipelined connections off, so
+	envRefreshWaitMS = "ZARIS_CLIENT_MAP_REFRESH_WAIT_MS"
+	// envPipeline, when false (strconv.ParseBool), turns pipelined connections off, so
 	// every call takes a pooled connection; true turns them on. An option beats it.
-	EnvPipeline = "ZARIS_PIPELINE"
+	envPipeline = "ZARIS_PIPELINE"
 )
 
 // envOption carries WithEnv's lookup; NewConfig picks it out before reading the environment.
@@ -32,7 +32,7 @@ type envOption struct {
 
 func (envOption) applyOption(*configBuilder) {}
 
-// applyEnv reads the environment into b.cfg and reports whether EnvDisableRetries is true.
+// applyEnv reads the environment into b.cfg and reports whether envDisableRetries is true.
 // An empty variable counts as unset.
 func (b *configBuilder) applyEnv(lookup func(string) (string, bool)) (disable bool) {
 	get := func(name string) (string, bool) {
@@ -43,29 +43,29 @@ func (b *configBuilder) applyEnv(lookup func(string) (string, bool)) (disable bo
 	envErr := func(field, name, value, reason string) {
 		b.errs = append(b.errs, &ConfigError{Field: field, Var: name, Value: value, Reason: reason})
 	}
-	if v, ok := get(EnvRequestTimeout); ok {
+	if v, ok := get(envRequestTimeout); ok {
 		if d, err := parseRequestTimeout(v); err != nil {
-			envErr("Retry.RequestTimeout", EnvRequestTimeout, v, err.Error())
+			envErr("Retry.RequestTimeout", envRequestTimeout, v, err.Error())
 		} else {
 			b.cfg.Retry.RequestTimeout = d
 		}
 	}
-	if v, ok := get(EnvDisableRetries); ok {
+	if v, ok := get(envDisableRetries); ok {
 		if on, err := strconv.ParseBool(v); err != nil {
-			envErr("Retry.Disabled", EnvDisableRetries, v, "not a boolean (true, false, 1, 0, ...)")
+			envErr("Retry.Disabled", envDisableRetries, v, "not a boolean (true, false, 1, 0, ...)")
 		} else {
 			disable = on
 		}
 	}
-	if v, ok := get(EnvRefreshWaitMS); ok {
+	if v, ok := get(envRefreshWaitMS); ok {
 		ms, err := strconv.ParseInt(v, 10, 64)
 		switch {
 		case err != nil:
-			envErr("RefreshWait", EnvRefreshWaitMS, v, "not a whole number of milliseconds")
+			envErr("RefreshWait", envRefreshWaitMS, v, "not a whole number of milliseconds")
 		case ms < 0:
-			envErr("RefreshWait", EnvRefreshWaitMS, v, "must not be negative")
+			envErr("RefreshWait", envRefreshWaitMS, v, "must not be negative")
 		case ms > math.MaxInt64/int64(time.Millisecond):
-			envErr("RefreshWait", EnvRefreshWaitMS, v, "too large")
+			envErr("RefreshWait", envRefreshWaitMS, v, "too large")
 		default:
 			b.cfg.RefreshWait = time.Duration(ms) * time.Millisecond
 		}
@@ -100,11 +100,11 @@ func parseRequestTimeout(v string) (time.Duration, error) {
 }
 
 func (b *configBuilder) applyPipelineEnv(get func(string) (string, bool), envErr func(field, name, value, reason string)) {
-	if v, ok := get(EnvPipeline); ok {
+	if v, ok := get(envPipeline); ok {
 		if on, err := strconv.ParseBool(v); err != nil {
-			envErr("Pipeline.Enabled", EnvPipeline, v, "not a boolean (true, false, 1, 0, ...)")
+			envErr("Pipelining", envPipeline, v, "not a boolean (true, false, 1, 0, ...)")
 		} else {
-			b.cfg.Pipeline.Enabled = on
+			b.cfg.Pipelining = on
 		}
 	}
 }

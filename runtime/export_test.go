@@ -14,9 +14,9 @@ func NewThriftConnOver(raw net.Conn, cfg Config) (Conn, error) {
 }
 
 // PipelineEveryCall is an Option that sends every call of a pipelined engine over a
-// pipelined connection, even one alone in flight to its node (Pipelining.everyCall).
+// pipelined connection, even one alone in flight to its node (Config.pipelineEveryCall).
 func PipelineEveryCall() Option {
-	return optionFunc(func(b *configBuilder) { b.cfg.Pipeline.everyCall = true })
+	return optionFunc(func(b *configBuilder) { b.cfg.pipelineEveryCall = true })
 }
 
 // NewFakeClock returns a Clock whose time moves only when the test calls Advance.

@@ -188,11 +188,11 @@ func WithClassifiers(c ...Classifier) Option {
 // WithPipelining turns pipelined connections on (the default) or off, in place of
 // ZARIS_PIPELINE (see Pipelining).
 func WithPipelining(on bool) Option {
-	return optionFunc(func(b *configBuilder) { b.cfg.Pipeline.Enabled = on })
+	return optionFunc(func(b *configBuilder) { b.cfg.Pipelining = on })
 }
 
 // WithPipelineConns sets how many pipelined connections per node the calls share (n >= 1,
 // default 2). It does not turn pipelining on.
 func WithPipelineConns(n int) Option {
-	return optionFunc(func(b *configBuilder) { b.cfg.Pipeline.Conns = n })
+	return optionFunc(func(b *configBuilder) { b.cfg.PipelineConns = n })
 }

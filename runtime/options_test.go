@@ -93,69 +93,69 @@ func TestNewConfigEnv(t *testing.T) {
 		check   func(t *testing.T, cfg Config)
 		wantVar string // a *ConfigError for this variable is expected
 	}{
-		{name: "timeout duration", env: map[string]string{EnvRequestTimeout: "90s"},
+		{name: "timeout duration", env: map[string]string{envRequestTimeout: "90s"},
 			check: func(t *testing.T, c Config) { assert.Equal(t, 90*time.Second, c.Retry.RequestTimeout) }},
-		{name: "timeout compound duration", env: map[string]string{EnvRequestTimeout: "1m30s"},
+		{name: "timeout compound duration", env: map[string]string{envRequestTimeout: "1m30s"},
 			check: func(t *testing.T, c Config) { assert.Equal(t, 90*time.Second, c.Retry.RequestTimeout) }},
-		{name: "timeout whole seconds", env: map[string]string{EnvRequestTimeout: "60"},
+		{name: "timeout whole seconds", env: map[string]string{envRequestTimeout: "60"},
 			check: func(t *testing.T, c Config) { assert.Equal(t, 60*time.Second, c.Retry.RequestTimeout) }},
-		{name: "timeout infinite", env: map[string]string{EnvRequestTimeout: "infinite"},
+		{name: "timeout infinite", env: map[string]string{envRequestTimeout: "infinite"},
 			check: func(t *testing.T, c Config) { assert.Zero(t, c.Retry.RequestTimeout) }},
-		{name: "timeout INFINITE", env: map[string]string{EnvRequestTimeout: " INFINITE "},
+		{name: "timeout INFINITE", env: map[string]string{envRequestTimeout: " INFINITE "},
 			check: func(t *testing.T, c Config) { assert.Zero(t, c.Retry.RequestTimeout) }},
-		{name: "timeout empty is unset", env: map[string]string{EnvRequestTimeout: ""},
+		{name: "timeout empty is unset", env: map[string]string{envRequestTimeout: ""},
 			check: func(t *testing.T, c Config) { assert.Equal(t, 60*time.Second, c.Retry.RequestTimeout) }},
-		{name: "timeout garbage", env: map[string]string{EnvRequestTimeout: "soon"}, wantVar: EnvRequestTimeout},
-		{name: "timeout fraction of seconds", env: map[string]string{EnvRequestTimeout: "1.5"}, wantVar: EnvRequestTimeout},
-		{name: "timeout zero", env: map[string]string{EnvRequestTimeout: "0"}, wantVar: EnvRequestTimeout},
-		{name: "timeout negative", env: map[string]string{EnvRequestTimeout: "-5s"}, wantVar: EnvRequestTimeout},
-		{name: "timeout option beats env", env: map[string]string{EnvRequestTimeout: "90s"},
+		{name: "timeout garbage", env: map[string]string{envRequestTimeout: "soon"}, wantVar: envRequestTimeout},
+		{name: "timeout fraction of seconds", env: map[string]string{envRequestTimeout: "1.5"}, wantVar: envRequestTimeout},
+		{name: "timeout zero", env: map[string]string{envRequestTimeout: "0"}, wantVar: envRequestTimeout},
+		{name: "timeout negative", env: map[string]string{envRequestTimeout: "-5s"}, wantVar: envRequestTimeout},
+		{name: "timeout option beats env", env: map[string]string{envRequestTimeout: "90s"},
 			opts:  []Option{WithRequestTimeout(time.Second)},
 			check: func(t *testing.T, c Config) { assert.Equal(t, time.Second, c.Retry.RequestTimeout) }},
-		{name: "timeout without option beats env", env: map[string]string{EnvRequestTimeout: "90s"},
+		{name: "timeout without option beats env", env: map[string]string{envRequestTimeout: "90s"},
 			opts:  []Option{WithoutRequestTimeout()},
 			check: func(t *testing.T, c Config) { assert.Zero(t, c.Retry.RequestTimeout) }},
 
-		{name: "disable true", env: map[string]string{EnvDisableRetries: "true"},
+		{name: "disable true", env: map[string]string{envDisableRetries: "true"},
 			check: func(t *testing.T, c Config) {
 				assert.True(t, c.Retry.Disabled)
 				assert.Equal(t, 1, c.Retry.MaxAttempts)
 			}},
-		{name: "disable 1", env: map[string]string{EnvDisableRetries: "1"},
+		{name: "disable 1", env: map[string]string{envDisableRetries: "1"},
 			check: func(t *testing.T, c Config) { assert.True(t, c.Retry.Disabled) }},
-		{name: "disable false", env: map[string]string{EnvDisableRetries: "false"},
+		{name: "disable false", env: map[string]string{envDisableRetries: "false"},
 			check: func(t *testing.T, c Config) {
 				assert.False(t, c.Retry.Disabled)
 				assert.Equal(t, 3, c.Retry.MaxAttempts)
 			}},
-		{name: "disable garbage", env: map[string]string{EnvDisableRetries: "yes please"}, wantVar: EnvDisableRetries},
-		{name: "R7 env true wins over an explicit max attempts", env: map[string]string{EnvDisableRetries: "TRUE"},
+		{name: "disable garbage", env: map[string]string{envDisableRetries: "yes please"}, wantVar: envDisableRetries},
+		{name: "R7 env true wins over an explicit max attempts", env: map[string]string{envDisableRetries: "TRUE"},
 			opts: []Option{WithDefaultMaxAttempts(7)},
 			check: func(t *testing.T, c Config) {
 				assert.True(t, c.Retry.Disabled)
 				assert.Equal(t, 1, c.Retry.MaxAttempts)
 			}},
-		{name: "R7 option disables with env false", env: map[string]string{EnvDisableRetries: "false"},
+		{name: "R7 option disables with env false", env: map[string]string{envDisableRetries: "false"},
 			opts: []Option{WithRetriesDisabled(), WithDefaultMaxAttempts(7)},
 			check: func(t *testing.T, c Config) {
 				assert.True(t, c.Retry.Disabled)
 				assert.Equal(t, 1, c.Retry.MaxAttempts)
 			}},
 
-		{name: "wait ms", env: map[string]string{EnvRefreshWaitMS: "2500"},
+		{name: "wait ms", env: map[string]string{envRefreshWaitMS: "2500"},
 			check: func(t *testing.T, c Config) { assert.Equal(t, 2500*time.Millisecond, c.RefreshWait) }},
-		{name: "wait zero", env: map[string]string{EnvRefreshWaitMS: "0"},
+		{name: "wait zero", env: map[string]string{envRefreshWaitMS: "0"},
 			check: func(t *testing.T, c Config) { assert.Zero(t, c.RefreshWait) }},
-		{name: "wait duration is not ms", env: map[string]string{EnvRefreshWaitMS: "15s"}, wantVar: EnvRefreshWaitMS},
-		{name: "wait negative", env: map[string]string{EnvRefreshWaitMS: "-1"}, wantVar: EnvRefreshWaitMS},
-		{name: "wait longest", env: map[string]string{EnvRefreshWaitMS: "9223372036854"}, // math.MaxInt64 ns in whole ms
+		{name: "wait duration is not ms", env: map[string]string{envRefreshWaitMS: "15s"}, wantVar: envRefreshWaitMS},
+		{name: "wait negative", env: map[string]string{envRefreshWaitMS: "-1"}, wantVar: envRefreshWaitMS},
+		{name: "wait longest", env: map[string]string{envRefreshWaitMS: "9223372036854"}, // math.MaxInt64 ns in whole ms
 			check: func(t *testing.T, c Config) { assert.Equal(t, 9223372036854*time.Millisecond, c.RefreshWait) }},
-		{name: "wait too long", env: map[string]string{EnvRefreshWaitMS: "9223372036855"}, wantVar: EnvRefreshWaitMS},
-		{name: "wait option beats env", env: map[string]string{EnvRefreshWaitMS: "2500"},
+		{name: "wait too long", env: map[string]string{envRefreshWaitMS: "9223372036855"}, wantVar: envRefreshWaitMS},
+		{name: "wait option beats env", env: map[string]string{envRefreshWaitMS: "2500"},
 			opts:  []Option{WithRefreshWait(time.Second)},
 			check: func(t *testing.T, c Config) { assert.Equal(t, time.Second, c.RefreshWait) }},
 
-		{name: "all three", env: map[string]string{EnvRequestTimeout: "5", EnvDisableRetries: "f", EnvRefreshWaitMS: "10"},
+		{name: "all three", env: map[string]string{envRequestTimeout: "5", envDisableRetries: "f", envRefreshWaitMS: "10"},
 			check: func(t *testing.T, c Config) {
 				assert.Equal(t, 5*time.Second, c.Retry.RequestTimeout)
 				assert.False(t, c.Retry.Disabled)
@@ -182,7 +182,7 @@ func TestNewConfigEnv(t *testing.T) {
 }
 
 func TestNewConfigReadsProcessEnv(t *testing.T) {
-	t.Setenv(EnvRequestTimeout, "42")
+	t.Setenv(envRequestTimeout, "42")
 	cfg, err := NewConfig(WithSeeds("a:1"))
 	require.NoError(t, err)
 	assert.Equal(t, 42*time.Second, cfg.Retry.RequestTimeout)
@@ -238,7 +238,7 @@ func TestNewConfigValidation(t *testing.T) {
 }
 
 func TestNewConfigReportsEveryProblem(t *testing.T) {
-	_, err := NewConfig(WithEnv(env(map[string]string{EnvRefreshWaitMS: "x"})), WithPoolSize(0))
+	_, err := NewConfig(WithEnv(env(map[string]string{envRefreshWaitMS: "x"})), WithPoolSize(0))
 	require.Error(t, err)
 	var fields []string
 	for _, e := range err.(interface{ Unwrap() []error }).Unwrap() {

@@ -16,12 +16,12 @@ import (
 	"github.com/clustron/zaris-go/runtime/clustermap"
 )
 
-// pipelines is the pipelined connection mode of an Engine (Config.Pipeline.Enabled): a
+// pipelines is the pipelined connection mode of an Engine (Config.Pipelining): a
 // pipeGroup of a few shared connections per node, and the pool of per-call state.
 type pipelines struct {
 	conns      int
 	timeout    time.Duration // the attempt timeout, also the longest a write may stall
-	soloPooled bool          // a call alone in flight to its node takes a pooled connection (not Pipelining.everyCall)
+	soloPooled bool          // a call alone in flight to its node takes a pooled connection (not Config.pipelineEveryCall)
 	dialSocket func(ctx context.Context, addr string) (net.Conn, error)
 	protocol   Protocol
 	transport  Transport
@@ -41,9 +41,9 @@ type pipelines struct {
 
 func newPipelines(cfg Config) *pipelines {
 	ps := &pipelines{
-		conns:      cfg.Pipeline.Conns,
+		conns:      cfg.PipelineConns,
 		timeout:    cfg.AttemptTimeout,
-		soloPooled: !cfg.Pipeline.everyCall,
+		soloPooled: !cfg.pipelineEveryCall,
 		dialSocket: socketDialer(cfg),
 		protocol:   cfg.Protocol,
 		transport:  cfg.Transport,

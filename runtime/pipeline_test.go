@@ -542,29 +542,30 @@ func TestPipelined_CloseLeavesNoGoroutineOrSocket(t *testing.T) {
 func TestPipelineConfig(t *testing.T) {
 	cfg, err := NewConfig(WithSeeds("a:1"), WithEnv(env(nil)))
 	require.NoError(t, err)
-	assert.Equal(t, DefaultPipelining, cfg.Pipeline)
-	assert.True(t, cfg.Pipeline.Enabled)
+	assert.True(t, cfg.Pipelining)
+	assert.Equal(t, DefaultPipelineConns, cfg.PipelineConns)
 
-	cfg, err = NewConfig(WithSeeds("a:1"), WithEnv(env(map[string]string{EnvPipeline: "false"})))
+	cfg, err = NewConfig(WithSeeds("a:1"), WithEnv(env(map[string]string{envPipeline: "false"})))
 	require.NoError(t, err)
-	assert.False(t, cfg.Pipeline.Enabled)
+	assert.False(t, cfg.Pipelining)
 
-	cfg, err = NewConfig(WithSeeds("a:1"), WithEnv(env(map[string]string{EnvPipeline: "true"})))
+	cfg, err = NewConfig(WithSeeds("a:1"), WithEnv(env(map[string]string{envPipeline: "true"})))
 	require.NoError(t, err)
-	assert.True(t, cfg.Pipeline.Enabled)
+	assert.True(t, cfg.Pipelining)
 
-	cfg, err = NewConfig(WithSeeds("a:1"), WithEnv(env(map[string]string{EnvPipeline: "1"})), WithPipelining(false), WithPipelineConns(4))
+	cfg, err = NewConfig(WithSeeds("a:1"), WithEnv(env(map[string]string{envPipeline: "1"})), WithPipelining(false), WithPipelineConns(4))
 	require.NoError(t, err)
-	assert.Equal(t, Pipelining{Enabled: false, Conns: 4}, cfg.Pipeline)
+	assert.False(t, cfg.Pipelining)
+	assert.Equal(t, 4, cfg.PipelineConns)
 
-	_, err = NewConfig(WithSeeds("a:1"), WithEnv(env(map[string]string{EnvPipeline: "maybe"})))
+	_, err = NewConfig(WithSeeds("a:1"), WithEnv(env(map[string]string{envPipeline: "maybe"})))
 	var ce *ConfigError
 	require.ErrorAs(t, err, &ce)
-	assert.Equal(t, EnvPipeline, ce.Var)
+	assert.Equal(t, envPipeline, ce.Var)
 
 	_, err = NewConfig(WithSeeds("a:1"), WithEnv(env(nil)), WithPipelineConns(0))
 	require.ErrorAs(t, err, &ce)
-	assert.Equal(t, "Pipeline.Conns", ce.Field)
+	assert.Equal(t, "PipelineConns", ce.Field)
 }
 
 // TestPipelined_StalledWriteEndsWithTheAttempt: a node that stops reading (its socket
@@ -715,7 +716,7 @@ func TestPipelined_NeedsTheBuiltInDialer(t *testing.T) {
 	cl, err := Dial(context.Background(), WithService(testService), WithEnv(env(nil)), WithSeeds("10.0.0.1:7000"), WithPipelining(true), WithDialer(d.dial))
 	require.NoError(t, err)
 	defer cl.Close()
-	assert.True(t, cl.Config().Pipeline.Enabled)
+	assert.True(t, cl.Config().Pipelining)
 	assert.Nil(t, cl.pipes, "no pipelined connections with a custom dialer")
 	before := d.dials.Load()
 	_, err = cl.Invoke(context.Background(), getCall("k"))

@@ -126,7 +126,7 @@ func clientCost(ctx context.Context, allocCallers, cpuCallers []int, rounds int,
 		res.Allocs = append(res.Allocs, row)
 	}
 	codecClient, codecNode := genCodecCost(codecCalls)
-	conns := runtime.DefaultPipelining.Conns
+	conns := runtime.DefaultPipelineConns
 	for _, callers := range cpuCallers {
 		if _, err := measureSplit(node, get(callers)); err != nil {
 			return res, err

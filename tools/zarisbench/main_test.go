@@ -43,7 +43,7 @@ func TestQuickRunFillsEverySection(t *testing.T) {
 	assert.Len(t, res.Scale.Callers, len(cfg.ScaleCallers))
 	assert.Len(t, res.Scale.Nodes, len(cfg.ScaleNodes))
 	assert.Positive(t, res.Scale.ConnBytes)
-	assert.Equal(t, runtime.DefaultPipelining.Conns, res.Scale.PipelineConns, "the scale section's clients are pipelined")
+	assert.Equal(t, runtime.DefaultPipelineConns, res.Scale.PipelineConns, "the scale section's clients are pipelined")
 
 	c := res.Churn
 	assert.True(t, c.Verified, c.Problem)

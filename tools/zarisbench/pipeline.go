@@ -107,7 +107,7 @@ func pipeline(ctx context.Context, callerCounts []int, rounds int, d time.Durati
 
 // pipelineLoads runs every mode at every number of callers, and head-of-line blocking.
 func pipelineLoads(ctx context.Context, callerCounts []int, rounds int, d time.Duration, holValue int) (pipelineResult, error) {
-	res := pipelineResult{Conns: runtime.DefaultPipelining.Conns}
+	res := pipelineResult{Conns: runtime.DefaultPipelineConns}
 	cluster, err := startCluster(ctx, 1, 1)
 	if err != nil {
 		return res, err

@@ -55,8 +55,8 @@ func scale(ctx context.Context, callerCounts, nodeCounts []int, callerNodes, nod
 		}
 		defer cl.Close()
 		r.PoolSize = cl.Engine().Config().PoolSize
-		if p := cl.Engine().Config().Pipeline; p.Enabled {
-			r.PipelineConns = p.Conns
+		if cfg := cl.Engine().Config(); cfg.Pipelining {
+			r.PipelineConns = cfg.PipelineConns
 		}
 		if err := preload(ctx, cl, ks); err != nil {
 			return nil, err
