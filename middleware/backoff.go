@@ -1,12 +1,12 @@
 package middleware
 
 import (
-	"cmp"
 	"context"
 	"errors"
 	"time"
 
 	"github.com/clustron/zaris-go/runtime"
+	"github.com/clustron/zaris-go/runtime/clock"
 )
 
 // Delay returns how long to wait before the attempt after attempt n (n >= 1), by rule R5:
@@ -69,8 +69,8 @@ func AtOnce(last *runtime.Attempt) bool {
 // When the context ends during the wait, or the wait uses up the time left before the
 // call's deadline, the attempt is not made: Backoff returns a *StopError and the retry
 // layer ends the call (R4, R5).
-func Backoff(p runtime.RetryPolicy, clock runtime.Clock) Middleware {
-	clock = cmp.Or(clock, runtime.SystemClock)
+func Backoff(p runtime.RetryPolicy, clock clock.Clock) Middleware {
+	clock = orSystem(clock)
 	return func(next Handler) Handler {
 		return func(ctx context.Context, call *runtime.Call) (runtime.Response, error) {
 			if call.Previous() == nil {
@@ -88,7 +88,7 @@ func Backoff(p runtime.RetryPolicy, clock runtime.Clock) Middleware {
 // sleepBackoff sleeps d on clock (not at all when d is zero), adds the time since now to
 // call.Stats.Backoff, and returns the StopError of a sleep that ctx ended, or of a call
 // whose deadline has passed by then; nil to go on.
-func sleepBackoff(ctx context.Context, clock runtime.Clock, call *runtime.Call, d time.Duration, now time.Time) *StopError {
+func sleepBackoff(ctx context.Context, clock clock.Clock, call *runtime.Call, d time.Duration, now time.Time) *StopError {
 	if d > 0 {
 		err := clock.Sleep(ctx, d)
 		call.Stats.Backoff += clock.Now().Sub(now)

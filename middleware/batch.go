@@ -1,7 +1,6 @@
 package middleware
 
 import (
-	"cmp"
 	"context"
 	"errors"
 	"slices"
@@ -9,6 +8,7 @@ import (
 
 	"github.com/clustron/zaris-go/runtime"
 	"github.com/clustron/zaris-go/runtime/batch"
+	"github.com/clustron/zaris-go/runtime/clock"
 	"github.com/clustron/zaris-go/runtime/clustermap"
 )
 
@@ -34,8 +34,8 @@ const BatchMaxBytes = 1 << 20
 // (one backoff and one map refresh per round, both bounds of R4, B2, B3). Each item's error
 // is in call.Batch.Errs; the call's error is a *batch.Error only when no item got an
 // answer. Every other call goes straight to next. README.md in this directory has the details.
-func Batches(p runtime.RetryPolicy, clock runtime.Clock, r MapRefresher, router BatchRouter, budget runtime.RetryBudget) Middleware {
-	clock = cmp.Or(clock, runtime.SystemClock)
+func Batches(p runtime.RetryPolicy, clock clock.Clock, r MapRefresher, router BatchRouter, budget runtime.RetryBudget) Middleware {
+	clock = orSystem(clock)
 	return func(next Handler) Handler {
 		return func(ctx context.Context, call *runtime.Call) (runtime.Response, error) {
 			if call.Batch == nil {
@@ -50,7 +50,7 @@ func Batches(p runtime.RetryPolicy, clock runtime.Clock, r MapRefresher, router 
 // batchRun is one multi-key call on its way through the batch layer.
 type batchRun struct {
 	p      runtime.RetryPolicy
-	clock  runtime.Clock
+	clock  clock.Clock
 	r      MapRefresher
 	router BatchRouter
 	budget runtime.RetryBudget // nil: no retry budget

@@ -10,6 +10,7 @@ import (
 	"github.com/clustron/zaris-go/middleware"
 	mwt "github.com/clustron/zaris-go/middleware/middlewaretest"
 	"github.com/clustron/zaris-go/runtime"
+	"github.com/clustron/zaris-go/runtime/clock"
 )
 
 // noopTransport answers Ok at once, filling the attempt like the real transport.
@@ -44,7 +45,7 @@ func BenchmarkTransportOnly(b *testing.B) {
 // BenchmarkDefault measures the default stack's cost on the success path (one attempt,
 // answered Ok) around the no-op transport.
 func BenchmarkDefault(b *testing.B) {
-	cfg := runtime.Config{Retry: runtime.DefaultRetryPolicy, Clock: runtime.SystemClock}
+	cfg := runtime.Config{Retry: runtime.DefaultRetryPolicy, Clock: clock.System}
 	refresher := mwt.NewRefresher(1)
 	budget, err := middleware.NewTokenBudget(middleware.DefaultBudgetPolicy, nil)
 	if err != nil {

@@ -1,7 +1,6 @@
 package middleware
 
 import (
-	"cmp"
 	"context"
 	"fmt"
 	"math"
@@ -10,6 +9,7 @@ import (
 	"time"
 
 	"github.com/clustron/zaris-go/runtime"
+	"github.com/clustron/zaris-go/runtime/clock"
 )
 
 // BudgetPolicy holds the numbers of a retry budget (rule B3). Start from
@@ -40,7 +40,7 @@ var DefaultBudgetPolicy = BudgetPolicy{Ratio: 0.2, MinPerSecond: 10, MaxBanked: 
 // for concurrent use; a call that is not retried takes no lock.
 type TokenBudget struct {
 	policy    BudgetPolicy
-	clock     runtime.Clock
+	clock     clock.Clock
 	maxBanked int64 // MaxBanked in thousandths of a token
 	deposit   int64 // Ratio in thousandths of a token
 
@@ -51,10 +51,10 @@ type TokenBudget struct {
 	refilled time.Time  // when floor was last refilled
 }
 
-// NewTokenBudget returns a budget with policy p, reading time on clock (runtime.SystemClock
+// NewTokenBudget returns a budget with policy p, reading time on clock (clock.System
 // when nil). Its floor starts full; nothing is banked. It returns an error naming the field
 // when p is out of range.
-func NewTokenBudget(p BudgetPolicy, clock runtime.Clock) (*TokenBudget, error) {
+func NewTokenBudget(p BudgetPolicy, clock clock.Clock) (*TokenBudget, error) {
 	// Written so that NaN, which every comparison rejects, fails each check.
 	switch {
 	case !(p.Ratio >= 0 && p.Ratio <= 1):
@@ -64,7 +64,7 @@ func NewTokenBudget(p BudgetPolicy, clock runtime.Clock) (*TokenBudget, error) {
 	case !(p.MaxBanked >= 0 && p.MaxBanked*1000 < math.MaxInt64):
 		return nil, fmt.Errorf("middleware: retry budget MaxBanked %v is not a number in [0, %.0f)", p.MaxBanked, math.MaxInt64/1000.0)
 	}
-	clock = cmp.Or(clock, runtime.SystemClock)
+	clock = orSystem(clock)
 	return &TokenBudget{
 		policy:    p,
 		clock:     clock,

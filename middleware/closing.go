@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/clustron/zaris-go/runtime"
+	"github.com/clustron/zaris-go/runtime/clock"
 )
 
 // closing is a MapRefresher that says when its client closes; runtime.Refresher is one.
@@ -15,7 +16,7 @@ type closing interface {
 
 // sleepUntilClosed returns clock, whose Sleep also ends when refresher's client closes, if
 // refresher says when that happens; clock itself otherwise.
-func sleepUntilClosed(clock runtime.Clock, refresher MapRefresher) runtime.Clock {
+func sleepUntilClosed(clock clock.Clock, refresher MapRefresher) clock.Clock {
 	c, ok := refresher.(closing)
 	if !ok {
 		return clock
@@ -26,7 +27,7 @@ func sleepUntilClosed(clock runtime.Clock, refresher MapRefresher) runtime.Clock
 // untilClosed is a Clock whose Sleep ends with runtime.ErrClosed as soon as done is closed,
 // so a call waiting out a backoff ends when its client closes instead of after the wait.
 type untilClosed struct {
-	runtime.Clock
+	clock.Clock
 	done <-chan struct{}
 }
 

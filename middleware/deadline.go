@@ -1,11 +1,11 @@
 package middleware
 
 import (
-	"cmp"
 	"context"
 	"time"
 
 	"github.com/clustron/zaris-go/runtime"
+	"github.com/clustron/zaris-go/runtime/clock"
 )
 
 // Deadline returns the call-level middleware that sets the whole-call deadline of rule R4:
@@ -14,11 +14,11 @@ import (
 // zero means no bound, a negative call timeout no time at all), and call.Start the time
 // it read that now at. Every layer that waits stops at call.Deadline itself (README.md in
 // this directory, Time).
-func Deadline(p runtime.RetryPolicy, clock runtime.Clock) Middleware {
-	clock = cmp.Or(clock, runtime.SystemClock)
+func Deadline(p runtime.RetryPolicy, clock clock.Clock) Middleware {
+	clock = orSystem(clock)
 	// On the system clock the context's deadline is already on clock: it is taken as it is,
 	// to the nanosecond, so a layer below can tell the two deadlines apart.
-	system := clock == runtime.SystemClock
+	system := isSystem(clock)
 	return func(next Handler) Handler {
 		return func(ctx context.Context, call *runtime.Call) (runtime.Response, error) {
 			now := clock.Now()

@@ -4,6 +4,7 @@ import (
 	"cmp"
 
 	"github.com/clustron/zaris-go/runtime"
+	"github.com/clustron/zaris-go/runtime/clock"
 )
 
 // Default returns the client's default stack around invoke, the transport that makes one
@@ -17,7 +18,7 @@ func Default(invoke Handler, refresher MapRefresher, cfg runtime.Config) Handler
 	if invoke == nil || refresher == nil {
 		panic("middleware: Default needs a transport and a map refresher")
 	}
-	clock := cmp.Or(cfg.Clock, runtime.SystemClock)
+	clock := cmp.Or(cfg.Clock, clock.System)
 	return stack(cfg, clock, refresher)(invoke)
 }
 
@@ -41,7 +42,7 @@ const (
 
 // layers is the one place the default order is written down: the call-level layers,
 // outermost first, the last of which (Retry) runs the attempt-level layers, also listed.
-func layers(cfg runtime.Config, clock runtime.Clock, refresher MapRefresher) (call, attempt []layer) {
+func layers(cfg runtime.Config, clock clock.Clock, refresher MapRefresher) (call, attempt []layer) {
 	p := cfg.Retry
 	var budget Middleware
 	if cfg.RetryBudget != nil {
@@ -71,7 +72,7 @@ func layers(cfg runtime.Config, clock runtime.Clock, refresher MapRefresher) (ca
 }
 
 // stack chains the default layers.
-func stack(cfg runtime.Config, clock runtime.Clock, refresher MapRefresher) Middleware {
+func stack(cfg runtime.Config, clock clock.Clock, refresher MapRefresher) Middleware {
 	call, _ := layers(cfg, clock, refresher)
 	return Chain(middlewares(call)...)
 }

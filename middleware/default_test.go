@@ -16,6 +16,7 @@ import (
 	"github.com/clustron/zaris-go/middleware"
 	mwt "github.com/clustron/zaris-go/middleware/middlewaretest"
 	"github.com/clustron/zaris-go/runtime"
+	"github.com/clustron/zaris-go/runtime/clock"
 	"github.com/clustron/zaris-go/runtime/clustermap"
 )
 
@@ -157,7 +158,7 @@ func TestDefault_Concurrent(t *testing.T) {
 
 // countingClock counts its readings of the time.
 type countingClock struct {
-	runtime.Clock
+	clock.Clock
 	nows int
 }
 

@@ -1,12 +1,12 @@
 package middleware
 
 import (
-	"cmp"
 	"context"
 	"errors"
 	"time"
 
 	"github.com/clustron/zaris-go/runtime"
+	"github.com/clustron/zaris-go/runtime/clock"
 	"github.com/clustron/zaris-go/runtime/clustermap"
 )
 
@@ -37,8 +37,8 @@ type MapRefresher interface {
 // are counted in call.Stats. After an answer whose epoch is newer than r's map it calls
 // r.Observe without waiting. It sits above Classify, so it reads the class of the
 // attempt it ran.
-func RefreshOnMoved(r MapRefresher, p runtime.RetryPolicy, clock runtime.Clock) Middleware {
-	clock = cmp.Or(clock, runtime.SystemClock)
+func RefreshOnMoved(r MapRefresher, p runtime.RetryPolicy, clock clock.Clock) Middleware {
+	clock = orSystem(clock)
 	return func(next Handler) Handler {
 		return func(ctx context.Context, call *runtime.Call) (runtime.Response, error) {
 			if call.Previous() != nil {
@@ -69,7 +69,7 @@ func RefreshOnMoved(r MapRefresher, p runtime.RetryPolicy, clock runtime.Clock) 
 // with evidence ev) or a wait ran out (with the evidence of the attempts whose wait did);
 // both are counted in call.Stats. It returns the StopError of a call whose context ended
 // meanwhile, or whose deadline passed in the waits; nil to go on.
-func awaitThenRefresh(ctx context.Context, clock runtime.Clock, r MapRefresher, call *runtime.Call, waits []ownerWait, refresh bool, ev clustermap.Evidence) *StopError {
+func awaitThenRefresh(ctx context.Context, clock clock.Clock, r MapRefresher, call *runtime.Call, waits []ownerWait, refresh bool, ev clustermap.Evidence) *StopError {
 	if len(waits) > 0 {
 		waited, timedOut := awaitOwners(ctx, clock, r, &call.Stats, waits)
 		if err := ctx.Err(); err != nil {
@@ -100,7 +100,7 @@ func awaitThenRefresh(ctx context.Context, clock runtime.Clock, r MapRefresher, 
 // stopping early when ctx ends; the waits share the fetches, so once one's map is in, the
 // next is a look at it. It counts them in stats as one wait and one refresh request, and
 // reports whether any ran out, with the newest evidence of those that did.
-func awaitOwners(ctx context.Context, clock runtime.Clock, r MapRefresher, stats *runtime.CallStats, waits []ownerWait) (ev clustermap.Evidence, timedOut bool) {
+func awaitOwners(ctx context.Context, clock clock.Clock, r MapRefresher, stats *runtime.CallStats, waits []ownerWait) (ev clustermap.Evidence, timedOut bool) {
 	start := clock.Now()
 	performed := false
 	for _, w := range waits {
@@ -174,7 +174,7 @@ func Uncounted(p runtime.RetryPolicy, limit int, attempts []runtime.Attempt, dea
 
 // refreshBefore asks r for a refresh, waiting no later than deadline (on clock; zero: no
 // bound) or the end of ctx. Only a call that is retrying pays for the bounded context.
-func refreshBefore(ctx context.Context, clock runtime.Clock, deadline time.Time, r MapRefresher, ev clustermap.Evidence) clustermap.RefreshResult {
+func refreshBefore(ctx context.Context, clock clock.Clock, deadline time.Time, r MapRefresher, ev clustermap.Evidence) clustermap.RefreshResult {
 	if !deadline.IsZero() {
 		left := deadline.Sub(clock.Now())
 		if ctxDeadline, ok := ctx.Deadline(); !ok || time.Until(ctxDeadline) > left {

@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/clustron/zaris-go/runtime"
+	"github.com/clustron/zaris-go/runtime/clock"
 )
 
 // MaxAttempts returns the attempt cap of call under p (R4, R7): one when retries are
@@ -32,10 +33,8 @@ func MaxAttempts(p runtime.RetryPolicy, call *runtime.Call) int {
 // *runtime.CallError naming the bound and carrying every attempt (B4), its Elapsed counted
 // from call.Start when the deadline layer set it; a *StopError from an attempt-level layer
 // ends the call before its attempt is sent.
-func Retry(p runtime.RetryPolicy, clock runtime.Clock, attempt ...Middleware) Middleware {
-	if clock == nil {
-		clock = runtime.SystemClock
-	}
+func Retry(p runtime.RetryPolicy, clock clock.Clock, attempt ...Middleware) Middleware {
+	clock = orSystem(clock)
 	inner := Chain(attempt...)
 	return func(next Handler) Handler {
 		h := inner(next)
@@ -45,7 +44,7 @@ func Retry(p runtime.RetryPolicy, clock runtime.Clock, attempt ...Middleware) Mi
 	}
 }
 
-func retryLoop(ctx context.Context, call *runtime.Call, h Handler, p runtime.RetryPolicy, clock runtime.Clock) (runtime.Response, error) {
+func retryLoop(ctx context.Context, call *runtime.Call, h Handler, p runtime.RetryPolicy, clock clock.Clock) (runtime.Response, error) {
 	start := callStart(call, clock)
 	limit := MaxAttempts(p, call)
 	var resp runtime.Response // the last attempt's response
@@ -111,20 +110,20 @@ func classOf(a *runtime.Attempt, err error) runtime.Class {
 
 // callStart is when call started: call.Start, the deadline layer's reading of clock, else
 // (a stack without that layer) now on clock.
-func callStart(call *runtime.Call, clock runtime.Clock) time.Time {
+func callStart(call *runtime.Call, clock clock.Clock) time.Time {
 	if call.Start.IsZero() {
 		return clock.Now()
 	}
 	return call.Start
 }
 
-func beforeDeadline(clock runtime.Clock, deadline time.Time) bool {
+func beforeDeadline(clock clock.Clock, deadline time.Time) bool {
 	return deadline.IsZero() || clock.Now().Before(deadline)
 }
 
 // endCall builds the call's terminal error: stop says which bound ended it and why; cause,
 // when set, is the error that ended it, else the last attempt's cause.
-func endCall(call *runtime.Call, clock runtime.Clock, start time.Time, limit int, stop *StopError, cause error) *runtime.CallError {
+func endCall(call *runtime.Call, clock clock.Clock, start time.Time, limit int, stop *StopError, cause error) *runtime.CallError {
 	if cause == nil {
 		cause = lastCause(call)
 	}

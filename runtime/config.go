@@ -11,6 +11,8 @@ import (
 	"sync/atomic"
 	"time"
 	"unicode"
+
+	"github.com/clustron/zaris-go/runtime/clock"
 )
 
 // Protocol names a Thrift protocol the client speaks.
@@ -99,8 +101,8 @@ type Config struct {
 	// RefreshDebounce makes a refresh requested within this time of the last completed one a
 	// no-op, unless an answer showed a newer epoch (R6, B1). Default 500 ms.
 	RefreshDebounce time.Duration
-	// Clock is the source of time. Default SystemClock.
-	Clock Clock
+	// Clock is the source of time. Default clock.System.
+	Clock clock.Clock
 	// Pipelining turns the pipelined connection mode on (WithPipelining). Default true. In
 	// it, the calls to one node share PipelineConns connections: each call queues its
 	// encoded request, everything queued goes out in one write, and replies are matched to
@@ -233,7 +235,7 @@ func NewConfig(opts ...Option) (Config, error) {
 		Retry:           DefaultRetryPolicy,
 		RefreshWait:     DefaultRefreshWait,
 		RefreshDebounce: DefaultRefreshDebounce,
-		Clock:           SystemClock,
+		Clock:           clock.System,
 		Pipelining:      true,
 		PipelineConns:   DefaultPipelineConns,
 	}}

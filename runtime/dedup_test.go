@@ -13,6 +13,7 @@ import (
 	"github.com/clustron/zaris-go/gen/zarisclient"
 	"github.com/clustron/zaris-go/gen/zarisserver"
 	"github.com/clustron/zaris-go/runtime"
+	"github.com/clustron/zaris-go/runtime/clock"
 )
 
 // dedupNode is a scripted store that keeps outcomes by request token, as rule B8 asks: the
@@ -54,7 +55,7 @@ func (n *dedupNode) GetClusterMap(context.Context) (*zaris.ClusterMap, error) { 
 
 // startDedupNode serves a dedupNode advertising window on a killable node and dials it with
 // one pipelined connection, clock the client's; the client is closed when the test ends.
-func startDedupNode(t *testing.T, window time.Duration, clock runtime.Clock) (*dedupNode, *runtime.KillableNode, *zarisclient.Client) {
+func startDedupNode(t *testing.T, window time.Duration, clock clock.Clock) (*dedupNode, *runtime.KillableNode, *zarisclient.Client) {
 	h := &dedupNode{arrived: make(chan struct{}, 8), hold: make(chan struct{}), seen: map[zaris.RequestToken]*zaris.IncrementResponse{}}
 	t.Cleanup(func() { close(h.hold) })
 	node := runtime.StartKillableNode(t, h)

@@ -19,7 +19,7 @@
 // *NodeError, *PartitionError and *StatusError with errors.As. The Engine (Client.Engine)
 // reports the map it routes with, its Refresher's counts and a key's route (the values of
 // package clustermap: Map, RefreshStats, Route). A test
-// injects a Clock (its Timer; SystemClock is the real one) with WithClock; a program's own
+// injects a clock.Clock (clock.System is the real one) with WithClock; a program's own
 // connections come from a Dialer of Conn values (DefaultDialer is the built-in one).
 // Version is this module's version.
 //

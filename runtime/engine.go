@@ -9,6 +9,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/clustron/zaris-go/runtime/clock"
 	"github.com/clustron/zaris-go/runtime/clustermap"
 )
 
@@ -21,8 +22,8 @@ import (
 type Engine struct {
 	cfg      Config
 	dial     Dialer
-	clock    Clock
-	sysClock bool // clock is SystemClock: one reading serves as wall-clock and Clock time
+	clock    clock.Clock
+	sysClock bool // clock is clock.System: one reading serves as wall-clock and Clock time
 	// lateTimeout is how late a pooled connection's socket may fire an attempt timeout
 	// (see lateAttemptTimeout).
 	lateTimeout time.Duration
@@ -55,7 +56,7 @@ func Dial(ctx context.Context, opts ...Option) (*Engine, error) {
 	c := &Engine{cfg: cfg, dial: cfg.Dialer, clock: cfg.Clock}
 	c.cfg.requestLimit = &c.router.maxRequest
 	cfg = c.cfg
-	_, c.sysClock = c.clock.(systemClock)
+	c.sysClock = c.clock == clock.System
 	c.lateTimeout = lateAttemptTimeout(cfg.AttemptTimeout)
 	if c.dial == nil {
 		c.dial = DefaultDialer(cfg)

@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/clustron/zaris-go/internal/faketime"
+	"github.com/clustron/zaris-go/runtime/clock"
 )
 
 // fakeClock is a Clock whose time moves only when a test calls Advance; a Sleep waits for
@@ -16,7 +17,7 @@ func newFakeClock() *fakeClock {
 	return &fakeClock{faketime.New(time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC))}
 }
 
-func (c *fakeClock) NewTimer(d time.Duration) Timer { return c.Time.NewTimer(d) }
+func (c *fakeClock) NewTimer(d time.Duration) clock.Timer { return c.Time.NewTimer(d) }
 
 func (c *fakeClock) Sleep(ctx context.Context, d time.Duration) error {
 	if d <= 0 {

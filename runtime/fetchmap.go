@@ -7,6 +7,7 @@ import (
 	"slices"
 	"time"
 
+	"github.com/clustron/zaris-go/runtime/clock"
 	"github.com/clustron/zaris-go/runtime/clustermap"
 )
 
@@ -57,9 +58,9 @@ type mapFetch struct {
 	results chan fetchedMap // room for every node's: never blocks a fetch left behind
 	newest  *clustermap.Map
 	errs    []error
-	next    int   // addrs[next] is the next node to ask
-	pending int   // fetches asked and not yet answered
-	hedge   Timer // fires when the last node asked has been silent past its threshold
+	next    int         // addrs[next] is the next node to ask
+	pending int         // fetches asked and not yet answered
+	hedge   clock.Timer // fires when the last node asked has been silent past its threshold
 }
 
 // run asks the first node, then the next one each time the last fails or outstays its
@@ -125,7 +126,7 @@ func (f *mapFetch) askNext() {
 }
 
 // stopTimer stops t, if there is one.
-func stopTimer(t Timer) {
+func stopTimer(t clock.Timer) {
 	if t != nil {
 		t.Stop()
 	}

@@ -4,6 +4,8 @@ import (
 	"crypto/tls"
 	"slices"
 	"time"
+
+	"github.com/clustron/zaris-go/runtime/clock"
 )
 
 // Option sets one part of a client's configuration; pass options to Dial (or the
@@ -110,7 +112,7 @@ func WithRefreshDebounce(d time.Duration) Option {
 }
 
 // WithClock sets the source of time for every timing rule; tests pass a fake one.
-func WithClock(c Clock) Option {
+func WithClock(c clock.Clock) Option {
 	return optionFunc(func(b *configBuilder) { b.cfg.Clock = c })
 }
 

@@ -8,6 +8,8 @@ import (
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+
+	"github.com/clustron/zaris-go/runtime/clock"
 )
 
 // env returns a lookup over vars, for WithEnv.
@@ -34,7 +36,7 @@ func TestNewConfigDefaults(t *testing.T) {
 	assert.Equal(t, 60*time.Second, cfg.Retry.RequestTimeout)
 	assert.Equal(t, 15*time.Second, cfg.RefreshWait)
 	assert.Equal(t, 500*time.Millisecond, cfg.RefreshDebounce)
-	assert.Equal(t, SystemClock, cfg.Clock)
+	assert.Equal(t, clock.System, cfg.Clock)
 	assert.Nil(t, cfg.Dialer)
 }
 

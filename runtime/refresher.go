@@ -9,6 +9,7 @@ import (
 
 	"golang.org/x/sync/singleflight"
 
+	"github.com/clustron/zaris-go/runtime/clock"
 	"github.com/clustron/zaris-go/runtime/clustermap"
 )
 
@@ -31,7 +32,7 @@ const flightKey = "map"
 type Refresher struct {
 	router       *currentTable
 	fetch        fetchFunc
-	clock        Clock
+	clock        clock.Clock
 	wait         time.Duration
 	debounce     time.Duration
 	fetchTimeout time.Duration
@@ -65,7 +66,7 @@ type Refresher struct {
 // AttemptTimeout as the least time a fetch gets). An Engine makes its own; this is for
 // using the rules with another map source. Close it when done.
 func newRefresher(cfg Config, router *currentTable, fetch fetchFunc) *Refresher {
-	clock := cmp.Or(cfg.Clock, SystemClock)
+	clock := cmp.Or(cfg.Clock, clock.System)
 	ft := cfg.RefreshWait
 	if least := cfg.DialTimeout + cfg.AttemptTimeout; ft < least {
 		ft = least

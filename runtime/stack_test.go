@@ -20,6 +20,7 @@ import (
 	"github.com/clustron/zaris-go/middleware"
 	mwt "github.com/clustron/zaris-go/middleware/middlewaretest"
 	"github.com/clustron/zaris-go/runtime"
+	"github.com/clustron/zaris-go/runtime/clock"
 	"github.com/clustron/zaris-go/runtime/clustermap"
 )
 
@@ -266,7 +267,7 @@ func TestR6_ThousandCallsHittingMovedRideOneMapFetch(t *testing.T) {
 	assert.GreaterOrEqual(t, st.Coalesced+st.Debounced, uint64(n-1), "%+v", st)
 }
 
-// frozenClock is a runtime.Clock whose time moves only when set: sleeps return at once and
+// frozenClock is a clock.Clock whose time moves only when set: sleeps return at once and
 // timers never fire.
 type frozenClock struct {
 	mu  sync.Mutex
@@ -287,7 +288,7 @@ func (c *frozenClock) set(t time.Time) {
 
 func (c *frozenClock) Sleep(ctx context.Context, _ time.Duration) error { return ctx.Err() }
 
-func (c *frozenClock) NewTimer(time.Duration) runtime.Timer { return frozenTimer{} }
+func (c *frozenClock) NewTimer(time.Duration) clock.Timer { return frozenTimer{} }
 
 type frozenTimer struct{}
 

@@ -5,6 +5,8 @@ import (
 	"sync"
 	"sync/atomic"
 	"time"
+
+	"github.com/clustron/zaris-go/runtime/clock"
 )
 
 // Rule B6, second half: a node that owes replies and has answered nothing for longer than
@@ -38,7 +40,7 @@ type nodeHealth struct {
 // silent ones: a goroutine that runs every silenceFloor/4 while any node owes a reply and
 // sleeps on kick otherwise.
 type health struct {
-	clock   Clock
+	clock   clock.Clock
 	base    time.Time
 	ceiling time.Duration
 	nodes   atomic.Pointer[map[string]*nodeHealth] // replaced copy-on-write under mu
@@ -52,7 +54,7 @@ type health struct {
 	suspicions atomic.Uint64
 }
 
-func newHealth(clock Clock, attemptTimeout time.Duration, suspect func(string)) *health {
+func newHealth(clock clock.Clock, attemptTimeout time.Duration, suspect func(string)) *health {
 	h := &health{clock: clock, base: clock.Now(), ceiling: min(silenceCeiling, attemptTimeout),
 		kick: make(chan struct{}, 1), done: make(chan struct{}), suspect: suspect}
 	h.ceiling = max(h.ceiling, silenceFloor)

@@ -12,13 +12,13 @@ import (
 	"time"
 
 	"github.com/clustron/zaris-go/internal/faketime"
-	"github.com/clustron/zaris-go/runtime"
+	"github.com/clustron/zaris-go/runtime/clock"
 )
 
 // Epoch is the time a Clock made by NewClock starts at.
 var Epoch = time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
 
-// Clock is a fake runtime.Clock. Its time moves only when something sleeps on it or the test
+// Clock is a fake clock.Clock. Its time moves only when something sleeps on it or the test
 // calls Advance; a Sleep records its duration, moves the time forward by it and returns at
 // once, so timing rules are checked exactly and tests run fast. It is safe for concurrent use.
 type Clock struct {
@@ -71,4 +71,4 @@ func (c *Clock) Sleeps() []time.Duration {
 }
 
 // NewTimer returns a timer that fires when the fake time reaches now + d.
-func (c *Clock) NewTimer(d time.Duration) runtime.Timer { return c.time.NewTimer(d) }
+func (c *Clock) NewTimer(d time.Duration) clock.Timer { return c.time.NewTimer(d) }

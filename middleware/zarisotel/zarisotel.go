@@ -16,6 +16,7 @@ import (
 
 	"github.com/clustron/zaris-go/middleware"
 	"github.com/clustron/zaris-go/runtime"
+	"github.com/clustron/zaris-go/runtime/clock"
 	"github.com/clustron/zaris-go/runtime/clustermap"
 )
 
@@ -81,7 +82,7 @@ func (f optionFunc) apply(c *config) { f(c) }
 type config struct {
 	tp    trace.TracerProvider
 	mp    metric.MeterProvider
-	clock runtime.Clock
+	clock clock.Clock
 	keys  bool
 }
 
@@ -95,12 +96,12 @@ func WithMeterProvider(mp metric.MeterProvider) Option {
 	return optionFunc(func(c *config) { c.mp = mp })
 }
 
-// WithClock measures call durations on clock instead of runtime.SystemClock; give it the
+// WithClock measures call durations on clk instead of clock.System; give it the
 // clock the stack runs on (runtime.Config.Clock) when that is not the system's. Nil means
-// runtime.SystemClock.
-func WithClock(clock runtime.Clock) Option {
-	clock = cmp.Or(clock, runtime.SystemClock)
-	return optionFunc(func(c *config) { c.clock = clock })
+// clock.System.
+func WithClock(clk clock.Clock) Option {
+	clk = cmp.Or(clk, clock.System)
+	return optionFunc(func(c *config) { c.clock = clk })
 }
 
 // WithKeys records each call's routing key on its span as zaris.key. Off by default: keys
@@ -135,7 +136,7 @@ var DurationBuckets = []float64{0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05,
 // from the configured providers. It fails only if the meter provider refuses an
 // instrument or the refresher callback.
 func New(opts ...Option) (*Telemetry, error) {
-	c := config{clock: runtime.SystemClock}
+	c := config{clock: clock.System}
 	for _, o := range opts {
 		o.apply(&c)
 	}

@@ -10,6 +10,7 @@ import (
 
 	"github.com/clustron/zaris-go/middleware"
 	"github.com/clustron/zaris-go/runtime"
+	"github.com/clustron/zaris-go/runtime/clock"
 	"github.com/clustron/zaris-go/runtime/clustermap"
 )
 
@@ -41,7 +42,7 @@ type config struct {
 	levels Levels
 	always bool
 	noKeys bool
-	clock  runtime.Clock
+	clock  clock.Clock
 }
 
 // WithLevels sets the level of each kind of line (default DefaultLevels).
@@ -59,12 +60,12 @@ func WithoutKeys() Option {
 	return optionFunc(func(c *config) { c.noKeys = true })
 }
 
-// WithClock measures a call's elapsed time on clock instead of runtime.SystemClock; give
+// WithClock measures a call's elapsed time on clk instead of clock.System; give
 // it the clock the stack runs on (runtime.Config.Clock) when that is not the system's.
-// Nil means runtime.SystemClock.
-func WithClock(clock runtime.Clock) Option {
-	clock = cmp.Or(clock, runtime.SystemClock)
-	return optionFunc(func(c *config) { c.clock = clock })
+// Nil means clock.System.
+func WithClock(clk clock.Clock) Option {
+	clk = cmp.Or(clk, clock.System)
+	return optionFunc(func(c *config) { c.clock = clk })
 }
 
 // Middleware returns a call-level middleware that writes one line to logger for each call
@@ -73,7 +74,7 @@ func WithClock(clock runtime.Clock) Option {
 // Install it with runtime.WithCallMiddleware; placed behind the retry layer it would
 // see single attempts only.
 func Middleware(logger *slog.Logger, opts ...Option) middleware.Middleware {
-	c := config{levels: DefaultLevels, clock: runtime.SystemClock}
+	c := config{levels: DefaultLevels, clock: clock.System}
 	for _, o := range opts {
 		o.apply(&c)
 	}

@@ -1,4 +1,9 @@
-package runtime
+// Package clock is a Zaris client's source of time. Every timing rule of the client
+// (backoff, deadlines, the map refresh's debounce and wait, the watch on silent nodes)
+// reads time and waits through a Clock, so a test can inject a fake one
+// (middlewaretest.NewClock) with runtime.WithClock and check the rules exactly, without
+// wall-clock sleeps. System is the real clock.
+package clock
 
 import (
 	"context"
@@ -26,8 +31,8 @@ type Timer interface {
 	Stop() bool
 }
 
-// SystemClock is the real clock.
-var SystemClock Clock = systemClock{}
+// System is the real clock.
+var System Clock = systemClock{}
 
 type systemClock struct{}
 
