@@ -151,38 +151,37 @@ var scalarKinds = map[string]scalarKind{
 	"string": {"string", "String"},
 }
 
-// binaryWire is the binary protocol.
-var binaryWire = wireFormat{
-	appendFn: map[string]string{
-		"bool":   "b = appendBool(b, bool(%s))\n",
-		"byte":   "b = append(b, byte(%s))\n",
-		"i16":    "b = appendI16(b, int16(%s))\n",
-		"i32":    "b = appendI32(b, int32(%s))\n",
-		"i64":    "b = appendI64(b, int64(%s))\n",
-		"double": "b = appendDouble(b, float64(%s))\n",
-		"string": "b = appendString(b, string(%s))\n",
-		"binary": "b = appendBinary(b, %s)\n",
-		"struct": "b = Append%s(b, %s)\n",
-		"list":   "b = appendList(b, %s, len(%s))\n",
-	},
-	elem: (*codecType).ttype,
+// appendStatements has, per kind, the statement appending a value in the binary protocol
+// (first) and in compact (second). Compact writes integers as zigzag varints (an i16 as an
+// i32), doubles little-endian, and a bool in a list as a byte (1 true, 2 false).
+var appendStatements = map[string][2]string{
+	"bool":   {"b = appendBool(b, bool(%s))\n", "b = appendCompactBool(b, bool(%s))\n"},
+	"byte":   {"b = append(b, byte(%s))\n", "b = append(b, byte(%s))\n"},
+	"i16":    {"b = appendI16(b, int16(%s))\n", "b = appendCompactI32(b, int32(%s))\n"},
+	"i32":    {"b = appendI32(b, int32(%s))\n", "b = appendCompactI32(b, int32(%s))\n"},
+	"i64":    {"b = appendI64(b, int64(%s))\n", "b = appendCompactI64(b, int64(%s))\n"},
+	"double": {"b = appendDouble(b, float64(%s))\n", "b = appendCompactDouble(b, float64(%s))\n"},
+	"string": {"b = appendString(b, string(%s))\n", "b = appendCompactString(b, string(%s))\n"},
+	"binary": {"b = appendBinary(b, %s)\n", "b = appendCompactBinary(b, %s)\n"},
+	"struct": {"b = Append%s(b, %s)\n", "b = AppendCompact%s(b, %s)\n"},
+	"list":   {"b = appendList(b, %s, len(%s))\n", "b = appendCompactList(b, %s, len(%s))\n"},
 }
 
-// compactWire is the compact protocol: integers are zigzag varints, doubles little-endian,
-// and a bool in a list is a byte (1 true, 2 false).
+// appendsOf returns the statements of one protocol of appendStatements: 0 binary, 1 compact.
+func appendsOf(protocol int) map[string]string {
+	m := make(map[string]string, len(appendStatements))
+	for kind, st := range appendStatements {
+		m[kind] = st[protocol]
+	}
+	return m
+}
+
+// binaryWire is the binary protocol.
+var binaryWire = wireFormat{appendFn: appendsOf(0), elem: (*codecType).ttype}
+
+// compactWire is the compact protocol.
 var compactWire = wireFormat{
-	appendFn: map[string]string{
-		"bool":   "b = appendCompactBool(b, bool(%s))\n",
-		"byte":   "b = append(b, byte(%s))\n",
-		"i16":    "b = appendCompactI32(b, int32(%s))\n",
-		"i32":    "b = appendCompactI32(b, int32(%s))\n",
-		"i64":    "b = appendCompactI64(b, int64(%s))\n",
-		"double": "b = appendCompactDouble(b, float64(%s))\n",
-		"string": "b = appendCompactString(b, string(%s))\n",
-		"binary": "b = appendCompactBinary(b, %s)\n",
-		"struct": "b = AppendCompact%s(b, %s)\n",
-		"list":   "b = appendCompactList(b, %s, len(%s))\n",
-	},
+	appendFn: appendsOf(1),
 	elem: func(t *codecType) string {
 		switch t.Kind {
 		case "bool":
