@@ -42,8 +42,12 @@ func TestRun_WithoutBatchLayerKeepsTheStacksError(t *testing.T) {
 			return resp, err
 		}
 	}
-	_, err := zarisclient.New(reply(1, nil)).MultiGet(context.Background(), getReq("a", "b"))
+	res, err := zarisclient.New(reply(1, nil)).MultiGet(context.Background(), getReq("a", "b"))
 	assert.ErrorIs(t, err, runtime.ErrNoResponse, "one result for two items")
+	require.NotNil(t, res)
+	for i, r := range res.Response.Results {
+		assert.Equal(t, zaris.KvStatus_Unavailable, r.Status, "item %d has a result of a reply that does not match", i)
+	}
 
 	_, err = zarisclient.New(reply(2, assert.AnError)).MultiGet(context.Background(), getReq("a", "b"))
 	assert.ErrorIs(t, err, assert.AnError, "a well-formed reply does not hide the stack's error")
