@@ -30,6 +30,19 @@ func TestError_NamesTheFirstItemError(t *testing.T) {
 	assert.Equal(t, "zaris: MultiGet: none of 0 items got an answer", (&batch.Error{Op: "MultiGet"}).Error())
 }
 
+// An Error unwraps to its items' errors, skipping the answered items' nils, so errors.Is
+// and errors.As find what each item met.
+func TestError_UnwrapsToTheItemsErrors(t *testing.T) {
+	first, second := errors.New("first"), &runtime.StatusError{Name: "Moved"}
+	err := &batch.Error{Op: "MultiGet", Errs: []error{nil, first, nil, second}}
+	assert.Equal(t, []error{first, second}, err.Unwrap())
+	assert.ErrorIs(t, err, first)
+	var se *runtime.StatusError
+	require.ErrorAs(t, err, &se)
+	assert.Equal(t, "Moved", se.Name)
+	assert.Empty(t, (&batch.Error{Errs: []error{nil}}).Unwrap())
+}
+
 // Without a batch layer, Run reports the stack's error as it is, and a reply that
 // does not match the request (ErrNoResponse) when the stack reported none.
 func TestRun_WithoutBatchLayerKeepsTheStacksError(t *testing.T) {
