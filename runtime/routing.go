@@ -87,13 +87,17 @@ func blankTable(m *clustermap.Map) *routingTable {
 	return t
 }
 
-// addNodes checks m's nodes (none nil, ids unique, each address a host and a port of
-// 1..65535), adds them to t ordered by id, and returns their host:port addresses by id.
+// addNodes checks m's nodes (none nil, ids unique and not negative, so none is
+// clustermap.NoNode, each address a host and a port of 1..65535), adds them to t ordered by
+// id, and returns their host:port addresses by id.
 func (t *routingTable) addNodes(m *clustermap.Map) (map[int32]string, error) {
 	byID := make(map[int32]string, len(m.Nodes))
 	for _, n := range m.Nodes {
 		if n == nil {
 			return nil, invalidMap(m, "nil node")
+		}
+		if n.ID < 0 {
+			return nil, invalidMap(m, "node id %d is negative", n.ID)
 		}
 		if _, dup := byID[n.ID]; dup {
 			return nil, invalidMap(m, "node id %d appears twice", n.ID)

@@ -108,6 +108,15 @@ func TestRoutingTableRejectsBadMaps(t *testing.T) {
 		{"nil segment", func(m *zaris.ClusterMap) *zaris.ClusterMap { m.Segments[2] = nil; return m }, "nil segment"},
 		{"unknown owner", func(m *zaris.ClusterMap) *zaris.ClusterMap { m.Segments[2].Owner = &unknown; return m }, "unknown node 9"},
 		{"duplicate node", func(m *zaris.ClusterMap) *zaris.ClusterMap { m.Nodes[1].ID = 1; return m }, "node id 1 appears twice"},
+		{"negative node id", func(m *zaris.ClusterMap) *zaris.ClusterMap {
+			m.Nodes[1].ID = clustermap.NoNode
+			for _, s := range m.Segments {
+				if *s.Owner == 2 {
+					*s.Owner = clustermap.NoNode
+				}
+			}
+			return m
+		}, "node id -1 is negative"},
 		{"bad port", func(m *zaris.ClusterMap) *zaris.ClusterMap { m.Nodes[0].Port = 0; return m }, "port 0"},
 		{"no host", func(m *zaris.ClusterMap) *zaris.ClusterMap { m.Nodes[0].Host = ""; return m }, "address"},
 		{"nil node", func(m *zaris.ClusterMap) *zaris.ClusterMap { m.Nodes[0] = nil; return m }, "nil node"},
