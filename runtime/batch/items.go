@@ -6,8 +6,8 @@ import (
 	"github.com/clustron/zaris-go/runtime"
 )
 
-// typedItems is runtime.BatchItems over a typed request. Record may run concurrently for disjoint
-// item sets; each item's slot is written by one sub-request at a time.
+// typedItems is runtime.BatchItems over a typed request. Record may run concurrently for
+// disjoint item sets; each item's slot is written by one sub-request at a time.
 type typedItems[Req, Item, Resp, Res any] struct {
 	spec    *Spec[Req, Item, Resp, Res]
 	req     Req

@@ -1,8 +1,6 @@
 package batch
 
-import (
-	"fmt"
-)
+import "fmt"
 
 // Result is what a typed multi-key method returns: the merged response and each
 // item's error.
@@ -11,7 +9,8 @@ type Result[Resp any] struct {
 	// an answering node showed. An item that got no answer has the last status it met
 	// (Unavailable if none).
 	Response Resp
-	// Errs has one entry per item: nil for an answered item, else its error (see runtime.Batch.Errs).
+	// Errs has one entry per item: nil for an answered item, else its error (see
+	// runtime.Batch.Errs).
 	Errs []error
 }
 

@@ -8,8 +8,8 @@ import (
 )
 
 // MaxItems is the most items one multi-key request may carry. The typed client refuses a
-// larger batch with runtime.ErrInvalidBatch before sending anything; the reference store answers one
-// with the response status InvalidRequest.
+// larger batch with runtime.ErrInvalidBatch before sending anything; the reference store
+// answers one with the response status InvalidRequest.
 const MaxItems = 1000
 
 // Spec describes one multi-key operation to the batch engine: how to read the items of

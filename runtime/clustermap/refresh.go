@@ -40,11 +40,11 @@ type RefreshResult struct {
 	Err error
 }
 
-// RefreshStats counts a map refresher's work (runtime.Refresher) since it was made. Once no request is in flight,
-// Requested = Debounced + Coalesced + OwnerWaits + the requests that led a fetch (+ those
-// refused after Close); Performed counts fetches that returned a map, Failed those that
-// did not. Each call of Refresh or AwaitOwner starts at most one fetch that is not
-// Background, so Performed - Background never exceeds those calls.
+// RefreshStats counts a map refresher's work (runtime.Refresher) since it was made. Once
+// no request is in flight, Requested = Debounced + Coalesced + OwnerWaits + the requests
+// that led a fetch (+ those refused after Close); Performed counts fetches that returned a
+// map, Failed those that did not. Each call of Refresh or AwaitOwner starts at most one
+// fetch that is not Background, so Performed - Background never exceeds those calls.
 type RefreshStats struct {
 	// Requested counts calls of Refresh and AwaitOwner, and background requests (B6).
 	Requested uint64
