@@ -1,8 +1,6 @@
 package middleware
 
 import (
-	"cmp"
-
 	"github.com/clustron/zaris-go/runtime"
 	"github.com/clustron/zaris-go/runtime/clock"
 )
@@ -18,7 +16,7 @@ func Default(invoke Handler, refresher MapRefresher, cfg runtime.Config) Handler
 	if invoke == nil || refresher == nil {
 		panic("middleware: Default needs a transport and a map refresher")
 	}
-	clock := cmp.Or(cfg.Clock, clock.System)
+	clock := orSystem(cfg.Clock)
 	return stack(cfg, clock, refresher)(invoke)
 }
 
